@@ -1,0 +1,1 @@
+//! An in-memory Edge Connect (EdgeXR Master Controller) that speaks the same REST API.
