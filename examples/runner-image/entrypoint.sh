@@ -1,0 +1,467 @@
+#!/usr/bin/env bash
+# Entrypoint of the example runner images for garm-provider-edge-connect.
+#
+# The provider starts one container per GARM instance and passes everything this
+# script needs as environment variables (see docs/runner-contract.md). The script
+# bootstraps exactly one ephemeral runner the way GARM expects it:
+#
+#   POST <callback>/status installing
+#   GitHub JIT:      GET <metadata>/credentials/{runner,credentials,credentials_rsaparams}
+#   otherwise:       GET <metadata>/runner-registration-token, then register the runner
+#   POST <callback>/system-info and <callback>/status idle (with the forge's runner id)
+#   unset the GARM secrets, exec the runner for one job
+#
+# Any failure before the runner starts is reported as status "failed" and the
+# script exits non-zero. It needs bash, curl, jq and coreutils, nothing else.
+#
+# Knobs that are not part of the provider contract (defaults in brackets):
+#   RUNNER_HOME                  runner directory; .runner is written here [/home/runner]
+#   RUNNER_BIN                   Gitea/Forgejo runner binary [forgejo-runner, act_runner
+#                                or gitea-runner from PATH]
+#   ENTRYPOINT_RETRIES           attempts per HTTP call / registration [5]
+#   ENTRYPOINT_RETRY_DELAY       first back-off in seconds, doubled per retry [2]
+#   ENTRYPOINT_SYSTEM_CA_DIR     where GARM_CA_BUNDLE is added to the system store
+#                                when writable [/usr/local/share/ca-certificates]
+#   ENTRYPOINT_SYSTEM_CA_BUNDLE  system bundle merged with GARM_CA_BUNDLE
+#                                [/etc/ssl/certs/ca-certificates.crt]
+#   ENTRYPOINT_OS_RELEASE        os-release file used for system-info [/etc/os-release]
+
+# xtrace would print the instance token; refuse it even under `bash -x`.
+set +x
+set -euo pipefail
+
+readonly SELF=garm-entrypoint
+
+log() { printf '%s: %s\n' "$SELF" "$*" >&2; }
+
+# --- failure handling --------------------------------------------------------
+# STEP names what is being done, so that an unexpected error (set -e) still
+# produces a meaningful "failed" message for GARM. die() sets a precise one.
+STEP="starting"
+FAIL_MSG=""
+# Only true once GARM has accepted our first callback: if GARM cannot be
+# reached (or rejects the token), reporting the failure cannot work either.
+CAN_REPORT=false
+STATE_DIR=""
+
+die() {
+	FAIL_MSG="$*"
+	exit 1
+}
+
+on_exit() {
+	local rc=$?
+	trap - EXIT
+	if [[ -n $STATE_DIR ]]; then
+		rm -rf -- "$STATE_DIR"
+	fi
+	if ((rc != 0)); then
+		local msg=${FAIL_MSG:-"$STEP failed (exit code $rc)"}
+		log "error: $msg"
+		if [[ $CAN_REPORT == true ]]; then
+			post_status failed "$msg" || log "could not report the failure to GARM"
+		fi
+	fi
+	exit "$rc"
+}
+trap on_exit EXIT
+# A stop request during bootstrap is a failure GARM should hear about.
+trap 'FAIL_MSG="runner bootstrap interrupted by a signal"; exit 143' TERM INT
+
+# --- settings ----------------------------------------------------------------
+RETRIES=${ENTRYPOINT_RETRIES:-5}
+RETRY_DELAY=${ENTRYPOINT_RETRY_DELAY:-2}
+[[ $RETRIES =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_RETRIES must be a positive integer"
+[[ $RETRY_DELAY =~ ^[0-9]+$ ]] || die "ENTRYPOINT_RETRY_DELAY must be a whole number of seconds"
+
+for tool in curl jq; do
+	command -v "$tool" >/dev/null || die "$tool is not installed in the image"
+done
+
+[[ -n ${BEARER_TOKEN:-} ]] || die "BEARER_TOKEN is not set"
+[[ -n ${CALLBACK_URL:-} ]] || die "CALLBACK_URL is not set"
+[[ -n ${METADATA_URL:-} ]] || die "METADATA_URL is not set"
+
+# GARM hands out the callback URL with or without the /status suffix.
+CALLBACK_BASE=${CALLBACK_URL%/}
+CALLBACK_BASE=${CALLBACK_BASE%/status}
+STATUS_URL="$CALLBACK_BASE/status"
+SYSTEM_INFO_URL="$CALLBACK_BASE/system-info"
+METADATA_BASE=${METADATA_URL%/}
+
+STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$SELF.XXXXXX")
+
+# --- HTTP --------------------------------------------------------------------
+CURL_TLS_ARGS=()
+HTTP_CODE=""
+HTTP_ERROR=""
+
+# Exit codes of curl that no retry can fix: malformed URL, TLS peer
+# verification failed, unusable CA file.
+is_permanent_curl_error() {
+	case $1 in
+	3 | 60 | 77) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+# http METHOD URL OUTFILE AUTH [JSON_BODY]
+#   AUTH: garm (instance token), download (RUNNER_DOWNLOAD_TOKEN if set), none.
+# Succeeds on a 2xx answer. Transport errors, 408, 429 and 5xx are retried with
+# exponential back-off; other answers fail at once (a 401 will not heal).
+# Sets HTTP_CODE and, on failure, HTTP_ERROR.
+http() {
+	local method=$1 url=$2 out=$3 auth=$4 body=${5-}
+	local token="" max_time=60 attempt=1 delay=$RETRY_DELAY rc code retry
+	case $auth in
+	garm) token=$BEARER_TOKEN ;;
+	download)
+		token=${RUNNER_DOWNLOAD_TOKEN:-}
+		max_time=900
+		;;
+	none) ;;
+	*) die "internal error: unknown auth kind $auth" ;;
+	esac
+	# -q: a ~/.curlrc must not change TLS or proxy behaviour behind our back.
+	# Proxies come from HTTP(S)_PROXY/NO_PROXY, which curl reads itself.
+	local args=(-q -sS --connect-timeout 10 --max-time "$max_time" -X "$method"
+		-o "$out" -w '%{http_code}' "${CURL_TLS_ARGS[@]}")
+	if [[ -n $body ]]; then
+		args+=(-H 'Content-Type: application/json' --data-binary "$body")
+	fi
+	# Never put a token on the command line (visible in /proc): headers are
+	# read from stdin instead.
+	if [[ -n $token ]]; then
+		args+=(-H @-)
+	fi
+	# Query strings may carry signatures; keep them out of the log.
+	local shown=${url%%\?*}
+	while :; do
+		if [[ -n $token ]]; then
+			if code=$(curl "${args[@]}" "$url" <<<"Authorization: Bearer $token"); then rc=0; else rc=$?; fi
+		else
+			if code=$(curl "${args[@]}" "$url" </dev/null); then rc=0; else rc=$?; fi
+		fi
+		HTTP_CODE=${code:-000}
+		if ((rc == 0)) && [[ $HTTP_CODE == 2[0-9][0-9] ]]; then
+			HTTP_ERROR=""
+			return 0
+		fi
+		retry=false
+		if ((rc != 0)); then
+			HTTP_ERROR="curl exit code $rc"
+			is_permanent_curl_error "$rc" || retry=true
+		else
+			HTTP_ERROR="HTTP $HTTP_CODE"
+			case $HTTP_CODE in
+			408 | 429 | 5[0-9][0-9]) retry=true ;;
+			esac
+		fi
+		if [[ $retry != true ]] || ((attempt >= RETRIES)); then
+			log "$method $shown failed: $HTTP_ERROR"
+			return 1
+		fi
+		log "$method $shown failed: $HTTP_ERROR; attempt $attempt of $RETRIES, retrying in ${delay}s"
+		sleep "$delay"
+		delay=$((delay * 2))
+		attempt=$((attempt + 1))
+	done
+}
+
+# post_status STATUS MESSAGE [AGENT_ID]
+post_status() {
+	local body
+	if [[ -n ${3-} ]]; then
+		body=$(jq -cn --arg s "$1" --arg m "$2" --argjson id "$3" '{status: $s, message: $m, agent_id: $id}')
+	else
+		body=$(jq -cn --arg s "$1" --arg m "$2" '{status: $s, message: $m}')
+	fi
+	http POST "$STATUS_URL" /dev/null garm "$body"
+}
+
+# --- CA bundle and proxies -----------------------------------------------------
+# GARM_CA_BUNDLE holds the CA(s) of GARM and of the forge. curl's --cacert and
+# SSL_CERT_FILE replace the default trust store, so they get the system bundle
+# plus GARM's; NODE_EXTRA_CA_CERTS is additive and gets GARM's alone.
+setup_ca_bundle() {
+	[[ -n ${GARM_CA_BUNDLE:-} ]] || return 0
+	STEP="installing the CA bundle"
+	# Not in STATE_DIR: the runner and the job keep using these files.
+	local ca_dir
+	ca_dir=$(mktemp -d "${TMPDIR:-/tmp}/garm-ca.XXXXXX")
+	chmod 0755 "$ca_dir"
+	local garm_pem="$ca_dir/garm-ca-bundle.pem" combined="$ca_dir/ca-bundle.pem"
+	local system_bundle=${ENTRYPOINT_SYSTEM_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+	printf '%s\n' "$GARM_CA_BUNDLE" >"$garm_pem"
+	grep -q -- '-----BEGIN CERTIFICATE-----' "$garm_pem" || die "GARM_CA_BUNDLE contains no PEM certificate"
+	{
+		if [[ -r $system_bundle ]]; then
+			cat -- "$system_bundle"
+		fi
+		cat -- "$garm_pem"
+	} >"$combined"
+	chmod 0644 "$garm_pem" "$combined"
+	CURL_TLS_ARGS=(--cacert "$combined")
+	# The runner and the job's tools each read a different variable.
+	export NODE_EXTRA_CA_CERTS="$garm_pem" SSL_CERT_FILE="$combined" CURL_CA_BUNDLE="$combined" \
+		GIT_SSL_CAINFO="$combined" REQUESTS_CA_BUNDLE="$combined"
+
+	# Best effort: tools that ignore the variables above use the system store.
+	# update-ca-certificates wants one certificate per file.
+	local sys_dir=${ENTRYPOINT_SYSTEM_CA_DIR:-/usr/local/share/ca-certificates}
+	if [[ -d $sys_dir && -w $sys_dir ]] && command -v update-ca-certificates >/dev/null; then
+		if csplit -s -z -f "$sys_dir/garm-ca-" -b '%02d.crt' "$garm_pem" '/-----BEGIN CERTIFICATE-----/' '{*}' &&
+			update-ca-certificates >/dev/null 2>&1; then
+			log "added GARM_CA_BUNDLE to the system trust store"
+		else
+			log "warning: could not add GARM_CA_BUNDLE to the system trust store"
+		fi
+	fi
+}
+
+# curl ignores upper-case HTTP_PROXY (httpoxy) while other tools only read one
+# spelling: make both spellings carry the same value.
+sync_proxy_env() {
+	local upper lower
+	for upper in HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+		lower=${upper,,}
+		if [[ -n ${!upper:-} && -z ${!lower:-} ]]; then
+			export "$lower=${!upper}"
+		elif [[ -n ${!lower:-} && -z ${!upper:-} ]]; then
+			export "$upper=${!lower}"
+		fi
+	done
+}
+
+# --- helpers -------------------------------------------------------------------
+# fetch_registration_token: sets REG_TOKEN (not exported). GARM serves it once.
+REG_TOKEN=""
+fetch_registration_token() {
+	STEP="fetching the registration token"
+	local file="$STATE_DIR/registration-token"
+	http GET "$METADATA_BASE/runner-registration-token" "$file" garm ||
+		die "fetching the registration token failed ($HTTP_ERROR)"
+	REG_TOKEN=$(<"$file")
+	rm -f -- "$file"
+	# The body is raw text, but tolerate a JSON string and stray whitespace.
+	REG_TOKEN=${REG_TOKEN//[$'\r\n\t ']/}
+	REG_TOKEN=${REG_TOKEN#\"}
+	REG_TOKEN=${REG_TOKEN%\"}
+	[[ -n $REG_TOKEN ]] || die "GARM returned an empty registration token"
+}
+
+# read_agent_id FILE KEY: sets AGENT_ID to the forge's runner id from a .runner
+# file (a global, not printed: die() must not run in a subshell, where the
+# EXIT trap is reset). The GitHub runner writes the file with a UTF-8 BOM.
+AGENT_ID=""
+read_agent_id() {
+	local file=$1 key=$2 content
+	STEP="reading the runner id"
+	[[ -s $file ]] || die "the runner did not write $file"
+	content=$(<"$file")
+	content=${content#$'\xef\xbb\xbf'}
+	AGENT_ID=$(jq -r --arg k "$key" '.[$k] // empty' <<<"$content" 2>/dev/null) || AGENT_ID=""
+	[[ $AGENT_ID =~ ^[0-9]+$ ]] || die "no numeric $key in $(basename -- "$file")"
+}
+
+# os_release KEY: a value from os-release, without quotes (never sourced: the
+# file is data, not code).
+os_release() {
+	local key=$1 file line value
+	for file in "${ENTRYPOINT_OS_RELEASE:-/etc/os-release}" /usr/lib/os-release; do
+		[[ -r $file ]] || continue
+		while IFS= read -r line || [[ -n $line ]]; do
+			if [[ $line == "$key="* ]]; then
+				value=${line#*=}
+				value=${value#[\"\']}
+				value=${value%[\"\']}
+				printf '%s' "$value"
+				return 0
+			fi
+		done <"$file"
+		return 0
+	done
+}
+
+# report_registered AGENT_ID: system-info, then idle. After idle GARM no
+# longer accepts the instance token.
+report_registered() {
+	local agent_id=$1 body
+	STEP="reporting system information"
+	body=$(jq -cn --arg n "$(os_release NAME)" --arg v "$(os_release VERSION_ID)" --argjson id "$agent_id" \
+		'{os_name: $n, os_version: $v, agent_id: $id}')
+	http POST "$SYSTEM_INFO_URL" /dev/null garm "$body" || die "reporting system information failed ($HTTP_ERROR)"
+	STEP="reporting the runner as idle"
+	post_status idle "runner $RUNNER_NAME registered (agent id $agent_id); waiting for a job" "$agent_id" ||
+		die "reporting the runner as idle failed ($HTTP_ERROR)"
+	# The token is dead now; a later failure has nobody to tell.
+	CAN_REPORT=false
+}
+
+# download_runner DEST: fetch RUNNER_DOWNLOAD_URL to DEST and check its sha256.
+download_runner() {
+	local dest=$1
+	STEP="downloading the runner"
+	log "downloading the runner from ${RUNNER_DOWNLOAD_URL%%\?*}"
+	http GET "$RUNNER_DOWNLOAD_URL" "$dest" download || die "downloading the runner failed ($HTTP_ERROR)"
+	if [[ -n ${RUNNER_DOWNLOAD_SHA256:-} ]]; then
+		local sum
+		sum=$(sha256sum -- "$dest")
+		sum=${sum%% *}
+		[[ ${sum,,} == "${RUNNER_DOWNLOAD_SHA256,,}" ]] || die "the downloaded runner does not match RUNNER_DOWNLOAD_SHA256"
+	fi
+}
+
+# run_with_retries DESCRIPTION COMMAND...: registration talks to the forge,
+# which may be briefly unreachable; retry with the same back-off as HTTP.
+run_with_retries() {
+	local what=$1 attempt=1 delay=$RETRY_DELAY
+	shift
+	until "$@" </dev/null; do
+		if ((attempt >= RETRIES)); then
+			die "$what failed after $RETRIES attempts"
+		fi
+		log "$what failed; attempt $attempt of $RETRIES, retrying in ${delay}s"
+		sleep "$delay"
+		delay=$((delay * 2))
+		attempt=$((attempt + 1))
+	done
+}
+
+# Secrets the job must not inherit. The registration token is a shell
+# variable only, but unset it too. exec skips the EXIT trap, so clean up here.
+drop_secrets() {
+	unset BEARER_TOKEN METADATA_URL CALLBACK_URL RUNNER_DOWNLOAD_TOKEN REG_TOKEN
+	rm -rf -- "$STATE_DIR"
+	STATE_DIR=""
+}
+
+# --- GitHub actions/runner -------------------------------------------------------
+run_github() {
+	local home=${RUNNER_HOME:-/home/runner}
+	local workdir=${RUNNER_WORKDIR:-/runner/_work}
+	mkdir -p -- "$home"
+	cd -- "$home"
+
+	if [[ ! -x ./config.sh ]]; then
+		[[ -n ${RUNNER_DOWNLOAD_URL:-} ]] || die "no runner in $home and RUNNER_DOWNLOAD_URL is not set"
+		local archive="$STATE_DIR/${RUNNER_DOWNLOAD_FILENAME:-actions-runner.tar.gz}"
+		download_runner "$archive"
+		STEP="unpacking the runner"
+		tar -xzf "$archive" -C "$home"
+		rm -f -- "$archive"
+		[[ -x ./config.sh ]] || die "the downloaded archive contains no config.sh"
+	fi
+	mkdir -p -- "$workdir"
+
+	if [[ ${JIT_CONFIG_ENABLED:-false} == true ]]; then
+		STEP="fetching the JIT runner credentials"
+		local name
+		for name in runner credentials credentials_rsaparams; do
+			# Created private before curl writes the key material into it.
+			install -m 0600 /dev/null "$home/.$name"
+			http GET "$METADATA_BASE/credentials/$name" "$home/.$name" garm ||
+				die "fetching the JIT credential file .$name failed ($HTTP_ERROR)"
+		done
+	else
+		fetch_registration_token
+		STEP="configuring the runner"
+		local args=(--unattended --url "$FORGE_URL" --token "$REG_TOKEN" --name "$RUNNER_NAME"
+			--labels "${RUNNER_LABELS:-}" --work "$workdir" --ephemeral --disableupdate --no-default-labels)
+		if [[ -n ${RUNNER_GROUP:-} ]]; then
+			args+=(--runnergroup "$RUNNER_GROUP")
+		fi
+		run_with_retries "config.sh" ./config.sh "${args[@]}"
+	fi
+
+	read_agent_id "$home/.runner" agentId
+	report_registered "$AGENT_ID"
+	drop_secrets
+	log "starting the runner for one job"
+	exec ./run.sh
+}
+
+# --- Gitea act_runner / Forgejo runner ----------------------------------------------
+# Labels without a schema get ":host": there is no Docker daemon in the
+# container, so jobs run directly in it. GARM's own labels are kept verbatim,
+# GARM recognises its runners by them.
+gitea_labels() {
+	local label parts=() out=()
+	IFS=, read -r -a parts <<<"$1"
+	for label in "${parts[@]}"; do
+		label=${label#"${label%%[![:space:]]*}"}
+		label=${label%"${label##*[![:space:]]}"}
+		[[ -n $label ]] || continue
+		case $label in
+		runner-controller-id=* | runner-pool-id=* | *:*) out+=("$label") ;;
+		*) out+=("$label:host") ;;
+		esac
+	done
+	local IFS=,
+	printf '%s' "${out[*]}"
+}
+
+# find_gitea_runner: prints the runner binary from PATH, fails when none.
+find_gitea_runner() {
+	local candidate
+	for candidate in forgejo-runner act_runner gitea-runner; do
+		if command -v -- "$candidate"; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+run_gitea() {
+	local home=${RUNNER_HOME:-/home/runner} bin labels
+	mkdir -p -- "$home"
+	cd -- "$home"
+
+	if [[ -n ${RUNNER_BIN:-} ]]; then
+		bin=$(command -v -- "$RUNNER_BIN") || die "RUNNER_BIN $RUNNER_BIN is not an executable"
+	elif ! bin=$(find_gitea_runner); then
+		[[ -n ${RUNNER_DOWNLOAD_URL:-} ]] ||
+			die "no forgejo-runner, act_runner or gitea-runner found and RUNNER_DOWNLOAD_URL is not set"
+		mkdir -p -- "$home/bin"
+		bin="$home/bin/${RUNNER_DOWNLOAD_FILENAME:-gitea-runner}"
+		download_runner "$bin"
+		chmod 0755 "$bin"
+	fi
+
+	STEP="preparing the runner labels"
+	labels=$(gitea_labels "${RUNNER_LABELS:-}")
+	[[ -n $labels ]] || die "RUNNER_LABELS is empty; GARM needs its runner-controller-id/runner-pool-id labels"
+
+	fetch_registration_token
+	STEP="registering the runner"
+	run_with_retries "runner registration" "$bin" register --no-interactive --ephemeral \
+		--instance "$FORGE_URL" --token "$REG_TOKEN" --name "$RUNNER_NAME" --labels "$labels"
+
+	read_agent_id "$home/.runner" id
+	report_registered "$AGENT_ID"
+	drop_secrets
+	log "starting the runner for one job"
+	exec "$bin" daemon --once
+}
+
+# --- main ------------------------------------------------------------------------------
+sync_proxy_env
+setup_ca_bundle
+
+STEP="reporting installing"
+if ! post_status installing "runner container started; registering ${RUNNER_NAME:-the runner}"; then
+	# GARM is unreachable or rejects the token: there is nobody to report to.
+	die "cannot reach GARM at $STATUS_URL ($HTTP_ERROR)"
+fi
+CAN_REPORT=true
+
+STEP="checking the environment"
+for var in FORGE_TYPE FORGE_URL RUNNER_NAME; do
+	[[ -n ${!var:-} ]] || die "$var is not set"
+done
+
+case $FORGE_TYPE in
+github) run_github ;;
+gitea) run_gitea ;;
+*) die "unsupported FORGE_TYPE '$FORGE_TYPE' (expected github or gitea)" ;;
+esac

@@ -1,0 +1,847 @@
+//! Harness for `tests/runner_entrypoint.rs`: runs the real
+//! `examples/runner-image/entrypoint.sh` against a fake GARM (metadata and
+//! callback endpoints, optionally over HTTPS with a throw-away CA), an optional
+//! recording HTTP proxy, and stub runner programs that write down how they were
+//! called. Everything listens on 127.0.0.1 only.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::rustls;
+
+/// Distinctive secret values, so that a leak into logs or the job's
+/// environment is found by a plain substring search.
+pub const INSTANCE_TOKEN: &str = "garm-instance-token-Xq4F9zK2";
+pub const REGISTRATION_TOKEN: &str = "registration-token-B7mW3pR8";
+pub const DOWNLOAD_TOKEN: &str = "download-token-T5nH1vC6";
+
+/// Runner ids the fake forge side hands out (GitHub `.runner` `agentId`,
+/// Gitea `.runner` `id`).
+pub const GITHUB_AGENT_ID: u64 = 4711;
+pub const GITEA_AGENT_ID: u64 = 93;
+
+pub const RUNNER_NAME: &str = "garm-7hq2kx0d3mzt";
+pub const CONTROLLER_ID: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
+pub const POOL_ID: &str = "9dcf590a-1192-4a9c-b3e4-e0902974c2c0";
+
+pub const METADATA_PATH: &str = "/api/v1/metadata";
+pub const CALLBACK_PATH: &str = "/api/v1/callbacks";
+
+/// The JIT files GARM serves; `.runner` starts with a BOM like the real one.
+pub const JIT_RUNNER_FILE: &str = "\u{feff}{\"agentId\": 4711, \"agentName\": \"garm-7hq2kx0d3mzt\", \"poolId\": 1, \"poolName\": \"Default\", \"serverUrl\": \"https://pipelines.example.test/abc\", \"gitHubUrl\": \"https://github.com/example-org\", \"workFolder\": \"_work\", \"ephemeral\": true}";
+pub const JIT_CREDENTIALS_FILE: &str = "{\"scheme\": \"OAuthAccessToken\", \"data\": {\"clientId\": \"c1\", \"authorizationUrl\": \"https://vstoken.example.test/\"}}";
+pub const JIT_RSA_FILE: &str =
+    "{\"d\": \"ZA==\", \"dp\": \"ZHA=\", \"modulus\": \"bW9k\", \"exponent\": \"AQAB\"}";
+
+// ---------------------------------------------------------------------------
+// Fake GARM
+
+/// How a request authenticated itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    Instance,
+    Download,
+    Missing,
+    Wrong,
+}
+
+/// One request as the fake received it.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub method: String,
+    pub path: String,
+    pub auth: Auth,
+    pub body: String,
+}
+
+impl Call {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{} {}: body is not JSON ({e}): {}",
+                self.method, self.path, self.body
+            )
+        })
+    }
+
+    /// A one-line description used to compare call sequences exactly:
+    /// method, path, the fields of callback bodies that matter, and the
+    /// authentication when it is not the instance token.
+    pub fn summary(&self) -> String {
+        let mut s = format!("{} {}", self.method, self.path);
+        if self.path.ends_with("/status") {
+            let v = self.json();
+            s.push_str(&format!(" status={}", v["status"].as_str().unwrap_or("?")));
+            if let Some(id) = v.get("agent_id") {
+                s.push_str(&format!(" agent_id={id}"));
+            }
+        } else if self.path.ends_with("/system-info") {
+            let v = self.json();
+            s.push_str(&format!(
+                " os_name={} os_version={} agent_id={}",
+                v["os_name"], v["os_version"], v["agent_id"]
+            ));
+        }
+        if self.auth != Auth::Instance {
+            s.push_str(&format!(" auth={:?}", self.auth));
+        }
+        s
+    }
+
+    /// The `message` of a status callback.
+    pub fn message(&self) -> String {
+        self.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// A file the fake serves under `/downloads/<name>` (the runner tools).
+#[derive(Clone)]
+pub struct Download {
+    pub name: String,
+    pub body: Vec<u8>,
+}
+
+/// What the fake GARM does.
+#[derive(Clone, Default)]
+pub struct Behaviour {
+    /// JIT instance: credential files are served, the registration token is not.
+    pub jit: bool,
+    /// Answer every metadata GET with this status (failure path).
+    pub metadata_status: Option<u16>,
+    pub download: Option<Download>,
+}
+
+#[derive(Default)]
+struct Inner {
+    calls: Vec<Call>,
+    registration_token_fetched: bool,
+    /// GARM stops accepting the instance token once the runner reported
+    /// idle or failed; the fake does the same.
+    token_revoked: bool,
+}
+
+#[derive(Clone)]
+struct FakeState {
+    behaviour: Behaviour,
+    inner: Arc<Mutex<Inner>>,
+}
+
+pub struct FakeGarm {
+    pub base_url: String,
+    pub addr: SocketAddr,
+    inner: Arc<Mutex<Inner>>,
+    /// TLS handshakes the client aborted (HTTPS mode only).
+    pub tls_rejections: Arc<AtomicUsize>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeGarm {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FakeGarm {
+    pub async fn start(behaviour: Behaviour) -> FakeGarm {
+        Self::start_inner(behaviour, None).await
+    }
+
+    pub async fn start_https(behaviour: Behaviour, tls: &TestPki) -> FakeGarm {
+        Self::start_inner(behaviour, Some(tls.server_config())).await
+    }
+
+    async fn start_inner(behaviour: Behaviour, tls: Option<rustls::ServerConfig>) -> FakeGarm {
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let state = FakeState {
+            behaviour,
+            inner: inner.clone(),
+        };
+        let app = Router::new().fallback(handle).with_state(state);
+        let tcp = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind fake GARM");
+        let addr = tcp.local_addr().expect("fake GARM address");
+        let tls_rejections = Arc::new(AtomicUsize::new(0));
+        let (scheme, server) = match tls {
+            None => (
+                "http",
+                tokio::spawn(async move {
+                    axum::serve(tcp, app).await.expect("fake GARM server");
+                }),
+            ),
+            Some(config) => {
+                let listener = TlsListener {
+                    tcp,
+                    acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+                    rejections: tls_rejections.clone(),
+                };
+                (
+                    "https",
+                    tokio::spawn(async move {
+                        axum::serve(listener, app)
+                            .await
+                            .expect("fake GARM TLS server");
+                    }),
+                )
+            }
+        };
+        FakeGarm {
+            base_url: format!("{scheme}://127.0.0.1:{}", addr.port()),
+            addr,
+            inner,
+            tls_rejections,
+            server,
+        }
+    }
+
+    pub fn metadata_url(&self) -> String {
+        format!("{}{METADATA_PATH}", self.base_url)
+    }
+
+    pub fn callback_url(&self) -> String {
+        format!("{}{CALLBACK_PATH}", self.base_url)
+    }
+
+    pub fn download_url(&self, name: &str) -> String {
+        format!("{}/downloads/{name}", self.base_url)
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.inner.lock().unwrap().calls.clone()
+    }
+
+    pub fn summaries(&self) -> Vec<String> {
+        self.calls().iter().map(Call::summary).collect()
+    }
+}
+
+fn classify_auth(headers: &HeaderMap) -> Auth {
+    let Some(value) = headers.get("authorization") else {
+        return Auth::Missing;
+    };
+    match value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) {
+        Some(INSTANCE_TOKEN) => Auth::Instance,
+        Some(DOWNLOAD_TOKEN) => Auth::Download,
+        _ => Auth::Wrong,
+    }
+}
+
+fn status(code: u16, body: &'static str) -> Response {
+    (StatusCode::from_u16(code).expect("status code"), body).into_response()
+}
+
+async fn handle(
+    State(state): State<FakeState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let auth = classify_auth(&headers);
+    let path = uri.path().to_string();
+    let mut inner = state.inner.lock().unwrap();
+    inner.calls.push(Call {
+        method: method.to_string(),
+        path: path.clone(),
+        auth,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+
+    if let Some(name) = path.strip_prefix("/downloads/") {
+        // The download host is not GARM: it must never see the instance token.
+        if auth == Auth::Instance || auth == Auth::Wrong {
+            return status(403, "unexpected credentials");
+        }
+        return match &state.behaviour.download {
+            Some(d) if d.name == name && method == Method::GET => d.body.clone().into_response(),
+            _ => status(404, "no such file"),
+        };
+    }
+
+    let garm_path = path.starts_with(METADATA_PATH) || path.starts_with(CALLBACK_PATH);
+    if !garm_path {
+        return status(404, "not found");
+    }
+    if auth != Auth::Instance || inner.token_revoked {
+        return status(401, "unauthorized");
+    }
+
+    if let Some(rest) = path.strip_prefix(METADATA_PATH) {
+        if method != Method::GET {
+            return status(405, "method not allowed");
+        }
+        if let Some(code) = state.behaviour.metadata_status {
+            return status(code, "metadata failure injected by the test");
+        }
+        let rest = rest.trim_end_matches('/');
+        return match rest {
+            "/runner-registration-token" => {
+                // GARM: non-JIT only, and only once per instance.
+                if state.behaviour.jit || inner.registration_token_fetched {
+                    status(401, "registration token not available")
+                } else {
+                    inner.registration_token_fetched = true;
+                    REGISTRATION_TOKEN.into_response()
+                }
+            }
+            "/credentials/runner" if state.behaviour.jit => JIT_RUNNER_FILE.into_response(),
+            "/credentials/credentials" if state.behaviour.jit => {
+                JIT_CREDENTIALS_FILE.into_response()
+            }
+            "/credentials/credentials_rsaparams" if state.behaviour.jit => {
+                JIT_RSA_FILE.into_response()
+            }
+            _ => status(404, "not found"),
+        };
+    }
+
+    let rest = path.strip_prefix(CALLBACK_PATH).unwrap_or_default();
+    if method != Method::POST {
+        return status(405, "method not allowed");
+    }
+    let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return status(400, "body is not JSON");
+    };
+    match rest.trim_end_matches('/') {
+        "/status" => {
+            if matches!(json["status"].as_str(), Some("idle") | Some("failed")) {
+                inner.token_revoked = true;
+            }
+            status(200, "")
+        }
+        "/system-info" => status(200, ""),
+        _ => status(404, "not found"),
+    }
+}
+
+/// TLS in front of axum: handshakes run inside `accept`, and a handshake the
+/// client aborts (it does not trust our CA) is counted and skipped.
+struct TlsListener {
+    tcp: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    rejections: Arc<AtomicUsize>,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (stream, addr) = match self.tcp.accept().await {
+                Ok(conn) => conn,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            match tokio::time::timeout(Duration::from_secs(5), self.acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => return (tls, addr),
+                _ => {
+                    self.rejections.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// A throw-away CA and a server certificate for 127.0.0.1 signed by it,
+/// standing in for the GARM controller CA in `ca-cert-bundle`.
+pub struct TestPki {
+    pub ca_pem: String,
+    ca_der: Vec<u8>,
+    leaf_der: Vec<u8>,
+    leaf_key_der: Vec<u8>,
+}
+
+impl TestPki {
+    pub fn generate() -> TestPki {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "fake GARM test CA");
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("CA key"))
+            .expect("self-signed CA");
+
+        let mut leaf_params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("leaf params");
+        leaf_params
+            .distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        let leaf_key = KeyPair::generate().expect("leaf key");
+        let leaf = leaf_params
+            .signed_by(&leaf_key, &*ca)
+            .expect("leaf certificate");
+        TestPki {
+            ca_pem: ca.pem(),
+            ca_der: ca.der().to_vec(),
+            leaf_der: leaf.der().to_vec(),
+            leaf_key_der: leaf_key.serialize_der(),
+        }
+    }
+
+    fn server_config(&self) -> rustls::ServerConfig {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![
+                    CertificateDer::from(self.leaf_der.clone()),
+                    CertificateDer::from(self.ca_der.clone()),
+                ],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.leaf_key_der.clone())),
+            )
+            .expect("TLS server config")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Recording forward proxy
+
+/// A plain HTTP forward proxy: records each request line (absolute form, as a
+/// client sends it to a proxy) and relays the connection to the origin, which
+/// must be on 127.0.0.1.
+pub struct RecordingProxy {
+    pub url: String,
+    lines: Arc<Mutex<Vec<String>>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RecordingProxy {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl RecordingProxy {
+    pub async fn start() -> RecordingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let recorded = lines.clone();
+        let server = tokio::spawn(async move {
+            loop {
+                let Ok((conn, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(relay(conn, recorded.clone()));
+            }
+        });
+        RecordingProxy {
+            url: format!("http://127.0.0.1:{port}"),
+            lines,
+            server,
+        }
+    }
+
+    pub fn request_lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+async fn relay(mut client: TcpStream, lines: Arc<Mutex<Vec<String>>>) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match client.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+        if head.len() > 64 * 1024 {
+            return;
+        }
+    }
+    let text = String::from_utf8_lossy(&head).into_owned();
+    let request_line = text.lines().next().unwrap_or_default().to_string();
+    lines.lock().unwrap().push(request_line.clone());
+
+    let target = request_line.split(' ').nth(1).unwrap_or_default();
+    let authority = target
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    // Hermetic: relay to loopback only.
+    if !authority.starts_with("127.0.0.1:") {
+        let _ = client
+            .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await;
+        return;
+    }
+    let Ok(mut upstream) = TcpStream::connect(authority).await else {
+        let _ = client
+            .write_all(
+                b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await;
+        return;
+    };
+    if upstream.write_all(&head).await.is_err() {
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+// ---------------------------------------------------------------------------
+// Sandbox with stub runner programs
+
+/// Which forge the contract environment describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forge {
+    GitHub,
+    Gitea,
+}
+
+/// A temporary directory tree for one entrypoint run:
+/// `runner/` (RUNNER_HOME), `bin/` (stub programs, first on PATH), `log/`
+/// (what the stubs recorded), `tmp/` (TMPDIR), `work/` (RUNNER_WORKDIR),
+/// `system-ca/` (stand-in for /usr/local/share/ca-certificates).
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub bin: PathBuf,
+    pub log: PathBuf,
+    pub tmp: PathBuf,
+    pub work: PathBuf,
+    pub system_ca: PathBuf,
+    pub os_release: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().to_path_buf();
+        let sandbox = Sandbox {
+            home: root.join("runner"),
+            bin: root.join("bin"),
+            log: root.join("log"),
+            tmp: root.join("tmp"),
+            work: root.join("work"),
+            system_ca: root.join("system-ca"),
+            os_release: root.join("os-release"),
+            root,
+            _dir: dir,
+        };
+        for d in [
+            &sandbox.home,
+            &sandbox.bin,
+            &sandbox.log,
+            &sandbox.tmp,
+            &sandbox.system_ca,
+        ] {
+            std::fs::create_dir_all(d).expect("sandbox dir");
+        }
+        std::fs::write(
+            &sandbox.os_release,
+            "NAME=\"Test Linux\"\nVERSION=\"42.1 (Stub)\"\nID=testlinux\nVERSION_ID=\"42.1\"\n",
+        )
+        .expect("os-release");
+        sandbox
+    }
+
+    /// `config.sh` and `run.sh` of the GitHub runner, in RUNNER_HOME.
+    pub fn install_github_stubs(&self) {
+        for (name, text) in self.github_stub_scripts() {
+            write_executable(&self.home.join(name), &text);
+        }
+    }
+
+    /// The GitHub stubs as (file name, script) pairs, e.g. to pack a tarball.
+    pub fn github_stub_scripts(&self) -> Vec<(&'static str, String)> {
+        let log = self.log.display();
+        // config.sh fails as many times as log/config.failures says (retry tests),
+        // then writes a .runner with a BOM like the real runner does.
+        let config = format!(
+            r#"#!/bin/bash
+set -eu
+n=$(( $(cat '{log}/config.count' 2>/dev/null || echo 0) + 1 ))
+echo "$n" > '{log}/config.count'
+printf '%s\0' "$@" > '{log}/config.argv'
+pwd > '{log}/config.cwd'
+if (( n <= $(cat '{log}/config.failures' 2>/dev/null || echo 0) )); then
+  echo "config.sh stub: simulated failure $n" >&2
+  exit 1
+fi
+printf '\xef\xbb\xbf{{"agentId": {GITHUB_AGENT_ID}, "agentName": "stub", "poolId": 1}}' > .runner
+printf '{{"scheme": "OAuth"}}' > .credentials
+"#
+        );
+        let run = format!(
+            r#"#!/bin/bash
+for a in "$@"; do printf '%s\0' "$a"; done > '{log}/run.argv'
+pwd > '{log}/run.cwd'
+env -0 > '{log}/run.env'
+"#
+        );
+        vec![("config.sh", config), ("run.sh", run)]
+    }
+
+    /// A Gitea/Forgejo runner stub named `name` in `bin/` (on PATH).
+    pub fn install_gitea_stub(&self, name: &str) {
+        write_executable(&self.bin.join(name), &self.gitea_stub_script());
+    }
+
+    /// The Gitea/Forgejo runner stub: `register` writes `.runner` with an id,
+    /// `daemon` records its environment.
+    pub fn gitea_stub_script(&self) -> String {
+        let log = self.log.display();
+        format!(
+            r#"#!/bin/bash
+set -eu
+cmd=$1
+printf '%s\0' "$@" > "{log}/$cmd.argv"
+printf '%s' "$0" > "{log}/$cmd.program"
+pwd > "{log}/$cmd.cwd"
+case $cmd in
+register)
+  printf '{{"WARNING": "stub", "id": {GITEA_AGENT_ID}, "uuid": "3b1c", "name": "stub", "token": "runner-own-token", "address": "http://gitea.example.test"}}\n' > .runner ;;
+daemon)
+  env -0 > "{log}/daemon.env" ;;
+esac
+"#
+        )
+    }
+
+    /// A stub `update-ca-certificates` that records that it ran.
+    pub fn install_update_ca_stub(&self) {
+        let log = self.log.display();
+        write_executable(
+            &self.bin.join("update-ca-certificates"),
+            &format!("#!/bin/bash\necho ran >> '{log}/update-ca-certificates'\n"),
+        );
+    }
+
+    pub fn set_config_failures(&self, n: u32) {
+        std::fs::write(self.log.join("config.failures"), n.to_string()).expect("failures file");
+    }
+
+    /// The NUL-separated argv a stub recorded as `<name>.argv`, if it ran.
+    pub fn argv(&self, name: &str) -> Option<Vec<String>> {
+        let bytes = std::fs::read(self.log.join(format!("{name}.argv"))).ok()?;
+        let text = String::from_utf8(bytes).expect("argv is UTF-8");
+        Some(
+            text.split_terminator('\0')
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// The environment a stub recorded with `env -0` as `<name>.env`.
+    pub fn recorded_env(&self, name: &str) -> BTreeMap<String, String> {
+        let bytes = std::fs::read(self.log.join(format!("{name}.env")))
+            .unwrap_or_else(|e| panic!("{name}.env was not recorded: {e}"));
+        String::from_utf8_lossy(&bytes)
+            .split_terminator('\0')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    pub fn recorded(&self, file: &str) -> Option<String> {
+        std::fs::read_to_string(self.log.join(file)).ok()
+    }
+
+    /// The contract environment the provider would set, pointing at `garm`.
+    /// `callback_with_status` chooses between `.../callbacks` and
+    /// `.../callbacks/status` (GARM uses both forms).
+    pub fn contract_env(
+        &self,
+        forge: Forge,
+        garm: &FakeGarm,
+        jit: bool,
+        callback_with_status: bool,
+    ) -> BTreeMap<String, String> {
+        let callback = if callback_with_status {
+            format!("{}/status", garm.callback_url())
+        } else {
+            garm.callback_url()
+        };
+        let mut env: BTreeMap<String, String> = [
+            ("GARM_CONTROLLER_ID", CONTROLLER_ID),
+            ("GARM_POOL_ID", POOL_ID),
+            ("GARM_INSTANCE_NAME", RUNNER_NAME),
+            ("RUNNER_NAME", RUNNER_NAME),
+            ("RUNNER_GROUP", ""),
+            ("RUNNER_EPHEMERAL", "true"),
+            ("RUNNER_NO_DEFAULT_LABELS", "true"),
+            ("DISABLE_RUNNER_UPDATE", "true"),
+            ("BEARER_TOKEN", INSTANCE_TOKEN),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        env.insert("METADATA_URL".into(), garm.metadata_url());
+        env.insert("CALLBACK_URL".into(), callback);
+        env.insert("JIT_CONFIG_ENABLED".into(), jit.to_string());
+        env.insert("RUNNER_WORKDIR".into(), self.work.display().to_string());
+        match forge {
+            Forge::GitHub => {
+                env.insert("FORGE_TYPE".into(), "github".into());
+                env.insert("FORGE_URL".into(), "https://github.com/example-org".into());
+                env.insert("GITHUB_URL".into(), "https://github.com".into());
+                env.insert("RUNNER_ORG".into(), "example-org".into());
+                let labels = if jit {
+                    String::new()
+                } else {
+                    format!(
+                        "edge,linux,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}"
+                    )
+                };
+                env.insert("RUNNER_LABELS".into(), labels);
+            }
+            Forge::Gitea => {
+                env.insert("FORGE_TYPE".into(), "gitea".into());
+                env.insert("FORGE_URL".into(), "http://gitea.example.test/".into());
+                env.insert(
+                    "RUNNER_LABELS".into(),
+                    format!(
+                        "ubuntu-latest,edge:docker://node:20-bookworm,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}"
+                    ),
+                );
+            }
+        }
+        env
+    }
+
+    /// Runs `bash entrypoint.sh` with exactly `contract` plus the harness
+    /// settings (PATH with the stubs first, HOME, TMPDIR, no retry delay,
+    /// sandboxed CA store and os-release) and nothing else from our own
+    /// environment.
+    pub async fn run_entrypoint(&self, contract: &BTreeMap<String, String>) -> Run {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/runner-image/entrypoint.sh");
+        let home_dir = self.root.join("home");
+        std::fs::create_dir_all(&home_dir).expect("HOME");
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(&script)
+            .env_clear()
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()),
+            )
+            .env("HOME", &home_dir)
+            .env("TMPDIR", &self.tmp)
+            .env("RUNNER_HOME", &self.home)
+            .env("ENTRYPOINT_RETRIES", "3")
+            .env("ENTRYPOINT_RETRY_DELAY", "0")
+            .env("ENTRYPOINT_OS_RELEASE", &self.os_release)
+            .env("ENTRYPOINT_SYSTEM_CA_DIR", &self.system_ca)
+            .envs(contract)
+            .current_dir(&self.root)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let output = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+            .await
+            .expect("entrypoint did not finish within 60 s")
+            .expect("spawn bash");
+        Run {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// The outcome of one entrypoint run.
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn assert_success(&self) {
+        assert!(
+            self.status.success(),
+            "entrypoint failed with {}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+    }
+
+    pub fn assert_failure(&self) {
+        assert!(
+            !self.status.success(),
+            "entrypoint unexpectedly succeeded\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+    }
+
+    /// No secret may ever reach the container log.
+    pub fn assert_no_secrets_in_output(&self) {
+        for secret in [INSTANCE_TOKEN, REGISTRATION_TOKEN, DOWNLOAD_TOKEN] {
+            assert!(
+                !self.stdout.contains(secret) && !self.stderr.contains(secret),
+                "a secret leaked into the entrypoint output\nstdout:\n{}\nstderr:\n{}",
+                self.stdout,
+                self.stderr
+            );
+        }
+    }
+}
+
+pub fn write_executable(path: &Path, text: &str) {
+    let mut f = std::fs::File::create(path).expect("create stub");
+    f.write_all(text.as_bytes()).expect("write stub");
+    drop(f);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod stub");
+}
+
+/// Asserts that the job's environment carries no GARM secret.
+pub fn assert_job_env_clean(env: &BTreeMap<String, String>) {
+    for var in [
+        "BEARER_TOKEN",
+        "METADATA_URL",
+        "CALLBACK_URL",
+        "RUNNER_DOWNLOAD_TOKEN",
+    ] {
+        assert!(!env.contains_key(var), "the job still sees {var}");
+    }
+    for (k, v) in env {
+        for secret in [INSTANCE_TOKEN, REGISTRATION_TOKEN, DOWNLOAD_TOKEN] {
+            assert!(!v.contains(secret), "the job sees a secret in {k}");
+        }
+    }
+    assert_eq!(
+        env.get("RUNNER_NAME").map(String::as_str),
+        Some(RUNNER_NAME),
+        "the rest of the environment must reach the job"
+    );
+}
