@@ -186,6 +186,7 @@ post_status() {
 setup_ca_bundle() {
 	[[ -n ${GARM_CA_BUNDLE:-} ]] || return 0
 	STEP="installing the CA bundle"
+	log "trusting GARM_CA_BUNDLE for GARM, the forge and the job"
 	# Not in STATE_DIR: the runner and the job keep using these files.
 	local ca_dir
 	ca_dir=$(mktemp -d "${TMPDIR:-/tmp}/garm-ca.XXXXXX")
@@ -238,6 +239,7 @@ sync_proxy_env() {
 REG_TOKEN=""
 fetch_registration_token() {
 	STEP="fetching the registration token"
+	log "fetching the registration token"
 	local file="$STATE_DIR/registration-token"
 	http GET "$METADATA_BASE/runner-registration-token" "$file" garm ||
 		die "fetching the registration token failed ($HTTP_ERROR)"
@@ -287,6 +289,7 @@ os_release() {
 # longer accepts the instance token.
 report_registered() {
 	local agent_id=$1 body
+	log "runner registered with id $agent_id; reporting system information and idle"
 	STEP="reporting system information"
 	body=$(jq -cn --arg n "$(os_release NAME)" --arg v "$(os_release VERSION_ID)" --argjson id "$agent_id" \
 		'{os_name: $n, os_version: $v, agent_id: $id}')
@@ -356,6 +359,7 @@ run_github() {
 
 	if [[ ${JIT_CONFIG_ENABLED:-false} == true ]]; then
 		STEP="fetching the JIT runner credentials"
+		log "fetching the JIT runner credentials"
 		local name
 		for name in runner credentials credentials_rsaparams; do
 			# Created private before curl writes the key material into it.
@@ -366,6 +370,7 @@ run_github() {
 	else
 		fetch_registration_token
 		STEP="configuring the runner"
+		log "configuring the runner with config.sh"
 		local args=(--unattended --url "$FORGE_URL" --token "$REG_TOKEN" --name "$RUNNER_NAME"
 			--labels "${RUNNER_LABELS:-}" --work "$workdir" --ephemeral --disableupdate --no-default-labels)
 		if [[ -n ${RUNNER_GROUP:-} ]]; then
@@ -434,6 +439,7 @@ run_gitea() {
 
 	fetch_registration_token
 	STEP="registering the runner"
+	log "registering the runner with $bin"
 	run_with_retries "runner registration" "$bin" register --no-interactive --ephemeral \
 		--instance "$FORGE_URL" --token "$REG_TOKEN" --name "$RUNNER_NAME" --labels "$labels"
 
@@ -449,9 +455,10 @@ sync_proxy_env
 setup_ca_bundle
 
 STEP="reporting installing"
+log "reporting installing to GARM"
 if ! post_status installing "runner container started; registering ${RUNNER_NAME:-the runner}"; then
 	# GARM is unreachable or rejects the token: there is nobody to report to.
-	die "cannot reach GARM at $STATUS_URL ($HTTP_ERROR)"
+	die "GARM did not accept the installing status at $STATUS_URL ($HTTP_ERROR)"
 fi
 CAN_REPORT=true
 

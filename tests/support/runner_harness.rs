@@ -145,7 +145,6 @@ struct FakeState {
 
 pub struct FakeGarm {
     pub base_url: String,
-    pub addr: SocketAddr,
     inner: Arc<Mutex<Inner>>,
     /// TLS handshakes the client aborted (HTTPS mode only).
     pub tls_rejections: Arc<AtomicUsize>,
@@ -204,7 +203,6 @@ impl FakeGarm {
         };
         FakeGarm {
             base_url: format!("{scheme}://127.0.0.1:{}", addr.port()),
-            addr,
             inner,
             tls_rejections,
             server,
