@@ -242,6 +242,7 @@ async fn github_runner_is_downloaded_and_verified_when_not_bundled() {
         vec![
             installing(),
             format!("GET /downloads/{name} auth=Download"),
+            format!("GET /blobs/{name} auth=Download"),
             get("/credentials/runner"),
             get("/credentials/credentials"),
             get("/credentials/credentials_rsaparams"),
@@ -281,6 +282,7 @@ async fn github_download_with_wrong_checksum_reports_failed() {
         vec![
             installing(),
             format!("GET /downloads/{name} auth=Missing"),
+            format!("GET /blobs/{name} auth=Missing"),
             failed(),
         ]
     );
@@ -401,6 +403,7 @@ async fn gitea_runner_binary_is_downloaded_when_none_is_installed() {
         vec![
             installing(),
             format!("GET /downloads/{name} auth=Missing"),
+            format!("GET /blobs/{name} auth=Missing"),
             get("/runner-registration-token"),
             system_info(GITEA_AGENT_ID),
             idle(GITEA_AGENT_ID),
@@ -506,6 +509,27 @@ async fn https_garm_needs_the_ca_bundle() {
         sandbox.recorded("update-ca-certificates").as_deref(),
         Some("ran\n")
     );
+
+    // Docker env files cannot carry line breaks: a bundle written with
+    // literal "\n" sequences works as well.
+    let garm = FakeGarm::start_https(
+        Behaviour {
+            jit: true,
+            ..Behaviour::default()
+        },
+        &pki,
+    )
+    .await;
+    let sandbox = Sandbox::new();
+    sandbox.install_github_stubs();
+    let mut env = sandbox.contract_env(Forge::GitHub, &garm, true, false);
+    env.insert(
+        "GARM_CA_BUNDLE".into(),
+        pki.ca_pem.trim().replace('\n', "\\n"),
+    );
+    let run = sandbox.run_entrypoint(&env).await;
+    run.assert_success();
+    assert_eq!(garm.calls().len(), 6);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

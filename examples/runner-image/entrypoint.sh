@@ -106,26 +106,29 @@ is_permanent_curl_error() {
 }
 
 # http METHOD URL OUTFILE AUTH [JSON_BODY]
-#   AUTH: garm (instance token), download (RUNNER_DOWNLOAD_TOKEN if set), none.
+#   AUTH: garm (instance token) or download (RUNNER_DOWNLOAD_TOKEN if set).
 # Succeeds on a 2xx answer. Transport errors, 408, 429 and 5xx are retried with
 # exponential back-off; other answers fail at once (a 401 will not heal).
 # Sets HTTP_CODE and, on failure, HTTP_ERROR.
 http() {
 	local method=$1 url=$2 out=$3 auth=$4 body=${5-}
-	local token="" max_time=60 attempt=1 delay=$RETRY_DELAY rc code retry
-	case $auth in
-	garm) token=$BEARER_TOKEN ;;
-	download)
-		token=${RUNNER_DOWNLOAD_TOKEN:-}
-		max_time=900
-		;;
-	none) ;;
-	*) die "internal error: unknown auth kind $auth" ;;
-	esac
+	local token="" attempt=1 delay=$RETRY_DELAY rc code retry
 	# -q: a ~/.curlrc must not change TLS or proxy behaviour behind our back.
 	# Proxies come from HTTP(S)_PROXY/NO_PROXY, which curl reads itself.
-	local args=(-q -sS --connect-timeout 10 --max-time "$max_time" -X "$method"
-		-o "$out" -w '%{http_code}' "${CURL_TLS_ARGS[@]}")
+	local args=(-q -sS --connect-timeout 10 -X "$method" -o "$out" -w '%{http_code}' "${CURL_TLS_ARGS[@]}")
+	case $auth in
+	garm)
+		token=$BEARER_TOKEN
+		args+=(--max-time 60)
+		;;
+	download)
+		token=${RUNNER_DOWNLOAD_TOKEN:-}
+		# Release downloads redirect to a storage host; curl does not pass
+		# our Authorization header on to another host.
+		args+=(--max-time 900 -L)
+		;;
+	*) die "internal error: unknown auth kind $auth" ;;
+	esac
 	if [[ -n $body ]]; then
 		args+=(-H 'Content-Type: application/json' --data-binary "$body")
 	fi
@@ -193,8 +196,14 @@ setup_ca_bundle() {
 	chmod 0755 "$ca_dir"
 	local garm_pem="$ca_dir/garm-ca-bundle.pem" combined="$ca_dir/ca-bundle.pem"
 	local system_bundle=${ENTRYPOINT_SYSTEM_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
-	printf '%s\n' "$GARM_CA_BUNDLE" >"$garm_pem"
-	grep -q -- '-----BEGIN CERTIFICATE-----' "$garm_pem" || die "GARM_CA_BUNDLE contains no PEM certificate"
+	local pem=$GARM_CA_BUNDLE
+	[[ $pem == *"-----BEGIN CERTIFICATE-----"* ]] || die "GARM_CA_BUNDLE contains no PEM certificate"
+	# Env files (docker deployments) cannot hold line breaks; accept them
+	# written as the two characters \n.
+	if [[ $pem != *$'\n'* ]]; then
+		pem=${pem//\\n/$'\n'}
+	fi
+	printf '%s\n' "$pem" >"$garm_pem"
 	{
 		if [[ -r $system_bundle ]]; then
 			cat -- "$system_bundle"

@@ -111,7 +111,8 @@ impl Call {
     }
 }
 
-/// A file the fake serves under `/downloads/<name>` (the runner tools).
+/// A runner tool the fake serves: `/downloads/<name>` redirects to
+/// `/blobs/<name>` like GitHub's release downloads do.
 #[derive(Clone)]
 pub struct Download {
     pub name: String,
@@ -262,13 +263,23 @@ async fn handle(
         body: String::from_utf8_lossy(&body).into_owned(),
     });
 
-    if let Some(name) = path.strip_prefix("/downloads/") {
+    let download = path
+        .strip_prefix("/downloads/")
+        .map(|name| (name, true))
+        .or_else(|| path.strip_prefix("/blobs/").map(|name| (name, false)));
+    if let Some((name, redirect)) = download {
         // The download host is not GARM: it must never see the instance token.
         if auth == Auth::Instance || auth == Auth::Wrong {
             return status(403, "unexpected credentials");
         }
         return match &state.behaviour.download {
-            Some(d) if d.name == name && method == Method::GET => d.body.clone().into_response(),
+            Some(d) if d.name == name && method == Method::GET => {
+                if redirect {
+                    (StatusCode::FOUND, [("location", format!("/blobs/{name}"))]).into_response()
+                } else {
+                    d.body.clone().into_response()
+                }
+            }
             _ => status(404, "no such file"),
         };
     }
