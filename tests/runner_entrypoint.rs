@@ -693,3 +693,32 @@ async fn unknown_forge_type_is_reported_as_failed() {
     assert_eq!(garm.summaries(), vec![installing(), failed()]);
     assert!(last_status_message(&garm).contains("FORGE_TYPE"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runner_bin_overrides_the_runner_found_on_path() {
+    let garm = FakeGarm::start(Behaviour::default()).await;
+    let sandbox = Sandbox::new();
+    sandbox.install_gitea_stub("act_runner");
+    let custom = sandbox.root.join("opt-runner");
+    write_executable(&custom, &sandbox.gitea_stub_script());
+    let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
+    env.insert("RUNNER_BIN".into(), custom.display().to_string());
+
+    let run = sandbox.run_entrypoint(&env).await;
+    run.assert_success();
+    let custom = custom.display().to_string();
+    assert_eq!(sandbox.recorded("register.program").unwrap(), custom);
+    assert_eq!(sandbox.recorded("daemon.program").unwrap(), custom);
+
+    // A RUNNER_BIN that does not exist is a reported failure, not a fallback.
+    let garm = FakeGarm::start(Behaviour::default()).await;
+    let sandbox = Sandbox::new();
+    sandbox.install_gitea_stub("act_runner");
+    let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
+    env.insert("RUNNER_BIN".into(), "/nonexistent/runner".into());
+    let run = sandbox.run_entrypoint(&env).await;
+    run.assert_failure();
+    assert_eq!(garm.summaries(), vec![installing(), failed()]);
+    assert!(last_status_message(&garm).contains("RUNNER_BIN"));
+    assert_eq!(sandbox.argv("register"), None);
+}
