@@ -12,7 +12,8 @@
 #   unset the GARM secrets, exec the runner for one job
 #
 # Any failure before the runner starts is reported as status "failed" and the
-# script exits non-zero. It needs bash, curl, jq and coreutils, nothing else.
+# script exits non-zero. It needs bash, curl, jq and coreutils (and tar, only to
+# unpack a downloaded GitHub runner).
 #
 # Knobs that are not part of the provider contract (defaults in brackets):
 #   RUNNER_HOME                  runner directory; .runner is written here [/home/runner]
@@ -352,6 +353,7 @@ drop_secrets() {
 run_github() {
 	local home=${RUNNER_HOME:-/home/runner}
 	local workdir=${RUNNER_WORKDIR:-/runner/_work}
+	STEP="preparing the runner directory $home"
 	mkdir -p -- "$home"
 	cd -- "$home"
 
@@ -364,6 +366,7 @@ run_github() {
 		rm -f -- "$archive"
 		[[ -x ./config.sh ]] || die "the downloaded archive contains no config.sh"
 	fi
+	STEP="creating RUNNER_WORKDIR $workdir"
 	mkdir -p -- "$workdir"
 
 	if [[ ${JIT_CONFIG_ENABLED:-false} == true ]]; then
@@ -428,6 +431,7 @@ find_gitea_runner() {
 
 run_gitea() {
 	local home=${RUNNER_HOME:-/home/runner} bin labels
+	STEP="preparing the runner directory $home"
 	mkdir -p -- "$home"
 	cd -- "$home"
 
