@@ -3,7 +3,7 @@
 //! runner programs, and the tests assert the exact HTTP calls in order, the
 //! exact runner command lines, and that no secret reaches the job or the log.
 //!
-//! Needs bash, curl, jq, coreutils and tar on the machine running the tests.
+//! Needs bash, curl, jq, coreutils, tar and shellcheck on the machine running the tests.
 
 #[path = "support/runner_harness.rs"]
 mod runner_harness;
@@ -721,4 +721,22 @@ async fn runner_bin_overrides_the_runner_found_on_path() {
     assert_eq!(garm.summaries(), vec![installing(), failed()]);
     assert!(last_status_message(&garm).contains("RUNNER_BIN"));
     assert_eq!(sandbox.argv("register"), None);
+}
+
+/// The entrypoint is lint-clean. CI installs shellcheck (Debian package
+/// `shellcheck`); a missing linter fails loudly rather than passing unseen.
+#[test]
+fn entrypoint_passes_shellcheck() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/runner-image/entrypoint.sh");
+    let output = std::process::Command::new("shellcheck")
+        .arg(&script)
+        .output()
+        .expect("shellcheck is not installed (apt-get install -y shellcheck)");
+    assert!(
+        output.status.success(),
+        "shellcheck findings:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
