@@ -1,1 +1,229 @@
-fn main() {}
+//! `edge-connect-sim`: an in-memory Edge Connect (EdgeXR Master Controller) for tests, demos
+//! and local trials. Prints its base URL as the first stdout line and runs until SIGINT or
+//! SIGTERM.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use garm_provider_edge_connect::sim::{serve, ApiGeneration, SimConfig};
+
+/// An in-memory Edge Connect (EdgeXR Master Controller REST API) for tests, demos and local
+/// trials of the GARM provider.
+///
+/// Prints its base URL (http://127.0.0.1:PORT) as the first line on stdout, writes it to
+/// DIR/address when --state-dir is given, and runs until SIGINT or SIGTERM. Log in with
+/// POST /api/v1/login and call /api/v1/auth/ctrl/<Rpc> as on the real Master Controller.
+#[derive(Debug, Parser)]
+#[command(name = "edge-connect-sim", version)]
+struct Cli {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+
+    /// Directory for the `address` file and the `requests.log` request log (JSON lines).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+
+    /// API generation: gen3 (zones; Edge Connect today) or gen2 (cloudlet in the AppInst key,
+    /// no ShowZone).
+    #[arg(long, value_name = "GEN", default_value = "gen3", value_parser = parse_api)]
+    api: ApiGeneration,
+
+    /// Users that may log in, NAME:PASSWORD, comma separated or repeated
+    /// [default: garm:garm-password].
+    #[arg(long, value_name = "NAME:PASSWORD", value_delimiter = ',', value_parser = parse_user)]
+    user: Vec<(String, String)>,
+
+    /// Organizations every user belongs to [default: edp-developer-framework].
+    #[arg(long, value_name = "ORG", value_delimiter = ',')]
+    org: Vec<String>,
+
+    /// Region names accepted in requests [default: EU].
+    #[arg(long, value_name = "REGION", value_delimiter = ',')]
+    region: Vec<String>,
+
+    /// Flavor names; sizes follow the name (small, medium, large, ...)
+    /// [default: EU.small,EU.medium,EU.large].
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    flavor: Vec<String>,
+
+    /// Edge sites, OPERATOR-ORG/NAME [default: TelekomOP/Munich].
+    #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
+    cloudlet: Vec<(String, String)>,
+
+    /// Zones (gen3), OPERATOR-ORG/NAME; a zone uses the cloudlet of the same name, else the
+    /// first cloudlet [default: TelekomOP/Munich].
+    #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
+    zone: Vec<(String, String)>,
+
+    /// Lifetime of login tokens in seconds.
+    #[arg(long, value_name = "SECS", default_value = "86400", value_parser = parse_secs)]
+    token_ttl: Duration,
+
+    /// Total duration of an AppInst create/delete stream in seconds (fractions allowed),
+    /// spread over its progress lines.
+    #[arg(long, value_name = "SECS", default_value = "0", value_parser = parse_secs)]
+    create_delay: Duration,
+
+    /// Milliseconds added to every API call before it is answered.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    latency_ms: u64,
+
+    /// Milliseconds to wait before answering a wrong password (the real MC waits ~3000).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    bad_auth_delay_ms: u64,
+
+    /// Enable the /__sim/* control endpoints (fault injection, seeding, state dump, reset,
+    /// request log, capacity, token lifetime). They need no token: use only for tests.
+    #[arg(long)]
+    faults: bool,
+}
+
+fn parse_api(s: &str) -> Result<ApiGeneration, String> {
+    s.parse()
+}
+
+fn parse_user(s: &str) -> Result<(String, String), String> {
+    match s.split_once(':') {
+        Some((name, password)) if !name.is_empty() && !password.is_empty() => {
+            Ok((name.to_string(), password.to_string()))
+        }
+        _ => Err(format!("expected NAME:PASSWORD, got '{s}'")),
+    }
+}
+
+fn parse_site(s: &str) -> Result<(String, String), String> {
+    match s.split_once('/') {
+        Some((org, name)) if !org.is_empty() && !name.is_empty() => {
+            Ok((org.to_string(), name.to_string()))
+        }
+        _ => Err(format!("expected ORG/NAME, got '{s}'")),
+    }
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("expected a number of seconds, got '{s}'"))?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("expected a non-negative number of seconds, got '{s}'"))
+}
+
+/// The given list, or the default when the flag was not used.
+fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
+    if given.is_empty() {
+        default
+    } else {
+        given
+    }
+}
+
+impl Cli {
+    fn into_config(self) -> SimConfig {
+        let defaults = SimConfig::default();
+        SimConfig {
+            api: self.api,
+            users: or_default(self.user, defaults.users),
+            orgs: or_default(self.org, defaults.orgs),
+            regions: or_default(self.region, defaults.regions),
+            flavors: or_default(self.flavor, defaults.flavors),
+            cloudlets: or_default(self.cloudlet, defaults.cloudlets),
+            zones: or_default(self.zone, defaults.zones),
+            token_ttl: self.token_ttl,
+            create_delay: self.create_delay,
+            latency: Duration::from_millis(self.latency_ms),
+            bad_auth_delay: Duration::from_millis(self.bad_auth_delay_ms),
+            faults_enabled: self.faults,
+            state_dir: self.state_dir,
+        }
+    }
+}
+
+/// Parses the command line; usage errors become one line on stderr and exit code 2.
+fn parse_cli() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            Err(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("edge-connect-sim: {first} (see --help)");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+async fn wait_for_stop() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+async fn run(config: SimConfig, listen: SocketAddr) -> anyhow::Result<()> {
+    let server = serve(config, listen).await?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", server.url())?;
+    stdout.flush()?;
+    drop(stdout);
+    wait_for_stop().await;
+    server.stopped(Duration::from_secs(2)).await;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let listen = cli.listen;
+    let config = cli.into_config();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("edge-connect-sim: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config, listen)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("edge-connect-sim: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

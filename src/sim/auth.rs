@@ -1,0 +1,395 @@
+//! Login and tokens (spec §2): real HS512 JWTs with `exp`/`iat`/`username`, the MC's 401
+//! texts, token expiry, revocation for fault injection, and `/api/v1/auth/refresh`.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha512;
+
+use super::clock::{go_duration_secs, unix_now_f64, Rng};
+use super::config::SimConfig;
+use super::lock;
+use super::wire::{decode, json_response, normalize, parse_json, ApiError};
+
+type HmacSha512 = Hmac<Sha512>;
+
+/// The claims the MC puts into its tokens (spec §2.1), plus `jti` for revocation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Claims {
+    /// Expiry, seconds since the epoch.
+    pub exp: i64,
+    /// Issue time.
+    pub iat: i64,
+    /// Logged-in user.
+    pub username: String,
+    /// The user's e-mail (synthetic here).
+    pub email: String,
+    /// Signing key id.
+    pub kid: u32,
+    /// Issue time of the first token of a refresh chain.
+    pub firstiat: i64,
+    /// `passwordauth`.
+    pub authtype: String,
+    /// Serial number of the token, so all tokens issued before a point can be revoked.
+    pub jti: String,
+}
+
+/// Why a token was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TokenError {
+    /// Not a token we signed.
+    Invalid,
+    /// Expired this many whole seconds ago.
+    Expired(u64),
+}
+
+#[derive(Debug)]
+struct Policy {
+    ttl: Duration,
+    revoked_below: u64,
+    revoked_at: f64,
+}
+
+/// Issues and checks tokens with a per-process random HMAC key.
+pub(crate) struct TokenAuthority {
+    mac: HmacSha512,
+    policy: Mutex<Policy>,
+    serial: AtomicU64,
+    logins: AtomicUsize,
+}
+
+const REFRESH_CHAIN_LIMIT_SECS: i64 = 30 * 24 * 3600;
+
+impl TokenAuthority {
+    /// An authority issuing tokens that live `ttl`, signing with a fresh random key.
+    pub(crate) fn new(ttl: Duration, rng: &Rng) -> anyhow::Result<Self> {
+        let mut key = [0u8; 64];
+        for chunk in key.chunks_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        let mac = HmacSha512::new_from_slice(&key)
+            .map_err(|e| anyhow::anyhow!("cannot create the token signing key: {e}"))?;
+        Ok(TokenAuthority {
+            mac,
+            policy: Mutex::new(Policy {
+                ttl,
+                revoked_below: 0,
+                revoked_at: 0.0,
+            }),
+            serial: AtomicU64::new(0),
+            logins: AtomicUsize::new(0),
+        })
+    }
+
+    /// Lifetime of tokens issued from now on.
+    pub(crate) fn set_ttl(&self, ttl: Duration) {
+        lock(&self.policy).ttl = ttl;
+    }
+
+    /// Current lifetime of new tokens.
+    pub(crate) fn ttl(&self) -> Duration {
+        lock(&self.policy).ttl
+    }
+
+    /// Makes every token issued so far expired as of now.
+    pub(crate) fn revoke_all(&self) {
+        let mut policy = lock(&self.policy);
+        policy.revoked_below = self.serial.load(Ordering::SeqCst) + 1;
+        policy.revoked_at = unix_now_f64();
+    }
+
+    /// Successful logins so far.
+    pub(crate) fn logins(&self) -> usize {
+        self.logins.load(Ordering::SeqCst)
+    }
+
+    /// Resets the login counter (simulator reset).
+    pub(crate) fn reset_logins(&self) {
+        self.logins.store(0, Ordering::SeqCst);
+    }
+
+    /// A signed token for `username`; `firstiat` continues a refresh chain.
+    pub(crate) fn issue(&self, username: &str, firstiat: Option<i64>) -> String {
+        let ttl = self.ttl();
+        let now = unix_now_f64();
+        let iat = now.floor() as i64;
+        // Rounded up so a token is never valid for less than the configured lifetime.
+        let exp = (now + ttl.as_secs_f64()).ceil() as i64;
+        let serial = self.serial.fetch_add(1, Ordering::SeqCst) + 1;
+        let claims = Claims {
+            exp,
+            iat,
+            username: username.to_string(),
+            email: format!("{username}@edge-connect-sim.invalid"),
+            kid: 1,
+            firstiat: firstiat.unwrap_or(iat),
+            authtype: "passwordauth".into(),
+            jti: serial.to_string(),
+        };
+        let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS512","typ":"JWT"}"#);
+        let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap_or_default());
+        let signing_input = format!("{header}.{payload}");
+        let mut mac = self.mac.clone();
+        mac.update(signing_input.as_bytes());
+        let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+        format!("{signing_input}.{signature}")
+    }
+
+    /// Checks signature, expiry and revocation.
+    pub(crate) fn verify(&self, token: &str) -> Result<Claims, TokenError> {
+        let mut parts = token.split('.');
+        let (Some(header), Some(payload), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(TokenError::Invalid);
+        };
+        let signature = URL_SAFE_NO_PAD
+            .decode(signature)
+            .map_err(|_| TokenError::Invalid)?;
+        let mut mac = self.mac.clone();
+        mac.update(header.as_bytes());
+        mac.update(b".");
+        mac.update(payload.as_bytes());
+        mac.verify_slice(&signature)
+            .map_err(|_| TokenError::Invalid)?;
+        let claims: Claims = URL_SAFE_NO_PAD
+            .decode(payload)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or(TokenError::Invalid)?;
+        let now = unix_now_f64();
+        if now >= claims.exp as f64 {
+            return Err(TokenError::Expired(
+                (now.floor() as i64 - claims.exp).max(0) as u64,
+            ));
+        }
+        let policy = lock(&self.policy);
+        let serial: u64 = claims.jti.parse().map_err(|_| TokenError::Invalid)?;
+        if serial < policy.revoked_below {
+            return Err(TokenError::Expired(
+                (now - policy.revoked_at).max(0.0) as u64
+            ));
+        }
+        Ok(claims)
+    }
+
+    /// The caller's claims from `Authorization: Bearer` or the `token` cookie, or the MC's 401.
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Claims, ApiError> {
+        let token = bearer_token(headers)
+            .or_else(|| cookie_token(headers))
+            .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "No bearer token found"))?;
+        self.verify(&token).map_err(|e| match e {
+            TokenError::Invalid => {
+                ApiError::new(StatusCode::UNAUTHORIZED, "Invalid or expired jwt")
+            }
+            TokenError::Expired(secs) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                format!("Token is expired by {}", go_duration_secs(secs)),
+            ),
+        })
+    }
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let token = value.strip_prefix("Bearer ")?;
+    (!token.is_empty()).then(|| token.to_string())
+}
+
+fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, value)| *name == "token" && !value.is_empty())
+        .map(|(_, value)| value.to_string())
+}
+
+/// The login body (`ormapi.UserLogin`); `apikeyid`/`apikey` are the deprecated aliases.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct LoginIn {
+    username: String,
+    password: String,
+    apikeyid: String,
+    apikey: String,
+}
+
+/// `POST /api/v1/login`.
+pub(crate) async fn login(
+    config: &SimConfig,
+    tokens: &TokenAuthority,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    if body.is_empty() {
+        return Err(ApiError::bad_request("Request body can't be empty"));
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let mut input: LoginIn = if content_type.starts_with("application/json") {
+        decode(normalize(parse_json(body)?), "")?
+    } else if content_type.starts_with("application/x-www-form-urlencoded") {
+        parse_form(body)
+    } else {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type",
+        ));
+    };
+    if input.username.is_empty() {
+        input.username = std::mem::take(&mut input.apikeyid);
+    }
+    if input.password.is_empty() {
+        input.password = std::mem::take(&mut input.apikey);
+    }
+    if input.username.is_empty() {
+        return Err(ApiError::bad_request("Username not specified"));
+    }
+    if input.password.is_empty() {
+        return Err(ApiError::bad_request("Password not specified"));
+    }
+    let known = config
+        .users
+        .iter()
+        .any(|(user, password)| *user == input.username && *password == input.password);
+    if !known {
+        // The MC delays every failed login to slow down password guessing.
+        tokio::time::sleep(config.bad_auth_delay).await;
+        return Err(ApiError::bad_request("Invalid username or password"));
+    }
+    let token = tokens.issue(&input.username, None);
+    tokens.logins.fetch_add(1, Ordering::SeqCst);
+    Ok(token_response(&token))
+}
+
+/// `POST /api/v1/auth/refresh`: a new token if the chain started less than 30 days ago.
+pub(crate) fn refresh(tokens: &TokenAuthority, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let claims = tokens.authenticate(headers)?;
+    if (unix_now_f64() as i64) - claims.firstiat > REFRESH_CHAIN_LIMIT_SECS {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "Expired jwt"));
+    }
+    let token = tokens.issue(&claims.username, Some(claims.firstiat));
+    Ok(token_response(&token))
+}
+
+fn token_response(token: &str) -> Response {
+    let body = serde_json::json!({ "token": token })
+        .to_string()
+        .into_bytes();
+    let mut response = json_response(StatusCode::OK, body);
+    let cookie = format!("token={token}; Path=/; HttpOnly; Secure; SameSite=Strict");
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// `application/x-www-form-urlencoded` login fields.
+fn parse_form(body: &[u8]) -> LoginIn {
+    let mut input = LoginIn::default();
+    for pair in body.split(|b| *b == b'&') {
+        let mut kv = pair.splitn(2, |b| *b == b'=');
+        let key = percent_decode(kv.next().unwrap_or_default()).to_ascii_lowercase();
+        let value = percent_decode(kv.next().unwrap_or_default());
+        match key.as_str() {
+            "username" => input.username = value,
+            "password" => input.password = value,
+            "apikeyid" => input.apikeyid = value,
+            "apikey" => input.apikey = value,
+            _ => {}
+        }
+    }
+    input
+}
+
+fn percent_decode(raw: &[u8]) -> String {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = raw
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authority(ttl: Duration) -> TokenAuthority {
+        TokenAuthority::new(ttl, &Rng::new()).unwrap()
+    }
+
+    #[test]
+    fn tokens_are_hs512_jwts_with_exp() {
+        let auth = authority(Duration::from_secs(3600));
+        let token = auth.issue("garm", None);
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let header: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+        assert_eq!(header["alg"], "HS512");
+        let claims = auth.verify(&token).unwrap();
+        assert_eq!(claims.username, "garm");
+        assert!(claims.exp - claims.iat >= 3600);
+    }
+
+    #[test]
+    fn tampered_tokens_are_invalid() {
+        let auth = authority(Duration::from_secs(3600));
+        let token = auth.issue("garm", None);
+        let other = authority(Duration::from_secs(3600)).issue("garm", None);
+        assert_eq!(auth.verify(&other).unwrap_err(), TokenError::Invalid);
+        assert_eq!(auth.verify("garbage").unwrap_err(), TokenError::Invalid);
+        assert_eq!(
+            auth.verify(&format!("{token}x")).unwrap_err(),
+            TokenError::Invalid
+        );
+    }
+
+    #[test]
+    fn revoked_tokens_are_expired() {
+        let auth = authority(Duration::from_secs(3600));
+        let token = auth.issue("garm", None);
+        auth.revoke_all();
+        assert!(matches!(auth.verify(&token), Err(TokenError::Expired(_))));
+        let fresh = auth.issue("garm", None);
+        assert!(auth.verify(&fresh).is_ok());
+    }
+
+    #[test]
+    fn form_bodies_decode() {
+        let input = parse_form(b"username=a%40b.c&password=p+w%21");
+        assert_eq!(input.username, "a@b.c");
+        assert_eq!(input.password, "p w!");
+    }
+}

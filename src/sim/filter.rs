@@ -1,0 +1,58 @@
+//! Show filter semantics (spec §4.3): every non-zero field of the filter must equal the
+//! stored value; zero fields are wildcards. Filters are compared in output form, so enum
+//! spellings and field names are already canonical on both sides.
+
+use serde_json::Value;
+
+/// Removes zero values (`""`, `0`, `false`, `null`, `[]`, `{}`) recursively; `None` when
+/// nothing is left, i.e. the filter matches everything.
+pub(crate) fn prune(value: Value) -> Option<Value> {
+    match value {
+        Value::Null => None,
+        Value::Bool(b) => b.then_some(Value::Bool(true)),
+        Value::Number(n) => (n.as_f64() != Some(0.0)).then_some(Value::Number(n)),
+        Value::String(s) => (!s.is_empty()).then_some(Value::String(s)),
+        Value::Array(items) => (!items.is_empty()).then_some(Value::Array(items)),
+        Value::Object(map) => {
+            let kept: serde_json::Map<String, Value> = map
+                .into_iter()
+                .filter_map(|(k, v)| prune(v).map(|v| (k, v)))
+                .collect();
+            (!kept.is_empty()).then_some(Value::Object(kept))
+        }
+    }
+}
+
+/// True when every leaf of a pruned `filter` is equal at the same place in `object`.
+/// Lists must be equal as a whole.
+pub(crate) fn matches(filter: &Value, object: &Value) -> bool {
+    match (filter, object) {
+        (Value::Object(f), Value::Object(o)) => f
+            .iter()
+            .all(|(k, fv)| o.get(k).is_some_and(|ov| matches(fv, ov))),
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (f, o) => f == o,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn zero_fields_are_wildcards() {
+        let f = prune(json!({"key": {"organization": "acme", "name": ""}, "state": "", "x": 0}));
+        assert_eq!(f, Some(json!({"key": {"organization": "acme"}})));
+        assert_eq!(prune(json!({"key": {}, "flavor": {"name": ""}})), None);
+    }
+
+    #[test]
+    fn matches_leaves() {
+        let obj = json!({"key": {"organization": "acme", "name": "r1"}, "state": "Ready", "n": 2});
+        assert!(matches(&json!({"key": {"organization": "acme"}}), &obj));
+        assert!(matches(&json!({"state": "Ready", "n": 2.0}), &obj));
+        assert!(!matches(&json!({"state": "Creating"}), &obj));
+        assert!(!matches(&json!({"missing": "x"}), &obj));
+    }
+}

@@ -1,0 +1,377 @@
+//! The HTTP front: routing (404/405 before anything else), latency and early faults, token
+//! check, request decoding, dispatch to the RPC handlers, and the request log.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, HttpBody};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{request::Parts, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use futures_util::{stream, StreamExt};
+use serde_json::Value;
+
+use super::config::ApiGeneration;
+use super::reqlog::{PendingEntry, RequestLogEntry};
+use super::server::Shared;
+use super::wire::{check_region, envelope, normalize, parse_json, ApiError};
+use super::{app, appinst, auth, control, infra, lock};
+
+/// Largest request body accepted (seeding and manifests stay far below this).
+pub(crate) const BODY_LIMIT: usize = 32 * 1024 * 1024;
+
+/// The controller RPCs the simulator serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rpc {
+    CreateApp,
+    UpdateApp,
+    DeleteApp,
+    ShowApp,
+    CreateAppInst,
+    UpdateAppInst,
+    DeleteAppInst,
+    ShowAppInst,
+    ShowFlavor,
+    ShowCloudlet,
+    ShowZone,
+    ShowFlavorsForZone,
+    ShowFlavorsForCloudlet,
+}
+
+impl Rpc {
+    const ALL: [Rpc; 13] = [
+        Rpc::CreateApp,
+        Rpc::UpdateApp,
+        Rpc::DeleteApp,
+        Rpc::ShowApp,
+        Rpc::CreateAppInst,
+        Rpc::UpdateAppInst,
+        Rpc::DeleteAppInst,
+        Rpc::ShowAppInst,
+        Rpc::ShowFlavor,
+        Rpc::ShowCloudlet,
+        Rpc::ShowZone,
+        Rpc::ShowFlavorsForZone,
+        Rpc::ShowFlavorsForCloudlet,
+    ];
+
+    /// The RPC name as in the URL.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Rpc::CreateApp => "CreateApp",
+            Rpc::UpdateApp => "UpdateApp",
+            Rpc::DeleteApp => "DeleteApp",
+            Rpc::ShowApp => "ShowApp",
+            Rpc::CreateAppInst => "CreateAppInst",
+            Rpc::UpdateAppInst => "UpdateAppInst",
+            Rpc::DeleteAppInst => "DeleteAppInst",
+            Rpc::ShowAppInst => "ShowAppInst",
+            Rpc::ShowFlavor => "ShowFlavor",
+            Rpc::ShowCloudlet => "ShowCloudlet",
+            Rpc::ShowZone => "ShowZone",
+            Rpc::ShowFlavorsForZone => "ShowFlavorsForZone",
+            Rpc::ShowFlavorsForCloudlet => "ShowFlavorsForCloudlet",
+        }
+    }
+
+    /// The RPC for a URL segment, if this generation has it (zones are Gen3-only,
+    /// `ShowFlavorsForCloudlet` Gen2-only). Route matching is case-sensitive, as in echo.
+    fn parse(name: &str, api: ApiGeneration) -> Option<Rpc> {
+        let rpc = Rpc::ALL.into_iter().find(|r| r.name() == name)?;
+        let available = match rpc {
+            Rpc::ShowZone | Rpc::ShowFlavorsForZone => api == ApiGeneration::Gen3,
+            Rpc::ShowFlavorsForCloudlet => api == ApiGeneration::Gen2,
+            _ => true,
+        };
+        available.then_some(rpc)
+    }
+
+    /// Wrapper key in the request (lower-case) and its Go field name (for error texts).
+    fn wrapper(self) -> (&'static str, &'static str) {
+        match self {
+            Rpc::CreateApp | Rpc::UpdateApp | Rpc::DeleteApp | Rpc::ShowApp => ("app", "App"),
+            Rpc::CreateAppInst | Rpc::UpdateAppInst | Rpc::DeleteAppInst | Rpc::ShowAppInst => {
+                ("appinst", "AppInst")
+            }
+            Rpc::ShowFlavor => ("flavor", "Flavor"),
+            Rpc::ShowCloudlet => ("cloudlet", "Cloudlet"),
+            Rpc::ShowZone => ("zone", "Zone"),
+            Rpc::ShowFlavorsForZone => ("zonekey", "ZoneKey"),
+            Rpc::ShowFlavorsForCloudlet => ("cloudletkey", "CloudletKey"),
+        }
+    }
+
+    async fn run(self, call: Call) -> Result<Response, ApiError> {
+        match self {
+            Rpc::CreateApp => app::create(call),
+            Rpc::UpdateApp => app::update(call),
+            Rpc::DeleteApp => app::delete(call),
+            Rpc::ShowApp => app::show(call),
+            Rpc::CreateAppInst => appinst::create(call).await,
+            Rpc::UpdateAppInst => appinst::update(call).await,
+            Rpc::DeleteAppInst => appinst::delete(call).await,
+            Rpc::ShowAppInst => appinst::show(call),
+            Rpc::ShowFlavor => infra::show_flavors(&call),
+            Rpc::ShowCloudlet => infra::show_cloudlets(&call),
+            Rpc::ShowZone => infra::show_zones(&call),
+            Rpc::ShowFlavorsForZone => infra::show_flavors_for_zone(&call),
+            Rpc::ShowFlavorsForCloudlet => infra::show_flavors_for_cloudlet(&call),
+        }
+    }
+}
+
+/// One authenticated controller call: the decoded wrapper plus access to the simulator.
+pub(crate) struct Call {
+    /// Simulator state and configuration.
+    pub shared: Arc<Shared>,
+    /// The `region` of the request (checked by the handler, in the MC's order).
+    pub region: String,
+    /// The wrapped object, keys normalised.
+    pub object: Value,
+}
+
+impl Call {
+    /// The API generation spoken.
+    pub(crate) fn api(&self) -> ApiGeneration {
+        self.shared.config.api
+    }
+
+    /// RBAC for create/update/delete: the caller must belong to `org` (unknown and empty
+    /// organizations are refused the same way, so names cannot be probed).
+    pub(crate) fn authorize(&self, org: &str) -> Result<(), ApiError> {
+        if self.shared.config.orgs.iter().any(|o| o == org) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden())
+        }
+    }
+
+    /// RBAC for Show: 403 only when the caller can see no organization at all.
+    pub(crate) fn authorize_view(&self) -> Result<(), ApiError> {
+        if self.shared.config.orgs.is_empty() {
+            Err(ApiError::forbidden())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `No region specified` / `Region "X" not found`.
+    pub(crate) fn check_region(&self) -> Result<(), ApiError> {
+        check_region(&self.shared.config.regions, &self.region)
+    }
+
+    /// Organizations whose objects a Show may return, narrowed by the filter's organization.
+    pub(crate) fn visible_orgs<'a>(&'a self, filter_org: &'a str) -> Vec<&'a str> {
+        self.shared
+            .config
+            .orgs
+            .iter()
+            .map(String::as_str)
+            .filter(|o| filter_org.is_empty() || *o == filter_org)
+            .collect()
+    }
+}
+
+enum Route {
+    Login,
+    Refresh,
+    Ctrl(Rpc),
+    Control(String),
+    NotFound,
+}
+
+impl Route {
+    fn resolve(path: &str, shared: &Shared) -> Route {
+        if path == "/api/v1/login" {
+            Route::Login
+        } else if path == "/api/v1/auth/refresh" {
+            Route::Refresh
+        } else if let Some(name) = path.strip_prefix("/api/v1/auth/ctrl/") {
+            Rpc::parse(name, shared.config.api).map_or(Route::NotFound, Route::Ctrl)
+        } else if let Some(rest) = path.strip_prefix("/__sim/") {
+            if shared.config.faults_enabled {
+                Route::Control(rest.to_string())
+            } else {
+                Route::NotFound
+            }
+        } else {
+            Route::NotFound
+        }
+    }
+
+    fn rpc_name(&self) -> &'static str {
+        match self {
+            Route::Login => "login",
+            Route::Refresh => "refresh",
+            Route::Ctrl(rpc) => rpc.name(),
+            Route::Control(_) | Route::NotFound => "",
+        }
+    }
+}
+
+/// The whole HTTP surface of the simulator.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .fallback(dispatch)
+        .with_state(shared)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+}
+
+async fn dispatch(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let start = Instant::now();
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_string();
+    let route = Route::resolve(&path, &shared);
+    if let Route::Control(sub) = &route {
+        // Control calls are the test's own, so they stay out of the request log.
+        return control::handle(&shared, &parts.method, sub, body).await;
+    }
+    let rpc = route.rpc_name();
+    let response = match api(&shared, &route, &parts, body, &path).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    };
+    logged(&shared, &parts.method, path, rpc, start, response)
+}
+
+async fn api(
+    shared: &Arc<Shared>,
+    route: &Route,
+    parts: &Parts,
+    body: Body,
+    path: &str,
+) -> Result<Response, ApiError> {
+    if matches!(route, Route::NotFound | Route::Control(_)) {
+        return Err(ApiError::not_found());
+    }
+    if parts.method != Method::POST {
+        return Err(ApiError::method_not_allowed());
+    }
+    pause(shared.config.latency).await;
+    let early = lock(&shared.faults).take_early(route.rpc_name());
+    pause(early.delay).await;
+    if let Some((status, message)) = early.reply {
+        return Err(fault_reply(status, message, path));
+    }
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large"))?;
+    match route {
+        Route::Login => auth::login(&shared.config, &shared.tokens, &parts.headers, &bytes).await,
+        Route::Refresh => auth::refresh(&shared.tokens, &parts.headers),
+        Route::Ctrl(rpc) => {
+            shared.tokens.authenticate(&parts.headers)?;
+            let (wrapper, go_wrapper) = rpc.wrapper();
+            let env = envelope(normalize(parse_json(&bytes)?), wrapper, go_wrapper)?;
+            let call = Call {
+                shared: shared.clone(),
+                region: env.region,
+                object: env.object,
+            };
+            rpc.run(call).await
+        }
+        Route::Control(_) | Route::NotFound => Err(ApiError::not_found()),
+    }
+}
+
+async fn pause(delay: Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// The reply of an injected `http_status` fault, with the MC's texts as defaults.
+fn fault_reply(status: u16, message: Option<String>, path: &str) -> ApiError {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let message = message.unwrap_or_else(|| match code {
+        StatusCode::TOO_MANY_REQUESTS => {
+            format!("{path} is rejected, please retry later. Error is: rate limit exceeded")
+        }
+        StatusCode::SERVICE_UNAVAILABLE => "Service temporarily unavailable".into(),
+        other => other.canonical_reason().unwrap_or("Error").to_string(),
+    });
+    ApiError::new(code, message)
+}
+
+/// Records the call in the request log: complete replies now, streams when they end.
+fn logged(
+    shared: &Arc<Shared>,
+    method: &Method,
+    path: String,
+    rpc: &str,
+    start: Instant,
+    response: Response,
+) -> Response {
+    let mut entry = RequestLogEntry {
+        method: method.to_string(),
+        path,
+        rpc: rpc.to_string(),
+        status: response.status().as_u16(),
+        duration: Duration::ZERO,
+    };
+    if response.body().size_hint().exact().is_some() {
+        entry.duration = start.elapsed();
+        shared.log.record(entry);
+        return response;
+    }
+    let pending = PendingEntry::new(shared.log.clone(), entry, start);
+    let (parts, body) = response.into_parts();
+    let watched = stream::unfold(
+        (body.into_data_stream(), Some(pending)),
+        |(mut inner, mut pending)| async move {
+            match inner.next().await {
+                Some(item) => Some((item, (inner, pending))),
+                None => {
+                    // Logged before the final chunk goes out, so a client that has read the
+                    // whole stream always finds the entry.
+                    if let Some(p) = pending.take() {
+                        p.finish();
+                    }
+                    None
+                }
+            }
+        },
+    );
+    Response::from_parts(parts, Body::from_stream(watched))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpcs_depend_on_the_generation() {
+        assert_eq!(
+            Rpc::parse("ShowZone", ApiGeneration::Gen3),
+            Some(Rpc::ShowZone)
+        );
+        assert_eq!(Rpc::parse("ShowZone", ApiGeneration::Gen2), None);
+        assert_eq!(
+            Rpc::parse("ShowFlavorsForCloudlet", ApiGeneration::Gen2),
+            Some(Rpc::ShowFlavorsForCloudlet)
+        );
+        assert_eq!(
+            Rpc::parse("ShowFlavorsForCloudlet", ApiGeneration::Gen3),
+            None
+        );
+        assert_eq!(Rpc::parse("showapp", ApiGeneration::Gen3), None);
+    }
+
+    #[test]
+    fn fault_replies_have_mc_defaults() {
+        assert_eq!(
+            fault_reply(429, None, "/api/v1/auth/ctrl/ShowApp").message,
+            "/api/v1/auth/ctrl/ShowApp is rejected, please retry later. Error is: rate limit exceeded"
+        );
+        assert_eq!(
+            fault_reply(503, None, "/x").message,
+            "Service temporarily unavailable"
+        );
+        assert_eq!(
+            fault_reply(500, None, "/x").message,
+            "Internal Server Error"
+        );
+        assert_eq!(fault_reply(500, Some("boom".into()), "/x").message, "boom");
+    }
+}

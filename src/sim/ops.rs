@@ -1,0 +1,330 @@
+//! AppInst operations (create, update, delete) as state machines running in their own task
+//! (spec §6.1): they move the instance through its states, emit progress lines, and apply
+//! injected stream faults. The HTTP stream only observes them, so an operation finishes even
+//! when the client goes away.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
+
+use super::clock::Timestamp;
+use super::enums::{HealthCheck, TrackedState};
+use super::faults::StreamFault;
+use super::lock;
+use super::model::AppInstKey;
+use super::server::Shared;
+use super::stream::StreamEvent;
+use super::wire::capitalize;
+
+/// Which operation runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    /// CreateAppInst: CreateRequested → Creating → Ready.
+    Create,
+    /// UpdateAppInst: UpdateRequested → Updating → Ready.
+    Update,
+    /// DeleteAppInst: DeletePrepare → DeleteRequested → Deleting → gone.
+    Delete,
+}
+
+/// What a step does to the stored instance.
+#[derive(Clone, Debug, PartialEq)]
+enum Action {
+    /// Nothing (progress text only); the instance must still exist.
+    Keep,
+    /// Move to a state.
+    State(TrackedState),
+    /// Fail into an error state with this error.
+    Error(TrackedState, String),
+    /// Become Ready; `touch` sets `updated_at` (updates).
+    Ready { touch: bool },
+    /// Remove the instance.
+    Remove,
+}
+
+impl Action {
+    /// Steps that complete the operation; a failing or timing-out run stops before them.
+    fn completes(&self) -> bool {
+        matches!(self, Action::Ready { .. } | Action::Remove)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Step {
+    action: Action,
+    line: Option<String>,
+}
+
+fn step(action: Action, line: Option<&str>) -> Step {
+    Step {
+        action,
+        line: line.map(str::to_string),
+    }
+}
+
+fn normal_steps(kind: OpKind) -> Vec<Step> {
+    match kind {
+        OpKind::Create => vec![
+            step(
+                Action::Keep,
+                Some("Found 1 potential cloudlets for deployment"),
+            ),
+            step(
+                Action::Keep,
+                Some("Found 1 potential clusters for deployment"),
+            ),
+            step(
+                Action::Keep,
+                Some("Chose multi-tenant cluster defaultmt to deploy AppInst"),
+            ),
+            step(Action::State(TrackedState::Creating), Some("Creating")),
+            step(Action::Keep, Some("Creating App Inst")),
+            step(Action::Ready { touch: false }, Some("Ready")),
+            step(Action::Keep, Some("Created AppInst successfully")),
+        ],
+        OpKind::Update => vec![
+            step(Action::State(TrackedState::Updating), Some("Updating")),
+            step(Action::Ready { touch: true }, Some("Ready")),
+        ],
+        OpKind::Delete => vec![
+            step(Action::State(TrackedState::DeleteRequested), None),
+            step(Action::State(TrackedState::Deleting), Some("Deleting")),
+            step(Action::Remove, Some("Deleted AppInst successfully")),
+        ],
+    }
+}
+
+/// The undo after an injected failure (`Deleting AppInst due to failure`, ...).
+fn failure_steps(kind: OpKind, message: &str, leave_create_error: bool) -> Vec<Step> {
+    let err = |state| Action::Error(state, message.to_string());
+    match kind {
+        OpKind::Create if leave_create_error => vec![step(err(TrackedState::CreateError), None)],
+        OpKind::Create => vec![
+            step(
+                err(TrackedState::CreateError),
+                Some("Deleting AppInst due to failure"),
+            ),
+            step(Action::State(TrackedState::Deleting), Some("Deleting")),
+            step(Action::Remove, Some("Deleted AppInst successfully")),
+        ],
+        OpKind::Update => vec![
+            step(err(TrackedState::UpdateError), None),
+            step(Action::Ready { touch: true }, Some("Ready")),
+        ],
+        OpKind::Delete => vec![
+            step(
+                err(TrackedState::DeleteError),
+                Some("Recreating AppInst due to failure"),
+            ),
+            step(Action::State(TrackedState::Creating), Some("Creating")),
+            step(Action::Ready { touch: false }, Some("Ready")),
+        ],
+    }
+}
+
+/// One operation on one instance, ready to run.
+pub(crate) struct Op {
+    /// Simulator state and configuration.
+    pub shared: Arc<Shared>,
+    /// The instance.
+    pub key: AppInstKey,
+    /// State epoch when the operation started (a reset stops it).
+    pub epoch: u64,
+    /// The operation.
+    pub kind: OpKind,
+    /// An injected stream fault, if any.
+    pub fault: Option<StreamFault>,
+    /// Container id the instance reports once Ready (creates).
+    pub container_id: String,
+}
+
+impl Op {
+    /// Runs the operation in its own task; the receiver yields what the client should see.
+    pub(crate) fn spawn(self) -> UnboundedReceiver<StreamEvent> {
+        let (tx, rx) = unbounded_channel();
+        let shutdown = self.shared.shutdown.clone();
+        let steps = normal_steps(self.kind);
+        let step_delay = self.shared.config.create_delay / steps.len().max(1) as u32;
+        let runner = Runner {
+            op: self,
+            tx: Some(tx),
+            lines: 0,
+            drop_after: None,
+            step_delay,
+            shutdown,
+        };
+        tokio::spawn(runner.run(steps));
+        rx
+    }
+}
+
+struct Runner {
+    op: Op,
+    tx: Option<UnboundedSender<StreamEvent>>,
+    lines: usize,
+    drop_after: Option<usize>,
+    step_delay: Duration,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Runner {
+    async fn run(mut self, steps: Vec<Step>) {
+        match self.op.fault.take() {
+            None => {
+                self.run_all(&steps).await;
+            }
+            Some(StreamFault::Drop { after_lines }) => {
+                self.drop_after = Some(after_lines);
+                if self.run_all(&steps).await && self.drop_after.is_some() {
+                    self.send(StreamEvent::Drop);
+                }
+            }
+            Some(StreamFault::Error {
+                after_lines,
+                message,
+                leave_create_error,
+            }) => {
+                for s in steps.iter().take_while(|s| !s.action.completes()) {
+                    if s.line.is_some() && self.lines >= after_lines {
+                        break;
+                    }
+                    if !self.run_step(s).await {
+                        return;
+                    }
+                }
+                let message = capitalize(&message);
+                let undo = failure_steps(self.op.kind, &message, leave_create_error);
+                if self.run_all(&undo).await {
+                    self.send(StreamEvent::Fail(message));
+                }
+            }
+            Some(StreamFault::Timeout { ready_after }) => {
+                let cut = steps
+                    .iter()
+                    .position(|s| s.action.completes())
+                    .unwrap_or(steps.len());
+                if !self.run_all(&steps[..cut]).await {
+                    return;
+                }
+                let state = self
+                    .current_state()
+                    .map(TrackedState::name)
+                    .unwrap_or("Unknown");
+                self.send(StreamEvent::Line(format!(
+                    "Timed out while work still in progress state {state}. Please use ShowAppInst to check current status"
+                )));
+                // The stream ends cleanly here; the work goes on without an audience.
+                self.tx = None;
+                if !self.pause(ready_after).await {
+                    return;
+                }
+                for s in &steps[cut..] {
+                    if !self.apply(&s.action) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs steps with their delays; false when the operation had to stop.
+    async fn run_all(&mut self, steps: &[Step]) -> bool {
+        for s in steps {
+            if !self.run_step(s).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    async fn run_step(&mut self, s: &Step) -> bool {
+        if !self.pause(self.step_delay).await {
+            return false;
+        }
+        if !self.apply(&s.action) {
+            return false;
+        }
+        if let Some(line) = &s.line {
+            self.line(line.clone());
+        }
+        true
+    }
+
+    fn line(&mut self, text: String) {
+        if self.drop_after == Some(self.lines) {
+            self.drop_after = None;
+            self.send(StreamEvent::Drop);
+            self.tx = None;
+        }
+        self.send(StreamEvent::Line(text));
+        self.lines += 1;
+    }
+
+    fn send(&mut self, event: StreamEvent) {
+        if let Some(tx) = &self.tx {
+            // A closed channel means the client left; the operation carries on regardless.
+            if tx.send(event).is_err() {
+                self.tx = None;
+            }
+        }
+    }
+
+    /// Sleeps, unless the simulator shuts down first (then false).
+    async fn pause(&mut self, delay: Duration) -> bool {
+        if *self.shutdown.borrow() {
+            return false;
+        }
+        if delay.is_zero() {
+            return true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => true,
+            _ = self.shutdown.wait_for(|stop| *stop) => false,
+        }
+    }
+
+    fn current_state(&self) -> Option<TrackedState> {
+        let st = lock(&self.op.shared.state);
+        (st.epoch == self.op.epoch)
+            .then(|| st.inst(&self.op.key).map(|i| i.state))
+            .flatten()
+    }
+
+    /// Applies a step to the stored instance; false when it vanished or the state was reset.
+    fn apply(&self, action: &Action) -> bool {
+        let mut st = lock(&self.op.shared.state);
+        if st.epoch != self.op.epoch {
+            return false;
+        }
+        if *action == Action::Remove {
+            return st.remove_inst(&self.op.key).is_some();
+        }
+        let Some(inst) = st.inst_mut(&self.op.key) else {
+            return false;
+        };
+        match action {
+            Action::Keep | Action::Remove => {}
+            Action::State(state) => inst.state = *state,
+            Action::Error(state, message) => {
+                inst.state = *state;
+                inst.errors = vec![message.clone()];
+            }
+            Action::Ready { touch } => {
+                inst.state = TrackedState::Ready;
+                inst.errors.clear();
+                if inst.runtime_info.container_ids.is_empty() && !self.op.container_id.is_empty() {
+                    inst.runtime_info.container_ids = vec![self.op.container_id.clone()];
+                }
+                if inst.mapped_ports.as_ref().is_some_and(|p| !p.is_empty()) {
+                    inst.health_check = HealthCheck::Ok;
+                }
+                if *touch {
+                    inst.updated_at = Timestamp::now();
+                }
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,348 @@
+//! Starting and stopping a simulator, and the handles tests use to look inside it.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::auth::TokenAuthority;
+use super::clock::Rng;
+use super::config::SimConfig;
+use super::faults::{Fault, FaultKind, FaultTable};
+use super::http;
+use super::infra::Infra;
+use super::lock;
+use super::model::SiteKey;
+use super::reqlog::{RequestLog, RequestLogEntry};
+use super::seed::Seed;
+use super::store::State;
+
+/// Everything a running simulator shares between requests and operations.
+pub(crate) struct Shared {
+    /// The configuration it was started with.
+    pub config: SimConfig,
+    /// Flavors, cloudlets, zones.
+    pub infra: Infra,
+    /// Apps and AppInsts.
+    pub state: Mutex<State>,
+    /// Pending injected faults.
+    pub faults: Mutex<FaultTable>,
+    /// Answered calls.
+    pub log: Arc<RequestLog>,
+    /// Login tokens.
+    pub tokens: TokenAuthority,
+    /// Ids and names.
+    pub rng: Rng,
+    /// Turns true when the simulator stops; operations in flight end early.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+impl Shared {
+    fn new(config: SimConfig, shutdown: watch::Receiver<bool>) -> anyhow::Result<Self> {
+        let rng = Rng::new();
+        let log = RequestLog::open(config.state_dir.as_deref())?;
+        Ok(Shared {
+            infra: Infra::new(&config),
+            tokens: TokenAuthority::new(config.token_ttl, &rng)?,
+            state: Mutex::new(State::default()),
+            faults: Mutex::new(FaultTable::default()),
+            log: Arc::new(log),
+            rng,
+            shutdown,
+            config,
+        })
+    }
+
+    /// Queues a fault; `expire_tokens` takes effect at once.
+    pub(crate) fn inject(&self, fault: Fault) {
+        if fault.kind == FaultKind::ExpireTokens {
+            self.tokens.revoke_all();
+        } else {
+            lock(&self.faults).push(fault);
+        }
+    }
+
+    /// Faults still waiting.
+    pub(crate) fn pending_faults(&self) -> Vec<Fault> {
+        lock(&self.faults).list()
+    }
+
+    /// Limits instances on a cloudlet or zone.
+    pub(crate) fn set_capacity(&self, org: &str, name: &str, max: Option<usize>) {
+        lock(&self.state).set_capacity(SiteKey::new(org, name), max);
+    }
+
+    /// Back to a fresh simulator: no objects, faults, limits, log entries or login count;
+    /// the token lifetime returns to the configured one. Issued tokens stay valid.
+    pub(crate) fn reset(&self) {
+        lock(&self.state).clear();
+        lock(&self.faults).clear();
+        self.log.clear();
+        self.tokens.set_ttl(self.config.token_ttl);
+        self.tokens.reset_logins();
+    }
+
+    /// Every App in Show form with real secret values.
+    pub(crate) fn apps_json(&self) -> Vec<Value> {
+        lock(&self.state)
+            .all_apps()
+            .map(|a| a.revealed_json())
+            .collect()
+    }
+
+    /// Every AppInst in Show form.
+    pub(crate) fn insts_json(&self) -> Vec<Value> {
+        lock(&self.state)
+            .all_insts()
+            .map(|i| serde_json::to_value(i.as_ref()).unwrap_or(Value::Null))
+            .collect()
+    }
+
+    /// The full dump of `GET /__sim/state`.
+    pub(crate) fn state_json(&self) -> Value {
+        let capacity: Vec<Value> = lock(&self.state)
+            .capacities()
+            .map(|(site, max)| {
+                json!({"organization": site.organization, "name": site.name, "max_app_insts": max})
+            })
+            .collect();
+        json!({
+            "api": self.config.api.to_string(),
+            "apps": self.apps_json(),
+            "app_insts": self.insts_json(),
+            "capacity": capacity,
+            "faults": self.pending_faults(),
+            "token_ttl_secs": self.tokens.ttl().as_secs_f64(),
+            "logins": self.tokens.logins(),
+        })
+    }
+}
+
+/// Inspection and control of a running simulator; what [`SimServer`] and [`SimHandle`]
+/// dereference to. Cheap to clone.
+#[derive(Clone)]
+pub struct SimControl {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+}
+
+impl SimControl {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Base URL, e.g. `http://127.0.0.1:41234`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every stored App (all organizations) in Show form, but with the real
+    /// `secret_env_vars` values, so tests can check what a runner would receive.
+    pub fn apps(&self) -> Vec<Value> {
+        self.shared.apps_json()
+    }
+
+    /// Every stored AppInst (all organizations) in the Show form of the running generation.
+    pub fn app_insts(&self) -> Vec<Value> {
+        self.shared.insts_json()
+    }
+
+    /// The API calls answered so far (not the `/__sim` ones), oldest first.
+    pub fn request_log(&self) -> Vec<RequestLogEntry> {
+        self.shared.log.entries()
+    }
+
+    /// Successful logins so far.
+    pub fn logins(&self) -> usize {
+        self.shared.tokens.logins()
+    }
+
+    /// Injects a fault (same as `POST /__sim/faults`).
+    pub fn inject(&self, fault: Fault) {
+        self.shared.inject(fault);
+    }
+
+    /// Limits the AppInsts on a site (cloudlet or zone key): `None` = unlimited, `Some(0)` =
+    /// "no resources" (CreateAppInst fails with `No resources available for deployment`).
+    pub fn set_capacity(&self, site_org: &str, site_name: &str, max_app_insts: Option<usize>) {
+        self.shared.set_capacity(site_org, site_name, max_app_insts);
+    }
+
+    /// Lifetime of tokens issued from now on (same as `POST /__sim/token-ttl`).
+    pub fn set_token_ttl(&self, ttl: Duration) {
+        self.shared.tokens.set_ttl(ttl);
+    }
+
+    /// Seeds Apps/AppInsts (same as `POST /__sim/seed`). A request that cannot be honoured
+    /// (invalid prefix, no site configured) is logged and creates what it could.
+    pub fn seed(&self, seed: Seed) {
+        if let Err(e) = super::seed::seed(&self.shared, &seed) {
+            tracing::warn!("seed request not fully honoured: {e}");
+        }
+    }
+
+    /// Back to a fresh simulator (same as `POST /__sim/reset`).
+    pub fn reset(&self) {
+        self.shared.reset();
+    }
+}
+
+/// A simulator serving on the current tokio runtime (from [`serve`]). Stops on
+/// [`SimServer::shutdown`] or drop.
+pub struct SimServer {
+    control: SimControl,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Deref for SimServer {
+    type Target = SimControl;
+
+    fn deref(&self) -> &SimControl {
+        &self.control
+    }
+}
+
+impl SimServer {
+    /// Stops accepting connections, ends operations in flight and lets open replies finish.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    /// Waits until the server has stopped serving (after [`SimServer::shutdown`] from a
+    /// clone of the control or a signal), at most `timeout`.
+    pub async fn stopped(mut self, timeout: Duration) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            if tokio::time::timeout(timeout, task).await.is_err() {
+                tracing::debug!("simulator still draining connections after {timeout:?}");
+            }
+        }
+    }
+
+    fn stop_now(&mut self) {
+        let _ = self.stop.send(true);
+        self.task.take();
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// Starts a simulator on the current tokio runtime, listening on `listen` (port 0 picks a
+/// free port). Writes `<state_dir>/address` when a state directory is configured.
+pub async fn serve(config: SimConfig, listen: SocketAddr) -> anyhow::Result<SimServer> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let addr = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    if let Some(dir) = &config.state_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create state directory {}", dir.display()))?;
+    }
+    let (stop, stop_rx) = watch::channel(false);
+    let shared = Arc::new(Shared::new(config, stop_rx.clone())?);
+    let control = SimControl {
+        shared: shared.clone(),
+        addr,
+    };
+    if let Some(dir) = &shared.config.state_dir {
+        let path = dir.join("address");
+        std::fs::write(&path, format!("{}\n", control.url()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let router = http::router(shared);
+    let mut signal = stop_rx;
+    let task = tokio::spawn(async move {
+        let stopping = async move {
+            let _ = signal.wait_for(|stop| *stop).await;
+        };
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(stopping)
+            .await
+        {
+            tracing::error!("simulator server failed: {e}");
+        }
+    });
+    tracing::info!("edge connect simulator listening on {}", control.url());
+    Ok(SimServer {
+        control,
+        stop,
+        task: Some(task),
+    })
+}
+
+/// A simulator on its own runtime (from [`spawn`]), usable from plain `#[test]` functions and
+/// from async tests alike. Stops on [`SimHandle::shutdown`] or drop.
+pub struct SimHandle {
+    control: SimControl,
+    server: Option<SimServer>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Deref for SimHandle {
+    type Target = SimControl;
+
+    fn deref(&self) -> &SimControl {
+        &self.control
+    }
+}
+
+impl SimHandle {
+    /// Stops the simulator and its runtime.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown();
+        }
+        if let Some(runtime) = self.runtime.take() {
+            // Never blocks, so dropping a handle inside an async test is fine.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// Starts a simulator on `127.0.0.1:0` with its own two-thread runtime.
+pub fn spawn(config: SimConfig) -> anyhow::Result<SimHandle> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("edge-connect-sim")
+        .enable_all()
+        .build()
+        .context("cannot start the simulator runtime")?;
+    // `block_on` would panic inside an async test, so the server starts on the new runtime's
+    // own workers and reports back over a plain channel.
+    let (tx, rx) = std::sync::mpsc::channel();
+    runtime.spawn(async move {
+        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let _ = tx.send(serve(config, listen).await);
+    });
+    let server = rx
+        .recv()
+        .context("the simulator runtime stopped before the server started")??;
+    Ok(SimHandle {
+        control: server.control.clone(),
+        server: Some(server),
+        runtime: Some(runtime),
+    })
+}
