@@ -3,5 +3,27 @@
 //! The crate holds two programs that share this library: the provider itself
 //! (`garm-provider-edge-connect`) and an in-memory Edge Connect simulator (`edge-connect-sim`)
 //! used by the tests, the demo and local trials.
+//!
+//! A command flows one way: GARM's environment and stdin ([`garm`]) or the CLI ([`cli`]) become a
+//! [`provider::Operation`]; the [`provider`] turns it into Edge Connect calls through the
+//! [`edge_connect`] client; the outcome is printed as GARM expects.
 
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod edge_connect;
+pub mod error;
+pub mod extra_specs;
+pub mod garm;
+pub mod logging;
+pub mod naming;
+pub mod provider;
+pub mod runner_env;
+pub mod runtime;
+pub mod secret;
 pub mod sim;
+pub mod token_cache;
+
+/// The provider's version, as `GetVersion` prints it.
+pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));

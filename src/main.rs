@@ -1,1 +1,14 @@
-fn main() {}
+//! Entry point: GARM mode when called without arguments and with `GARM_COMMAND` set, CLI mode
+//! otherwise.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let garm_mode = std::env::args_os().len() == 1 && std::env::var_os("GARM_COMMAND").is_some();
+    let code = if garm_mode {
+        garm_provider_edge_connect::garm::mode::run()
+    } else {
+        garm_provider_edge_connect::cli::run()
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,97 @@
+//! Typed Edge Connect calls built on [`Client`]: one function per RPC the provider uses.
+
+use serde_json::{json, Value};
+
+use super::client::{Client, StreamEnd};
+use super::error::ApiError;
+use super::models::{App, AppInst, AppInstKey, AppKey, Flavor, NewApp, NewAppInst, Site, SiteRef};
+
+impl Client {
+    /// `CreateApp`.
+    pub async fn create_app(&self, app: &NewApp) -> Result<(), ApiError> {
+        let body = serde_json::to_value(app)
+            .map_err(|e| ApiError::protocol("CreateApp", e.to_string()))?;
+        self.unary("CreateApp", "app", &body).await
+    }
+
+    /// `DeleteApp` (key only).
+    pub async fn delete_app(&self, key: &AppKey) -> Result<(), ApiError> {
+        self.unary("DeleteApp", "app", &json!({ "key": key })).await
+    }
+
+    /// `ShowApp` with a key filter (empty parts are wildcards).
+    pub async fn show_apps(&self, filter: &AppKey) -> Result<Vec<App>, ApiError> {
+        self.show("ShowApp", "app", &json!({ "key": key_filter(filter) }))
+            .await
+    }
+
+    /// `CreateAppInst`, stream read to the end.
+    pub async fn create_app_inst(
+        &self,
+        inst: &NewAppInst,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<StreamEnd, ApiError> {
+        let body = serde_json::to_value(inst)
+            .map_err(|e| ApiError::protocol("CreateAppInst", e.to_string()))?;
+        self.stream("CreateAppInst", "appinst", &body, progress)
+            .await
+    }
+
+    /// `DeleteAppInst` (key only), stream read to the end.
+    pub async fn delete_app_inst(
+        &self,
+        key: &AppInstKey,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<StreamEnd, ApiError> {
+        self.stream("DeleteAppInst", "appinst", &json!({ "key": key }), progress)
+            .await
+    }
+
+    /// `ShowAppInst` with a key filter.
+    pub async fn show_app_insts(&self, filter: &AppInstKey) -> Result<Vec<AppInst>, ApiError> {
+        let mut key = serde_json::Map::new();
+        if !filter.name.is_empty() {
+            key.insert("name".into(), json!(filter.name));
+        }
+        if !filter.organization.is_empty() {
+            key.insert("organization".into(), json!(filter.organization));
+        }
+        self.show("ShowAppInst", "appinst", &json!({ "key": key }))
+            .await
+    }
+
+    /// `ShowZone` (newer API). A 404 means the server predates zones.
+    pub async fn show_zones(&self) -> Result<Vec<Site>, ApiError> {
+        self.show("ShowZone", "zone", &json!({})).await
+    }
+
+    /// `ShowCloudlet`.
+    pub async fn show_cloudlets(&self) -> Result<Vec<Site>, ApiError> {
+        self.show("ShowCloudlet", "cloudlet", &json!({})).await
+    }
+
+    /// `ShowFlavor`: every flavor of the region.
+    pub async fn show_flavors(&self) -> Result<Vec<Flavor>, ApiError> {
+        self.show("ShowFlavor", "flavor", &json!({})).await
+    }
+
+    /// `ShowFlavorsForZone`.
+    pub async fn show_flavors_for_zone(&self, zone: &SiteRef) -> Result<Vec<Flavor>, ApiError> {
+        self.show("ShowFlavorsForZone", "zonekey", &json!(zone))
+            .await
+    }
+}
+
+fn key_filter(key: &AppKey) -> Value {
+    let mut map = serde_json::Map::new();
+    for (k, v) in [
+        ("organization", &key.organization),
+        ("name", &key.name),
+        ("version", &key.version),
+    ] {
+        if !v.is_empty() {
+            map.insert(k.to_string(), json!(v));
+        }
+    }
+    Value::Object(map)
+}

@@ -1,0 +1,436 @@
+//! The Edge Connect HTTP client: login, unary calls, NDJSON streams, re-login on 401.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::Mutex;
+
+use super::error::ApiError;
+use crate::config::{Credentials, EdgeConnectConfig};
+use crate::error::Error;
+use crate::secret::Secret;
+
+/// How a streamed AppInst operation ended without an error trailer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The stream ended normally; the last progress message is kept.
+    Completed(String),
+    /// The MC gave up waiting (`Timed out while work still in progress ...`): the work may still
+    /// finish, so the caller must look at the object's state.
+    StillInProgress(String),
+}
+
+/// Where a client gets a cached token from and hands a fresh one to (the token cache).
+pub trait TokenStore: Send + Sync {
+    /// A token believed to be valid, if any.
+    fn load(&self) -> Option<Secret>;
+    /// Remember a freshly issued token.
+    fn save(&self, token: &Secret);
+    /// Forget a token the server refused.
+    fn discard(&self, token: &Secret);
+}
+
+/// A client for one Edge Connect URL, region and user.
+pub struct Client {
+    http: reqwest::Client,
+    base: reqwest::Url,
+    region: String,
+    credentials: Credentials,
+    request_timeout: Duration,
+    token: Mutex<Option<Secret>>,
+    store: Option<Box<dyn TokenStore>>,
+    logins: AtomicUsize,
+    requests: AtomicUsize,
+}
+
+#[derive(Deserialize)]
+struct MessageBody {
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct StreamLine {
+    #[serde(default)]
+    data: Option<Value>,
+    #[serde(default)]
+    result: Option<StreamResult>,
+}
+
+#[derive(Deserialize)]
+struct StreamResult {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    code: u16,
+}
+
+impl Client {
+    /// Builds a client from the `[edge_connect]` section.
+    pub fn new(config: &EdgeConnectConfig, credentials: Credentials) -> Result<Self, Error> {
+        let base = reqwest::Url::parse(config.url.trim_end_matches('/'))
+            .map_err(|e| Error::config(format!("edge_connect.url: {e}")))?;
+        let request_timeout = Duration::from_secs(config.request_timeout_secs);
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(request_timeout.min(Duration::from_secs(15)))
+            .user_agent(concat!(
+                "garm-provider-edge-connect/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .use_rustls_tls();
+        if let Some(path) = &config.ca_bundle {
+            let pem = std::fs::read(path).map_err(|e| {
+                Error::config(format!(
+                    "edge_connect.ca_bundle: cannot read {}: {e}",
+                    path.display()
+                ))
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                Error::config(format!("edge_connect.ca_bundle: {}: {e}", path.display()))
+            })?;
+            if certs.is_empty() {
+                return Err(Error::config(format!(
+                    "edge_connect.ca_bundle: {} holds no PEM certificate",
+                    path.display()
+                )));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if config.insecure_skip_verify {
+            tracing::warn!(
+                "edge_connect.insecure_skip_verify is set: TLS certificates are NOT verified"
+            );
+            builder = builder.danger_accept_invalid_certs(true);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Client {
+            http,
+            base,
+            region: config.region.clone(),
+            credentials,
+            request_timeout,
+            token: Mutex::new(None),
+            store: None,
+            logins: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
+        })
+    }
+
+    /// Uses a token store (cache) for tokens across processes.
+    pub fn with_token_store(mut self, store: Box<dyn TokenStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Number of logins this client made.
+    pub fn logins(&self) -> usize {
+        self.logins.load(Ordering::Relaxed)
+    }
+
+    /// Number of HTTP requests this client sent (logins included).
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// The configured region.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    fn url(&self, path: &str) -> reqwest::Url {
+        let mut url = self.base.clone();
+        let joined = format!("{}{}", url.path().trim_end_matches('/'), path);
+        url.set_path(&joined);
+        url
+    }
+
+    /// Logs in with the configured credentials and returns a fresh token.
+    pub async fn login(&self) -> Result<Secret, ApiError> {
+        let started = Instant::now();
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let body = json!({
+            "username": self.credentials.username,
+            "password": self.credentials.password.expose(),
+        });
+        let response = tokio::time::timeout(
+            self.request_timeout,
+            self.http.post(self.url("/api/v1/login")).json(&body).send(),
+        )
+        .await
+        .map_err(|_| ApiError::transport("login", "timed out"))?
+        .map_err(|e| ApiError::transport("login", transport_message(&e)))?;
+        let status = response.status().as_u16();
+        let bytes = read_body(response, "login", self.request_timeout).await?;
+        tracing::info!(
+            rpc = "login",
+            status,
+            ms = started.elapsed().as_millis() as u64,
+            "edge connect call"
+        );
+        if status != 200 {
+            return Err(ApiError::from_status(
+                "login",
+                status,
+                &error_message(&bytes, status),
+            ));
+        }
+        #[derive(Deserialize)]
+        struct TokenBody {
+            token: String,
+        }
+        let token: TokenBody = serde_json::from_slice(&bytes)
+            .map_err(|_| ApiError::protocol("login", "login answer has no token"))?;
+        if token.token.is_empty() {
+            return Err(ApiError::protocol(
+                "login",
+                "login answer has an empty token",
+            ));
+        }
+        self.logins.fetch_add(1, Ordering::Relaxed);
+        let token = Secret::new(token.token);
+        if let Some(store) = &self.store {
+            store.save(&token);
+        }
+        Ok(token)
+    }
+
+    /// A token: the one in hand, a cached one, or a fresh login.
+    async fn token(&self) -> Result<Secret, ApiError> {
+        let mut slot = self.token.lock().await;
+        if let Some(t) = slot.as_ref() {
+            return Ok(t.clone());
+        }
+        let token = match self.store.as_ref().and_then(|s| s.load()) {
+            Some(t) => t,
+            None => self.login().await?,
+        };
+        *slot = Some(token.clone());
+        Ok(token)
+    }
+
+    /// Replaces a refused token by a fresh login (unless another task already did).
+    async fn renew_token(&self, refused: &Secret) -> Result<Secret, ApiError> {
+        let mut slot = self.token.lock().await;
+        if let Some(current) = slot.as_ref() {
+            if current != refused {
+                return Ok(current.clone());
+            }
+        }
+        if let Some(store) = &self.store {
+            store.discard(refused);
+        }
+        let token = self.login().await?;
+        *slot = Some(token.clone());
+        Ok(token)
+    }
+
+    /// Sends `{"region": ..., wrapper: object}` to `/api/v1/auth/ctrl/<rpc>`; logs in again once
+    /// when the token is refused. Returns the response with status 200, or the error.
+    async fn send(
+        &self,
+        rpc: &str,
+        wrapper: &str,
+        object: &Value,
+    ) -> Result<reqwest::Response, ApiError> {
+        let body = json!({ "region": self.region, wrapper: object });
+        let url = self.url(&format!("/api/v1/auth/ctrl/{rpc}"));
+        let mut token = self.token().await?;
+        let mut relogged = false;
+        loop {
+            let started = Instant::now();
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            let response = tokio::time::timeout(
+                self.request_timeout,
+                self.http
+                    .post(url.clone())
+                    .bearer_auth(token.expose())
+                    .json(&body)
+                    .send(),
+            )
+            .await
+            .map_err(|_| ApiError::transport(rpc, "timed out waiting for the answer"))?
+            .map_err(|e| ApiError::transport(rpc, transport_message(&e)))?;
+            let status = response.status().as_u16();
+            if status == 200 {
+                tracing::info!(
+                    rpc,
+                    status,
+                    ms = started.elapsed().as_millis() as u64,
+                    "edge connect call"
+                );
+                return Ok(response);
+            }
+            let bytes = read_body(response, rpc, self.request_timeout).await?;
+            let message = error_message(&bytes, status);
+            tracing::info!(rpc, status, ms = started.elapsed().as_millis() as u64, error = %message, "edge connect call");
+            if status == 401 && !relogged {
+                relogged = true;
+                token = self.renew_token(&token).await?;
+                continue;
+            }
+            return Err(ApiError::from_status(rpc, status, &message));
+        }
+    }
+
+    /// A unary call (CreateApp, DeleteApp, UpdateApp): success is HTTP 200 with `{}`.
+    pub async fn unary(&self, rpc: &str, wrapper: &str, object: &Value) -> Result<(), ApiError> {
+        let response = self.send(rpc, wrapper, object).await?;
+        read_body(response, rpc, self.request_timeout).await?;
+        Ok(())
+    }
+
+    /// A Show call: every `{"data": ...}` line, parsed as `T`. An empty body means no match.
+    pub async fn show<T: DeserializeOwned>(
+        &self,
+        rpc: &str,
+        wrapper: &str,
+        filter: &Value,
+    ) -> Result<Vec<T>, ApiError> {
+        let response = self.send(rpc, wrapper, filter).await?;
+        let bytes = read_body(response, rpc, self.request_timeout).await?;
+        let mut items = Vec::new();
+        for line in bytes
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        {
+            let parsed: StreamLine = serde_json::from_slice(line)
+                .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
+            if let Some(result) = parsed.result {
+                return Err(ApiError::from_stream_result(
+                    rpc,
+                    result.code,
+                    &result.message,
+                ));
+            }
+            if let Some(data) = parsed.data {
+                let item = serde_json::from_value(data)
+                    .map_err(|e| ApiError::protocol(rpc, format!("unexpected object: {e}")))?;
+                items.push(item);
+            }
+        }
+        Ok(items)
+    }
+
+    /// A streamed AppInst operation: progress messages go to `progress` as they arrive; a
+    /// `result` trailer becomes an error.
+    pub async fn stream(
+        &self,
+        rpc: &str,
+        wrapper: &str,
+        object: &Value,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<StreamEnd, ApiError> {
+        let mut response = self.send(rpc, wrapper, object).await?;
+        let mut buffer: Vec<u8> = Vec::new();
+        let mut last = String::new();
+        let mut timed_out = None;
+        let mut handle_line = |line: &[u8], last: &mut String| -> Result<(), ApiError> {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                return Ok(());
+            }
+            let parsed: StreamLine = serde_json::from_slice(line)
+                .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
+            if let Some(result) = parsed.result {
+                return Err(ApiError::from_stream_result(
+                    rpc,
+                    result.code,
+                    &result.message,
+                ));
+            }
+            if let Some(message) = parsed
+                .data
+                .as_ref()
+                .and_then(|d| d.get("message"))
+                .and_then(Value::as_str)
+            {
+                tracing::debug!(rpc, message, "progress");
+                progress(message);
+                if message.starts_with("Timed out while work still in progress") {
+                    timed_out = Some(message.to_string());
+                }
+                *last = message.to_string();
+            }
+            Ok(())
+        };
+        loop {
+            let chunk = tokio::time::timeout(self.request_timeout, response.chunk())
+                .await
+                .map_err(|_| {
+                    ApiError::transport(
+                        rpc,
+                        "stream stalled (no progress within request_timeout_secs)",
+                    )
+                })?
+                .map_err(|e| {
+                    ApiError::transport(rpc, format!("stream broke: {}", transport_message(&e)))
+                })?;
+            let Some(chunk) = chunk else { break };
+            buffer.extend_from_slice(&chunk);
+            while let Some(pos) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=pos).collect();
+                handle_line(&line, &mut last)?;
+            }
+        }
+        handle_line(&buffer, &mut last)?;
+        Ok(match timed_out {
+            Some(message) => StreamEnd::StillInProgress(message),
+            None => StreamEnd::Completed(last),
+        })
+    }
+}
+
+async fn read_body(
+    mut response: reqwest::Response,
+    rpc: &str,
+    timeout: Duration,
+) -> Result<Vec<u8>, ApiError> {
+    let mut body = Vec::new();
+    loop {
+        let chunk = tokio::time::timeout(timeout, response.chunk())
+            .await
+            .map_err(|_| ApiError::transport(rpc, "timed out reading the answer"))?
+            .map_err(|e| {
+                ApiError::transport(
+                    rpc,
+                    format!("reading the answer: {}", transport_message(&e)),
+                )
+            })?;
+        match chunk {
+            Some(c) => body.extend_from_slice(&c),
+            None => return Ok(body),
+        }
+    }
+}
+
+fn error_message(body: &[u8], status: u16) -> String {
+    serde_json::from_slice::<MessageBody>(body)
+        .ok()
+        .map(|m| m.message)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| format!("HTTP {status} without a message"))
+}
+
+/// reqwest's error chain, minus the URL (it holds no secret, but is noise in a one-line error).
+fn transport_message(e: &reqwest::Error) -> String {
+    let mut msg = if e.is_connect() {
+        "cannot connect".to_string()
+    } else if e.is_timeout() {
+        "timed out".to_string()
+    } else {
+        "request failed".to_string()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    msg
+}

@@ -1,0 +1,199 @@
+//! Typed Edge Connect errors.
+//!
+//! The Master Controller answers almost every controller error with HTTP 400 and a message; the
+//! kind ("already exists", "not found", "busy") is only in the text. This module turns status and
+//! text into a kind the provider can act on.
+
+use std::fmt;
+
+/// What went wrong, as far as the provider's decisions go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// `... already exists`.
+    AlreadyExists,
+    /// `... not found`.
+    NotFound,
+    /// The object is in a transient state (`AppInst busy, ...`, `... is being deleted`,
+    /// `Application in use by static AppInst ...`).
+    Busy,
+    /// The site cannot take the AppInst (no resources, no edge sites, zone/cloudlet unusable).
+    NoCapacity,
+    /// 401: no, invalid or expired token, or wrong credentials at login.
+    Auth,
+    /// 403: not permitted for the organization.
+    Forbidden,
+    /// Any other 400: the request was refused.
+    Rejected,
+    /// 429.
+    RateLimited,
+    /// 5xx.
+    Server,
+    /// Connection refused/reset, TLS failure, timeout, broken stream.
+    Transport,
+    /// The server's answer could not be understood.
+    Protocol,
+}
+
+/// An error from one Edge Connect call.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// Classification.
+    pub kind: ApiErrorKind,
+    /// The RPC that failed (`CreateApp`, `login`, ...).
+    pub rpc: String,
+    /// HTTP status, when there was a response.
+    pub status: Option<u16>,
+    /// The server's message (or the transport error), one line.
+    pub message: String,
+}
+
+impl ApiError {
+    /// Builds an error from an HTTP status and the server's `message`.
+    pub fn from_status(rpc: &str, status: u16, message: &str) -> Self {
+        let message = one_line(message);
+        let kind = match status {
+            401 => ApiErrorKind::Auth,
+            403 => ApiErrorKind::Forbidden,
+            429 => ApiErrorKind::RateLimited,
+            500..=599 => ApiErrorKind::Server,
+            // Login refuses wrong credentials with 400.
+            400 if rpc == "login" => ApiErrorKind::Auth,
+            _ => classify_message(&message),
+        };
+        ApiError {
+            kind,
+            rpc: rpc.to_string(),
+            status: Some(status),
+            message,
+        }
+    }
+
+    /// A `{"result": {...}}` trailer at the end of a stream.
+    pub fn from_stream_result(rpc: &str, code: u16, message: &str) -> Self {
+        let mut e = Self::from_status(rpc, if code == 0 { 400 } else { code }, message);
+        e.status = Some(200);
+        e
+    }
+
+    /// A transport failure (no usable response).
+    pub fn transport(rpc: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            kind: ApiErrorKind::Transport,
+            rpc: rpc.to_string(),
+            status: None,
+            message: one_line(&message.into()),
+        }
+    }
+
+    /// An answer we could not parse.
+    pub fn protocol(rpc: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            kind: ApiErrorKind::Protocol,
+            rpc: rpc.to_string(),
+            status: None,
+            message: one_line(&message.into()),
+        }
+    }
+
+    /// True for errors worth retrying on an idempotent call.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self.kind,
+            ApiErrorKind::Transport | ApiErrorKind::RateLimited | ApiErrorKind::Server
+        )
+    }
+}
+
+fn classify_message(message: &str) -> ApiErrorKind {
+    let m = message.to_ascii_lowercase();
+    if m.ends_with(" already exists")
+        || m.contains("already exists") && m.starts_with("appinst key")
+    {
+        ApiErrorKind::AlreadyExists
+    } else if m.contains("no resources available")
+        || m.contains("no available edge sites")
+        || m.contains("not enough resources")
+        || m.contains("under maintenance")
+        || m.contains("cloudlet") && m.contains("not ready")
+    {
+        ApiErrorKind::NoCapacity
+    } else if m.ends_with(" not found") {
+        ApiErrorKind::NotFound
+    } else if m.contains("busy, cannot be deleted")
+        || m.contains("busy, already under deletion")
+        || m.contains("is being deleted")
+        || m.starts_with("application in use by static appinst")
+    {
+        ApiErrorKind::Busy
+    } else {
+        ApiErrorKind::Rejected
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Edge Connect {}", self.rpc)?;
+        match self.status {
+            Some(status) if status != 200 => write!(f, " (HTTP {status})")?,
+            _ => {}
+        }
+        write!(f, ": {}", self.message)?;
+        match self.kind {
+            ApiErrorKind::Auth => f.write_str(
+                " (check credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD)",
+            ),
+            ApiErrorKind::Forbidden => {
+                f.write_str(" (the user is not permitted in edge_connect.organization)")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_the_masters_400_messages() {
+        let k = |m: &str| ApiError::from_status("X", 400, m).kind;
+        assert_eq!(
+            k(r#"App key {"organization":"o","name":"n","version":"1"} already exists"#),
+            ApiErrorKind::AlreadyExists
+        );
+        assert_eq!(
+            k(r#"AppInst key {"name":"n","organization":"o"} not found"#),
+            ApiErrorKind::NotFound
+        );
+        assert_eq!(k("AppInst busy, cannot be deleted"), ApiErrorKind::Busy);
+        assert_eq!(
+            k(r#"Application in use by static AppInst {"name":"n","organization":"o"}"#),
+            ApiErrorKind::Busy
+        );
+        assert_eq!(
+            k("No resources available for deployment"),
+            ApiErrorKind::NoCapacity
+        );
+        assert_eq!(k("Invalid app name"), ApiErrorKind::Rejected);
+        assert_eq!(
+            ApiError::from_status("login", 400, "Invalid username or password").kind,
+            ApiErrorKind::Auth
+        );
+        assert_eq!(
+            ApiError::from_status("X", 503, "x").kind,
+            ApiErrorKind::Server
+        );
+    }
+
+    #[test]
+    fn auth_errors_say_what_to_check() {
+        let e = ApiError::from_status("login", 400, "Invalid username or password");
+        assert!(e.to_string().contains("check credentials_file"), "{e}");
+    }
+}

@@ -1,0 +1,9 @@
+//! The Edge Connect (EdgeXR Master Controller) REST API client.
+
+pub mod api;
+pub mod client;
+pub mod error;
+pub mod models;
+
+pub use client::{Client, StreamEnd, TokenStore};
+pub use error::{ApiError, ApiErrorKind};

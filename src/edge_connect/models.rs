@@ -1,0 +1,298 @@
+//! Edge Connect objects, as sent and as shown.
+//!
+//! Requests are built from small `Serialize` types that carry only what the MC accepts on create
+//! (it rejects output-only fields such as `state` or `mapped_ports`). Responses are read
+//! leniently: every field defaults, so both API generations and future additions parse.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// `AppKey`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppKey {
+    /// Owning organization.
+    #[serde(default)]
+    pub organization: String,
+    /// App name.
+    #[serde(default)]
+    pub name: String,
+    /// App version.
+    #[serde(default)]
+    pub version: String,
+}
+
+/// `CloudletKey` / `ZoneKey`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteRef {
+    /// Operator organization.
+    #[serde(default)]
+    pub organization: String,
+    /// Cloudlet or zone name.
+    #[serde(default)]
+    pub name: String,
+}
+
+impl SiteRef {
+    /// True when no part is set (the server emits `{}` for unset keys).
+    pub fn is_empty(&self) -> bool {
+        self.organization.is_empty() && self.name.is_empty()
+    }
+}
+
+/// `AppInstKey`: `{name, organization}`, plus `cloudlet_key` in the older (Gen2) shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppInstKey {
+    /// AppInst name.
+    #[serde(default)]
+    pub name: String,
+    /// Owning organization.
+    #[serde(default)]
+    pub organization: String,
+    /// Cloudlet, in the older key shape only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloudlet_key: Option<SiteRef>,
+}
+
+/// `FlavorKey`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlavorKey {
+    /// Flavor name.
+    #[serde(default)]
+    pub name: String,
+}
+
+/// `ConfigFile` (`{kind, config}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigFile {
+    /// `envVarsYaml`, `helmCustomizationYaml`, ...
+    #[serde(default)]
+    pub kind: String,
+    /// The content.
+    #[serde(default)]
+    pub config: String,
+}
+
+/// The body of a CreateApp request.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewApp {
+    /// Key.
+    pub key: AppKey,
+    /// Always `Docker` for runner images.
+    pub image_type: &'static str,
+    /// Container image.
+    pub image_path: String,
+    /// `kubernetes` or `docker`.
+    pub deployment: &'static str,
+    /// Flavor.
+    pub default_flavor: FlavorKey,
+    /// Container command (empty: the image's entrypoint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Container args.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command_args: Vec<String>,
+    /// envVarsYaml configs (fallback delivery).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<ConfigFile>,
+    /// Plain environment.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_vars: BTreeMap<String, String>,
+    /// Secret environment (values exposed only here, on the way to the server).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_env_vars: BTreeMap<String, String>,
+    /// Private registry user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Private registry password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+}
+
+/// An App as ShowApp returns it (only the fields the provider reads).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct App {
+    /// Key.
+    #[serde(default)]
+    pub key: AppKey,
+    /// Image.
+    #[serde(default)]
+    pub image_path: String,
+    /// Deployment type.
+    #[serde(default)]
+    pub deployment: String,
+    /// Flavor (may come back `{}` on newer servers).
+    #[serde(default)]
+    pub default_flavor: FlavorKey,
+    /// Plain environment.
+    #[serde(default)]
+    pub env_vars: BTreeMap<String, String>,
+    /// Config files (envVarsYaml fallback).
+    #[serde(default)]
+    pub configs: Vec<ConfigFile>,
+    /// Deletion in progress.
+    #[serde(default)]
+    pub delete_prepare: bool,
+    /// Creation time (RFC 3339 string).
+    #[serde(default)]
+    pub created_at: String,
+}
+
+/// The body of a CreateAppInst request.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewAppInst {
+    /// Key (with `cloudlet_key` inside for the older shape).
+    pub key: AppInstKey,
+    /// The App to deploy.
+    pub app_key: AppKey,
+    /// The zone (newer shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_key: Option<SiteRef>,
+}
+
+/// An AppInst as ShowAppInst returns it (either shape).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AppInst {
+    /// Key.
+    #[serde(default)]
+    pub key: AppInstKey,
+    /// Deployed App (absent in the oldest shape).
+    #[serde(default)]
+    pub app_key: Option<AppKey>,
+    /// Zone (newer shape).
+    #[serde(default)]
+    pub zone_key: Option<SiteRef>,
+    /// Chosen cloudlet (newer shape: output only).
+    #[serde(default)]
+    pub cloudlet_key: Option<SiteRef>,
+    /// Tracked state (`Ready`, `Creating`, `CreateError`, ...).
+    #[serde(default)]
+    pub state: String,
+    /// Errors recorded with an `*Error` state.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Base FQDN, when the App has ports.
+    #[serde(default)]
+    pub uri: String,
+    /// Creation time.
+    #[serde(default)]
+    pub created_at: String,
+}
+
+impl AppInst {
+    /// The cloudlet the instance runs on, whichever shape the server used.
+    pub fn cloudlet(&self) -> Option<&SiteRef> {
+        self.cloudlet_key.as_ref().filter(|c| !c.is_empty()).or(self
+            .key
+            .cloudlet_key
+            .as_ref()
+            .filter(|c| !c.is_empty()))
+    }
+}
+
+/// A flavor as ShowFlavor / ShowFlavorsForZone return it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Flavor {
+    /// `ShowFlavor` shape.
+    #[serde(default)]
+    pub key: Option<FlavorKey>,
+    /// `ShowFlavorsForZone` shape.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl Flavor {
+    /// The flavor's name in either shape.
+    pub fn flavor_name(&self) -> &str {
+        self.name
+            .as_deref()
+            .or(self.key.as_ref().map(|k| k.name.as_str()))
+            .unwrap_or_default()
+    }
+}
+
+/// A zone or cloudlet as ShowZone / ShowCloudlet return it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Site {
+    /// Key.
+    #[serde(default)]
+    pub key: SiteRef,
+}
+
+/// Renders environment variables as an envVarsYaml config (a YAML list of Kubernetes `EnvVar`).
+///
+/// Values are written as JSON strings, which are valid YAML double-quoted scalars, so no value can
+/// break out of its field.
+pub fn env_vars_yaml(vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    for (name, value) in vars {
+        let quoted = serde_json::Value::String(value.clone()).to_string();
+        out.push_str(&format!("- name: {name}\n  value: {quoted}\n"));
+    }
+    out
+}
+
+/// Reads back an envVarsYaml config written by [`env_vars_yaml`]. Entries in any other layout
+/// are skipped: they were not written by this provider.
+pub fn parse_env_vars_yaml(yaml: &str) -> BTreeMap<String, String> {
+    let mut vars = BTreeMap::new();
+    let mut lines = yaml.lines();
+    while let Some(line) = lines.next() {
+        let Some(name) = line.strip_prefix("- name: ") else {
+            continue;
+        };
+        let Some(value) = lines.next().and_then(|l| l.strip_prefix("  value: ")) else {
+            continue;
+        };
+        if let Ok(serde_json::Value::String(v)) = serde_json::from_str(value) {
+            vars.insert(name.trim().to_string(), v);
+        }
+    }
+    vars
+}
+
+impl App {
+    /// The App's environment: `env_vars` plus any envVarsYaml config written by this provider.
+    pub fn environment(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        for c in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
+            env.extend(parse_env_vars_yaml(&c.config));
+        }
+        env.extend(self.env_vars.clone());
+        env
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_yaml_round_trips_awkward_values() {
+        let vars: BTreeMap<String, String> = [
+            ("A".to_string(), "plain".to_string()),
+            (
+                "B".to_string(),
+                "quote \" colon: newline\n#hash".to_string(),
+            ),
+        ]
+        .into();
+        let yaml = env_vars_yaml(&vars);
+        assert_eq!(parse_env_vars_yaml(&yaml), vars);
+    }
+
+    #[test]
+    fn reads_both_appinst_shapes() {
+        let gen2: AppInst = serde_json::from_str(
+            r#"{"key":{"name":"r","organization":"o","cloudlet_key":{"organization":"TDG","name":"c"}},"state":"Ready"}"#,
+        )
+        .unwrap();
+        assert_eq!(gen2.cloudlet().map(|c| c.name.as_str()), Some("c"));
+        let gen3: AppInst = serde_json::from_str(
+            r#"{"key":{"name":"r","organization":"o"},"zone_key":{"organization":"TDG","name":"z"},"cloudlet_key":{"organization":"TDG","name":"c3"},"mapped_ports":null,"state":"Creating"}"#,
+        )
+        .unwrap();
+        assert_eq!(gen3.cloudlet().map(|c| c.name.as_str()), Some("c3"));
+        assert_eq!(gen3.state, "Creating");
+    }
+}

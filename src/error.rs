@@ -1,0 +1,70 @@
+//! The provider's error type and its mapping to GARM exit codes.
+
+use crate::edge_connect::ApiError;
+
+/// Exit code GARM reads as "not found" (success for DeleteInstance).
+pub const EXIT_NOT_FOUND: u8 = 30;
+/// Exit code for "an instance with this name already exists".
+pub const EXIT_DUPLICATE: u8 = 31;
+/// Exit code for every other failure.
+pub const EXIT_FAILURE: u8 = 1;
+
+/// Everything that can make a provider command fail.
+///
+/// Each variant carries one human-readable line: it is printed on stderr, which GARM stores as
+/// the instance's `provider_fault`, so it must name the cause and never hold a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The instance does not exist (exit 30).
+    #[error("{0}")]
+    NotFound(String),
+    /// An instance with this name already exists (exit 31).
+    #[error("{0}")]
+    Duplicate(String),
+    /// Bad input from GARM or the user: environment, stdin, arguments, extra specs.
+    #[error("{0}")]
+    Input(String),
+    /// The provider config or credentials are unusable.
+    #[error("{0}")]
+    Config(String),
+    /// Edge Connect refused or failed a call.
+    #[error("{0}")]
+    EdgeConnect(#[from] ApiError),
+    /// Local I/O and anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    /// Bad input.
+    pub fn input(msg: impl Into<String>) -> Self {
+        Error::Input(msg.into())
+    }
+
+    /// Bad config.
+    pub fn config(msg: impl Into<String>) -> Self {
+        Error::Config(msg.into())
+    }
+
+    /// The GARM exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::NotFound(_) => EXIT_NOT_FOUND,
+            Error::Duplicate(_) => EXIT_DUPLICATE,
+            _ => EXIT_FAILURE,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_garm_provider_common() {
+        assert_eq!(Error::NotFound("x".into()).exit_code(), 30);
+        assert_eq!(Error::Duplicate("x".into()).exit_code(), 31);
+        assert_eq!(Error::input("x").exit_code(), 1);
+        assert_eq!(Error::config("x").exit_code(), 1);
+    }
+}

@@ -1,0 +1,321 @@
+//! The bootstrap parameters GARM writes on stdin for `CreateInstance`.
+
+use std::io::Read;
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::secret::Secret;
+
+/// Upper bound for stdin. Real bootstrap documents are a few KiB (tools list, extra specs with
+/// GARM's install template); anything far larger is not GARM talking to us.
+pub const MAX_BOOTSTRAP_BYTES: u64 = 4 * 1024 * 1024;
+
+/// One runner download offered by the forge (`tools` in the bootstrap JSON).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+pub struct RunnerTool {
+    /// `linux`, `osx`, `win` (GitHub) or `linux`, `windows` (Gitea).
+    #[serde(default)]
+    pub os: String,
+    /// `x64`, `arm`, `arm64`.
+    #[serde(default)]
+    pub architecture: String,
+    /// Where the runner archive or binary is downloaded from.
+    #[serde(default)]
+    pub download_url: String,
+    /// File name of the download.
+    #[serde(default)]
+    pub filename: String,
+    /// SHA-256 of the download (GitHub only).
+    #[serde(default)]
+    pub sha256_checksum: String,
+    /// Short-lived token for private downloads (GHES).
+    #[serde(default)]
+    pub temp_download_token: Option<Secret>,
+}
+
+/// Proxy settings of the pool (`proxy_config`, GARM main only). Values may embed credentials.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProxyConfig {
+    /// Proxy for plain HTTP.
+    #[serde(default)]
+    pub http_proxy: Option<Secret>,
+    /// Proxy for HTTPS.
+    #[serde(default)]
+    pub https_proxy: Option<Secret>,
+    /// Hosts that bypass the proxy.
+    #[serde(default)]
+    pub no_proxy: Option<String>,
+}
+
+/// GARM's `BootstrapInstance`, with the exact wire names (hyphens and underscores mixed).
+///
+/// Unknown fields are ignored, as GARM's own providers do, so newer GARM versions keep working.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BootstrapInstance {
+    /// GARM instance name, e.g. `garm-ny9heeqyw2rl`.
+    pub name: String,
+    /// Runner downloads.
+    #[serde(default)]
+    pub tools: Option<Vec<RunnerTool>>,
+    /// GitHub registration URL or the Gitea API base URL.
+    #[serde(default)]
+    pub repo_url: String,
+    /// Controller callback URL.
+    #[serde(rename = "callback-url", default)]
+    pub callback_url: String,
+    /// Controller metadata URL.
+    #[serde(rename = "metadata-url", default)]
+    pub metadata_url: String,
+    /// JWT that authenticates this runner to GARM for this create attempt.
+    #[serde(rename = "instance-token", default)]
+    pub instance_token: Secret,
+    /// Pool extra specs plus GARM's injected keys. Absent means `{}`.
+    #[serde(default)]
+    pub extra_specs: Option<serde_json::Value>,
+    /// Runner group (GitHub).
+    #[serde(rename = "github-runner-group", default)]
+    pub github_runner_group: String,
+    /// Base64 of PEM bundles, or null.
+    #[serde(rename = "ca-cert-bundle", default)]
+    pub ca_cert_bundle: Option<String>,
+    /// `amd64`, `arm64`, `arm`, `i386`.
+    #[serde(default)]
+    pub arch: String,
+    /// `linux` or `windows`.
+    #[serde(default)]
+    pub os_type: String,
+    /// Pool flavor (opaque to GARM; an Edge Connect flavor name here).
+    #[serde(default)]
+    pub flavor: String,
+    /// Pool image: the runner container image.
+    #[serde(default)]
+    pub image: String,
+    /// Labels to register (non-JIT only); null under JIT.
+    #[serde(default)]
+    pub labels: Option<Vec<String>>,
+    /// Pool id (same as `GARM_POOL_ID`).
+    #[serde(default)]
+    pub pool_id: String,
+    /// Whether GARM made a JIT config for this runner.
+    #[serde(default)]
+    pub jit_config_enabled: bool,
+    /// Proxy settings.
+    #[serde(default)]
+    pub proxy_config: Option<ProxyConfig>,
+}
+
+impl BootstrapInstance {
+    /// Reads and parses the bootstrap document from a reader (stdin in GARM mode, a file in CLI mode).
+    pub fn from_reader(reader: impl Read) -> Result<Self, Error> {
+        let mut raw = Vec::new();
+        reader
+            .take(MAX_BOOTSTRAP_BYTES + 1)
+            .read_to_end(&mut raw)
+            .map_err(|e| Error::input(format!("cannot read bootstrap params: {e}")))?;
+        if raw.len() as u64 > MAX_BOOTSTRAP_BYTES {
+            return Err(Error::input(format!(
+                "bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"
+            )));
+        }
+        Self::from_slice(&raw)
+    }
+
+    /// Parses the bootstrap document.
+    pub fn from_slice(raw: &[u8]) -> Result<Self, Error> {
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            return Err(Error::input(
+                "no bootstrap params on stdin (CreateInstance needs GARM's JSON)",
+            ));
+        }
+        let parsed: BootstrapInstance = serde_json::from_slice(raw).map_err(|e| {
+            // serde_json's message names the field and position but never echoes values.
+            Error::input(format!("invalid bootstrap params: {e}"))
+        })?;
+        parsed.validate()?;
+        Ok(parsed)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        if self.name.trim().is_empty() {
+            return Err(Error::input("invalid bootstrap params: `name` is empty"));
+        }
+        if self.image.trim().is_empty() {
+            return Err(Error::input(
+                "invalid bootstrap params: `image` is empty (set the pool's image to a runner container image)",
+            ));
+        }
+        if let Some(bundle) = &self.ca_cert_bundle {
+            self.decode_ca_bundle_str(bundle)?;
+        }
+        if let Some(specs) = &self.extra_specs {
+            if !(specs.is_object() || specs.is_null()) {
+                return Err(Error::input(
+                    "invalid bootstrap params: `extra_specs` must be a JSON object",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn decode_ca_bundle_str(&self, bundle: &str) -> Result<String, Error> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(bundle.trim())
+            .map_err(|_| {
+                Error::input("invalid bootstrap params: `ca-cert-bundle` is not base64")
+            })?;
+        String::from_utf8(bytes)
+            .map_err(|_| Error::input("invalid bootstrap params: `ca-cert-bundle` is not PEM text"))
+    }
+
+    /// The decoded PEM text of `ca-cert-bundle`, if GARM sent one.
+    pub fn ca_bundle_pem(&self) -> Option<String> {
+        let bundle = self.ca_cert_bundle.as_deref()?;
+        let pem = self.decode_ca_bundle_str(bundle).ok()?;
+        (!pem.trim().is_empty()).then_some(pem)
+    }
+
+    /// The extra specs as a JSON object (`{}` when absent or null).
+    pub fn extra_specs_value(&self) -> serde_json::Value {
+        match &self.extra_specs {
+            Some(v) if v.is_object() => v.clone(),
+            _ => serde_json::Value::Object(Default::default()),
+        }
+    }
+
+    /// The forge the instance token says this runner is for (`github` or `gitea`).
+    ///
+    /// The token is read, not verified: only GARM can verify it, and it only tells us which
+    /// bootstrap flavour the container must follow. Defaults to `github`.
+    pub fn forge_type(&self) -> String {
+        forge_type_from_token(self.instance_token.expose()).unwrap_or_else(|| "github".to_string())
+    }
+
+    /// The runner download matching the pool's OS and architecture, if GARM offered one.
+    pub fn matching_tool(&self) -> Option<&RunnerTool> {
+        let os = normalise_os(&self.os_type);
+        let arch = normalise_arch(&self.arch);
+        self.tools
+            .as_deref()?
+            .iter()
+            .find(|t| normalise_os(&t.os) == os && normalise_arch(&t.architecture) == arch)
+    }
+}
+
+/// Reads the `forge_type` claim of a JWT without verifying its signature.
+pub fn forge_type_from_token(token: &str) -> Option<String> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let forge = claims.get("forge_type")?.as_str()?.to_ascii_lowercase();
+    match forge.as_str() {
+        "github" | "gitea" => Some(forge),
+        "forgejo" => Some("gitea".to_string()),
+        _ => None,
+    }
+}
+
+fn normalise_os(os: &str) -> &str {
+    match os {
+        "win" | "windows" => "windows",
+        "osx" | "darwin" => "osx",
+        other => other,
+    }
+}
+
+fn normalise_arch(arch: &str) -> &str {
+    match arch {
+        "amd64" | "x64" | "x86_64" => "x64",
+        "arm64" | "aarch64" => "arm64",
+        "arm" | "armhf" => "arm",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minimal(extra: &str) -> String {
+        format!(r#"{{"name":"garm-abc","image":"runner:1"{extra}}}"#)
+    }
+
+    #[test]
+    fn empty_stdin_is_rejected() {
+        let err = BootstrapInstance::from_slice(b"").unwrap_err();
+        assert!(err.to_string().contains("no bootstrap params"), "{err}");
+        assert!(BootstrapInstance::from_slice(b"  \n").is_err());
+    }
+
+    #[test]
+    fn invalid_json_is_rejected() {
+        let err = BootstrapInstance::from_slice(b"{not json").unwrap_err();
+        assert!(
+            err.to_string().starts_with("invalid bootstrap params"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn missing_extra_specs_is_an_empty_object() {
+        let b = BootstrapInstance::from_slice(minimal("").as_bytes()).unwrap();
+        assert_eq!(b.extra_specs_value(), serde_json::json!({}));
+        let b =
+            BootstrapInstance::from_slice(minimal(r#","extra_specs":null"#).as_bytes()).unwrap();
+        assert_eq!(b.extra_specs_value(), serde_json::json!({}));
+    }
+
+    #[test]
+    fn wire_names_with_hyphens_are_read() {
+        let b = BootstrapInstance::from_slice(
+            minimal(r#","callback-url":"https://g/cb","metadata-url":"https://g/md","instance-token":"t.k.n","github-runner-group":"grp","unknown_future_field":1"#)
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(b.callback_url, "https://g/cb");
+        assert_eq!(b.metadata_url, "https://g/md");
+        assert_eq!(b.instance_token.expose(), "t.k.n");
+        assert_eq!(b.github_runner_group, "grp");
+    }
+
+    #[test]
+    fn ca_bundle_is_base64_pem() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(pem);
+        let b = BootstrapInstance::from_slice(
+            minimal(&format!(r#","ca-cert-bundle":"{b64}""#)).as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(b.ca_bundle_pem().as_deref(), Some(pem));
+        let err = BootstrapInstance::from_slice(minimal(r#","ca-cert-bundle":"%%%""#).as_bytes())
+            .unwrap_err();
+        assert!(err.to_string().contains("ca-cert-bundle"));
+    }
+
+    #[test]
+    fn forge_type_is_read_from_the_token_payload() {
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(r#"{"forge_type":"gitea","name":"x"}"#);
+        assert_eq!(
+            forge_type_from_token(&format!("h.{payload}.s")).as_deref(),
+            Some("gitea")
+        );
+        assert_eq!(forge_type_from_token("garbage"), None);
+    }
+
+    #[test]
+    fn matching_tool_uses_either_arch_spelling() {
+        let b = BootstrapInstance::from_slice(
+            minimal(r#","arch":"amd64","os_type":"linux","tools":[{"os":"linux","architecture":"arm64","download_url":"a"},{"os":"linux","architecture":"x64","download_url":"b"}]"#)
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            b.matching_tool().map(|t| t.download_url.as_str()),
+            Some("b")
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! Reading GARM's environment into a typed request, per interface version.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+
+use crate::error::Error;
+
+/// The GARM external-provider interface versions this binary speaks.
+pub const SUPPORTED_INTERFACE_VERSIONS: [&str; 2] = ["v0.1.0", "v0.1.1"];
+
+/// `GARM_INTERFACE_VERSION`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterfaceVersion {
+    /// v0.1.0 (also when unset or empty).
+    V010,
+    /// v0.1.1: adds extra specs in the environment and four more commands.
+    V011,
+}
+
+/// `GARM_COMMAND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GarmCommand {
+    /// Create one runner from the bootstrap params on stdin.
+    CreateInstance,
+    /// Delete one runner by provider id or name.
+    DeleteInstance,
+    /// Show one runner.
+    GetInstance,
+    /// Show the runners of one pool.
+    ListInstances,
+    /// Delete every runner of this controller.
+    RemoveAllInstances,
+    /// Start a stopped runner.
+    StartInstance,
+    /// Stop a runner.
+    StopInstance,
+    /// Print the provider version.
+    GetVersion,
+    /// v0.1.1: print the interface versions supported.
+    GetSupportedInterfaceVersions,
+    /// v0.1.1: validate the pool's extra specs.
+    ValidatePoolInfo,
+    /// v0.1.1: print the JSON schema of the provider config.
+    GetConfigJSONSchema,
+    /// v0.1.1: print the JSON schema of the pool extra specs.
+    GetExtraSpecsJSONSchema,
+}
+
+impl GarmCommand {
+    fn parse(name: &str, version: InterfaceVersion) -> Result<Self, Error> {
+        use GarmCommand::*;
+        let cmd = match name {
+            "CreateInstance" => CreateInstance,
+            "DeleteInstance" => DeleteInstance,
+            "GetInstance" => GetInstance,
+            "ListInstances" => ListInstances,
+            "RemoveAllInstances" => RemoveAllInstances,
+            "StartInstance" => StartInstance,
+            "StopInstance" => StopInstance,
+            "GetVersion" => GetVersion,
+            "GetSupportedInterfaceVersions" => GetSupportedInterfaceVersions,
+            "ValidatePoolInfo" => ValidatePoolInfo,
+            "GetConfigJSONSchema" => GetConfigJSONSchema,
+            "GetExtraSpecsJSONSchema" => GetExtraSpecsJSONSchema,
+            "" => return Err(Error::input("GARM_COMMAND is empty")),
+            other => {
+                return Err(Error::input(format!(
+                    "unknown command: GARM_COMMAND={other}"
+                )))
+            }
+        };
+        if version == InterfaceVersion::V010 && cmd.is_v011_only() {
+            return Err(Error::input(format!(
+                "{name} needs GARM_INTERFACE_VERSION=v0.1.1 (got v0.1.0)"
+            )));
+        }
+        Ok(cmd)
+    }
+
+    fn is_v011_only(self) -> bool {
+        matches!(
+            self,
+            GarmCommand::GetSupportedInterfaceVersions
+                | GarmCommand::ValidatePoolInfo
+                | GarmCommand::GetConfigJSONSchema
+                | GarmCommand::GetExtraSpecsJSONSchema
+        )
+    }
+
+    /// Whether the command talks to Edge Connect (and so needs the config file).
+    pub fn needs_config(self) -> bool {
+        matches!(
+            self,
+            GarmCommand::CreateInstance
+                | GarmCommand::DeleteInstance
+                | GarmCommand::GetInstance
+                | GarmCommand::ListInstances
+                | GarmCommand::RemoveAllInstances
+                | GarmCommand::StartInstance
+                | GarmCommand::StopInstance
+        )
+    }
+
+    /// The command's name as GARM spells it.
+    pub fn as_str(self) -> &'static str {
+        use GarmCommand::*;
+        match self {
+            CreateInstance => "CreateInstance",
+            DeleteInstance => "DeleteInstance",
+            GetInstance => "GetInstance",
+            ListInstances => "ListInstances",
+            RemoveAllInstances => "RemoveAllInstances",
+            StartInstance => "StartInstance",
+            StopInstance => "StopInstance",
+            GetVersion => "GetVersion",
+            GetSupportedInterfaceVersions => "GetSupportedInterfaceVersions",
+            ValidatePoolInfo => "ValidatePoolInfo",
+            GetConfigJSONSchema => "GetConfigJSONSchema",
+            GetExtraSpecsJSONSchema => "GetExtraSpecsJSONSchema",
+        }
+    }
+}
+
+/// Everything GARM told us through the environment, validated for the command at hand.
+#[derive(Debug, Clone)]
+pub struct GarmEnv {
+    /// Interface version.
+    pub version: InterfaceVersion,
+    /// The command.
+    pub command: GarmCommand,
+    /// `GARM_CONTROLLER_ID` (empty only for commands that do not need it).
+    pub controller_id: String,
+    /// `GARM_PROVIDER_CONFIG_FILE`.
+    pub config_file: String,
+    /// `GARM_POOL_ID`; `None` when unset or empty (scale sets send it empty).
+    pub pool_id: Option<String>,
+    /// `GARM_INSTANCE_ID`: a provider id or a GARM instance name.
+    pub instance_id: String,
+    /// Decoded `GARM_POOL_EXTRASPECS` (v0.1.1); `None` when unset, empty or `null`.
+    pub pool_extra_specs: Option<serde_json::Value>,
+}
+
+impl GarmEnv {
+    /// Reads the process environment. Only `GARM_*` names are consulted here.
+    pub fn from_process() -> Result<Self, Error> {
+        let vars: HashMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| k.starts_with("GARM_"))
+            .collect();
+        Self::from_map(&vars)
+    }
+
+    /// Parses and validates from a name → value map (what tests use).
+    pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, Error> {
+        let get = |k: &str| {
+            vars.get(k)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let version = match get("GARM_INTERFACE_VERSION").as_str() {
+            "" | "v0.1.0" => InterfaceVersion::V010,
+            "v0.1.1" => InterfaceVersion::V011,
+            other => {
+                return Err(Error::input(format!(
+                    "unsupported GARM_INTERFACE_VERSION={other} (supported: {})",
+                    SUPPORTED_INTERFACE_VERSIONS.join(", ")
+                )))
+            }
+        };
+        if !vars.contains_key("GARM_COMMAND") {
+            return Err(Error::input("GARM_COMMAND is not set"));
+        }
+        let command = GarmCommand::parse(&get("GARM_COMMAND"), version)?;
+        let pool_id = vars
+            .get("GARM_POOL_ID")
+            .filter(|p| !p.is_empty())
+            // Pool ids are opaque (scale sets use "<name>-<uuid>" with spaces and capitals):
+            // keep them byte for byte, no trimming.
+            .cloned();
+        let env = GarmEnv {
+            version,
+            command,
+            controller_id: get("GARM_CONTROLLER_ID"),
+            config_file: vars
+                .get("GARM_PROVIDER_CONFIG_FILE")
+                .cloned()
+                .unwrap_or_default(),
+            pool_id,
+            instance_id: vars.get("GARM_INSTANCE_ID").cloned().unwrap_or_default(),
+            pool_extra_specs: decode_extra_specs(vars.get("GARM_POOL_EXTRASPECS"))?,
+        };
+        env.validate()?;
+        Ok(env)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        use GarmCommand::*;
+        if self.command.needs_config() {
+            if self.config_file.is_empty() {
+                return Err(Error::input("GARM_PROVIDER_CONFIG_FILE is not set"));
+            }
+            if self.controller_id.is_empty() {
+                return Err(Error::input("GARM_CONTROLLER_ID is not set"));
+            }
+        }
+        match self.command {
+            DeleteInstance | GetInstance | StartInstance | StopInstance
+                if self.instance_id.trim().is_empty() =>
+            {
+                Err(Error::input(format!(
+                    "GARM_INSTANCE_ID is not set ({} needs it)",
+                    self.command.as_str()
+                )))
+            }
+            ListInstances if self.pool_id.is_none() => Err(Error::input(
+                "GARM_POOL_ID is not set (ListInstances needs it)",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Decodes `GARM_POOL_EXTRASPECS`: base64 (standard, padded) of JSON; `null` means none.
+pub fn decode_extra_specs(raw: Option<&String>) -> Result<Option<serde_json::Value>, Error> {
+    let Some(raw) = raw.map(|r| r.trim()).filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(raw)
+        .map_err(|_| Error::input("GARM_POOL_EXTRASPECS is not valid base64"))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::input(format!("GARM_POOL_EXTRASPECS is not valid JSON: {e}")))?;
+    Ok((!value.is_null()).then_some(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    const BASE: [(&str, &str); 2] = [
+        ("GARM_CONTROLLER_ID", "c"),
+        ("GARM_PROVIDER_CONFIG_FILE", "/etc/p.toml"),
+    ];
+
+    fn with(extra: &[(&str, &str)]) -> HashMap<String, String> {
+        let mut m = env(&BASE);
+        m.extend(env(extra));
+        m
+    }
+
+    #[test]
+    fn version_defaults_to_v010_and_rejects_unknown() {
+        let e = GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
+        assert_eq!(e.version, InterfaceVersion::V010);
+        let err = GarmEnv::from_map(&with(&[
+            ("GARM_COMMAND", "GetVersion"),
+            ("GARM_INTERFACE_VERSION", "v9.9.9"),
+        ]))
+        .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("unsupported GARM_INTERFACE_VERSION=v9.9.9"));
+    }
+
+    #[test]
+    fn unknown_command_is_named() {
+        let err = GarmEnv::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
+        assert_eq!(err.to_string(), "unknown command: GARM_COMMAND=Frobnicate");
+    }
+
+    #[test]
+    fn v011_commands_need_v011() {
+        assert!(GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
+        assert!(GarmEnv::from_map(&with(&[
+            ("GARM_COMMAND", "GetConfigJSONSchema"),
+            ("GARM_INTERFACE_VERSION", "v0.1.1")
+        ]))
+        .is_ok());
+    }
+
+    #[test]
+    fn delete_does_not_need_a_pool_id_in_v011() {
+        let e = GarmEnv::from_map(&with(&[
+            ("GARM_COMMAND", "DeleteInstance"),
+            ("GARM_INTERFACE_VERSION", "v0.1.1"),
+            ("GARM_INSTANCE_ID", "garm-x"),
+            ("GARM_POOL_ID", ""),
+            ("GARM_POOL_EXTRASPECS", "bnVsbA=="),
+        ]))
+        .unwrap();
+        assert_eq!(e.pool_id, None);
+        assert_eq!(e.pool_extra_specs, None);
+    }
+
+    #[test]
+    fn instance_commands_need_an_instance_id() {
+        let err = GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
+        assert!(err.to_string().contains("GARM_INSTANCE_ID"));
+    }
+
+    #[test]
+    fn missing_controller_id_is_an_error() {
+        let mut m = with(&[("GARM_COMMAND", "ListInstances"), ("GARM_POOL_ID", "p")]);
+        m.remove("GARM_CONTROLLER_ID");
+        assert!(GarmEnv::from_map(&m)
+            .unwrap_err()
+            .to_string()
+            .contains("GARM_CONTROLLER_ID"));
+    }
+
+    #[test]
+    fn pool_ids_are_kept_verbatim() {
+        let e = GarmEnv::from_map(&with(&[
+            ("GARM_COMMAND", "ListInstances"),
+            ("GARM_POOL_ID", "My Scale Set-6B8E "),
+        ]))
+        .unwrap();
+        assert_eq!(e.pool_id.as_deref(), Some("My Scale Set-6B8E "));
+    }
+
+    #[test]
+    fn extra_specs_are_decoded() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(r#"{"flavor":"EU.large"}"#);
+        let v = decode_extra_specs(Some(&b64)).unwrap().unwrap();
+        assert_eq!(v["flavor"], "EU.large");
+        assert!(decode_extra_specs(Some(&"!!".to_string())).is_err());
+    }
+}

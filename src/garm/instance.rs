@@ -1,0 +1,101 @@
+//! `ProviderInstance`: what Create/Get print and List prints an array of.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+/// The statuses GARM accepts from a provider. Everything else (`pending_create`, `creating`, ...)
+/// is GARM-internal and makes GARM reject the whole answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceStatus {
+    /// Deployed (or still deploying: GARM has no pending slot).
+    Running,
+    /// The App exists but has no AppInst (stopped on purpose, or being deleted).
+    Stopped,
+    /// The deployment failed; `provider_fault` says why.
+    Error,
+    /// A state this provider cannot map.
+    Unknown,
+}
+
+/// An address of the instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Address {
+    /// Host name or IP.
+    pub address: String,
+    /// `public` or `private`.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// GARM's `ProviderInstance`, serialised with GARM's field names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInstance {
+    /// Stable id GARM passes back as `GARM_INSTANCE_ID`.
+    pub provider_id: String,
+    /// GARM's instance name (reconciliation matches on it).
+    pub name: String,
+    /// `linux` / `windows`.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub os_type: String,
+    /// OS name, if known.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub os_name: String,
+    /// OS version, if known.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub os_version: String,
+    /// Architecture (`amd64`, `arm64`).
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub os_arch: String,
+    /// Reachable addresses (Edge Connect gives one only for Apps with ports).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub addresses: Vec<Address>,
+    /// One of the four statuses GARM accepts.
+    pub status: InstanceStatus,
+    /// Base64 of a human-readable fault (GARM decodes it as Go `[]byte`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub provider_fault: Option<String>,
+}
+
+impl ProviderInstance {
+    /// Sets `provider_fault` from plain text, base64-encoding it as GARM expects.
+    pub fn with_fault(mut self, fault: &str) -> Self {
+        self.provider_fault = (!fault.is_empty())
+            .then(|| base64::engine::general_purpose::STANDARD.encode(fault.as_bytes()));
+        self
+    }
+
+    /// The decoded `provider_fault`, for people reading CLI output.
+    pub fn fault_text(&self) -> Option<String> {
+        let raw = self.provider_fault.as_deref()?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(raw).ok()?;
+        String::from_utf8(bytes).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialises_with_garm_names_and_base64_fault() {
+        let i = ProviderInstance {
+            provider_id: "garm-a".into(),
+            name: "garm-a".into(),
+            os_type: "linux".into(),
+            os_name: String::new(),
+            os_version: String::new(),
+            os_arch: "amd64".into(),
+            addresses: vec![],
+            status: InstanceStatus::Error,
+            provider_fault: None,
+        }
+        .with_fault("image pull failed");
+        let json = serde_json::to_string(&i).unwrap();
+        assert_eq!(
+            json,
+            r#"{"provider_id":"garm-a","name":"garm-a","os_type":"linux","os_arch":"amd64","status":"error","provider_fault":"aW1hZ2UgcHVsbCBmYWlsZWQ="}"#
+        );
+        assert_eq!(i.fault_text().as_deref(), Some("image pull failed"));
+    }
+}

@@ -1,0 +1,170 @@
+//! GARM mode: no arguments, `GARM_COMMAND` set. Exactly one JSON document (or nothing) on stdout,
+//! one line on stderr on failure, GARM's exit codes.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::env::{GarmCommand, GarmEnv, SUPPORTED_INTERFACE_VERSIONS};
+use super::BootstrapInstance;
+use crate::config::Config;
+use crate::error::Error;
+use crate::extra_specs::ExtraSpecs;
+use crate::provider::{Operation, Outcome};
+
+/// Runs the GARM protocol and returns the exit code. Nothing but the result goes to stdout.
+pub fn run() -> u8 {
+    let (code, guard) = match execute() {
+        Ok((stdout, guard)) => {
+            let mut out = std::io::stdout().lock();
+            let written = out.write_all(stdout.as_bytes()).and_then(|_| out.flush());
+            match written {
+                Ok(()) => (0, guard),
+                Err(e) => {
+                    eprintln!("cannot write the result to stdout: {e}");
+                    (crate::error::EXIT_FAILURE, guard)
+                }
+            }
+        }
+        Err((e, guard)) => {
+            tracing::error!(error = %e, "command failed");
+            eprintln!("{e}");
+            (e.exit_code(), guard)
+        }
+    };
+    // Flush the log before the process ends.
+    drop(guard);
+    code
+}
+
+type Failure = (Error, Option<crate::logging::LogGuard>);
+
+fn execute() -> Result<(String, Option<crate::logging::LogGuard>), Failure> {
+    let env = GarmEnv::from_process().map_err(|e| (e, None))?;
+    if let Some(output) = local_command(&env).map_err(|e| (e, None))? {
+        return Ok((output, None));
+    }
+    let config = Config::load(Path::new(&env.config_file)).map_err(|e| (e, None))?;
+    let guard = crate::logging::init(Some(&config));
+    let fail = |e: Error, guard| -> Failure { (e, Some(guard)) };
+
+    let operation = match operation(&env) {
+        Ok(op) => op,
+        Err(e) => return Err(fail(e, guard)),
+    };
+    let instance = match &operation {
+        Operation::Create { bootstrap, .. } => bootstrap.name.clone(),
+        Operation::Delete { instance }
+        | Operation::Get { instance }
+        | Operation::Start { instance }
+        | Operation::Stop { instance } => instance.clone(),
+        Operation::List { .. } | Operation::ListAll | Operation::RemoveAll => String::new(),
+    };
+    let span = tracing::info_span!(
+        "garm",
+        command = env.command.as_str(),
+        instance = %instance,
+        pool = env.pool_id.as_deref().unwrap_or(""),
+        controller = %env.controller_id,
+    );
+    let _entered = span.enter();
+    tracing::info!("start");
+
+    let progress: crate::provider::Progress =
+        Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
+    let provider = match crate::runtime::provider(
+        config,
+        &env.controller_id,
+        crate::runtime::process_environment(),
+        progress,
+    ) {
+        Ok(p) => p,
+        Err(e) => return Err(fail(e, guard)),
+    };
+    let outcome = match crate::runtime::block_on_operation(&provider, operation) {
+        Ok(o) => o,
+        Err(e) => return Err(fail(e, guard)),
+    };
+    tracing::info!(
+        requests = provider.client().requests(),
+        logins = provider.client().logins(),
+        "done"
+    );
+    let stdout = match outcome {
+        Outcome::Instance(i) => serde_json::to_string(&i),
+        Outcome::Instances(list) => serde_json::to_string(&list),
+        Outcome::Done => Ok(String::new()),
+    };
+    match stdout {
+        Ok(s) => Ok((s, Some(guard))),
+        Err(e) => Err(fail(
+            Error::Other(format!("cannot encode the result: {e}")),
+            guard,
+        )),
+    }
+}
+
+/// Commands answered without config or Edge Connect.
+fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
+    let json = |v: serde_json::Value| v.to_string();
+    Ok(Some(match env.command {
+        GarmCommand::GetVersion => crate::VERSION.to_string(),
+        GarmCommand::GetSupportedInterfaceVersions => {
+            json(serde_json::json!(SUPPORTED_INTERFACE_VERSIONS))
+        }
+        GarmCommand::GetConfigJSONSchema => json(Config::json_schema()),
+        GarmCommand::GetExtraSpecsJSONSchema => json(ExtraSpecs::json_schema()),
+        GarmCommand::ValidatePoolInfo => {
+            ExtraSpecs::from_value(env.pool_extra_specs.as_ref())?;
+            String::new()
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// The operation for an instance command (reads stdin for CreateInstance).
+fn operation(env: &GarmEnv) -> Result<Operation, Error> {
+    let instance = || env.instance_id.clone();
+    Ok(match env.command {
+        GarmCommand::CreateInstance => {
+            let bootstrap = BootstrapInstance::from_reader(std::io::stdin().lock())?;
+            let pool_id = env
+                .pool_id
+                .clone()
+                .unwrap_or_else(|| bootstrap.pool_id.clone());
+            // stdin carries the extra specs for pools and scale sets alike; the environment copy
+            // exists only in v0.1.1.
+            let extra_specs = match &bootstrap.extra_specs {
+                Some(v) if !v.is_null() => Some(v.clone()),
+                _ => env.pool_extra_specs.clone(),
+            };
+            Operation::Create {
+                bootstrap: Box::new(bootstrap),
+                pool_id,
+                extra_specs,
+            }
+        }
+        GarmCommand::DeleteInstance => Operation::Delete {
+            instance: instance(),
+        },
+        GarmCommand::GetInstance => Operation::Get {
+            instance: instance(),
+        },
+        GarmCommand::ListInstances => Operation::List {
+            pool_id: env.pool_id.clone().unwrap_or_default(),
+        },
+        GarmCommand::RemoveAllInstances => Operation::RemoveAll,
+        GarmCommand::StartInstance => Operation::Start {
+            instance: instance(),
+        },
+        GarmCommand::StopInstance => Operation::Stop {
+            instance: instance(),
+        },
+        other => {
+            return Err(Error::input(format!(
+                "{} is not an instance command",
+                other.as_str()
+            )))
+        }
+    })
+}

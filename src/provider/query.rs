@@ -1,0 +1,29 @@
+//! GetInstance and ListInstances.
+
+use super::retry::Deadline;
+use super::Provider;
+use crate::error::Error;
+use crate::garm::ProviderInstance;
+
+impl Provider {
+    pub(super) async fn get(
+        &self,
+        instance: &str,
+        deadline: Deadline,
+    ) -> Result<ProviderInstance, Error> {
+        match self.find_runner(instance, deadline).await? {
+            Some(runner) => Ok(self.instance_of(&runner)),
+            None => Err(Error::NotFound(format!("instance {instance} not found"))),
+        }
+    }
+
+    /// Exactly this controller's runners of one pool (or of every pool when `pool_id` is None).
+    pub(super) async fn list(
+        &self,
+        pool_id: Option<&str>,
+        deadline: Deadline,
+    ) -> Result<Vec<ProviderInstance>, Error> {
+        let runners = self.runners(pool_id, deadline).await?;
+        Ok(runners.iter().map(|r| self.instance_of(r)).collect())
+    }
+}

@@ -1,0 +1,285 @@
+//! What the runner container receives: the environment of its App.
+//!
+//! The names follow the Kubernetes provider's runner images (`METADATA_URL`, `CALLBACK_URL`,
+//! `BEARER_TOKEN`, `RUNNER_*`), so existing images work; `docs/runner-contract.md` documents
+//! every variable. The same variables carry the ownership data (controller id, pool id, exact
+//! GARM name) that ListInstances and DeleteInstance read back from the App.
+
+use std::collections::BTreeMap;
+
+use crate::config::Placement;
+use crate::garm::BootstrapInstance;
+use crate::secret::Secret;
+
+/// GARM controller id (ownership).
+pub const ENV_CONTROLLER_ID: &str = "GARM_CONTROLLER_ID";
+/// GARM pool id, verbatim (ownership).
+pub const ENV_POOL_ID: &str = "GARM_POOL_ID";
+/// Exact GARM instance name (ownership; the Edge Connect name may be sanitised).
+pub const ENV_INSTANCE_NAME: &str = "GARM_INSTANCE_NAME";
+/// The sites to place the AppInst on, in order (`zone:ORG/NAME;cloudlet:ORG/NAME`), so
+/// StartInstance redeploys where CreateInstance would. Edge Connect names cannot hold `;`, `:` or
+/// `/`, so the encoding is unambiguous.
+pub const ENV_PLACEMENT: &str = "EDGE_CONNECT_PLACEMENT";
+/// OS type of the runner (`linux`), read back for GARM's `os_type`.
+pub const ENV_OS_TYPE: &str = "RUNNER_OS_TYPE";
+/// Architecture of the runner (`amd64`), read back for GARM's `os_arch`.
+pub const ENV_OS_ARCH: &str = "RUNNER_ARCH";
+
+/// Names the provider sets itself; extra specs may not override them.
+pub const RESERVED: &[&str] = &[
+    ENV_CONTROLLER_ID,
+    ENV_POOL_ID,
+    ENV_INSTANCE_NAME,
+    ENV_PLACEMENT,
+    ENV_OS_TYPE,
+    ENV_OS_ARCH,
+    "RUNNER_NAME",
+    "FORGE_TYPE",
+    "FORGE_URL",
+    "GITHUB_URL",
+    "RUNNER_ORG",
+    "RUNNER_REPO",
+    "RUNNER_ENTERPRISE",
+    "RUNNER_GROUP",
+    "RUNNER_LABELS",
+    "JIT_CONFIG_ENABLED",
+    "METADATA_URL",
+    "CALLBACK_URL",
+    "BEARER_TOKEN",
+    "GARM_CA_BUNDLE",
+    "RUNNER_DOWNLOAD_URL",
+    "RUNNER_DOWNLOAD_FILENAME",
+    "RUNNER_DOWNLOAD_SHA256",
+    "RUNNER_DOWNLOAD_TOKEN",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// The container's environment, split by sensitivity.
+#[derive(Debug, Clone, Default)]
+pub struct RunnerEnv {
+    /// Values anyone who can show the App may read.
+    pub plain: BTreeMap<String, String>,
+    /// Values that go to `secret_env_vars` (instance token, proxies with credentials, ...).
+    pub secret: BTreeMap<String, Secret>,
+}
+
+/// Who owns an App, as recorded in its environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    /// GARM controller id.
+    pub controller_id: String,
+    /// GARM pool id (verbatim).
+    pub pool_id: String,
+    /// GARM instance name.
+    pub instance_name: String,
+}
+
+impl Ownership {
+    /// Reads ownership from an App's environment; `None` when it was not made by this provider.
+    pub fn from_env(env: &BTreeMap<String, String>) -> Option<Self> {
+        Some(Ownership {
+            controller_id: env.get(ENV_CONTROLLER_ID)?.clone(),
+            pool_id: env.get(ENV_POOL_ID).cloned().unwrap_or_default(),
+            instance_name: env.get(ENV_INSTANCE_NAME)?.clone(),
+        })
+    }
+}
+
+/// Builds the runner environment for a bootstrap request.
+pub fn runner_env(
+    bootstrap: &BootstrapInstance,
+    controller_id: &str,
+    pool_id: &str,
+    placements: &[Placement],
+    extra: &BTreeMap<String, String>,
+    single_line_values: bool,
+) -> RunnerEnv {
+    let mut plain = BTreeMap::new();
+    let mut secret = BTreeMap::new();
+    let mut set = |k: &str, v: &str| {
+        plain.insert(k.to_string(), v.to_string());
+    };
+    // Extra specs first, so that nothing below can be overridden by a pool setting.
+    for (k, v) in extra {
+        set(k, v);
+    }
+    set(ENV_CONTROLLER_ID, controller_id);
+    set(ENV_POOL_ID, pool_id);
+    set(ENV_INSTANCE_NAME, &bootstrap.name);
+    let tags: Vec<String> = placements.iter().map(placement_tag).collect();
+    set(ENV_PLACEMENT, &tags.join(";"));
+    set(ENV_OS_TYPE, &bootstrap.os_type);
+    set(ENV_OS_ARCH, &bootstrap.arch);
+    set("RUNNER_NAME", &bootstrap.name);
+    let forge = bootstrap.forge_type();
+    set("FORGE_TYPE", &forge);
+    set("FORGE_URL", &bootstrap.repo_url);
+    if forge == "github" {
+        let scope = github_scope(&bootstrap.repo_url);
+        if let Some(base) = scope.base_url {
+            set("GITHUB_URL", &base);
+        }
+        if let Some(org) = scope.org {
+            set("RUNNER_ORG", &org);
+        }
+        if let Some(repo) = scope.repo {
+            set("RUNNER_REPO", &repo);
+        }
+        if let Some(ent) = scope.enterprise {
+            set("RUNNER_ENTERPRISE", &ent);
+        }
+    }
+    set("RUNNER_GROUP", &bootstrap.github_runner_group);
+    set(
+        "RUNNER_LABELS",
+        &bootstrap.labels.clone().unwrap_or_default().join(","),
+    );
+    set(
+        "JIT_CONFIG_ENABLED",
+        if bootstrap.jit_config_enabled {
+            "true"
+        } else {
+            "false"
+        },
+    );
+    set("RUNNER_EPHEMERAL", "true");
+    set("RUNNER_NO_DEFAULT_LABELS", "true");
+    set("DISABLE_RUNNER_UPDATE", "true");
+    set("RUNNER_WORKDIR", "/runner/_work");
+    set("METADATA_URL", &bootstrap.metadata_url);
+    set("CALLBACK_URL", &bootstrap.callback_url);
+    if let Some(tool) = bootstrap.matching_tool() {
+        set("RUNNER_DOWNLOAD_URL", &tool.download_url);
+        set("RUNNER_DOWNLOAD_FILENAME", &tool.filename);
+        if !tool.sha256_checksum.is_empty() {
+            set("RUNNER_DOWNLOAD_SHA256", &tool.sha256_checksum);
+        }
+        if let Some(token) = tool.temp_download_token.as_ref().filter(|t| !t.is_empty()) {
+            secret.insert("RUNNER_DOWNLOAD_TOKEN".to_string(), token.clone());
+        }
+    }
+    if let Some(pem) = bootstrap.ca_bundle_pem() {
+        // Docker env files cannot hold line breaks; the contract allows them written as `\n`.
+        let value = if single_line_values {
+            pem.replace('\n', "\\n")
+        } else {
+            pem
+        };
+        set("GARM_CA_BUNDLE", &value);
+    }
+    if let Some(proxy) = &bootstrap.proxy_config {
+        if let Some(no_proxy) = proxy.no_proxy.as_deref().filter(|v| !v.is_empty()) {
+            set("NO_PROXY", no_proxy);
+            set("no_proxy", no_proxy);
+        }
+        for (upper, lower, value) in [
+            ("HTTP_PROXY", "http_proxy", &proxy.http_proxy),
+            ("HTTPS_PROXY", "https_proxy", &proxy.https_proxy),
+        ] {
+            if let Some(v) = value.as_ref().filter(|v| !v.is_empty()) {
+                secret.insert(upper.to_string(), v.clone());
+                secret.insert(lower.to_string(), v.clone());
+            }
+        }
+    }
+    secret.insert("BEARER_TOKEN".to_string(), bootstrap.instance_token.clone());
+    RunnerEnv { plain, secret }
+}
+
+/// `zone:ORG/NAME` or `cloudlet:ORG/NAME`.
+pub fn placement_tag(placement: &Placement) -> String {
+    match placement {
+        Placement::Zone(k) => format!("zone:{}/{}", k.organization, k.name),
+        Placement::Cloudlet(k) => format!("cloudlet:{}/{}", k.organization, k.name),
+    }
+}
+
+/// Parses [`placement_tag`] output.
+pub fn parse_placement_tag(tag: &str) -> Option<Placement> {
+    let (kind, rest) = tag.split_once(':')?;
+    let (organization, name) = rest.split_once('/')?;
+    let key = crate::config::SiteKey {
+        organization: organization.to_string(),
+        name: name.to_string(),
+    };
+    match kind {
+        "zone" => Some(Placement::Zone(key)),
+        "cloudlet" => Some(Placement::Cloudlet(key)),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+struct GithubScope {
+    base_url: Option<String>,
+    org: Option<String>,
+    repo: Option<String>,
+    enterprise: Option<String>,
+}
+
+/// Splits a GitHub registration URL into base URL and entity.
+fn github_scope(repo_url: &str) -> GithubScope {
+    let Ok(url) = reqwest::Url::parse(repo_url) else {
+        return GithubScope::default();
+    };
+    let base_url = url.host_str().map(|host| match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    });
+    let parts: Vec<&str> = url
+        .path_segments()
+        .map(|s| s.filter(|p| !p.is_empty()).collect())
+        .unwrap_or_default();
+    let mut scope = GithubScope {
+        base_url,
+        ..Default::default()
+    };
+    match parts.as_slice() {
+        ["enterprises", ent, ..] => scope.enterprise = Some(ent.to_string()),
+        [org, repo, ..] => {
+            scope.org = Some(org.to_string());
+            scope.repo = Some(repo.to_string());
+        }
+        [org] => scope.org = Some(org.to_string()),
+        [] => {}
+    }
+    scope
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_urls_split_into_entities() {
+        let s = github_scope("https://github.com/acme/widgets");
+        assert_eq!(s.base_url.as_deref(), Some("https://github.com"));
+        assert_eq!(
+            (s.org.as_deref(), s.repo.as_deref()),
+            (Some("acme"), Some("widgets"))
+        );
+        let s = github_scope("https://ghes.example.com:8443/enterprises/big");
+        assert_eq!(s.base_url.as_deref(), Some("https://ghes.example.com:8443"));
+        assert_eq!(s.enterprise.as_deref(), Some("big"));
+        assert_eq!(
+            github_scope("https://github.com/acme").org.as_deref(),
+            Some("acme")
+        );
+    }
+
+    #[test]
+    fn placement_tags_round_trip() {
+        let p = Placement::Zone(crate::config::SiteKey {
+            organization: "TDG".into(),
+            name: "dusseldorf-main".into(),
+        });
+        assert_eq!(parse_placement_tag(&placement_tag(&p)), Some(p));
+        assert_eq!(parse_placement_tag("nonsense"), None);
+    }
+}

@@ -1,0 +1,283 @@
+//! Every bad-input path of the GARM protocol: exit code, one stderr line, nothing made.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+const V011: (&str, &str) = ("GARM_INTERFACE_VERSION", "v0.1.1");
+
+fn assert_one_line_failure(r: &Run, code: i32, needle: &str) {
+    assert_eq!(r.code, code, "stderr: {}", r.stderr);
+    assert_eq!(r.stdout, "", "nothing on stdout on failure");
+    assert_eq!(
+        r.stderr.trim_end().lines().count(),
+        1,
+        "one line: {:?}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(needle),
+        "{needle:?} not in {:?}",
+        r.stderr
+    );
+}
+
+fn no_create_calls(w: &World) {
+    let creates: Vec<_> = w
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|e| e.rpc.starts_with("Create"))
+        .collect();
+    assert!(creates.is_empty(), "no create call expected: {creates:?}");
+    assert!(w.app_names().is_empty());
+}
+
+#[test]
+fn empty_stdin_creates_nothing() {
+    let w = World::new();
+    let r = w.garm("CreateInstance", &[("GARM_POOL_ID", POOL)], Some(""));
+    assert_one_line_failure(&r, 1, "no bootstrap params on stdin");
+    no_create_calls(&w);
+}
+
+#[test]
+fn invalid_json_creates_nothing() {
+    let w = World::new();
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some("{\"name\": "),
+    );
+    assert_one_line_failure(&r, 1, "invalid bootstrap params");
+    no_create_calls(&w);
+}
+
+#[test]
+fn missing_extra_specs_key_means_empty_specs() {
+    let w = World::new();
+    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-nospecs",
+        POOL,
+    ))
+    .unwrap();
+    v.as_object_mut().unwrap().remove("extra_specs");
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn invalid_provider_extra_specs_fail_before_any_api_call() {
+    let w = World::new();
+    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-badspecs",
+        POOL,
+    ))
+    .unwrap();
+    v["extra_specs"] = json!({"runner_install_template": "IyE=", "flavor": 42});
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_one_line_failure(&r, 1, "invalid extra_specs");
+    v["extra_specs"] = json!({"flavour": "EU.small"});
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_one_line_failure(&r, 1, "flavour");
+    no_create_calls(&w);
+    assert!(w.sim.request_log().is_empty(), "not even a login");
+}
+
+#[test]
+fn unknown_command_and_unsupported_version() {
+    let w = World::new();
+    assert_one_line_failure(&w.garm("Frobnicate", &[], None), 1, "unknown command");
+    assert_one_line_failure(
+        &w.garm("GetVersion", &[("GARM_INTERFACE_VERSION", "v9.9.9")], None),
+        1,
+        "unsupported GARM_INTERFACE_VERSION=v9.9.9",
+    );
+}
+
+#[test]
+fn missing_controller_id_or_config_file() {
+    let w = World::new();
+    let r = run_binary(
+        &[
+            ("GARM_COMMAND".into(), "ListInstances".into()),
+            ("GARM_POOL_ID".into(), POOL.into()),
+            (
+                "GARM_PROVIDER_CONFIG_FILE".into(),
+                w.config.display().to_string(),
+            ),
+        ],
+        None,
+    );
+    assert_one_line_failure(&r, 1, "GARM_CONTROLLER_ID is not set");
+    let r = w.garm(
+        "ListInstances",
+        &[
+            ("GARM_POOL_ID", POOL),
+            ("GARM_PROVIDER_CONFIG_FILE", "/nonexistent/provider.toml"),
+        ],
+        None,
+    );
+    assert_one_line_failure(&r, 1, "cannot read config file /nonexistent/provider.toml");
+}
+
+#[test]
+fn a_bad_config_names_the_key() {
+    let w = World::new();
+    let text = std::fs::read_to_string(&w.config).unwrap() + "\nsurprise = true\n";
+    std::fs::write(&w.config, text).unwrap();
+    let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_one_line_failure(&r, 1, "unknown field `surprise`");
+    assert!(r.stderr.contains(&w.config.display().to_string()));
+}
+
+#[test]
+fn wrong_password_is_an_auth_error_without_the_password() {
+    let w = World::new();
+    let creds = w.dir.path().join("credentials.toml");
+    write_mode(
+        &creds,
+        "username = \"garm\"\npassword = \"wrong-password-123\"\n",
+        0o600,
+    );
+    let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_one_line_failure(&r, 1, "check credentials_file or EDP_EDGE_CONNECT_USERNAME");
+    assert!(!r.stderr.contains("wrong-password-123"));
+    assert!(!w.log_text().contains("wrong-password-123"));
+}
+
+#[test]
+fn environment_overrides_the_credentials_file() {
+    let w = World::new();
+    let creds = w.dir.path().join("credentials.toml");
+    write_mode(&creds, "username = \"garm\"\npassword = \"stale\"\n", 0o600);
+    let r = w.garm(
+        "ListInstances",
+        &[
+            ("GARM_POOL_ID", POOL),
+            ("EDP_EDGE_CONNECT_USERNAME", USER),
+            ("EDP_EDGE_CONNECT_PASSWORD", PASSWORD),
+        ],
+        None,
+    );
+    assert_eq!((r.code, r.stdout.as_str()), (0, "[]"), "{}", r.stderr);
+}
+
+#[test]
+fn world_readable_credentials_are_refused_with_the_fix() {
+    let w = World::new();
+    let creds = w.dir.path().join("credentials.toml");
+    write_mode(
+        &creds,
+        &format!("username = \"garm\"\npassword = \"{PASSWORD}\"\n"),
+        0o644,
+    );
+    let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_one_line_failure(&r, 1, &format!("chmod 600 {}", creds.display()));
+}
+
+#[test]
+fn version_and_v011_local_commands() {
+    let w = World::new();
+    let v = w.garm("GetVersion", &[], None);
+    assert_eq!(
+        (v.code, v.stdout.as_str()),
+        (0, garm_provider_edge_connect::VERSION)
+    );
+    let s = w.garm("GetSupportedInterfaceVersions", &[V011], None);
+    assert_eq!((s.code, s.stdout.as_str()), (0, r#"["v0.1.0","v0.1.1"]"#));
+    for cmd in ["GetConfigJSONSchema", "GetExtraSpecsJSONSchema"] {
+        let r = w.garm(cmd, &[V011], None);
+        assert_eq!(r.code, 0, "{cmd}: {}", r.stderr);
+        let schema = r.json();
+        assert_eq!(
+            schema["$schema"], "http://json-schema.org/draft-07/schema#",
+            "{cmd}"
+        );
+        assert_eq!(schema["type"], "object", "{cmd}");
+    }
+    let extra = w.garm("GetExtraSpecsJSONSchema", &[V011], None).json();
+    for garm_key in [
+        "runner_install_template",
+        "pre_install_scripts",
+        "extra_context",
+    ] {
+        assert!(
+            extra["properties"].get(garm_key).is_some(),
+            "{garm_key} allowed"
+        );
+    }
+    // v0.1.1-only commands are refused under v0.1.0.
+    assert_one_line_failure(
+        &w.garm("GetConfigJSONSchema", &[], None),
+        1,
+        "needs GARM_INTERFACE_VERSION=v0.1.1",
+    );
+}
+
+#[test]
+fn validate_pool_info() {
+    use base64::Engine as _;
+    let w = World::new();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let cases = [
+        (
+            b64(r#"{"flavor":"EU.large","runner_install_template":"IyE="}"#),
+            0,
+        ),
+        (b64(r#"{"flavor":""}"#), 1),
+        (b64(r#"{"no_such_key":1}"#), 1),
+        ("bnVsbA==".to_string(), 0),
+        (String::new(), 0),
+    ];
+    for (specs, want) in cases {
+        let r = w.garm(
+            "ValidatePoolInfo",
+            &[
+                V011,
+                ("GARM_POOL_ID", POOL),
+                ("GARM_POOL_EXTRASPECS", &specs),
+            ],
+            None,
+        );
+        assert_eq!(r.code, want, "{specs}: {}", r.stderr);
+        assert_eq!(r.stdout, "");
+    }
+}
+
+#[test]
+fn cli_and_garm_mode_share_exit_codes() {
+    let w = World::new();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .args([
+            "--config",
+            &w.config.display().to_string(),
+            "--controller-id",
+            CONTROLLER,
+            "get",
+            "garm-nope",
+        ])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(30));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: instance garm-nope not found"
+    );
+}
