@@ -571,4 +571,21 @@ organization = "TelekomOP"
             _ => {}
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_an_error_or_a_config_never_a_panic(text in ".{0,400}") {
+            let _ = parse(&text);
+        }
+
+        #[test]
+        fn any_value_in_the_seed_is_handled(url in ".*", org in ".*", region in ".*", flavor in ".*") {
+            let text = SEED
+                .replace("https://hub.example.invalid", &url.replace(['"', '\\', '\n'], ""))
+                .replace("edp-developer-framework", &org.replace(['"', '\\', '\n'], ""))
+                .replace("\"EU\"", &format!("{:?}", region))
+                .replace("EU.small", &flavor.replace(['"', '\\', '\n'], ""));
+            let _ = parse(&text);
+        }
+    }
 }

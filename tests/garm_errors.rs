@@ -159,6 +159,11 @@ fn wrong_password_is_an_auth_error_without_the_password() {
     assert_one_line_failure(&r, 1, "check credentials_file or EDP_EDGE_CONNECT_USERNAME");
     assert!(!r.stderr.contains("wrong-password-123"));
     assert!(!w.log_text().contains("wrong-password-123"));
+    assert_eq!(
+        w.calls("login"),
+        1,
+        "a refused login is not repeated by concurrent calls"
+    );
 }
 
 #[test]
@@ -280,4 +285,60 @@ fn cli_and_garm_mode_share_exit_codes() {
         String::from_utf8_lossy(&out.stderr).trim(),
         "error: instance garm-nope not found"
     );
+}
+
+#[test]
+fn huge_or_binary_stdin_is_refused_without_a_panic() {
+    let w = World::new();
+    let huge = format!(
+        "{{\"name\":\"garm-x\",\"image\":\"{}\"}}",
+        "a".repeat(5 * 1024 * 1024)
+    );
+    let r = w.garm("CreateInstance", &[("GARM_POOL_ID", POOL)], Some(&huge));
+    assert_one_line_failure(&r, 1, "bootstrap params exceed");
+    let r = run_binary_bytes(&w, &[0xff, 0xfe, 0x00, 0x7b, 0x80]);
+    assert_eq!(r.0, 1);
+    assert!(r.1.starts_with("invalid bootstrap params"), "{}", r.1);
+    no_create_calls(&w);
+}
+
+#[test]
+fn names_of_any_shape_are_sanitised_and_found_again() {
+    let w = World::new();
+    for name in [
+        "CI Runner #1 (ÄÖÜ)",
+        "x",
+        "-leading-dash",
+        &"long-name-".repeat(12),
+    ] {
+        let r = w.create("bootstrap-github-jit.json", name, POOL, &[]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        assert_eq!(r.json()["name"], name);
+        let get = w.garm("GetInstance", &[("GARM_INSTANCE_ID", name)], None);
+        assert_eq!(get.json()["name"], name, "found by GARM name");
+        let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], None);
+        assert_eq!(d.code, 0, "{}", d.stderr);
+    }
+    assert!(w.app_names().is_empty());
+}
+
+fn run_binary_bytes(w: &World, stdin: &[u8]) -> (i32, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .env("GARM_COMMAND", "CreateInstance")
+        .env("GARM_CONTROLLER_ID", CONTROLLER)
+        .env("GARM_POOL_ID", POOL)
+        .env("GARM_PROVIDER_CONFIG_FILE", &w.config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

@@ -41,6 +41,9 @@ pub struct Client {
     credentials: Credentials,
     request_timeout: Duration,
     token: Mutex<Option<Secret>>,
+    /// A refused login, remembered so that concurrent calls of one command do not each try
+    /// again (the MC delays every wrong-password answer by seconds and locks accounts).
+    refused_login: std::sync::Mutex<Option<ApiError>>,
     store: Option<Box<dyn TokenStore>>,
     logins: AtomicUsize,
     requests: AtomicUsize,
@@ -50,22 +53,6 @@ pub struct Client {
 struct MessageBody {
     #[serde(default)]
     message: String,
-}
-
-#[derive(Deserialize)]
-struct StreamLine {
-    #[serde(default)]
-    data: Option<Value>,
-    #[serde(default)]
-    result: Option<StreamResult>,
-}
-
-#[derive(Deserialize)]
-struct StreamResult {
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    code: u16,
 }
 
 impl Client {
@@ -117,6 +104,7 @@ impl Client {
             credentials,
             request_timeout,
             token: Mutex::new(None),
+            refused_login: std::sync::Mutex::new(None),
             store: None,
             logins: AtomicUsize::new(0),
             requests: AtomicUsize::new(0),
@@ -201,6 +189,22 @@ impl Client {
         Ok(token)
     }
 
+    /// Logs in unless a login of this client was already refused.
+    async fn login_once_refused(&self) -> Result<Secret, ApiError> {
+        if let Some(e) = self.refused_login.lock().ok().and_then(|r| r.clone()) {
+            return Err(e);
+        }
+        let result = self.login().await;
+        if let Err(e) = &result {
+            if e.kind == super::ApiErrorKind::Auth {
+                if let Ok(mut slot) = self.refused_login.lock() {
+                    *slot = Some(e.clone());
+                }
+            }
+        }
+        result
+    }
+
     /// A token: the one in hand, a cached one, or a fresh login.
     async fn token(&self) -> Result<Secret, ApiError> {
         let mut slot = self.token.lock().await;
@@ -209,7 +213,7 @@ impl Client {
         }
         let token = match self.store.as_ref().and_then(|s| s.load()) {
             Some(t) => t,
-            None => self.login().await?,
+            None => self.login_once_refused().await?,
         };
         *slot = Some(token.clone());
         Ok(token)
@@ -226,7 +230,7 @@ impl Client {
         if let Some(store) = &self.store {
             store.discard(refused);
         }
-        let token = self.login().await?;
+        let token = self.login_once_refused().await?;
         *slot = Some(token.clone());
         Ok(token)
     }
@@ -296,20 +300,8 @@ impl Client {
         let response = self.send(rpc, wrapper, filter).await?;
         let bytes = read_body(response, rpc, self.request_timeout).await?;
         let mut items = Vec::new();
-        for line in bytes
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        {
-            let parsed: StreamLine = serde_json::from_slice(line)
-                .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
-            if let Some(result) = parsed.result {
-                return Err(ApiError::from_stream_result(
-                    rpc,
-                    result.code,
-                    &result.message,
-                ));
-            }
-            if let Some(data) = parsed.data {
+        for line in bytes.split(|b| *b == b'\n') {
+            if let Some(data) = super::ndjson::parse_line(rpc, line)? {
                 let item = serde_json::from_value(data)
                     .map_err(|e| ApiError::protocol(rpc, format!("unexpected object: {e}")))?;
                 items.push(item);
@@ -332,24 +324,8 @@ impl Client {
         let mut last = String::new();
         let mut timed_out = None;
         let mut handle_line = |line: &[u8], last: &mut String| -> Result<(), ApiError> {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                return Ok(());
-            }
-            let parsed: StreamLine = serde_json::from_slice(line)
-                .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
-            if let Some(result) = parsed.result {
-                return Err(ApiError::from_stream_result(
-                    rpc,
-                    result.code,
-                    &result.message,
-                ));
-            }
-            if let Some(message) = parsed
-                .data
-                .as_ref()
-                .and_then(|d| d.get("message"))
-                .and_then(Value::as_str)
-            {
+            let data = super::ndjson::parse_line(rpc, line)?;
+            if let Some(message) = data.as_ref().and_then(super::ndjson::progress_message) {
                 tracing::debug!(rpc, message, "progress");
                 progress(message);
                 if message.starts_with("Timed out while work still in progress") {

@@ -4,6 +4,7 @@ pub mod api;
 pub mod client;
 pub mod error;
 pub mod models;
+pub mod ndjson;
 
 pub use client::{Client, StreamEnd, TokenStore};
 pub use error::{ApiError, ApiErrorKind};

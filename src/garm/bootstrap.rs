@@ -318,4 +318,26 @@ mod tests {
             Some("b")
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_are_an_error_or_a_bootstrap_never_a_panic(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = BootstrapInstance::from_slice(&raw);
+        }
+
+        #[test]
+        fn any_field_values_are_handled(name in ".*", image in ".*", bundle in ".*", token in ".*", labels in proptest::collection::vec(".*", 0..4)) {
+            let doc = serde_json::json!({"name": name, "image": image, "ca-cert-bundle": bundle, "instance-token": token, "labels": labels});
+            if let Ok(b) = BootstrapInstance::from_slice(doc.to_string().as_bytes()) {
+                let _ = (b.forge_type(), b.ca_bundle_pem(), b.matching_tool());
+            }
+        }
+    }
+
+    #[test]
+    fn oversized_input_is_refused() {
+        let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
+        let err = BootstrapInstance::from_reader(&big[..]).unwrap_err();
+        assert!(err.to_string().contains("exceed"), "{err}");
+    }
 }

@@ -333,4 +333,23 @@ mod tests {
         assert_eq!(v["flavor"], "EU.large");
         assert!(decode_extra_specs(Some(&"!!".to_string())).is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_environment_is_an_error_or_a_request_never_a_panic(
+            command in "(CreateInstance|DeleteInstance|GetInstance|ListInstances|RemoveAllInstances|StartInstance|StopInstance|GetVersion|ValidatePoolInfo|.*)",
+            version in "(v0.1.0|v0.1.1|.*)",
+            pool in ".*",
+            instance in ".*",
+            specs in ".*",
+        ) {
+            let _ = GarmEnv::from_map(&with(&[
+                ("GARM_COMMAND", &command),
+                ("GARM_INTERFACE_VERSION", &version),
+                ("GARM_POOL_ID", &pool),
+                ("GARM_INSTANCE_ID", &instance),
+                ("GARM_POOL_EXTRASPECS", &specs),
+            ]));
+        }
+    }
 }

@@ -64,6 +64,11 @@ impl World {
             api,
             ..SimConfig::default()
         };
+        World::with_sim(config, site, extra_config)
+    }
+
+    /// A simulator configured by the test.
+    pub fn with_sim(config: SimConfig, site: Site, extra_config: &str) -> World {
         let sim = sim::spawn(config).expect("simulator starts");
         World::around(sim, site, extra_config)
     }
@@ -127,6 +132,41 @@ default_flavor = "EU.small"
             all.push((k.to_string(), v.to_string()));
         }
         run_binary(&all, stdin)
+    }
+
+    /// Starts the provider as GARM does without waiting for it (to kill it mid-way).
+    pub fn spawn_garm(
+        &self,
+        command: &str,
+        vars: &[(&str, &str)],
+        stdin: &str,
+    ) -> std::process::Child {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
+        cmd.env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("GARM_COMMAND", command)
+            .env("GARM_CONTROLLER_ID", CONTROLLER)
+            .env("GARM_PROVIDER_CONFIG_FILE", &self.config);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("provider starts");
+        if let Some(mut pipe) = child.stdin.take() {
+            pipe.write_all(stdin.as_bytes()).expect("write stdin");
+        }
+        child
+    }
+
+    /// Number of requests of one RPC in the simulator's log.
+    pub fn calls(&self, rpc: &str) -> usize {
+        self.sim
+            .request_log()
+            .iter()
+            .filter(|e| e.rpc == rpc)
+            .count()
     }
 
     /// Runs the provider as another GARM controller would.
@@ -233,7 +273,10 @@ pub fn run_binary(vars: &[(String, String)], stdin: Option<&str>) -> Run {
     {
         let mut pipe = child.stdin.take().expect("stdin");
         if let Some(input) = stdin {
-            pipe.write_all(input.as_bytes()).expect("write stdin");
+            // The provider stops reading at its input limit; a broken pipe is then expected.
+            if let Err(e) = pipe.write_all(input.as_bytes()) {
+                assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
+            }
         }
     }
     let out: Output = child.wait_with_output().expect("provider finishes");

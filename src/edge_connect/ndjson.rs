@@ -1,0 +1,85 @@
+//! One line of a Master Controller stream: `{"data": ...}`, `{"result": {"message", "code"}}`
+//! (an error trailer), or blank.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::error::ApiError;
+
+#[derive(Deserialize)]
+struct StreamLine {
+    #[serde(default)]
+    data: Option<Value>,
+    #[serde(default)]
+    result: Option<StreamResult>,
+}
+
+#[derive(Deserialize)]
+struct StreamResult {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    code: u16,
+}
+
+/// Parses one stream line: `Ok(None)` for a blank line (or an object without data),
+/// `Ok(Some(data))` for a data line, `Err` for a result trailer or an unreadable line.
+pub fn parse_line(rpc: &str, line: &[u8]) -> Result<Option<Value>, ApiError> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let parsed: StreamLine = serde_json::from_slice(line)
+        .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
+    if let Some(result) = parsed.result {
+        return Err(ApiError::from_stream_result(
+            rpc,
+            result.code,
+            &result.message,
+        ));
+    }
+    Ok(parsed.data)
+}
+
+/// The progress text of a data line (`{"message": "..."}`), if it has one.
+pub fn progress_message(data: &Value) -> Option<&str> {
+    data.get("message").and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edge_connect::ApiErrorKind;
+    use proptest::prelude::*;
+
+    #[test]
+    fn data_result_and_blank_lines() {
+        assert_eq!(parse_line("X", b"  \r\n").unwrap(), None);
+        let data = parse_line("X", br#"{"data":{"message":"Creating"}}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(progress_message(&data), Some("Creating"));
+        let err = parse_line("X", br#"{"result":{"message":"AppInst key {\"name\":\"a\",\"organization\":\"o\"} already exists","code":400}}"#)
+            .unwrap_err();
+        assert_eq!(err.kind, ApiErrorKind::AlreadyExists);
+        assert_eq!(
+            parse_line("X", b"{not json").unwrap_err().kind,
+            ApiErrorKind::Protocol
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_any_bytes(line in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = parse_line("X", &line);
+        }
+
+        #[test]
+        fn never_panics_on_json_shaped_input(message in ".*", code in any::<u16>(), key in "(data|result|other)") {
+            let line = serde_json::json!({ key.clone(): {"message": message, "code": code} }).to_string();
+            let parsed = parse_line("X", line.as_bytes());
+            if key == "result" {
+                prop_assert!(parsed.is_err());
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `check`: one ✓/✗ line per step against the simulator, and the exit code.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+fn check(w: &World, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .args(["--config", &w.config.display().to_string(), "check"])
+        .args(args)
+        .env_clear()
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn replace_in_config(w: &World, from: &str, to: &str) {
+    let text = std::fs::read_to_string(&w.config).unwrap();
+    assert!(text.contains(from), "{from} not in config");
+    std::fs::write(&w.config, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn all_good() {
+    let w = World::new();
+    let (code, out) = check(&w, &["--image", "ghcr.io/example-org/garm-runner:2.330.0"]);
+    assert_eq!(code, 0, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.iter().all(|l| l.starts_with('✓')), "{out}");
+    for expected in [
+        "✓ credentials: user garm from credentials_file",
+        "✓ region: EU known (3 flavors)",
+        "✓ organization: edp-developer-framework visible (0 Apps)",
+        "✓ API generation: zones supported (newer API)",
+        "✓ zone TelekomOP/Munich: exists",
+        "✓ flavor EU.small: available in zone TelekomOP/Munich",
+        "✓ image: ghcr.io/example-org/garm-runner:2.330.0 is well formed",
+    ] {
+        assert!(lines.contains(&expected), "missing {expected:?} in:\n{out}");
+    }
+    assert!(w.app_names().is_empty(), "check creates nothing");
+}
+
+#[test]
+fn deploy_test_creates_and_removes_a_throwaway_app() {
+    let w = World::new();
+    let (code, out) = check(&w, &["--deploy-test"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("✓ deploy test: CreateApp ")),
+        "{out}"
+    );
+    assert_eq!(w.calls("CreateAppInst"), 1);
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn bad_password() {
+    let w = World::new();
+    write_mode(
+        &w.dir.path().join("credentials.toml"),
+        "username = \"garm\"\npassword = \"nope\"\n",
+        0o600,
+    );
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        out.lines().last(),
+        Some("✗ login: Edge Connect login (HTTP 400): Invalid username or password (check credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD)")
+    );
+}
+
+#[test]
+fn missing_zone_lists_the_zones() {
+    let w = World::new();
+    replace_in_config(&w, "name = \"Munich\"", "name = \"Atlantis\"");
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 1);
+    assert!(
+        out.lines()
+            .any(|l| l == "✗ zone TelekomOP/Atlantis: not found; zones here: TelekomOP/Munich"),
+        "{out}"
+    );
+}
+
+#[test]
+fn missing_cloudlet_lists_the_cloudlets() {
+    let w = World::with(
+        garm_provider_edge_connect::sim::ApiGeneration::Gen2,
+        Site::Cloudlet,
+        "",
+    );
+    replace_in_config(&w, "name = \"Munich\"", "name = \"Atlantis\"");
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 1);
+    assert!(
+        out.lines()
+            .any(|l| l == "✓ API generation: no zones (older API): use [edge_connect.cloudlet]"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l
+                == "✗ cloudlet TelekomOP/Atlantis: not found; cloudlets here: TelekomOP/Munich"),
+        "{out}"
+    );
+}
+
+#[test]
+fn unknown_flavor_lists_the_flavors() {
+    let w = World::new();
+    replace_in_config(
+        &w,
+        "default_flavor = \"EU.small\"",
+        "default_flavor = \"EU.huge\"",
+    );
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 1);
+    assert!(
+        out.lines().any(|l| l == "✗ flavor EU.huge: not available in zone TelekomOP/Munich; flavors there: EU.small, EU.medium, EU.large"),
+        "{out}"
+    );
+}
+
+#[test]
+fn unreachable_url() {
+    let w = World::new();
+    // A port nothing listens on: bind, note it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = w.sim.url();
+    replace_in_config(&w, &url, &format!("http://127.0.0.1:{port}"));
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 1);
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(&format!("✗ reach: http://127.0.0.1:{port}: cannot connect")),
+        "{out}"
+    );
+    assert!(
+        last.ends_with(
+            "check edge_connect.url, the network path and (for TLS errors) edge_connect.ca_bundle"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn world_readable_credentials() {
+    let w = World::new();
+    let creds = w.dir.path().join("credentials.toml");
+    write_mode(
+        &creds,
+        &format!("username = \"garm\"\npassword = \"{PASSWORD}\"\n"),
+        0o644,
+    );
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        out.lines().last().map(String::from),
+        Some(format!(
+            "✗ credentials: credentials_file {} is readable by others (mode 644); run: chmod 600 {}",
+            creds.display(),
+            creds.display()
+        ))
+    );
+}
+
+#[test]
+fn bad_extra_specs_and_image() {
+    let w = World::new();
+    let specs = w.dir.path().join("specs.json");
+    std::fs::write(&specs, r#"{"flavor":"EU.medium","colour":"blue"}"#).unwrap();
+    let (code, out) = check(
+        &w,
+        &[
+            "--extra-specs",
+            &specs.display().to_string(),
+            "--image",
+            "not an image",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("✗ extra specs: invalid extra_specs: unknown field `colour`")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("✗ image: \"not an image\"")),
+        "{out}"
+    );
+}

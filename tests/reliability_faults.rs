@@ -1,0 +1,353 @@
+//! Faults: what the provider does when Edge Connect fails, streams break, tokens expire, sites are
+//! full or the provider itself is killed. Every case ends with the simulator's exact state and no
+//! secret in any output.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use garm_provider_edge_connect::sim::{ApiGeneration, Fault, FaultKind, SimConfig};
+
+const NAME: &str = "garm-fault0001";
+
+fn create(w: &World) -> Run {
+    w.create("bootstrap-github-jit.json", NAME, POOL, &[])
+}
+
+fn assert_empty(w: &World) {
+    assert!(w.app_names().is_empty(), "Apps left: {:?}", w.app_names());
+    assert!(
+        w.app_inst_names().is_empty(),
+        "AppInsts left: {:?}",
+        w.app_inst_names()
+    );
+}
+
+#[test]
+fn a_create_that_fails_after_the_app_was_made_leaves_nothing() {
+    let w = World::new();
+    w.sim.inject(Fault::stream_error(
+        "CreateAppInst",
+        2,
+        "image pull back-off for ghcr.io/example-org/garm-runner",
+    ));
+    let r = create(&w);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert!(r.stderr.contains("Image pull back-off"), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1);
+    assert_empty(&w);
+    assert_eq!(
+        w.calls("DeleteApp"),
+        1,
+        "the App made before the failure was removed"
+    );
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.stdout, "[]");
+    w.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn a_create_left_in_create_error_is_cleaned_up() {
+    let w = World::new();
+    w.sim.inject(Fault::new(
+        "CreateAppInst",
+        FaultKind::StreamError {
+            after_lines: 1,
+            message: "no nodes with enough memory".into(),
+            leave_create_error: true,
+        },
+    ));
+    let r = create(&w);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_empty(&w);
+    // GARM retries the same name after a failure: it must work.
+    let again = create(&w);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+}
+
+#[test]
+fn a_broken_stream_is_followed_by_polling_never_a_second_create() {
+    let w = World::new();
+    w.sim.inject(Fault::new(
+        "CreateAppInst",
+        FaultKind::DropConnection { after_lines: 2 },
+    ));
+    let r = create(&w);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["status"], "running");
+    assert_eq!(w.calls("CreateAppInst"), 1);
+    assert!(w.calls("ShowAppInst") >= 1);
+    assert_eq!(w.sim.app_insts()[0]["state"], "Ready");
+}
+
+#[test]
+fn a_timed_out_stream_is_followed_by_polling() {
+    let w = World::new();
+    w.sim.inject(Fault::new(
+        "CreateAppInst",
+        FaultKind::Timeout {
+            ready_after_ms: 300,
+        },
+    ));
+    let r = create(&w);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(w.calls("CreateAppInst"), 1);
+    assert_eq!(w.sim.app_insts()[0]["state"], "Ready");
+}
+
+#[test]
+fn early_503_and_429_are_retried() {
+    let w = World::new();
+    w.sim
+        .inject(Fault::http_status("CreateAppInst", 503).times(2));
+    let r = create(&w);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(w.calls("CreateAppInst"), 3);
+
+    w.sim.inject(Fault::http_status("ShowApp", 429).times(3));
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(list.json().as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn delete_during_an_outage_fails_and_leaves_the_instance_listed() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
+    );
+    assert_eq!(create(&w).code, 0);
+    w.sim.inject(Fault::http_status("*", 503).times(1000));
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+    assert_eq!(d.code, 1, "neither success nor not-found: {}", d.stderr);
+    assert!(d.stderr.contains("HTTP 503"), "{}", d.stderr);
+    assert_eq!(w.app_names(), vec![NAME], "still there");
+    assert_eq!(w.app_inst_names(), vec![NAME]);
+}
+
+#[test]
+fn an_expired_token_means_one_new_login() {
+    let w = World::new();
+    assert_eq!(create(&w).code, 0);
+    assert_eq!(w.sim.logins(), 1);
+    w.sim.inject(Fault::new("*", FaultKind::ExpireTokens));
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(w.sim.logins(), 2);
+}
+
+#[test]
+fn a_revoked_account_is_one_clear_auth_error_not_a_loop() {
+    let w = World::new();
+    assert_eq!(create(&w).code, 0);
+    w.sim.inject(Fault::new("*", FaultKind::ExpireTokens));
+    w.sim.inject(
+        Fault::new(
+            "login",
+            FaultKind::HttpStatus {
+                status: 400,
+                message: Some("Invalid username or password".into()),
+            },
+        )
+        .times(100),
+    );
+    let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("check credentials_file"), "{}", r.stderr);
+    assert_eq!(w.calls("login"), 2, "the first login and one re-login");
+    w.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn a_delete_of_an_instance_still_creating_waits_it_out() {
+    let config = SimConfig {
+        create_delay: Duration::from_millis(2500),
+        ..SimConfig::default()
+    };
+    let w = World::with_sim(config, Site::Zone, "");
+    let creating = w.spawn_garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        &fixture_with("bootstrap-github-jit.json", NAME, POOL),
+    );
+    wait_for(|| w.app_inst_names().len() == 1);
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let out = creating.wait_with_output().expect("create finishes");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_empty(&w);
+}
+
+#[test]
+fn killed_mid_create_then_delete_cleans_up_and_create_works_again() {
+    for kill_after_ms in [150u64, 600, 1500] {
+        let config = SimConfig {
+            create_delay: Duration::from_millis(1500),
+            ..SimConfig::default()
+        };
+        let w = World::with_sim(config, Site::Zone, "");
+        // Slow CreateApp so the first kill lands before or while the App is being made.
+        w.sim
+            .inject(Fault::new("CreateApp", FaultKind::Slow { delay_ms: 300 }));
+        let mut child = w.spawn_garm(
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            &fixture_with("bootstrap-github-jit.json", NAME, POOL),
+        );
+        std::thread::sleep(Duration::from_millis(kill_after_ms));
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+        assert_eq!(d.code, 0, "kill after {kill_after_ms} ms: {}", d.stderr);
+        // A creation that was still on its way to the server may land after the delete looked;
+        // let it settle, delete again as GARM's retry would, then the state must be clean.
+        std::thread::sleep(Duration::from_millis(400));
+        let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+        assert_eq!(d.code, 0, "{}", d.stderr);
+        assert_empty(&w);
+        let again = create(&w);
+        assert_eq!(
+            again.code, 0,
+            "kill after {kill_after_ms} ms: {}",
+            again.stderr
+        );
+        assert_eq!(w.app_inst_names(), vec![NAME]);
+    }
+}
+
+#[test]
+fn failover_moves_on_from_a_full_site_and_spread_is_stable() {
+    let config = SimConfig {
+        zones: vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ],
+        cloudlets: vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ],
+        ..SimConfig::default()
+    };
+    let w = World::with_sim(config, Site::Zone, "");
+    w.sim.set_capacity("TelekomOP", "Munich", Some(0));
+    let specs = serde_json::json!({
+        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}],
+        "placement_strategy": "failover"
+    });
+    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-failover",
+        POOL,
+    ))
+    .unwrap();
+    v["extra_specs"] = specs.clone();
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let inst = w
+        .sim
+        .app_insts()
+        .into_iter()
+        .find(|i| i["key"]["name"] == "garm-failover")
+        .unwrap();
+    assert_eq!(inst["zone_key"]["name"], "Berlin");
+    assert_eq!(
+        w.calls("CreateAppInst"),
+        2,
+        "Munich refused, Berlin took it"
+    );
+
+    // Stop + Start goes through the same sites (Munich is still full).
+    assert_eq!(
+        w.garm(
+            "StopInstance",
+            &[("GARM_INSTANCE_ID", "garm-failover")],
+            None
+        )
+        .code,
+        0
+    );
+    assert_eq!(
+        w.garm(
+            "StartInstance",
+            &[("GARM_INSTANCE_ID", "garm-failover")],
+            None
+        )
+        .code,
+        0
+    );
+
+    // Spread: with capacity everywhere, names land on both sites, and each name deterministically.
+    w.sim.set_capacity("TelekomOP", "Munich", None);
+    let mut sites = std::collections::BTreeSet::new();
+    for i in 0..8 {
+        let name = format!("garm-spread{i}");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&fixture_with("bootstrap-github-jit.json", &name, POOL)).unwrap();
+        v["extra_specs"] =
+            serde_json::json!({"zones": specs["zones"], "placement_strategy": "spread"});
+        assert_eq!(
+            w.garm(
+                "CreateInstance",
+                &[("GARM_POOL_ID", POOL)],
+                Some(&v.to_string())
+            )
+            .code,
+            0
+        );
+        let zone = w
+            .sim
+            .app_insts()
+            .into_iter()
+            .find(|i| i["key"]["name"] == name.as_str())
+            .unwrap()["zone_key"]["name"]
+            .clone();
+        sites.insert(zone.as_str().unwrap_or_default().to_string());
+    }
+    assert_eq!(sites.len(), 2, "spread uses both sites: {sites:?}");
+
+    // Every site full: a clear error and nothing left behind.
+    w.sim.set_capacity("TelekomOP", "Munich", Some(0));
+    w.sim.set_capacity("TelekomOP", "Berlin", Some(0));
+    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-nowhere",
+        POOL,
+    ))
+    .unwrap();
+    v["extra_specs"] = specs;
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("no site could take the AppInst (2 tried)"),
+        "{}",
+        r.stderr
+    );
+    assert!(!w.app_names().contains(&"garm-nowhere".to_string()));
+}
+
+fn wait_for(cond: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("condition not reached");
+}
