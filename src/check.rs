@@ -151,7 +151,7 @@ async fn remote_checks(
                 started.elapsed().as_millis()
             ),
         ),
-        Err(e) if e.kind == ApiErrorKind::Transport => {
+        Err(e) if matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Tls) => {
             report.fail("reach", format!("{}: {} — check edge_connect.url, the network path and (for TLS errors) edge_connect.ca_bundle", ec.url, e.message));
             return;
         }

@@ -153,7 +153,7 @@ impl Client {
         )
         .await
         .map_err(|_| ApiError::transport("login", "timed out"))?
-        .map_err(|e| ApiError::transport("login", transport_message(&e)))?;
+        .map_err(|e| request_error("login", &e))?;
         let status = response.status().as_u16();
         let bytes = read_body(response, "login", self.request_timeout).await?;
         tracing::info!(
@@ -260,7 +260,7 @@ impl Client {
             )
             .await
             .map_err(|_| ApiError::transport(rpc, "timed out waiting for the answer"))?
-            .map_err(|e| ApiError::transport(rpc, transport_message(&e)))?;
+            .map_err(|e| request_error(rpc, &e))?;
             let status = response.status().as_u16();
             if status == 200 {
                 tracing::info!(
@@ -394,6 +394,23 @@ fn error_message(body: &[u8], status: u16) -> String {
 }
 
 /// reqwest's error chain, minus the URL (it holds no secret, but is noise in a one-line error).
+/// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
+/// transport error worth retrying.
+fn request_error(rpc: &str, e: &reqwest::Error) -> ApiError {
+    let message = transport_message(e);
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("certificate") || lower.contains("handshake") {
+        ApiError {
+            kind: super::ApiErrorKind::Tls,
+            rpc: rpc.to_string(),
+            status: None,
+            message: format!("{message} (set edge_connect.ca_bundle for a private CA)"),
+        }
+    } else {
+        ApiError::transport(rpc, message)
+    }
+}
+
 fn transport_message(e: &reqwest::Error) -> String {
     let mut msg = if e.is_connect() {
         "cannot connect".to_string()

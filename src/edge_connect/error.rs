@@ -28,8 +28,10 @@ pub enum ApiErrorKind {
     RateLimited,
     /// 5xx.
     Server,
-    /// Connection refused/reset, TLS failure, timeout, broken stream.
+    /// Connection refused/reset, timeout, broken stream.
     Transport,
+    /// The server's TLS certificate was refused (retrying cannot help).
+    Tls,
     /// The server's answer could not be understood.
     Protocol,
 }
