@@ -635,7 +635,13 @@ pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
         let st = lock(&call.shared.state);
         call.visible_orgs(&key.organization)
             .into_iter()
-            .flat_map(|org| st.apps_in_org(org))
+            .flat_map(|org| -> Box<dyn Iterator<Item = &Arc<App>> + '_> {
+                if key.name.is_empty() {
+                    Box::new(st.apps_in_org(org))
+                } else {
+                    Box::new(st.apps_named(org, &key.name))
+                }
+            })
             .filter(|app| {
                 (key.name.is_empty() || app.key.name == key.name)
                     && (key.version.is_empty() || app.key.version == key.version)

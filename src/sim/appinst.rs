@@ -513,12 +513,14 @@ pub(crate) async fn update(call: Call) -> Result<Response, ApiError> {
 }
 
 /// The non-key part of a ShowAppInst filter, in output form (zero fields pruned).
-fn rest_filter(input: &AppInstIn) -> Option<Value> {
+fn rest_filter(input: &AppInstIn, api: ApiGeneration) -> Option<Value> {
+    // Gen2 has no top-level cloudlet_key/zone_key: there they are unknown fields, ignored.
+    let gen3 = api == ApiGeneration::Gen3;
     let probe = AppInst {
         app_key: input.app_key.clone(),
         cluster_key: input.cluster_key.clone(),
-        cloudlet_key: (!input.cloudlet_key.is_empty()).then(|| input.cloudlet_key.clone()),
-        zone_key: (!input.zone_key.is_empty()).then(|| input.zone_key.clone()),
+        cloudlet_key: (gen3 && !input.cloudlet_key.is_empty()).then(|| input.cloudlet_key.clone()),
+        zone_key: (gen3 && !input.zone_key.is_empty()).then(|| input.zone_key.clone()),
         cloudlet_loc: input.cloudlet_loc.clone(),
         uri: input.uri.clone(),
         liveness: input.liveness,
@@ -561,12 +563,18 @@ pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
     let gen2 = call.api() == ApiGeneration::Gen2;
     let wanted = &input.key;
     let cloudlet = &wanted.cloudlet_key;
-    let rest = rest_filter(&input);
+    let rest = rest_filter(&input, call.api());
     let items: Vec<Arc<AppInst>> = {
         let st = lock(&call.shared.state);
         call.visible_orgs(&wanted.organization)
             .into_iter()
-            .flat_map(|org| st.insts_in_org(org))
+            .flat_map(|org| -> Box<dyn Iterator<Item = &Arc<AppInst>> + '_> {
+                if wanted.name.is_empty() {
+                    Box::new(st.insts_in_org(org))
+                } else {
+                    Box::new(st.insts_named(org, &wanted.name))
+                }
+            })
             .filter(|inst| {
                 let k = &inst.key;
                 let ck = k.cloudlet_key.clone().unwrap_or_default();
