@@ -4,23 +4,13 @@ mod sim_support;
 
 use std::time::{Duration, Instant};
 
-use garm_provider_edge_connect::sim::{Fault, FaultKind, Seed, SimHandle};
+use garm_provider_edge_connect::sim::{Fault, FaultKind, Seed};
 use serde_json::{json, Value};
 use sim_support::*;
 
-async fn setup() -> (SimHandle, Client) {
-    let sim = sim();
-    let c = Client::login(&sim.url()).await;
-    (sim, c)
-}
-
-fn key_only(name: &str) -> Value {
-    inst_req(json!({"key": {"name": name, "organization": ORG}}))
-}
-
 #[tokio::test]
 async fn http_status_503_fails_the_next_call_only() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     sim.inject(Fault::http_status("CreateApp", 503));
     c.post("CreateApp", app_req(app(ORG, "r1")))
         .await
@@ -31,7 +21,7 @@ async fn http_status_503_fails_the_next_call_only() {
 
 #[tokio::test]
 async fn http_status_429_names_the_path() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     sim.inject(Fault::http_status("ShowApp", 429));
     c.post("ShowApp", json!({"region": "EU"}))
         .await
@@ -43,7 +33,7 @@ async fn http_status_429_names_the_path() {
 
 #[tokio::test]
 async fn http_status_with_message_and_count() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     sim.inject(
         Fault::new(
             "ShowAppInst",
@@ -67,7 +57,7 @@ async fn http_status_with_message_and_count() {
 
 #[tokio::test]
 async fn wildcard_fault_hits_any_rpc_including_login() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     sim.inject(Fault::http_status("*", 503).times(2));
     c.post("ShowFlavor", json!({"region": "EU"}))
         .await
@@ -87,7 +77,7 @@ async fn wildcard_fault_hits_any_rpc_including_login() {
 
 #[tokio::test]
 async fn faults_can_be_posted_as_json() {
-    let (sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let posted = c
         .control(
             "faults",
@@ -105,12 +95,11 @@ async fn faults_can_be_posted_as_json() {
     )
     .await
     .assert_error(500, "Internal Server Error");
-    drop(sim);
 }
 
 #[tokio::test]
 async fn slow_fault_delays_the_reply() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     sim.inject(Fault::slow("ShowApp", Duration::from_millis(300)));
     let start = Instant::now();
     assert_eq!(c.post("ShowApp", json!({"region": "EU"})).await.status, 200);
@@ -131,7 +120,7 @@ async fn latency_is_added_to_every_call() {
 
 #[tokio::test]
 async fn stream_error_on_create_undoes_and_ends_with_a_result() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     sim.inject(Fault::stream_error(
         "CreateAppInst",
@@ -159,7 +148,7 @@ async fn stream_error_on_create_undoes_and_ends_with_a_result() {
 
 #[tokio::test]
 async fn stream_error_never_lets_the_create_succeed() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     sim.inject(Fault::stream_error("CreateAppInst", 99, "boom"));
     let reply = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
@@ -176,7 +165,7 @@ async fn stream_error_never_lets_the_create_succeed() {
 
 #[tokio::test]
 async fn stream_error_can_leave_the_instance_in_create_error() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     sim.inject(Fault::new(
         "CreateAppInst",
@@ -211,7 +200,7 @@ async fn stream_error_can_leave_the_instance_in_create_error() {
             json!({"message": "AppInst key {\"name\":\"r1\",\"organization\":\"edp-developer-framework\"} already exists", "code": 400})
         )
     );
-    let deleted = c.post("DeleteAppInst", key_only("r1")).await;
+    let deleted = c.post("DeleteAppInst", inst_key_req("r1")).await;
     assert_eq!(
         deleted.messages().last().unwrap(),
         "Deleted AppInst successfully"
@@ -220,14 +209,14 @@ async fn stream_error_can_leave_the_instance_in_create_error() {
 
 #[tokio::test]
 async fn stream_error_on_delete_recreates_and_returns_to_ready() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     sim.inject(Fault::stream_error(
         "DeleteAppInst",
         1,
         "volume detach failed",
     ));
-    let reply = c.post("DeleteAppInst", key_only("r1")).await;
+    let reply = c.post("DeleteAppInst", inst_key_req("r1")).await;
     assert_eq!(
         reply.messages(),
         [
@@ -265,7 +254,7 @@ async fn drop_connection_cuts_the_stream_but_the_create_completes() {
 
 #[tokio::test]
 async fn drop_connection_on_delete_still_deletes() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     sim.inject(Fault::drop_connection("DeleteAppInst", 0));
     // Cut before the first line: not even the response header arrives.
@@ -273,7 +262,7 @@ async fn drop_connection_on_delete_still_deletes() {
         .http
         .post(format!("{}/api/v1/auth/ctrl/DeleteAppInst", sim.url()))
         .bearer_auth(c.token.as_deref().unwrap())
-        .body(key_only("r1").to_string())
+        .body(inst_key_req("r1").to_string())
         .send()
         .await;
     assert!(sent.is_err(), "{sent:?}");
@@ -288,7 +277,7 @@ async fn drop_connection_on_delete_still_deletes() {
 
 #[tokio::test]
 async fn timeout_ends_cleanly_and_the_instance_becomes_ready_later() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     sim.inject(Fault::new(
         "CreateAppInst",
@@ -314,7 +303,7 @@ async fn timeout_ends_cleanly_and_the_instance_becomes_ready_later() {
 
 #[tokio::test]
 async fn stream_faults_are_not_consumed_by_failed_validation() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     sim.inject(Fault::stream_error("CreateAppInst", 0, "boom"));
     let early = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
     assert_eq!(early.status, 400);
@@ -338,7 +327,7 @@ async fn control_endpoints_do_not_exist_without_faults_enabled() {
 
 #[tokio::test]
 async fn unknown_control_endpoint_is_404_and_wrong_method_405() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.control("nope", json!({}))
         .await
         .assert_error(404, "Not Found");
@@ -349,7 +338,7 @@ async fn unknown_control_endpoint_is_404_and_wrong_method_405() {
 
 #[tokio::test]
 async fn seed_creates_ten_thousand_apps_and_instances_in_one_call() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     let reply = c
         .control(
             "seed",
@@ -372,7 +361,7 @@ async fn seed_creates_ten_thousand_apps_and_instances_in_one_call() {
 
 #[tokio::test]
 async fn seeded_foreign_objects_carry_env_vars_and_stay_hidden() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     sim.seed(Seed {
         org: "other-team".into(),
         count: 2,
@@ -406,7 +395,7 @@ async fn seeded_foreign_objects_carry_env_vars_and_stay_hidden() {
 
 #[tokio::test]
 async fn seeding_twice_continues_the_numbering() {
-    let (sim, _c) = setup().await;
+    let (sim, _c) = started().await;
     sim.seed(Seed {
         count: 2,
         ..Seed::default()
@@ -425,7 +414,7 @@ async fn seeding_twice_continues_the_numbering() {
 
 #[tokio::test]
 async fn state_dump_shows_everything() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a["secret_env_vars"] = json!({"TOKEN": "t0ps3cret"});
     c.post("CreateApp", app_req(a)).await;
@@ -446,7 +435,7 @@ async fn state_dump_shows_everything() {
 
 #[tokio::test]
 async fn capacity_endpoint_sets_and_clears_limits() {
-    let (sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let body = json!({"organization": "TelekomOP", "name": "Munich", "max_app_insts": 0});
     assert_eq!(c.control("capacity", body).await.body, "{}");
@@ -464,12 +453,11 @@ async fn capacity_endpoint_sets_and_clears_limits() {
             .status,
         200
     );
-    drop(sim);
 }
 
 #[tokio::test]
 async fn reset_forgets_objects_faults_and_log() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app_and_inst(&c, "r2").await;
     sim.inject(Fault::http_status("ShowApp", 500));
     assert_eq!(c.control("reset", json!({})).await.body, "{}");
@@ -487,14 +475,19 @@ async fn reset_stops_operations_in_flight() {
     create_app(&c, "r1").await;
     let resp = c.open("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
     sim.reset();
-    let _ = resp.text().await;
+    let body = resp.text().await.unwrap();
+    let last: Value = serde_json::from_str(body.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        last,
+        json!({"result": {"message": r#"AppInst key {"name":"r1","organization":"edp-developer-framework"} not found"#, "code": 400}})
+    );
     tokio::time::sleep(Duration::from_millis(450)).await;
     assert!(sim.app_insts().is_empty());
 }
 
 #[tokio::test]
 async fn request_log_records_each_call() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     c.post("CreateApp", app_req(app(ORG, "r1"))).await;
     c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
@@ -568,7 +561,7 @@ async fn address_file_is_written_to_the_state_dir() {
 
 #[tokio::test]
 async fn seed_count_is_capped() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     c.control("seed", json!({"count": 100_001}))
         .await
         .assert_error(400, "count must be at most 100000");
