@@ -565,3 +565,71 @@ async fn gen2_show_flavors_for_cloudlet_lists_names() {
         .await;
     assert_eq!(reply.data().len(), 3);
 }
+
+/// The acceptance path, with request bodies shaped as in the spec's §8 examples.
+async fn spec_walkthrough(api: ApiGeneration) {
+    let sim = sim_with(|c| c.api = api);
+    let c = Client::login(&sim.url()).await;
+    let app_key = json!({"organization": ORG, "name": "garm-r-7f3a9c", "version": "1"});
+    let create_app = c
+        .post(
+            "CreateApp",
+            json!({"region": "EU", "app": {
+                "key": app_key,
+                "image_type": "Docker",
+                "image_path": "ghcr.io/actions/actions-runner:2.321.0",
+                "deployment": "kubernetes",
+                "default_flavor": {"name": "EU.medium"},
+                "command": "/home/runner/run.sh",
+                "configs": [{"kind": "envVarsYaml", "config": "- name: RUNNER_NAME\n  value: garm-r-7f3a9c\n"}],
+                "secret_env_vars": {"ACTIONS_RUNNER_INPUT_JITCONFIG": "ZXlKaGJHY2lPaUp..."}
+            }}),
+        )
+        .await;
+    assert_eq!((create_app.status, create_app.body.as_str()), (200, "{}"));
+    let key = match api {
+        ApiGeneration::Gen3 => json!({"name": "garm-r-7f3a9c", "organization": ORG}),
+        ApiGeneration::Gen2 => json!({"name": "garm-r-7f3a9c", "organization": ORG,
+                                      "cloudlet_key": {"organization": "TelekomOP", "name": "Munich"}}),
+    };
+    let mut inst = json!({"key": key, "app_key": app_key});
+    if api == ApiGeneration::Gen3 {
+        inst["zone_key"] = json!({"organization": "TelekomOP", "name": "Munich"});
+    }
+    let created = c.post("CreateAppInst", inst_req(inst)).await;
+    assert_eq!(created.status, 200);
+    assert!(created.result().is_none());
+    assert_eq!(
+        created.messages().last().unwrap(),
+        "Created AppInst successfully"
+    );
+    let shown = c
+        .post("ShowAppInst", inst_req(json!({"key": key})))
+        .await
+        .data();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0]["state"], "Ready");
+    assert_eq!(shown[0]["flavor"], json!({"name": "EU.medium"}));
+    let deleted = c.post("DeleteAppInst", inst_req(json!({"key": key}))).await;
+    assert_eq!(
+        deleted.messages().last().unwrap(),
+        "Deleted AppInst successfully"
+    );
+    let deleted_app = c.post("DeleteApp", app_req(json!({"key": app_key}))).await;
+    assert_eq!((deleted_app.status, deleted_app.body.as_str()), (200, "{}"));
+    assert_eq!(c.post("ShowApp", json!({"region": "EU"})).await.body, "");
+    assert_eq!(
+        c.post("ShowAppInst", json!({"region": "EU"})).await.body,
+        ""
+    );
+}
+
+#[tokio::test]
+async fn spec_walkthrough_gen3() {
+    spec_walkthrough(ApiGeneration::Gen3).await;
+}
+
+#[tokio::test]
+async fn spec_walkthrough_gen2() {
+    spec_walkthrough(ApiGeneration::Gen2).await;
+}
