@@ -6,12 +6,6 @@ use garm_provider_edge_connect::sim::Seed;
 use serde_json::{json, Value};
 use sim_support::*;
 
-async fn setup() -> (garm_provider_edge_connect::sim::SimHandle, Client) {
-    let sim = sim();
-    let c = Client::login(&sim.url()).await;
-    (sim, c)
-}
-
 fn with(mut app: Value, field: &str, value: Value) -> Value {
     app[field] = value;
     app
@@ -19,7 +13,7 @@ fn with(mut app: Value, field: &str, value: Value) -> Value {
 
 #[tokio::test]
 async fn create_app_replies_exactly_empty_object() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let reply = c.post("CreateApp", app_req(app(ORG, "r1"))).await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body, "{}");
@@ -28,7 +22,7 @@ async fn create_app_replies_exactly_empty_object() {
 
 #[tokio::test]
 async fn create_app_twice_is_already_exists() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     c.post("CreateApp", app_req(app(ORG, "r1"))).await.assert_error(
         400,
@@ -38,7 +32,7 @@ async fn create_app_twice_is_already_exists() {
 
 #[tokio::test]
 async fn create_app_in_a_foreign_org_is_403() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     c.post("CreateApp", app_req(app("someone-else", "r1")))
         .await
         .assert_error(403, "Forbidden");
@@ -47,7 +41,7 @@ async fn create_app_in_a_foreign_org_is_403() {
 
 #[tokio::test]
 async fn create_app_without_region_is_400() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("CreateApp", json!({"app": app(ORG, "r1")}))
         .await
         .assert_error(400, "No region specified");
@@ -55,7 +49,7 @@ async fn create_app_without_region_is_400() {
 
 #[tokio::test]
 async fn create_app_in_an_unknown_region_is_400() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("CreateApp", json!({"region": "US", "app": app(ORG, "r1")}))
         .await
         .assert_error(400, r#"Region "US" not found"#);
@@ -63,7 +57,7 @@ async fn create_app_in_an_unknown_region_is_400() {
 
 #[tokio::test]
 async fn empty_body_is_invalid_json() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post_raw("CreateApp", "").await.assert_error(
         400,
         "Invalid JSON data: Syntax error at offset 0, unexpected end of JSON input",
@@ -72,7 +66,7 @@ async fn empty_body_is_invalid_json() {
 
 #[tokio::test]
 async fn malformed_body_is_invalid_json() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let reply = c
         .post_raw("CreateApp", r#"{"region": "EU", "app": }"#)
         .await;
@@ -85,7 +79,7 @@ async fn malformed_body_is_invalid_json() {
 
 #[tokio::test]
 async fn wrong_field_type_is_invalid_json_naming_the_field() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let body = app_req(with(app(ORG, "r1"), "image_path", json!(5)));
     c.post("CreateApp", body).await.assert_error(
         400,
@@ -95,7 +89,7 @@ async fn wrong_field_type_is_invalid_json_naming_the_field() {
 
 #[tokio::test]
 async fn wrapper_and_field_names_are_case_insensitive_and_unknown_fields_ignored() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     let body = json!({
         "Region": "EU",
         "App": {
@@ -117,7 +111,7 @@ async fn wrapper_and_field_names_are_case_insensitive_and_unknown_fields_ignored
 
 #[tokio::test]
 async fn enum_inputs_are_accepted_in_every_form_and_printed_trimmed() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     for (i, form) in [
         json!("ImageTypeDocker"),
         json!("docker"),
@@ -137,7 +131,7 @@ async fn enum_inputs_are_accepted_in_every_form_and_printed_trimmed() {
 
 #[tokio::test]
 async fn unknown_enum_value_is_invalid_json() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let reply = c
         .post(
             "CreateApp",
@@ -152,7 +146,7 @@ async fn unknown_enum_value_is_invalid_json() {
 
 #[tokio::test]
 async fn invalid_app_name_is_400() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("CreateApp", app_req(app(ORG, "-r1")))
         .await
         .assert_error(400, "Invalid app name");
@@ -160,7 +154,7 @@ async fn invalid_app_name_is_400() {
 
 #[tokio::test]
 async fn invalid_app_version_is_400() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a["key"]["version"] = json!("1/2");
     c.post("CreateApp", app_req(a))
@@ -180,7 +174,7 @@ async fn invalid_app_organization_is_400() {
 
 #[tokio::test]
 async fn empty_organization_is_403() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("CreateApp", app_req(app("", "r1")))
         .await
         .assert_error(403, "Forbidden");
@@ -188,7 +182,7 @@ async fn empty_organization_is_403() {
 
 #[tokio::test]
 async fn internal_fields_are_refused_on_create() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let body = app_req(with(
         app(ORG, "r1"),
         "created_at",
@@ -202,7 +196,7 @@ async fn internal_fields_are_refused_on_create() {
 
 #[tokio::test]
 async fn access_type_direct_is_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "CreateApp",
         app_req(with(app(ORG, "r1"), "access_type", json!("Direct"))),
@@ -213,7 +207,7 @@ async fn access_type_direct_is_refused() {
 
 #[tokio::test]
 async fn unknown_deployment_is_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "CreateApp",
         app_req(with(app(ORG, "r1"), "deployment", json!("swarm"))),
@@ -227,7 +221,7 @@ async fn unknown_deployment_is_refused() {
 
 #[tokio::test]
 async fn deployment_must_suit_the_image_type() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "CreateApp",
         app_req(with(app(ORG, "r1"), "image_type", json!("Helm"))),
@@ -238,7 +232,7 @@ async fn deployment_must_suit_the_image_type() {
 
 #[tokio::test]
 async fn no_image_type_and_no_deployment_is_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a.as_object_mut().unwrap().remove("image_type");
     a.as_object_mut().unwrap().remove("deployment");
@@ -249,7 +243,7 @@ async fn no_image_type_and_no_deployment_is_refused() {
 
 #[tokio::test]
 async fn env_vars_yaml_is_for_kubernetes_only() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let mut a = with(app(ORG, "r1"), "deployment", json!("docker"));
     a["configs"] = json!([{"kind": "envVarsYaml", "config": "- name: A\n  value: b\n"}]);
     c.post("CreateApp", app_req(a)).await.assert_error(
@@ -260,7 +254,7 @@ async fn env_vars_yaml_is_for_kubernetes_only() {
 
 #[tokio::test]
 async fn unknown_config_kind_is_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let a = with(
         app(ORG, "r1"),
         "configs",
@@ -273,7 +267,7 @@ async fn unknown_config_kind_is_refused() {
 
 #[tokio::test]
 async fn empty_config_is_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let a = with(app(ORG, "r1"), "configs", json!([{"kind": "envVarsYaml"}]));
     c.post("CreateApp", app_req(a))
         .await
@@ -282,7 +276,7 @@ async fn empty_config_is_refused() {
 
 #[tokio::test]
 async fn unknown_flavor_is_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let a = with(app(ORG, "r1"), "default_flavor", json!({"name": "m9.huge"}));
     c.post("CreateApp", app_req(a))
         .await
@@ -291,7 +285,7 @@ async fn unknown_flavor_is_refused() {
 
 #[tokio::test]
 async fn kubernetes_app_needs_flavor_or_resources() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a.as_object_mut().unwrap().remove("default_flavor");
     c.post("CreateApp", app_req(a))
@@ -301,7 +295,7 @@ async fn kubernetes_app_needs_flavor_or_resources() {
 
 #[tokio::test]
 async fn malformed_access_ports_are_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "CreateApp",
         app_req(with(app(ORG, "r1"), "access_ports", json!("8080"))),
@@ -312,7 +306,7 @@ async fn malformed_access_ports_are_refused() {
 
 #[tokio::test]
 async fn reserved_ports_are_refused() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "CreateApp",
         app_req(with(app(ORG, "r1"), "access_ports", json!("tcp:22"))),
@@ -326,7 +320,7 @@ async fn reserved_ports_are_refused() {
 
 #[tokio::test]
 async fn stored_app_is_normalised() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a["image_path"] = json!("https://nginx:latest");
     a.as_object_mut().unwrap().remove("deployment");
@@ -364,7 +358,7 @@ async fn create_app_from(c: &Client, a: Value) {
 
 #[tokio::test]
 async fn secret_env_vars_are_redacted_in_show_but_delivered() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a["env_vars"] = json!({"RUNNER_NAME": "r1"});
     a["secret_env_vars"] = json!({"JIT_CONFIG": "c2VjcmV0"});
@@ -383,7 +377,7 @@ async fn secret_env_vars_are_redacted_in_show_but_delivered() {
 
 #[tokio::test]
 async fn show_streams_one_line_per_app() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     create_app(&c, "r2").await;
     let reply = c.post("ShowApp", json!({"region": "EU"})).await;
@@ -399,7 +393,7 @@ async fn show_streams_one_line_per_app() {
 
 #[tokio::test]
 async fn show_filters_on_non_zero_fields() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let mut docker = with(app(ORG, "r2"), "deployment", json!("docker"));
     docker["env_vars"] = json!({"GARM_POOL_ID": "p1"});
@@ -441,7 +435,7 @@ async fn show_filters_on_non_zero_fields() {
 
 #[tokio::test]
 async fn show_without_match_is_200_with_an_empty_body() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let reply = c
         .post(
@@ -455,7 +449,7 @@ async fn show_without_match_is_200_with_an_empty_body() {
 
 #[tokio::test]
 async fn show_silently_omits_other_orgs() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     sim.seed(Seed {
         org: "foreign-org".into(),
@@ -481,7 +475,7 @@ async fn show_silently_omits_other_orgs() {
 
 #[tokio::test]
 async fn show_checks_the_region() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("ShowApp", json!({"app": {}}))
         .await
         .assert_error(400, "No region specified");
@@ -489,7 +483,7 @@ async fn show_checks_the_region() {
 
 #[tokio::test]
 async fn delete_app_replies_empty_object() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     let reply = c
         .post(
@@ -503,7 +497,7 @@ async fn delete_app_replies_empty_object() {
 
 #[tokio::test]
 async fn delete_missing_app_is_not_found() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "DeleteApp",
         app_req(json!({"key": {"organization": ORG, "name": "r1", "version": "1"}})),
@@ -517,7 +511,7 @@ async fn delete_missing_app_is_not_found() {
 
 #[tokio::test]
 async fn delete_app_in_a_foreign_org_is_403() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "DeleteApp",
         app_req(json!({"key": {"organization": "x", "name": "r1", "version": "1"}})),
@@ -528,7 +522,7 @@ async fn delete_app_in_a_foreign_org_is_403() {
 
 #[tokio::test]
 async fn delete_app_with_an_instance_is_in_use() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     c.post("DeleteApp", app_req(json!({"key": {"organization": ORG, "name": "r1", "version": "1"}})))
         .await
@@ -541,7 +535,7 @@ async fn delete_app_with_an_instance_is_in_use() {
 
 #[tokio::test]
 async fn update_missing_app_is_not_found() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "UpdateApp",
         app_req(
@@ -557,7 +551,7 @@ async fn update_missing_app_is_not_found() {
 
 #[tokio::test]
 async fn update_applies_only_given_fields_and_stamps_revision() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a["env_vars"] = json!({"A": "1", "B": "2"});
     a["command"] = json!("/run.sh");
@@ -587,7 +581,7 @@ async fn update_applies_only_given_fields_and_stamps_revision() {
 
 #[tokio::test]
 async fn update_list_action_edits_env_maps() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a["env_vars"] = json!({"A": "1", "B": "2"});
     create_app_from(&c, a).await;
@@ -617,7 +611,7 @@ async fn update_list_action_edits_env_maps() {
 
 #[tokio::test]
 async fn update_of_access_ports_is_refused_while_instances_exist() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     c.post(
         "UpdateApp",
@@ -629,7 +623,7 @@ async fn update_of_access_ports_is_refused_while_instances_exist() {
 
 #[tokio::test]
 async fn show_flavor_lists_sizes() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let flavors = c
         .post("ShowFlavor", json!({"region": "EU", "flavor": {}}))
         .await
@@ -651,7 +645,7 @@ async fn show_flavor_lists_sizes() {
 
 #[tokio::test]
 async fn show_cloudlet_lists_sites() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let cloudlets = c.post("ShowCloudlet", json!({"region": "EU"})).await.data();
     assert_eq!(cloudlets.len(), 1);
     assert_eq!(

@@ -19,25 +19,15 @@ const CREATE_LINES: [&str; 7] = [
     "Created AppInst successfully",
 ];
 
-async fn setup() -> (SimHandle, Client) {
-    let sim = sim();
-    let c = Client::login(&sim.url()).await;
-    (sim, c)
-}
-
 async fn setup_gen2() -> (SimHandle, Client) {
     let sim = sim_with(|c| c.api = ApiGeneration::Gen2);
     let c = Client::login(&sim.url()).await;
     (sim, c)
 }
 
-fn key_only(name: &str) -> Value {
-    inst_req(json!({"key": {"name": name, "organization": ORG}}))
-}
-
 #[tokio::test]
 async fn create_streams_progress_and_ends_with_success() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let reply = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
     assert_eq!(reply.status, 200);
@@ -49,7 +39,7 @@ async fn create_streams_progress_and_ends_with_success() {
 
 #[tokio::test]
 async fn ready_instance_has_the_gen3_output_shape() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     let inst = c.show_inst("r1").await.expect("instance");
     assert_eq!(inst["key"], json!({"name": "r1", "organization": ORG}));
@@ -91,7 +81,7 @@ async fn ready_instance_has_the_gen3_output_shape() {
 
 #[tokio::test]
 async fn app_with_ports_gets_uri_and_mapped_ports() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let mut a = app(ORG, "r1");
     a["access_ports"] = json!("tcp:8080");
     assert_eq!(c.post("CreateApp", app_req(a)).await.body, "{}");
@@ -147,9 +137,9 @@ async fn create_keeps_going_when_the_client_disconnects() {
 
 #[tokio::test]
 async fn delete_streams_and_removes_the_instance() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
-    let reply = c.post("DeleteAppInst", key_only("r1")).await;
+    let reply = c.post("DeleteAppInst", inst_key_req("r1")).await;
     assert_eq!(reply.status, 200);
     assert_eq!(
         reply.messages(),
@@ -167,7 +157,7 @@ async fn delete_states_are_visible_while_it_runs() {
     create_app_and_inst(&c, "r1").await;
     let deleting = {
         let c = c.clone();
-        tokio::spawn(async move { c.post("DeleteAppInst", key_only("r1")).await })
+        tokio::spawn(async move { c.post("DeleteAppInst", inst_key_req("r1")).await })
     };
     // Poll until the instance is gone and keep every distinct state seen on the way.
     let mut seen: Vec<String> = Vec::new();
@@ -194,7 +184,7 @@ async fn delete_of_a_creating_instance_is_busy() {
     let c = Client::login(&sim.url()).await;
     create_app(&c, "r1").await;
     let resp = c.open("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
-    c.post("DeleteAppInst", key_only("r1"))
+    c.post("DeleteAppInst", inst_key_req("r1"))
         .await
         .assert_error(400, "AppInst busy, cannot be deleted");
     let mut lines = LineReader::new(resp);
@@ -208,10 +198,10 @@ async fn delete_of_a_deleting_instance_is_already_under_deletion() {
     create_app_and_inst(&c, "r1").await;
     let first = {
         let c = c.clone();
-        tokio::spawn(async move { c.post("DeleteAppInst", key_only("r1")).await })
+        tokio::spawn(async move { c.post("DeleteAppInst", inst_key_req("r1")).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    c.post("DeleteAppInst", key_only("r1"))
+    c.post("DeleteAppInst", inst_key_req("r1"))
         .await
         .assert_error(400, "AppInst busy, already under deletion");
     assert_eq!(
@@ -222,16 +212,18 @@ async fn delete_of_a_deleting_instance_is_already_under_deletion() {
 
 #[tokio::test]
 async fn delete_of_a_missing_instance_is_not_found() {
-    let (_sim, c) = setup().await;
-    c.post("DeleteAppInst", key_only("r1")).await.assert_error(
-        400,
-        r#"AppInst key {"name":"r1","organization":"edp-developer-framework"} not found"#,
-    );
+    let (_sim, c) = started().await;
+    c.post("DeleteAppInst", inst_key_req("r1"))
+        .await
+        .assert_error(
+            400,
+            r#"AppInst key {"name":"r1","organization":"edp-developer-framework"} not found"#,
+        );
 }
 
 #[tokio::test]
 async fn delete_in_a_foreign_org_is_403() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post(
         "DeleteAppInst",
         inst_req(json!({"key": {"name": "r1", "organization": "x"}})),
@@ -242,7 +234,7 @@ async fn delete_in_a_foreign_org_is_403() {
 
 #[tokio::test]
 async fn create_of_an_existing_key_is_already_exists() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     c.post("CreateAppInst", inst_req(inst3(ORG, "r1")))
         .await
@@ -285,7 +277,7 @@ async fn delete_app_while_its_instance_is_creating_is_in_use() {
 
 #[tokio::test]
 async fn create_for_a_missing_app_is_not_found() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await.assert_error(
         400,
         r#"App key {"organization":"edp-developer-framework","name":"r1","version":"1"} not found"#,
@@ -294,7 +286,7 @@ async fn create_for_a_missing_app_is_not_found() {
 
 #[tokio::test]
 async fn create_in_a_foreign_org_is_403() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("CreateAppInst", inst_req(inst3("x", "r1")))
         .await
         .assert_error(403, "Forbidden");
@@ -302,7 +294,7 @@ async fn create_in_a_foreign_org_is_403() {
 
 #[tokio::test]
 async fn invalid_instance_name_is_400() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let mut inst = inst3(ORG, "r1");
     inst["key"]["name"] = json!("r1/x");
@@ -313,7 +305,7 @@ async fn invalid_instance_name_is_400() {
 
 #[tokio::test]
 async fn gen3_create_refuses_cloudlet_key() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let mut inst = inst3(ORG, "r1");
     inst["cloudlet_key"] = json!({"organization": "TelekomOP", "name": "Munich"});
@@ -325,7 +317,7 @@ async fn gen3_create_refuses_cloudlet_key() {
 
 #[tokio::test]
 async fn create_refuses_mapped_ports_even_when_empty() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let mut inst = inst3(ORG, "r1");
     inst["mapped_ports"] = json!([]);
@@ -337,7 +329,7 @@ async fn create_refuses_mapped_ports_even_when_empty() {
 
 #[tokio::test]
 async fn create_refuses_fields_copied_from_show() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     let shown = c.show_inst("r1").await.unwrap();
     c.post("DeleteAppInst", inst_req(shown)).await.assert_error(
@@ -348,7 +340,7 @@ async fn create_refuses_fields_copied_from_show() {
 
 #[tokio::test]
 async fn create_without_zone_is_zone_not_specified() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let mut inst = inst3(ORG, "r1");
     inst.as_object_mut().unwrap().remove("zone_key");
@@ -359,7 +351,7 @@ async fn create_without_zone_is_zone_not_specified() {
 
 #[tokio::test]
 async fn create_in_an_unknown_zone_is_not_found() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app(&c, "r1").await;
     let mut inst = inst3(ORG, "r1");
     inst["zone_key"] = json!({"organization": "TDG", "name": "nowhere"});
@@ -371,7 +363,7 @@ async fn create_in_an_unknown_zone_is_not_found() {
 
 #[tokio::test]
 async fn zero_capacity_is_no_resources() {
-    let (sim, c) = setup().await;
+    let (sim, c) = started().await;
     create_app(&c, "r1").await;
     sim.set_capacity("TelekomOP", "Munich", Some(0));
     c.post("CreateAppInst", inst_req(inst3(ORG, "r1")))
@@ -441,7 +433,7 @@ async fn show_filters_instances() {
 
 #[tokio::test]
 async fn update_app_inst_streams_and_returns_to_ready() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
     let reply = c
         .post(
@@ -459,7 +451,7 @@ async fn update_app_inst_streams_and_returns_to_ready() {
 
 #[tokio::test]
 async fn show_zone_lists_zones() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let zones = c.post("ShowZone", json!({"region": "EU"})).await.data();
     assert_eq!(zones.len(), 1);
     assert_eq!(
@@ -470,7 +462,7 @@ async fn show_zone_lists_zones() {
 
 #[tokio::test]
 async fn show_flavors_for_zone_lists_names() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     let reply = c
         .post(
             "ShowFlavorsForZone",
@@ -485,7 +477,7 @@ async fn show_flavors_for_zone_lists_names() {
 
 #[tokio::test]
 async fn gen3_has_no_show_flavors_for_cloudlet() {
-    let (_sim, c) = setup().await;
+    let (_sim, c) = started().await;
     c.post("ShowFlavorsForCloudlet", json!({"region": "EU"}))
         .await
         .assert_error(404, "Not Found");
@@ -572,4 +564,72 @@ async fn gen2_show_flavors_for_cloudlet_lists_names() {
         )
         .await;
     assert_eq!(reply.data().len(), 3);
+}
+
+/// The issue's acceptance path, with request bodies shaped as in the spec's §8 examples.
+async fn spec_walkthrough(api: ApiGeneration) {
+    let sim = sim_with(|c| c.api = api);
+    let c = Client::login(&sim.url()).await;
+    let app_key = json!({"organization": ORG, "name": "garm-r-7f3a9c", "version": "1"});
+    let create_app = c
+        .post(
+            "CreateApp",
+            json!({"region": "EU", "app": {
+                "key": app_key,
+                "image_type": "Docker",
+                "image_path": "ghcr.io/actions/actions-runner:2.321.0",
+                "deployment": "kubernetes",
+                "default_flavor": {"name": "EU.medium"},
+                "command": "/home/runner/run.sh",
+                "configs": [{"kind": "envVarsYaml", "config": "- name: RUNNER_NAME\n  value: garm-r-7f3a9c\n"}],
+                "secret_env_vars": {"ACTIONS_RUNNER_INPUT_JITCONFIG": "ZXlKaGJHY2lPaUp..."}
+            }}),
+        )
+        .await;
+    assert_eq!((create_app.status, create_app.body.as_str()), (200, "{}"));
+    let key = match api {
+        ApiGeneration::Gen3 => json!({"name": "garm-r-7f3a9c", "organization": ORG}),
+        ApiGeneration::Gen2 => json!({"name": "garm-r-7f3a9c", "organization": ORG,
+                                      "cloudlet_key": {"organization": "TelekomOP", "name": "Munich"}}),
+    };
+    let mut inst = json!({"key": key, "app_key": app_key});
+    if api == ApiGeneration::Gen3 {
+        inst["zone_key"] = json!({"organization": "TelekomOP", "name": "Munich"});
+    }
+    let created = c.post("CreateAppInst", inst_req(inst)).await;
+    assert_eq!(created.status, 200);
+    assert!(created.result().is_none());
+    assert_eq!(
+        created.messages().last().unwrap(),
+        "Created AppInst successfully"
+    );
+    let shown = c
+        .post("ShowAppInst", inst_req(json!({"key": key})))
+        .await
+        .data();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0]["state"], "Ready");
+    assert_eq!(shown[0]["flavor"], json!({"name": "EU.medium"}));
+    let deleted = c.post("DeleteAppInst", inst_req(json!({"key": key}))).await;
+    assert_eq!(
+        deleted.messages().last().unwrap(),
+        "Deleted AppInst successfully"
+    );
+    let deleted_app = c.post("DeleteApp", app_req(json!({"key": app_key}))).await;
+    assert_eq!((deleted_app.status, deleted_app.body.as_str()), (200, "{}"));
+    assert_eq!(c.post("ShowApp", json!({"region": "EU"})).await.body, "");
+    assert_eq!(
+        c.post("ShowAppInst", json!({"region": "EU"})).await.body,
+        ""
+    );
+}
+
+#[tokio::test]
+async fn spec_walkthrough_gen3() {
+    spec_walkthrough(ApiGeneration::Gen3).await;
+}
+
+#[tokio::test]
+async fn spec_walkthrough_gen2() {
+    spec_walkthrough(ApiGeneration::Gen2).await;
 }

@@ -314,3 +314,18 @@ async fn get_on_login_is_405() {
         .await
         .assert_error(405, "Method Not Allowed");
 }
+
+#[tokio::test]
+async fn login_with_a_wrongly_typed_field_is_invalid_json() {
+    let sim = sim();
+    let reply = Client::anonymous(&sim.url())
+        .raw_json(
+            "/api/v1/login",
+            &json!({"username": 7, "password": PASSWORD}),
+        )
+        .await;
+    reply.assert_error(
+        400,
+        r#"Invalid JSON data: Unmarshal error: expected string, but got number for field "username""#,
+    );
+}

@@ -191,7 +191,7 @@ async fn run(config: SimConfig, listen: SocketAddr) -> anyhow::Result<()> {
     stdout.flush()?;
     drop(stdout);
     wait_for_stop().await;
-    server.stopped(Duration::from_secs(2)).await;
+    server.shutdown_and_wait(Duration::from_secs(2)).await;
     Ok(())
 }
 

@@ -21,7 +21,7 @@ use super::model::{
 use super::ports;
 use super::server::Shared;
 use super::stream::{ndjson_response, show_body};
-use super::wire::{decode, unary_ok, ApiError};
+use super::wire::{decode, field_names, unary_ok, ApiError};
 
 const DEPLOYMENTS: [&str; 4] = ["kubernetes", "vm", "helm", "docker"];
 const CONFIG_KINDS: [&str; 3] = [
@@ -88,7 +88,8 @@ fn validate(input: &AppIn, ports_given: bool) -> Result<(), ApiError> {
     validate_config_kinds(input.configs.iter().map(|c| c.kind.clone()))
 }
 
-fn deploys_to_kubernetes(deployment: &str) -> bool {
+/// Kubernetes and Helm Apps run on a Kubernetes cluster (`AppDeploysToKubernetes`).
+pub(crate) fn deploys_to_kubernetes(deployment: &str) -> bool {
     deployment == "kubernetes" || deployment == "helm"
 }
 
@@ -516,18 +517,10 @@ fn copy_in_fields(cur: &mut App, input: &AppIn, fields: &BTreeSet<String>) {
     }
 }
 
-/// Top-level fields present in the request object (the MC derives `fields` from them).
-fn present_fields(object: &Value) -> BTreeSet<String> {
-    object
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default()
-}
-
 /// `UpdateApp`: applies only the fields present, regenerates derived data, sets a new
 /// revision and `updated_at`.
 pub(crate) fn update(call: Call) -> Result<Response, ApiError> {
-    let fields = present_fields(&call.object);
+    let fields = field_names(&call.object);
     let input: AppIn = decode(call.object.clone(), "App")?;
     if let Some(field) = input.invalid_create_field() {
         return Err(ApiError::internal_field(field));
@@ -635,7 +628,13 @@ pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
         let st = lock(&call.shared.state);
         call.visible_orgs(&key.organization)
             .into_iter()
-            .flat_map(|org| st.apps_in_org(org))
+            .flat_map(|org| -> Box<dyn Iterator<Item = &Arc<App>> + '_> {
+                if key.name.is_empty() {
+                    Box::new(st.apps_in_org(org))
+                } else {
+                    Box::new(st.apps_named(org, &key.name))
+                }
+            })
             .filter(|app| {
                 (key.name.is_empty() || app.key.name == key.name)
                     && (key.version.is_empty() || app.key.version == key.version)

@@ -9,7 +9,7 @@ use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
-use super::app::{valid_name, validate_config_kinds, validate_key};
+use super::app::{deploys_to_kubernetes, valid_name, validate_config_kinds, validate_key};
 use super::clock::Timestamp;
 use super::config::ApiGeneration;
 use super::enums::{Liveness, TrackedState};
@@ -26,7 +26,7 @@ use super::ops::{Op, OpKind};
 use super::ports;
 use super::server::Shared;
 use super::stream::{event_body, ndjson_response, show_body, StreamEvent};
-use super::wire::{decode, ApiError};
+use super::wire::{decode, field_names, ApiError};
 
 /// The multi-tenant cluster every instance lands on.
 const DEFAULT_CLUSTER: &str = "defaultmt";
@@ -137,7 +137,7 @@ fn place_gen3(infra: &Infra, input: &AppInstIn) -> Result<Placement, ApiError> {
 /// Container name the instance reports once running.
 fn container_id(shared: &Shared, app: &App) -> String {
     let base = dns_sanitize(&format!("{}{}", app.key.name, app.key.version));
-    if app.deployment == "kubernetes" || app.deployment == "helm" {
+    if deploys_to_kubernetes(&app.deployment) {
         format!(
             "{base}-deployment-{}-{}",
             shared.rng.alnum(9),
@@ -172,7 +172,7 @@ fn build_inst(
             dns_sanitize(region)
         )
     };
-    let k8s = app.deployment == "kubernetes" || app.deployment == "helm";
+    let k8s = deploys_to_kubernetes(&app.deployment);
     let namespace = if gen3 && k8s {
         if input.namespace.is_empty() {
             dns_sanitize(&format!("{}-{}", key.name, key.organization))
@@ -306,8 +306,7 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
         let app = st.app(&input.app_key).cloned().ok_or_else(|| {
             ApiError::bad_request(format!("App key {} not found", key_json(&input.app_key)))
         })?;
-        let k8s = app.deployment == "kubernetes" || app.deployment == "helm";
-        if gen3 && !input.namespace.is_empty() && !k8s {
+        if gen3 && !input.namespace.is_empty() && !deploys_to_kubernetes(&app.deployment) {
             return Err(ApiError::bad_request(
                 "namespace can only be specified for Kubernetes deployments",
             ));
@@ -453,11 +452,7 @@ pub(crate) async fn delete(call: Call) -> Result<Response, ApiError> {
 /// `UpdateAppInst`: applies the changeable fields present and redeploys with the App's
 /// current revision.
 pub(crate) async fn update(call: Call) -> Result<Response, ApiError> {
-    let fields: Vec<String> = call
-        .object
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
+    let fields = field_names(&call.object);
     let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
     let api = call.api();
     if let Some(field) = input.invalid_internal_field(api == ApiGeneration::Gen3) {
@@ -513,12 +508,14 @@ pub(crate) async fn update(call: Call) -> Result<Response, ApiError> {
 }
 
 /// The non-key part of a ShowAppInst filter, in output form (zero fields pruned).
-fn rest_filter(input: &AppInstIn) -> Option<Value> {
+fn rest_filter(input: &AppInstIn, api: ApiGeneration) -> Option<Value> {
+    // Gen2 has no top-level cloudlet_key/zone_key: there they are unknown fields, ignored.
+    let gen3 = api == ApiGeneration::Gen3;
     let probe = AppInst {
         app_key: input.app_key.clone(),
         cluster_key: input.cluster_key.clone(),
-        cloudlet_key: (!input.cloudlet_key.is_empty()).then(|| input.cloudlet_key.clone()),
-        zone_key: (!input.zone_key.is_empty()).then(|| input.zone_key.clone()),
+        cloudlet_key: (gen3 && !input.cloudlet_key.is_empty()).then(|| input.cloudlet_key.clone()),
+        zone_key: (gen3 && !input.zone_key.is_empty()).then(|| input.zone_key.clone()),
         cloudlet_loc: input.cloudlet_loc.clone(),
         uri: input.uri.clone(),
         liveness: input.liveness,
@@ -561,12 +558,18 @@ pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
     let gen2 = call.api() == ApiGeneration::Gen2;
     let wanted = &input.key;
     let cloudlet = &wanted.cloudlet_key;
-    let rest = rest_filter(&input);
+    let rest = rest_filter(&input, call.api());
     let items: Vec<Arc<AppInst>> = {
         let st = lock(&call.shared.state);
         call.visible_orgs(&wanted.organization)
             .into_iter()
-            .flat_map(|org| st.insts_in_org(org))
+            .flat_map(|org| -> Box<dyn Iterator<Item = &Arc<AppInst>> + '_> {
+                if wanted.name.is_empty() {
+                    Box::new(st.insts_in_org(org))
+                } else {
+                    Box::new(st.insts_named(org, &wanted.name))
+                }
+            })
             .filter(|inst| {
                 let k = &inst.key;
                 let ck = k.cloudlet_key.clone().unwrap_or_default();

@@ -145,7 +145,7 @@ impl Rng {
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO)
-            .as_millis() as u128
+            .as_millis()
             & ((1u128 << 48) - 1);
         let random = (u128::from(self.next_u64()) << 16 | u128::from(self.next_u64() & 0xFFFF))
             & ((1u128 << 80) - 1);

@@ -268,7 +268,7 @@ sim_enum!(
         RebootRequested = 7: "RebootRequested",
         Rebooting = 8: "Rebooting",
         Reboot = 9: "Reboot",
-        PowerStateError = 10: "PowerStateError",
+        Error = 10: "PowerStateError",
     }
 );
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{request::Parts, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -212,10 +212,8 @@ impl Route {
 
 /// The whole HTTP surface of the simulator.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
-        .fallback(dispatch)
-        .with_state(shared)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+    // One fallback handler does all routing, so 404/405 and their JSON bodies are ours.
+    Router::new().fallback(dispatch).with_state(shared)
 }
 
 async fn dispatch(State(shared): State<Arc<Shared>>, request: Request) -> Response {

@@ -13,7 +13,7 @@ use super::clock::Timestamp;
 use super::enums::{HealthCheck, TrackedState};
 use super::faults::StreamFault;
 use super::lock;
-use super::model::AppInstKey;
+use super::model::{key_json, AppInstKey};
 use super::server::Shared;
 use super::stream::StreamEvent;
 use super::wire::capitalize;
@@ -241,9 +241,14 @@ impl Runner {
 
     async fn run_step(&mut self, s: &Step) -> bool {
         if !self.pause(self.step_delay).await {
+            // The server is going away; so does the connection.
+            self.send(StreamEvent::Drop);
             return false;
         }
         if !self.apply(&s.action) {
+            // Reset (or otherwise removed) under our feet: a clean end would read as success.
+            let message = format!("AppInst key {} not found", key_json(&self.op.key));
+            self.send(StreamEvent::Fail(message));
             return false;
         }
         if let Some(line) = &s.line {

@@ -18,7 +18,7 @@ pub struct Seed {
     /// Organization of the new objects; any name, including ones the users do not belong to
     /// (foreign objects, invisible to Show). Empty: the first configured organization.
     pub org: String,
-    /// Number of Apps to create (one call can seed 10,000).
+    /// Number of Apps to create (one call can seed 10,000; at most 100,000).
     pub count: usize,
     /// Also create one Ready AppInst per App (same name, first zone / first cloudlet).
     pub app_insts: bool,
@@ -40,8 +40,14 @@ pub(crate) struct Seeded {
     pub app_insts: usize,
 }
 
+/// Most objects one seed call may create, so a typo cannot exhaust memory.
+pub(crate) const MAX_SEED: usize = 100_000;
+
 /// Creates what `seed` describes; the error explains an unusable request.
 pub(crate) fn seed(shared: &Shared, seed: &Seed) -> Result<Seeded, String> {
+    if seed.count > MAX_SEED {
+        return Err(format!("count must be at most {MAX_SEED}"));
+    }
     let org = if seed.org.is_empty() {
         shared
             .config

@@ -215,9 +215,9 @@ impl SimServer {
         self.stop_now();
     }
 
-    /// Waits until the server has stopped serving (after [`SimServer::shutdown`] from a
-    /// clone of the control or a signal), at most `timeout`.
-    pub async fn stopped(mut self, timeout: Duration) {
+    /// Shuts down like [`SimServer::shutdown`], then waits up to `timeout` for open replies
+    /// to finish and the listener to close.
+    pub async fn shutdown_and_wait(mut self, timeout: Duration) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
             if tokio::time::timeout(timeout, task).await.is_err() {

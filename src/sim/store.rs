@@ -57,6 +57,23 @@ impl State {
             .map(|(_, v)| v)
     }
 
+    /// Apps of one organization and name (all versions).
+    pub(crate) fn apps_named<'a>(
+        &'a self,
+        org: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<App>> + 'a {
+        let start = AppKey {
+            organization: org.to_string(),
+            name: name.to_string(),
+            version: String::new(),
+        };
+        self.apps
+            .range(start..)
+            .take_while(move |(k, _)| k.organization == org && k.name == name)
+            .map(|(_, v)| v)
+    }
+
     /// Every App.
     pub(crate) fn all_apps(&self) -> impl Iterator<Item = &Arc<App>> {
         self.apps.values()
@@ -129,6 +146,23 @@ impl State {
         self.insts
             .range(start..)
             .take_while(move |(k, _)| k.organization == org)
+            .map(|(_, v)| v)
+    }
+
+    /// AppInsts of one organization and name (one in Gen3; one per cloudlet in Gen2).
+    pub(crate) fn insts_named<'a>(
+        &'a self,
+        org: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<AppInst>> + 'a {
+        let start = AppInstKey {
+            organization: org.to_string(),
+            name: name.to_string(),
+            cloudlet_key: None,
+        };
+        self.insts
+            .range(start..)
+            .take_while(move |(k, _)| k.organization == org && k.name == name)
             .map(|(_, v)| v)
     }
 
@@ -213,6 +247,8 @@ mod tests {
         }
         let names: Vec<String> = st.insts_in_org("b").map(|i| i.key.name.clone()).collect();
         assert_eq!(names, ["1", "2"]);
+        assert_eq!(st.insts_named("b", "2").count(), 1);
+        assert_eq!(st.insts_named("b", "3").count(), 0);
         assert!(st.first_inst_of(&app).is_some());
         st.set_capacity(site.clone(), Some(4));
         assert!(st.site_full(&site, None));

@@ -233,15 +233,25 @@ fn unmarshal_error(expected: &str, got: &str, field: &str) -> ApiError {
     ))
 }
 
+/// Top-level field names present in a normalised request object (the MC derives the
+/// update field mask from them).
+pub(crate) fn field_names(object: &Value) -> std::collections::BTreeSet<String> {
+    object
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
 /// Decodes a normalised object into a typed input struct; errors name the field the way the
 /// MC does (`for field "App.key.name"`).
 pub(crate) fn decode<T: DeserializeOwned>(object: Value, go_wrapper: &str) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(object).map_err(|err| {
         let path = strip_indices(&err.path().to_string());
-        let field = if path.is_empty() || path == "." {
-            go_wrapper.to_string()
-        } else {
-            format!("{go_wrapper}.{path}")
+        let path = if path == "." { String::new() } else { path };
+        let field = match (go_wrapper.is_empty(), path.is_empty()) {
+            (_, true) => go_wrapper.to_string(),
+            (true, false) => path,
+            (false, false) => format!("{go_wrapper}.{path}"),
         };
         let inner = err.into_inner().to_string();
         ApiError::bad_request(format!("Invalid JSON data: {}", describe(&inner, &field)))

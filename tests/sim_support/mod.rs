@@ -18,6 +18,13 @@ pub fn sim() -> SimHandle {
     spawn(SimConfig::default()).expect("simulator starts")
 }
 
+/// A default simulator and a client logged in to it.
+pub async fn started() -> (SimHandle, Client) {
+    let sim = sim();
+    let c = Client::login(&sim.url()).await;
+    (sim, c)
+}
+
 /// A started simulator with a modified configuration.
 pub fn sim_with(f: impl FnOnce(&mut SimConfig)) -> SimHandle {
     let mut config = SimConfig::default();
@@ -323,6 +330,11 @@ pub fn inst2(org: &str, name: &str) -> Value {
     })
 }
 
+/// A request naming only the key of Gen3 AppInst `name` in the default org.
+pub fn inst_key_req(name: &str) -> Value {
+    inst_req(json!({"key": {"name": name, "organization": ORG}}))
+}
+
 /// `{"region":"EU","appinst":<inst>}`.
 pub fn inst_req(inst: Value) -> Value {
     json!({"region": "EU", "appinst": inst})
@@ -347,7 +359,7 @@ pub async fn create_app_and_inst(c: &Client, name: &str) {
     );
 }
 
-/// The `[method, path, rpc, status]` rows of the request log, for compact assertions.
+/// The `(method, rpc, status)` rows of the request log, for compact assertions.
 pub fn log_rows(sim: &SimHandle) -> Vec<(String, String, u16)> {
     sim.request_log()
         .into_iter()
