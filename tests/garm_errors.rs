@@ -342,3 +342,40 @@ fn run_binary_bytes(w: &World, stdin: &[u8]) -> (i32, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+#[test]
+fn an_unknown_flavor_or_zone_lists_what_exists_and_leaves_nothing() {
+    let w = World::new();
+    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-flavorless",
+        POOL,
+    ))
+    .unwrap();
+    v["flavor"] = "EU.gigantic".into();
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_one_line_failure(
+        &r,
+        1,
+        r#"Flavor key {"name":"EU.gigantic"} not found; flavors in region EU: EU.small, EU.medium, EU.large"#,
+    );
+    assert!(w.app_names().is_empty());
+
+    v["flavor"] = "EU.small".into();
+    v["extra_specs"] = json!({"zones": [{"organization": "TelekomOP", "name": "Atlantis"}]});
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_one_line_failure(&r, 1, "zones: TelekomOP/Munich");
+    assert!(r.stderr.contains("Atlantis"), "{}", r.stderr);
+    assert!(
+        w.app_names().is_empty(),
+        "the App made before the refusal is gone"
+    );
+}

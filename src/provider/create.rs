@@ -44,7 +44,7 @@ impl Provider {
                 )),
                 // The request may have reached the server: make sure no App stays behind.
                 ApiErrorKind::Transport => self.rollback(&name, &app_key, deadline, e.into()).await,
-                _ => e.into(),
+                _ => self.explain(e).await,
             });
         }
 
@@ -223,9 +223,50 @@ impl Provider {
                 "no site could take the AppInst ({} tried); last: {e}",
                 sites.len()
             )),
-            Some(e) => e.into(),
+            Some(e) => self.explain(e).await,
             None => Error::Other("no site to place the AppInst on".to_string()),
         })
+    }
+
+    /// Adds what the operator needs to fix a refusal: the flavors or sites that do exist. Costs a
+    /// Show call, on the error path only.
+    async fn explain(&self, e: ApiError) -> Error {
+        let lower = e.message.to_ascii_lowercase();
+        let listing = if lower.starts_with("flavor key") {
+            self.client.show_flavors().await.ok().map(|f| {
+                format!(
+                    "flavors in region {}: {}",
+                    self.client.region(),
+                    join(f.iter().map(|f| f.flavor_name().to_string()))
+                )
+            })
+        } else if lower.starts_with("zone key") {
+            self.client.show_zones().await.ok().map(|z| {
+                format!(
+                    "zones: {}",
+                    join(
+                        z.iter()
+                            .map(|z| format!("{}/{}", z.key.organization, z.key.name))
+                    )
+                )
+            })
+        } else if lower.contains("cloudlet") && lower.contains("not found") {
+            self.client.show_cloudlets().await.ok().map(|c| {
+                format!(
+                    "cloudlets: {}",
+                    join(
+                        c.iter()
+                            .map(|c| format!("{}/{}", c.key.organization, c.key.name))
+                    )
+                )
+            })
+        } else {
+            None
+        };
+        match listing {
+            Some(listing) => Error::Other(format!("{e}; {listing}")),
+            None => e.into(),
+        }
     }
 
     /// Polls the AppInst until it is Ready, failed, gone, or the deadline passes.
@@ -307,5 +348,14 @@ impl Provider {
                 }
             }
         }
+    }
+}
+
+fn join(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
     }
 }
