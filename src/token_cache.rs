@@ -15,7 +15,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::edge_connect::TokenStore;
+use crate::edge_connect::{LoginLock, TokenStore};
 use crate::secret::Secret;
 
 /// Tokens expiring within this many seconds are not reused.
@@ -26,6 +26,7 @@ const FALLBACK_LIFETIME_SECS: u64 = 3600;
 /// The cache file for one URL and user.
 pub struct TokenCache {
     path: PathBuf,
+    lock_path: PathBuf,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -63,6 +64,7 @@ impl TokenCache {
         let id: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
         Some(TokenCache {
             path: dir.join(format!("token-{id}.json")),
+            lock_path: dir.join(format!("token-{id}.lock")),
         })
     }
 
@@ -186,6 +188,32 @@ impl TokenStore for TokenCache {
         }
     }
 
+    fn try_login_lock(&self) -> LoginLock {
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = match options.open(&self.lock_path) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::info!(error = %e, "cannot open the login lock; logging in without it");
+                return LoginLock::Unavailable;
+            }
+        };
+        // An advisory lock: released when the file is closed, so also when the process dies.
+        match file.try_lock() {
+            Ok(()) => LoginLock::Acquired(Box::new(file)),
+            Err(std::fs::TryLockError::WouldBlock) => LoginLock::Busy,
+            Err(std::fs::TryLockError::Error(e)) => {
+                tracing::info!(error = %e, "cannot take the login lock; logging in without it");
+                LoginLock::Unavailable
+            }
+        }
+    }
+
     fn discard(&self, token: &Secret) {
         // Only remove the file if it still holds the refused token: another process may have
         // stored a fresh one meanwhile.
@@ -270,6 +298,20 @@ mod tests {
         let mode = std::fs::metadata(a.path()).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert!(b.load().is_none());
+    }
+
+    #[test]
+    fn one_process_at_a_time_holds_the_login_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = TokenCache::in_dir(&dir.path().join("c"), "https://ec", "u").unwrap();
+        let b = TokenCache::in_dir(&dir.path().join("c"), "https://ec", "u").unwrap();
+        let guard = match a.try_login_lock() {
+            LoginLock::Acquired(g) => g,
+            _ => panic!("first lock is free"),
+        };
+        assert!(matches!(b.try_login_lock(), LoginLock::Busy));
+        drop(guard);
+        assert!(matches!(b.try_login_lock(), LoginLock::Acquired(_)));
     }
 
     #[test]

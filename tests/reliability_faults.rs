@@ -343,7 +343,7 @@ fn failover_moves_on_from_a_full_site_and_spread_is_stable() {
 }
 
 fn wait_for(cond: impl Fn() -> bool) {
-    for _ in 0..200 {
+    for _ in 0..1000 {
         if cond() {
             return;
         }

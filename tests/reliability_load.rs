@@ -71,13 +71,28 @@ fn the_token_cache_saves_logins_and_is_private() {
     }
     assert_eq!(w.sim.logins(), 1);
     let dir = w.dir.path().join("token-cache");
-    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
-    assert_eq!(files.len(), 1);
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(
+        files[0].starts_with("token-") && files[0].ends_with(".json"),
+        "{files:?}"
+    );
+    assert!(
+        files[1].starts_with("token-") && files[1].ends_with(".lock"),
+        "{files:?}"
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = files[0].metadata().unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
+        for f in &files {
+            let mode = std::fs::metadata(dir.join(f)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{f}");
+        }
         let dir_mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(dir_mode, 0o700);
     }

@@ -31,6 +31,19 @@ pub trait TokenStore: Send + Sync {
     fn save(&self, token: &Secret);
     /// Forget a token the server refused.
     fn discard(&self, token: &Secret);
+    /// Try to become the one process that logs in, so that many processes starting at once
+    /// share one login instead of each making its own.
+    fn try_login_lock(&self) -> LoginLock;
+}
+
+/// The result of [`TokenStore::try_login_lock`].
+pub enum LoginLock {
+    /// This process holds the lock until the guard is dropped.
+    Acquired(Box<dyn Send>),
+    /// Another process is logging in right now.
+    Busy,
+    /// No lock can be taken (read-only directory, ...): log in without one.
+    Unavailable,
 }
 
 /// A client for one Edge Connect URL, region and user.
@@ -213,10 +226,42 @@ impl Client {
         }
         let token = match self.store.as_ref().and_then(|s| s.load()) {
             Some(t) => t,
-            None => self.login_once_refused().await?,
+            None => self.shared_login(None).await?,
         };
         *slot = Some(token.clone());
         Ok(token)
+    }
+
+    /// Logs in, unless another process does so at the same time: then waits for its token in
+    /// the store (at most one request timeout) instead of logging in as well. `refused` is a
+    /// token the server just refused, which a store entry must differ from to be used.
+    async fn shared_login(&self, refused: Option<&Secret>) -> Result<Secret, ApiError> {
+        let Some(store) = &self.store else {
+            return self.login_once_refused().await;
+        };
+        let fresh = || store.load().filter(|t| Some(t) != refused);
+        let waited_since = Instant::now();
+        loop {
+            match store.try_login_lock() {
+                LoginLock::Acquired(_guard) => {
+                    // Someone may have finished logging in between our look and the lock.
+                    if let Some(t) = fresh() {
+                        return Ok(t);
+                    }
+                    return self.login_once_refused().await;
+                }
+                LoginLock::Unavailable => return self.login_once_refused().await,
+                LoginLock::Busy => {
+                    if let Some(t) = fresh() {
+                        return Ok(t);
+                    }
+                    if waited_since.elapsed() >= self.request_timeout {
+                        return self.login_once_refused().await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+            }
+        }
     }
 
     /// Replaces a refused token by a fresh login (unless another task already did).
@@ -230,7 +275,7 @@ impl Client {
         if let Some(store) = &self.store {
             store.discard(refused);
         }
-        let token = self.login_once_refused().await?;
+        let token = self.shared_login(Some(refused)).await?;
         *slot = Some(token.clone());
         Ok(token)
     }

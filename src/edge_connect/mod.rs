@@ -6,5 +6,5 @@ pub mod error;
 pub mod models;
 pub mod ndjson;
 
-pub use client::{Client, StreamEnd, TokenStore};
+pub use client::{Client, LoginLock, StreamEnd, TokenStore};
 pub use error::{ApiError, ApiErrorKind};
