@@ -222,7 +222,7 @@ impl fmt::Display for Udec64 {
 
 impl Serialize for Udec64 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.milli % 1000 == 0 {
+        if self.milli.is_multiple_of(1000) {
             s.serialize_u64(self.milli / 1000)
         } else {
             s.serialize_str(&self.to_string())
