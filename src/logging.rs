@@ -19,6 +19,14 @@ pub struct LogGuard {
     _guard: Option<tracing_appender::non_blocking::WorkerGuard>,
 }
 
+impl LogGuard {
+    /// True when events go to the log file (not to stderr, where the front door already prints
+    /// the one-line error).
+    pub fn to_file(&self) -> bool {
+        self._guard.is_some()
+    }
+}
+
 /// A file writer that turns every buffered event into one `write(2)` in append mode.
 struct AppendFile(std::fs::File);
 

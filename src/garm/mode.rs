@@ -27,7 +27,6 @@ pub fn run() -> u8 {
             }
         }
         Err((e, guard)) => {
-            tracing::error!(error = %e, "command failed");
             eprintln!("{e}");
             (e.exit_code(), guard)
         }
@@ -46,28 +45,34 @@ fn execute() -> Result<(String, Option<crate::logging::LogGuard>), Failure> {
     }
     let config = Config::load(Path::new(&env.config_file)).map_err(|e| (e, None))?;
     let guard = crate::logging::init(Some(&config));
-    let fail = |e: Error, guard| -> Failure { (e, Some(guard)) };
+    // Every line of this command carries command, instance, pool and controller. The instance
+    // of a create is only known once stdin is read, so it is recorded then.
+    let span = tracing::info_span!(
+        "garm",
+        command = env.command.as_str(),
+        instance = tracing::field::Empty,
+        pool = env.pool_id.as_deref().unwrap_or(""),
+        controller = %env.controller_id,
+    );
+    let _entered = span.enter();
+    let log_file = guard.to_file();
+    let fail = |e: Error, guard| -> Failure {
+        // Without a log file the front door's stderr line is the only record; don't print twice.
+        if log_file {
+            tracing::error!(error = %e, "command failed");
+        }
+        (e, Some(guard))
+    };
 
     let operation = match operation(&env) {
         Ok(op) => op,
         Err(e) => return Err(fail(e, guard)),
     };
     let instance = match &operation {
-        Operation::Create { bootstrap, .. } => bootstrap.name.clone(),
-        Operation::Delete { instance }
-        | Operation::Get { instance }
-        | Operation::Start { instance }
-        | Operation::Stop { instance } => instance.clone(),
-        Operation::List { .. } | Operation::ListAll | Operation::RemoveAll => String::new(),
+        Operation::Create { bootstrap, .. } => bootstrap.name.as_str(),
+        _ => env.instance_id.as_str(),
     };
-    let span = tracing::info_span!(
-        "garm",
-        command = env.command.as_str(),
-        instance = %instance,
-        pool = env.pool_id.as_deref().unwrap_or(""),
-        controller = %env.controller_id,
-    );
-    let _entered = span.enter();
+    span.record("instance", tracing::field::display(instance));
     tracing::info!("start");
 
     let progress: crate::provider::Progress =
