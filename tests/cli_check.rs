@@ -63,11 +63,7 @@ fn deploy_test_creates_and_removes_a_throwaway_app() {
 #[test]
 fn bad_password() {
     let w = World::new();
-    write_mode(
-        &w.dir.path().join("credentials.toml"),
-        "username = \"garm\"\npassword = \"nope\"\n",
-        0o600,
-    );
+    w.write_credentials("nope", 0o600);
     let (code, out) = check(&w, &[]);
     assert_eq!(code, 1);
     assert_eq!(
@@ -157,12 +153,7 @@ fn unreachable_url() {
 #[test]
 fn world_readable_credentials() {
     let w = World::new();
-    let creds = w.dir.path().join("credentials.toml");
-    write_mode(
-        &creds,
-        &format!("username = \"garm\"\npassword = \"{PASSWORD}\"\n"),
-        0o644,
-    );
+    let creds = w.write_credentials(PASSWORD, 0o644);
     let (code, out) = check(&w, &[]);
     assert_eq!(code, 1);
     assert_eq!(

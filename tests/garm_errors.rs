@@ -149,12 +149,7 @@ fn a_bad_config_names_the_key() {
 #[test]
 fn wrong_password_is_an_auth_error_without_the_password() {
     let w = World::new();
-    let creds = w.dir.path().join("credentials.toml");
-    write_mode(
-        &creds,
-        "username = \"garm\"\npassword = \"wrong-password-123\"\n",
-        0o600,
-    );
+    w.write_credentials("wrong-password-123", 0o600);
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_one_line_failure(&r, 1, "check credentials_file or EDP_EDGE_CONNECT_USERNAME");
     assert!(!r.stderr.contains("wrong-password-123"));
@@ -169,8 +164,7 @@ fn wrong_password_is_an_auth_error_without_the_password() {
 #[test]
 fn environment_overrides_the_credentials_file() {
     let w = World::new();
-    let creds = w.dir.path().join("credentials.toml");
-    write_mode(&creds, "username = \"garm\"\npassword = \"stale\"\n", 0o600);
+    w.write_credentials("stale", 0o600);
     let r = w.garm(
         "ListInstances",
         &[
@@ -186,12 +180,7 @@ fn environment_overrides_the_credentials_file() {
 #[test]
 fn world_readable_credentials_are_refused_with_the_fix() {
     let w = World::new();
-    let creds = w.dir.path().join("credentials.toml");
-    write_mode(
-        &creds,
-        &format!("username = \"garm\"\npassword = \"{PASSWORD}\"\n"),
-        0o644,
-    );
+    let creds = w.write_credentials(PASSWORD, 0o644);
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_one_line_failure(&r, 1, &format!("chmod 600 {}", creds.display()));
 }

@@ -3,12 +3,10 @@
 use std::time::Duration;
 
 use super::placement::{self, site_unusable};
-use super::retry::{backoff, retry_transient, Deadline};
+use super::retry::{backoff, Deadline};
 use super::Provider;
 use crate::config::{Deployment, EnvDelivery, Placement};
-use crate::edge_connect::models::{
-    env_vars_yaml, AppInstKey, AppKey, ConfigFile, FlavorKey, NewApp,
-};
+use crate::edge_connect::models::{env_vars_yaml, AppKey, ConfigFile, FlavorKey, NewApp};
 use crate::edge_connect::{ApiError, ApiErrorKind, StreamEnd};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
@@ -271,17 +269,9 @@ impl Provider {
 
     /// Polls the AppInst until it is Ready, failed, gone, or the deadline passes.
     async fn await_ready(&self, name: &str, deadline: Deadline) -> Result<(), Error> {
-        let filter = AppInstKey {
-            name: name.to_string(),
-            organization: self.organization().to_string(),
-            cloudlet_key: None,
-        };
         loop {
-            let insts = retry_transient(deadline, "ShowAppInst", || {
-                self.client.show_app_insts(&filter)
-            })
-            .await?;
-            match insts.iter().find(|i| i.key.name == name) {
+            let insts = self.app_insts_named(name, deadline).await?;
+            match insts.first() {
                 Some(i) if i.state == "Ready" => return Ok(()),
                 Some(i) if i.state.ends_with("Error") => {
                     let detail = if i.errors.is_empty() {
@@ -320,16 +310,7 @@ impl Provider {
         let deadline = deadline.extended(ROLLBACK_GRACE);
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
-            let filter = AppInstKey {
-                name: name.to_string(),
-                organization: self.organization().to_string(),
-                cloudlet_key: None,
-            };
-            let insts = retry_transient(deadline, "ShowAppInst", || {
-                self.client.show_app_insts(&filter)
-            })
-            .await?;
-            for inst in insts.iter().filter(|i| i.key.name == name) {
+            for inst in self.app_insts_named(name, deadline).await? {
                 self.delete_app_inst(&inst.key, deadline).await?;
             }
             self.delete_app(app_key, deadline).await

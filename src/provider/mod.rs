@@ -188,23 +188,7 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<Option<Runner>, Error> {
         let name = edge_name(instance);
-        let app_filter = AppKey {
-            organization: self.organization().to_string(),
-            name: name.clone(),
-            version: String::new(),
-        };
-        let inst_filter = AppInstKey {
-            name: name.clone(),
-            organization: self.organization().to_string(),
-            cloudlet_key: None,
-        };
-        let (apps, insts) = tokio::join!(
-            retry_transient(deadline, "ShowApp", || self.client.show_apps(&app_filter)),
-            retry_transient(deadline, "ShowAppInst", || self
-                .client
-                .show_app_insts(&inst_filter)),
-        );
-        let (apps, insts) = (apps?, insts?);
+        let (apps, insts) = self.show_both(&name, deadline).await?;
         let Some(app) = apps.into_iter().find(|a| a.key.name == name) else {
             return Ok(None);
         };
@@ -220,6 +204,46 @@ impl Provider {
             owner,
             app_inst,
         }))
+    }
+
+    /// Apps and AppInsts of this organization named `name` (all of them for ""), fetched in
+    /// parallel: one round trip of latency.
+    async fn show_both(
+        &self,
+        name: &str,
+        deadline: Deadline,
+    ) -> Result<(Vec<App>, Vec<AppInst>), Error> {
+        let app_filter = AppKey {
+            organization: self.organization().to_string(),
+            name: name.to_string(),
+            version: String::new(),
+        };
+        let inst_filter = AppInstKey {
+            name: name.to_string(),
+            organization: self.organization().to_string(),
+            cloudlet_key: None,
+        };
+        let (apps, insts) = tokio::join!(
+            retry_transient(deadline, "ShowApp", || self.client.show_apps(&app_filter)),
+            retry_transient(deadline, "ShowAppInst", || self
+                .client
+                .show_app_insts(&inst_filter)),
+        );
+        Ok((apps?, insts?))
+    }
+
+    /// The AppInsts of this organization with exactly this name.
+    async fn app_insts_named(&self, name: &str, deadline: Deadline) -> Result<Vec<AppInst>, Error> {
+        let filter = AppInstKey {
+            name: name.to_string(),
+            organization: self.organization().to_string(),
+            cloudlet_key: None,
+        };
+        let insts = retry_transient(deadline, "ShowAppInst", || {
+            self.client.show_app_insts(&filter)
+        })
+        .await?;
+        Ok(insts.into_iter().filter(|i| i.key.name == name).collect())
     }
 
     /// Ownership of an App, if it belongs to this controller.
@@ -290,15 +314,7 @@ impl Provider {
 
     async fn wait_app_inst_gone(&self, key: &AppInstKey, deadline: Deadline) -> Result<(), Error> {
         loop {
-            let filter = AppInstKey {
-                cloudlet_key: None,
-                ..key.clone()
-            };
-            let insts = retry_transient(deadline, "ShowAppInst", || {
-                self.client.show_app_insts(&filter)
-            })
-            .await?;
-            if !insts.iter().any(|i| i.key.name == key.name) {
+            if self.app_insts_named(&key.name, deadline).await?.is_empty() {
                 return Ok(());
             }
             self.sleep_within(deadline).await?;
@@ -388,21 +404,7 @@ impl Provider {
         pool_id: Option<&str>,
         deadline: Deadline,
     ) -> Result<Vec<Runner>, Error> {
-        let app_filter = AppKey {
-            organization: self.organization().to_string(),
-            ..Default::default()
-        };
-        let inst_filter = AppInstKey {
-            organization: self.organization().to_string(),
-            ..Default::default()
-        };
-        let (apps, insts) = tokio::join!(
-            retry_transient(deadline, "ShowApp", || self.client.show_apps(&app_filter)),
-            retry_transient(deadline, "ShowAppInst", || self
-                .client
-                .show_app_insts(&inst_filter)),
-        );
-        let (apps, insts) = (apps?, insts?);
+        let (apps, insts) = self.show_both("", deadline).await?;
         let mut by_name: HashMap<String, AppInst> =
             insts.into_iter().map(|i| (i.key.name.clone(), i)).collect();
         let mut runners: Vec<Runner> = apps

@@ -117,6 +117,17 @@ default_flavor = "EU.small"
         }
     }
 
+    /// Rewrites the credentials file with this password and mode; returns its path.
+    pub fn write_credentials(&self, password: &str, mode: u32) -> PathBuf {
+        let path = self.dir.path().join("credentials.toml");
+        write_mode(
+            &path,
+            &format!("username = \"{USER}\"\npassword = \"{password}\"\n"),
+            mode,
+        );
+        path
+    }
+
     /// Runs the provider as GARM does: no arguments, only the given variables, cwd `/`.
     pub fn garm(&self, command: &str, vars: &[(&str, &str)], stdin: Option<&str>) -> Run {
         let mut all: Vec<(String, String)> = vec![
