@@ -11,7 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-readonly TARGET=x86_64-unknown-linux-musl
+TARGET=x86_64-unknown-linux-musl
+# Extra rustc flags for the static build (only set for the glibc fallback below).
+static_rustflags=""
 readonly PROVIDER=garm-provider-edge-connect
 readonly SIM=edge-connect-sim
 # A fixed controller id: the simulator is new for every run, so nothing can collide with it.
@@ -92,7 +94,13 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
 fi
 if ! rustup target list --installed | grep -qx "${TARGET}"; then
   echo "== rustup target add ${TARGET}"
-  rustup target add "${TARGET}"
+  if ! rustup target add "${TARGET}"; then
+    # A machine that cannot download the musl standard library still proves the point with a
+    # fully static glibc build: no libc, no CA store, no PATH in the chroot either way.
+    echo "== musl target unavailable; building a static glibc binary (crt-static) instead"
+    TARGET=x86_64-unknown-linux-gnu
+    static_rustflags="-C target-feature=+crt-static"
+  fi
 fi
 # Absolute paths: `env -i` below leaves the provider, and chroot itself, without PATH.
 chroot_cmd="$(command -v chroot)"
@@ -106,7 +114,7 @@ version="$(jq -r --arg name "${PROVIDER}" '.packages[] | select(.name == $name) 
 # The provider exactly as the Dockerfile builds it; the simulator is only the counterpart, so the
 # ordinary debug build (already warm from `cargo test`) does.
 echo "== cargo build --release --locked --target ${TARGET} --bin ${PROVIDER}"
-if ! CC_x86_64_unknown_linux_musl=musl-gcc \
+if ! CC_x86_64_unknown_linux_musl=musl-gcc RUSTFLAGS="${static_rustflags}" \
   cargo build --release --locked --target "${TARGET}" --bin "${PROVIDER}"; then
   fatal "provider builds for ${TARGET}" "cargo build failed (output above)"
 fi
