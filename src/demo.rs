@@ -187,7 +187,15 @@ fn indent(text: &str) -> String {
 
 fn tempdir() -> Result<std::path::PathBuf, Error> {
     let dir = std::env::temp_dir().join(format!("garm-edge-connect-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
+    // A fresh private directory: refuse one that already exists (it could be someone else's).
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder
+        .create(&dir)
         .map_err(|e| Error::Other(format!("cannot create {}: {e}", dir.display())))?;
     Ok(dir)
 }
