@@ -73,8 +73,9 @@ pub struct ConfigFile {
     pub config: String,
 }
 
-/// The body of a CreateApp request.
-#[derive(Debug, Clone, Serialize)]
+/// The body of a CreateApp request. Its `Debug` names secret variables but never shows their
+/// values.
+#[derive(Clone, Serialize)]
 pub struct NewApp {
     /// Key.
     pub key: AppKey,
@@ -107,6 +108,30 @@ pub struct NewApp {
     /// Private registry password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
+}
+
+impl std::fmt::Debug for NewApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewApp")
+            .field("key", &self.key)
+            .field("image_path", &self.image_path)
+            .field("deployment", &self.deployment)
+            .field("default_flavor", &self.default_flavor)
+            .field("command", &self.command)
+            .field("command_args", &self.command_args)
+            .field("env_vars", &self.env_vars.keys().collect::<Vec<_>>())
+            .field(
+                "secret_env_vars",
+                &self.secret_env_vars.keys().collect::<Vec<_>>(),
+            )
+            .field(
+                "configs",
+                &self.configs.iter().map(|c| &c.kind).collect::<Vec<_>>(),
+            )
+            .field("username", &self.username)
+            .field("credentials", &self.credentials.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 /// An App as ShowApp returns it (only the fields the provider reads).
@@ -266,6 +291,33 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_app_debug_hides_secret_values() {
+        let app = NewApp {
+            key: AppKey::default(),
+            image_type: "Docker",
+            image_path: "img".into(),
+            deployment: "kubernetes",
+            default_flavor: FlavorKey::default(),
+            command: None,
+            command_args: vec![],
+            configs: vec![ConfigFile {
+                kind: "envVarsYaml".into(),
+                config: "- name: BEARER_TOKEN\n  value: \"tok-123\"\n".into(),
+            }],
+            env_vars: BTreeMap::new(),
+            secret_env_vars: [("BEARER_TOKEN".to_string(), "tok-123".to_string())].into(),
+            username: Some("u".into()),
+            credentials: Some("pw-456".into()),
+        };
+        let debug = format!("{app:?}");
+        assert!(debug.contains("BEARER_TOKEN"), "{debug}");
+        assert!(
+            !debug.contains("tok-123") && !debug.contains("pw-456"),
+            "{debug}"
+        );
+    }
 
     #[test]
     fn env_yaml_round_trips_awkward_values() {
