@@ -323,3 +323,78 @@ fn base64_of(s: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(s)
 }
+
+#[test]
+fn list_ignores_look_alikes_and_other_organizations() {
+    use garm_provider_edge_connect::sim::Seed;
+    use std::collections::BTreeMap;
+    let w = World::new();
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-real1", POOL, &[])
+            .code,
+        0
+    );
+    let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    // Another controller's runners in our pool.
+    w.sim.seed(Seed {
+        count: 40,
+        app_insts: true,
+        name_prefix: "garm-other-".into(),
+        env_vars: env(&[("GARM_CONTROLLER_ID", "0000-other"), ("GARM_POOL_ID", POOL)]),
+        ..Default::default()
+    });
+    // Look-alikes: our controller and pool, but their recorded GARM name is not their App's name.
+    w.sim.seed(Seed {
+        count: 10,
+        app_insts: true,
+        name_prefix: "garm-lookalike-".into(),
+        env_vars: env(&[
+            ("GARM_CONTROLLER_ID", CONTROLLER),
+            ("GARM_POOL_ID", POOL),
+            ("GARM_INSTANCE_NAME", "garm-real1"),
+        ]),
+        ..Default::default()
+    });
+    // Apps with no ownership data at all, and another organization's copies of ours.
+    w.sim.seed(Seed {
+        count: 10,
+        app_insts: true,
+        name_prefix: "plain-app-".into(),
+        ..Default::default()
+    });
+    w.sim.seed(Seed {
+        org: "someone-else".into(),
+        count: 10,
+        app_insts: true,
+        name_prefix: "garm-foreign-".into(),
+        env_vars: env(&[("GARM_CONTROLLER_ID", CONTROLLER), ("GARM_POOL_ID", POOL)]),
+        ..Default::default()
+    });
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(
+        list.json(),
+        json!([{"provider_id":"garm-real1","name":"garm-real1","os_type":"linux","os_arch":"amd64","status":"running"}])
+    );
+    // Neither Get nor Delete touches a look-alike.
+    let get = w.garm(
+        "GetInstance",
+        &[("GARM_INSTANCE_ID", "garm-lookalike-1")],
+        None,
+    );
+    assert_eq!(get.code, 30);
+    let before = w.app_names().len();
+    let rm = w.garm("RemoveAllInstances", &[], None);
+    assert_eq!(rm.code, 0, "{}", rm.stderr);
+    assert_eq!(
+        w.app_names().len(),
+        before - 1,
+        "only garm-real1 was removed"
+    );
+    assert_eq!(w.calls("DeleteApp"), 1);
+}

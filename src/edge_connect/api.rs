@@ -21,8 +21,22 @@ impl Client {
 
     /// `ShowApp` with a key filter (empty parts are wildcards).
     pub async fn show_apps(&self, filter: &AppKey) -> Result<Vec<App>, ApiError> {
-        self.show("ShowApp", "app", &json!({ "key": key_filter(filter) }))
-            .await
+        self.show_apps_where(filter, |_| true).await
+    }
+
+    /// `ShowApp`, keeping only the Apps `keep` accepts (as they stream in).
+    pub async fn show_apps_where(
+        &self,
+        filter: &AppKey,
+        keep: impl FnMut(&App) -> bool,
+    ) -> Result<Vec<App>, ApiError> {
+        self.show_where(
+            "ShowApp",
+            "app",
+            &json!({ "key": key_filter(filter) }),
+            keep,
+        )
+        .await
     }
 
     /// `CreateAppInst`, stream read to the end.

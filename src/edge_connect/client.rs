@@ -342,16 +342,50 @@ impl Client {
         wrapper: &str,
         filter: &Value,
     ) -> Result<Vec<T>, ApiError> {
-        let response = self.send(rpc, wrapper, filter).await?;
-        let bytes = read_body(response, rpc, self.request_timeout).await?;
+        self.show_where(rpc, wrapper, filter, |_| true).await
+    }
+
+    /// A Show call that keeps only the objects `keep` accepts. Lines are parsed straight into `T`
+    /// as they arrive and dropped unless kept, so memory follows what is kept, not the size of
+    /// the organization's inventory.
+    pub async fn show_where<T: DeserializeOwned>(
+        &self,
+        rpc: &str,
+        wrapper: &str,
+        filter: &Value,
+        mut keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, ApiError> {
+        let mut response = self.send(rpc, wrapper, filter).await?;
         let mut items = Vec::new();
-        for line in bytes.split(|b| *b == b'\n') {
-            if let Some(data) = super::ndjson::parse_line(rpc, line)? {
-                let item = serde_json::from_value(data)
-                    .map_err(|e| ApiError::protocol(rpc, format!("unexpected object: {e}")))?;
-                items.push(item);
+        let mut pending: Vec<u8> = Vec::new();
+        let mut take = |line: &[u8]| -> Result<(), ApiError> {
+            if let Some(item) = super::ndjson::parse_typed_line::<T>(rpc, line)? {
+                if keep(&item) {
+                    items.push(item);
+                }
             }
+            Ok(())
+        };
+        loop {
+            let chunk = tokio::time::timeout(self.request_timeout, response.chunk())
+                .await
+                .map_err(|_| ApiError::transport(rpc, "timed out reading the answer"))?
+                .map_err(|e| {
+                    ApiError::transport(
+                        rpc,
+                        format!("reading the answer: {}", transport_message(&e)),
+                    )
+                })?;
+            let Some(chunk) = chunk else { break };
+            pending.extend_from_slice(&chunk);
+            let mut start = 0;
+            while let Some(len) = pending[start..].iter().position(|b| *b == b'\n') {
+                take(&pending[start..start + len])?;
+                start += len + 1;
+            }
+            pending.drain(..start);
         }
+        take(&pending)?;
         Ok(items)
     }
 

@@ -40,6 +40,36 @@ pub fn parse_line(rpc: &str, line: &[u8]) -> Result<Option<Value>, ApiError> {
     Ok(parsed.data)
 }
 
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "T: serde::de::DeserializeOwned"))]
+struct TypedLine<T> {
+    #[serde(default = "Option::default")]
+    data: Option<T>,
+    #[serde(default)]
+    result: Option<StreamResult>,
+}
+
+/// Like [`parse_line`], but parses the data straight into `T` (no intermediate JSON tree: Show
+/// answers can hold tens of thousands of objects).
+pub fn parse_typed_line<T: serde::de::DeserializeOwned>(
+    rpc: &str,
+    line: &[u8],
+) -> Result<Option<T>, ApiError> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let parsed: TypedLine<T> = serde_json::from_slice(line)
+        .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
+    if let Some(result) = parsed.result {
+        return Err(ApiError::from_stream_result(
+            rpc,
+            result.code,
+            &result.message,
+        ));
+    }
+    Ok(parsed.data)
+}
+
 /// The progress text of a data line (`{"message": "..."}`), if it has one.
 pub fn progress_message(data: &Value) -> Option<&str> {
     data.get("message").and_then(Value::as_str)
@@ -67,7 +97,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn typed_lines_parse_into_the_type() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Named {
+            name: String,
+        }
+        let got: Option<Named> =
+            parse_typed_line("X", br#"{"data":{"name":"a","other":[1,2]}}"#).unwrap();
+        assert_eq!(got, Some(Named { name: "a".into() }));
+        assert!(
+            parse_typed_line::<Named>("X", br#"{"result":{"message":"Boom","code":400}}"#).is_err()
+        );
+        assert!(parse_typed_line::<Named>("X", br#"{"data":{"name":3}}"#).is_err());
+        assert_eq!(parse_typed_line::<Named>("X", b"").unwrap(), None);
+    }
+
     proptest! {
+        #[test]
+        fn typed_parse_never_panics(line in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = parse_typed_line::<crate::edge_connect::models::AppInst>("X", &line);
+        }
+
         #[test]
         fn never_panics_on_any_bytes(line in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = parse_line("X", &line);

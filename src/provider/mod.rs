@@ -188,7 +188,7 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<Option<Runner>, Error> {
         let name = edge_name(instance);
-        let (apps, insts) = self.show_both(&name, deadline).await?;
+        let (apps, insts) = self.show_both(&name, deadline, |_| true).await?;
         let Some(app) = apps.into_iter().find(|a| a.key.name == name) else {
             return Ok(None);
         };
@@ -207,11 +207,12 @@ impl Provider {
     }
 
     /// Apps and AppInsts of this organization named `name` (all of them for ""), fetched in
-    /// parallel: one round trip of latency.
+    /// parallel: one round trip of latency. Only Apps that `keep` accepts are held in memory.
     async fn show_both(
         &self,
         name: &str,
         deadline: Deadline,
+        keep: impl Fn(&App) -> bool,
     ) -> Result<(Vec<App>, Vec<AppInst>), Error> {
         let app_filter = AppKey {
             organization: self.organization().to_string(),
@@ -224,7 +225,9 @@ impl Provider {
             cloudlet_key: None,
         };
         let (apps, insts) = tokio::join!(
-            retry_transient(deadline, "ShowApp", || self.client.show_apps(&app_filter)),
+            retry_transient(deadline, "ShowApp", || self
+                .client
+                .show_apps_where(&app_filter, &keep)),
             retry_transient(deadline, "ShowAppInst", || self
                 .client
                 .show_app_insts(&inst_filter)),
@@ -404,7 +407,13 @@ impl Provider {
         pool_id: Option<&str>,
         deadline: Deadline,
     ) -> Result<Vec<Runner>, Error> {
-        let (apps, insts) = self.show_both("", deadline).await?;
+        // Only this controller's (and pool's) Apps are kept while the answer streams in: an
+        // organization may hold thousands of other Apps.
+        let keep = |app: &App| {
+            self.owned(app)
+                .is_some_and(|owner| pool_id.is_none_or(|p| p == owner.pool_id))
+        };
+        let (apps, insts) = self.show_both("", deadline, keep).await?;
         let mut by_name: HashMap<String, AppInst> =
             insts.into_iter().map(|i| (i.key.name.clone(), i)).collect();
         let mut runners: Vec<Runner> = apps
