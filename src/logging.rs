@@ -14,6 +14,9 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, LogFormat, LogLevel};
 
+/// Lines the background writer may queue before a log call waits for it.
+const LOG_QUEUE_LINES: usize = 256;
+
 /// Keeps the log writer alive; dropping it flushes pending lines.
 pub struct LogGuard {
     _guard: Option<tracing_appender::non_blocking::WorkerGuard>,
@@ -50,7 +53,12 @@ pub fn init(config: Option<&Config>) -> LogGuard {
     let file = config.and_then(|c| c.log_file.as_deref());
     match file.map(open_append) {
         Some(Ok(f)) => {
-            let (writer, guard) = tracing_appender::non_blocking(AppendFile(f));
+            // The default queue pre-allocates 128,000 lines (about 4 MB touched per process); a
+            // provider command writes a few dozen, and GARM runs many processes at once.
+            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .buffered_lines_limit(LOG_QUEUE_LINES)
+                .lossy(false)
+                .finish(AppendFile(f));
             install(level, format, writer);
             LogGuard {
                 _guard: Some(guard),

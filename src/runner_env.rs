@@ -82,11 +82,11 @@ pub struct Ownership {
 
 impl Ownership {
     /// Reads ownership from an App's environment; `None` when it was not made by this provider.
-    pub fn from_env(env: &BTreeMap<String, String>) -> Option<Self> {
+    pub fn of_app(app: &crate::edge_connect::models::App) -> Option<Self> {
         Some(Ownership {
-            controller_id: env.get(ENV_CONTROLLER_ID)?.clone(),
-            pool_id: env.get(ENV_POOL_ID).cloned().unwrap_or_default(),
-            instance_name: env.get(ENV_INSTANCE_NAME)?.clone(),
+            controller_id: app.env_var(ENV_CONTROLLER_ID)?,
+            pool_id: app.env_var(ENV_POOL_ID).unwrap_or_default(),
+            instance_name: app.env_var(ENV_INSTANCE_NAME)?,
         })
     }
 }

@@ -277,14 +277,16 @@ pub fn parse_env_vars_yaml(yaml: &str) -> BTreeMap<String, String> {
 }
 
 impl App {
-    /// The App's environment: `env_vars` plus any envVarsYaml config written by this provider.
-    pub fn environment(&self) -> BTreeMap<String, String> {
-        let mut env = BTreeMap::new();
-        for c in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
-            env.extend(parse_env_vars_yaml(&c.config));
+    /// One variable of the App's environment, without copying the whole map (List checks
+    /// ownership of every App in the organization).
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        if let Some(v) = self.env_vars.get(name) {
+            return Some(v.clone());
         }
-        env.extend(self.env_vars.clone());
-        env
+        self.configs
+            .iter()
+            .filter(|c| c.kind == "envVarsYaml")
+            .find_map(|c| parse_env_vars_yaml(&c.config).remove(name))
     }
 }
 

@@ -10,7 +10,7 @@ mod query;
 pub mod retry;
 pub mod status;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -251,7 +251,13 @@ impl Provider {
 
     /// Ownership of an App, if it belongs to this controller.
     fn owned(&self, app: &App) -> Option<Ownership> {
-        let owner = Ownership::from_env(&app.environment())?;
+        // The controller id first: most Apps of a busy organization are not ours.
+        if app.env_var(crate::runner_env::ENV_CONTROLLER_ID).as_deref()
+            != Some(self.controller_id.as_str())
+        {
+            return None;
+        }
+        let owner = Ownership::of_app(app)?;
         (owner.controller_id == self.controller_id
             && edge_name(&owner.instance_name) == app.key.name)
             .then_some(owner)
@@ -259,7 +265,6 @@ impl Provider {
 
     /// The GARM view of a runner.
     fn instance_of(&self, runner: &Runner) -> ProviderInstance {
-        let env: BTreeMap<String, String> = runner.app.environment();
         let (status, fault) = status::garm_status(runner.app_inst.as_ref());
         let mut addresses = Vec::new();
         if let Some(uri) = runner
@@ -276,10 +281,10 @@ impl Provider {
         let instance = ProviderInstance {
             provider_id: runner.app.key.name.clone(),
             name: runner.owner.instance_name.clone(),
-            os_type: env.get(ENV_OS_TYPE).cloned().unwrap_or_default(),
+            os_type: runner.app.env_var(ENV_OS_TYPE).unwrap_or_default(),
             os_name: String::new(),
             os_version: String::new(),
-            os_arch: env.get(ENV_OS_ARCH).cloned().unwrap_or_default(),
+            os_arch: runner.app.env_var(ENV_OS_ARCH).unwrap_or_default(),
             addresses,
             status,
             provider_fault: None,
@@ -437,9 +442,8 @@ impl Provider {
 
     /// The placement recorded on an App (or the configured one).
     fn recorded_placements(&self, app: &App) -> Vec<Placement> {
-        let env = app.environment();
-        let recorded: Vec<Placement> = env
-            .get(crate::runner_env::ENV_PLACEMENT)
+        let recorded: Vec<Placement> = app
+            .env_var(crate::runner_env::ENV_PLACEMENT)
             .map(|v| {
                 v.split(';')
                     .filter_map(crate::runner_env::parse_placement_tag)
