@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod client;
+pub mod envmap;
 pub mod error;
 pub mod models;
 pub mod ndjson;

@@ -149,9 +149,9 @@ pub struct App {
     /// Flavor (may come back `{}` on newer servers).
     #[serde(default)]
     pub default_flavor: FlavorKey,
-    /// Plain environment.
+    /// Plain environment, kept as raw JSON: see [`App::env_var`].
     #[serde(default)]
-    pub env_vars: BTreeMap<String, String>,
+    pub env_vars: Option<Box<serde_json::value::RawValue>>,
     /// Config files (envVarsYaml fallback).
     #[serde(default)]
     pub configs: Vec<ConfigFile>,
@@ -280,8 +280,12 @@ impl App {
     /// One variable of the App's environment, without copying the whole map (List checks
     /// ownership of every App in the organization).
     pub fn env_var(&self, name: &str) -> Option<String> {
-        if let Some(v) = self.env_vars.get(name) {
-            return Some(v.clone());
+        if let Some(v) = self
+            .env_vars
+            .as_ref()
+            .and_then(|raw| super::envmap::string_field(raw.get(), name))
+        {
+            return Some(v);
         }
         self.configs
             .iter()
