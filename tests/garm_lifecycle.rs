@@ -398,3 +398,30 @@ fn list_ignores_look_alikes_and_other_organizations() {
     );
     assert_eq!(w.calls("DeleteApp"), 1);
 }
+
+#[test]
+fn pool_ids_that_json_escapes_are_listed_too() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "env_delivery = \"envvars_yaml\"\n",
+    );
+    let odd_pool = "Scale \"Set\" \\ with\ttab-6b8e";
+    let r = w.create("bootstrap-github-jit.json", "garm-oddpool", odd_pool, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-plainpool", POOL, &[])
+            .code,
+        0
+    );
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", odd_pool)], None);
+    assert_eq!(
+        list.json().as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        list.stdout
+    );
+    assert_eq!(list.json()[0]["name"], "garm-oddpool");
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.json()[0]["name"], "garm-plainpool");
+}

@@ -21,22 +21,20 @@ impl Client {
 
     /// `ShowApp` with a key filter (empty parts are wildcards).
     pub async fn show_apps(&self, filter: &AppKey) -> Result<Vec<App>, ApiError> {
-        self.show_apps_where(filter, |_| true).await
+        self.show_apps_where(filter, None, |_| true).await
     }
 
-    /// `ShowApp`, keeping only the Apps `keep` accepts (as they stream in).
+    /// `ShowApp`, keeping only the Apps `keep` accepts (as they stream in); lines without
+    /// `needle` are skipped unparsed.
     pub async fn show_apps_where(
         &self,
         filter: &AppKey,
+        needle: Option<&[u8]>,
         keep: impl FnMut(&App) -> bool,
     ) -> Result<Vec<App>, ApiError> {
-        self.show_where(
-            "ShowApp",
-            "app",
-            &json!({ "key": key_filter(filter) }),
-            keep,
-        )
-        .await
+        let filter = json!({ "key": key_filter(filter) });
+        self.show_where("ShowApp", "app", &filter, needle, keep)
+            .await
     }
 
     /// `CreateAppInst`, stream read to the end.

@@ -342,23 +342,33 @@ impl Client {
         wrapper: &str,
         filter: &Value,
     ) -> Result<Vec<T>, ApiError> {
-        self.show_where(rpc, wrapper, filter, |_| true).await
+        self.show_where(rpc, wrapper, filter, None, |_| true).await
     }
 
     /// A Show call that keeps only the objects `keep` accepts. Lines are parsed straight into `T`
     /// as they arrive and dropped unless kept, so memory follows what is kept, not the size of
-    /// the organization's inventory.
+    /// the organization's inventory. With `needle`, a data line that does not contain those bytes
+    /// is dropped without being parsed at all (a quick pre-filter for `keep`, which must reject
+    /// every object whose line lacks the needle).
     pub async fn show_where<T: DeserializeOwned>(
         &self,
         rpc: &str,
         wrapper: &str,
         filter: &Value,
+        needle: Option<&[u8]>,
         mut keep: impl FnMut(&T) -> bool,
     ) -> Result<Vec<T>, ApiError> {
+        let finder = needle.map(memchr::memmem::Finder::new);
         let mut response = self.send(rpc, wrapper, filter).await?;
         let mut items = Vec::new();
         let mut pending: Vec<u8> = Vec::new();
         let mut take = |line: &[u8]| -> Result<(), ApiError> {
+            // Only data lines are skipped: a `result` trailer must always be read.
+            if let Some(finder) = &finder {
+                if line.starts_with(b"{\"data\"") && finder.find(line).is_none() {
+                    return Ok(());
+                }
+            }
             if let Some(item) = super::ndjson::parse_typed_line::<T>(rpc, line)? {
                 if keep(&item) {
                     items.push(item);

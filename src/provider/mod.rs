@@ -188,7 +188,7 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<Option<Runner>, Error> {
         let name = edge_name(instance);
-        let (apps, insts) = self.show_both(&name, deadline, |_| true).await?;
+        let (apps, insts) = self.show_both(&name, deadline, None, |_| true).await?;
         let Some(app) = apps.into_iter().find(|a| a.key.name == name) else {
             return Ok(None);
         };
@@ -212,6 +212,7 @@ impl Provider {
         &self,
         name: &str,
         deadline: Deadline,
+        needle: Option<&[u8]>,
         keep: impl Fn(&App) -> bool,
     ) -> Result<(Vec<App>, Vec<AppInst>), Error> {
         let app_filter = AppKey {
@@ -225,9 +226,11 @@ impl Provider {
             cloudlet_key: None,
         };
         let (apps, insts) = tokio::join!(
-            retry_transient(deadline, "ShowApp", || self
-                .client
-                .show_apps_where(&app_filter, &keep)),
+            retry_transient(deadline, "ShowApp", || self.client.show_apps_where(
+                &app_filter,
+                needle,
+                &keep
+            )),
             retry_transient(deadline, "ShowAppInst", || self
                 .client
                 .show_app_insts(&inst_filter)),
@@ -418,7 +421,14 @@ impl Provider {
             self.owned(app)
                 .is_some_and(|owner| pool_id.is_none_or(|p| p == owner.pool_id))
         };
-        let (apps, insts) = self.show_both("", deadline, keep).await?;
+        // An App of this pool (or controller) holds the id verbatim in its JSON line, whichever
+        // way its environment is delivered, as long as the id needs no JSON escaping.
+        let needle = pool_id
+            .filter(|p| appears_verbatim_in_json(p))
+            .or(Some(self.controller_id.as_str()).filter(|c| appears_verbatim_in_json(c)));
+        let (apps, insts) = self
+            .show_both("", deadline, needle.map(str::as_bytes), keep)
+            .await?;
         let mut by_name: HashMap<String, AppInst> =
             insts.into_iter().map(|i| (i.key.name.clone(), i)).collect();
         let mut runners: Vec<Runner> = apps
@@ -455,5 +465,28 @@ impl Provider {
         } else {
             recorded
         }
+    }
+}
+
+/// True when `s` is written as-is inside a JSON string, also inside a JSON string that itself
+/// sits in a JSON string (the envvars_yaml delivery): no quote, backslash or control character.
+fn appears_verbatim_in_json(s: &str) -> bool {
+    !s.is_empty() && !s.chars().any(|c| c == '"' || c == '\\' || c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_json_would_escape_are_not_used_as_needles() {
+        assert!(appears_verbatim_in_json(
+            "9dcf590a-1192-4a9c-b3e4-e0902974c2c0"
+        ));
+        assert!(appears_verbatim_in_json("My Scale Set-6B8E Ü"));
+        assert!(!appears_verbatim_in_json("quote\"d"));
+        assert!(!appears_verbatim_in_json("back\\slash"));
+        assert!(!appears_verbatim_in_json("tab\there"));
+        assert!(!appears_verbatim_in_json(""));
     }
 }
