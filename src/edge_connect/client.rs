@@ -376,24 +376,9 @@ impl Client {
             }
             Ok(())
         };
-        loop {
-            let chunk = tokio::time::timeout(self.request_timeout, response.chunk())
-                .await
-                .map_err(|_| ApiError::transport(rpc, "timed out reading the answer"))?
-                .map_err(|e| {
-                    ApiError::transport(
-                        rpc,
-                        format!("reading the answer: {}", transport_message(&e)),
-                    )
-                })?;
-            let Some(chunk) = chunk else { break };
+        while let Some(chunk) = next_chunk(&mut response, rpc, self.request_timeout).await? {
             pending.extend_from_slice(&chunk);
-            let mut start = 0;
-            while let Some(len) = pending[start..].iter().position(|b| *b == b'\n') {
-                take(&pending[start..start + len])?;
-                start += len + 1;
-            }
-            pending.drain(..start);
+            for_each_line(&mut pending, &mut take)?;
         }
         take(&pending)?;
         Ok(items)
@@ -424,24 +409,9 @@ impl Client {
             }
             Ok(())
         };
-        loop {
-            let chunk = tokio::time::timeout(self.request_timeout, response.chunk())
-                .await
-                .map_err(|_| {
-                    ApiError::transport(
-                        rpc,
-                        "stream stalled (no progress within request_timeout_secs)",
-                    )
-                })?
-                .map_err(|e| {
-                    ApiError::transport(rpc, format!("stream broke: {}", transport_message(&e)))
-                })?;
-            let Some(chunk) = chunk else { break };
+        while let Some(chunk) = next_chunk(&mut response, rpc, self.request_timeout).await? {
             buffer.extend_from_slice(&chunk);
-            while let Some(pos) = buffer.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buffer.drain(..=pos).collect();
-                handle_line(&line, &mut last)?;
-            }
+            for_each_line(&mut buffer, |line| handle_line(line, &mut last))?;
         }
         handle_line(&buffer, &mut last)?;
         Ok(match timed_out {
@@ -457,21 +427,39 @@ async fn read_body(
     timeout: Duration,
 ) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
-    loop {
-        let chunk = tokio::time::timeout(timeout, response.chunk())
-            .await
-            .map_err(|_| ApiError::transport(rpc, "timed out reading the answer"))?
-            .map_err(|e| {
-                ApiError::transport(
-                    rpc,
-                    format!("reading the answer: {}", transport_message(&e)),
-                )
-            })?;
-        match chunk {
-            Some(c) => body.extend_from_slice(&c),
-            None => return Ok(body),
-        }
+    while let Some(chunk) = next_chunk(&mut response, rpc, timeout).await? {
+        body.extend_from_slice(&chunk);
     }
+    Ok(body)
+}
+
+/// The next piece of a response body; `None` at its end. Silence longer than `timeout` (no byte,
+/// not even a progress line) or a broken connection is a transport error.
+async fn next_chunk(
+    response: &mut reqwest::Response,
+    rpc: &str,
+    timeout: Duration,
+) -> Result<Option<bytes::Bytes>, ApiError> {
+    tokio::time::timeout(timeout, response.chunk())
+        .await
+        .map_err(|_| ApiError::transport(rpc, "no answer within request_timeout_secs"))?
+        .map_err(|e| {
+            ApiError::transport(rpc, format!("connection broke: {}", transport_message(&e)))
+        })
+}
+
+/// Hands every complete line of `buffer` to `f` and keeps the unfinished rest.
+fn for_each_line(
+    buffer: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let mut start = 0;
+    while let Some(len) = memchr::memchr(b'\n', &buffer[start..]) {
+        f(&buffer[start..start + len])?;
+        start += len + 1;
+    }
+    buffer.drain(..start);
+    Ok(())
 }
 
 fn error_message(body: &[u8], status: u16) -> String {
