@@ -1784,17 +1784,8 @@ fn load_average() -> String {
 
 /// `YYYY-MM-DD HH:MM UTC` for seconds since the epoch (civil-from-days, proleptic Gregorian).
 fn utc_date(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = garm_provider_edge_connect::sim::civil_from_days((secs / 86_400) as i64);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
         rem / 3600,

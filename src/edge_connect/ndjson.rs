@@ -7,14 +7,6 @@ use serde_json::Value;
 use super::error::ApiError;
 
 #[derive(Deserialize)]
-struct StreamLine {
-    #[serde(default)]
-    data: Option<Value>,
-    #[serde(default)]
-    result: Option<StreamResult>,
-}
-
-#[derive(Deserialize)]
 struct StreamResult {
     #[serde(default)]
     message: String,
@@ -25,19 +17,7 @@ struct StreamResult {
 /// Parses one stream line: `Ok(None)` for a blank line (or an object without data),
 /// `Ok(Some(data))` for a data line, `Err` for a result trailer or an unreadable line.
 pub fn parse_line(rpc: &str, line: &[u8]) -> Result<Option<Value>, ApiError> {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    let parsed: StreamLine = serde_json::from_slice(line)
-        .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
-    if let Some(result) = parsed.result {
-        return Err(ApiError::from_stream_result(
-            rpc,
-            result.code,
-            &result.message,
-        ));
-    }
-    Ok(parsed.data)
+    parse_typed_line::<Value>(rpc, line)
 }
 
 #[derive(Deserialize)]
@@ -49,7 +29,7 @@ struct TypedLine<T> {
     result: Option<StreamResult>,
 }
 
-/// Like [`parse_line`], but parses the data straight into `T` (no intermediate JSON tree: Show
+/// Parses one stream line straight into `T` (no intermediate JSON tree: Show
 /// answers can hold tens of thousands of objects).
 pub fn parse_typed_line<T: serde::de::DeserializeOwned>(
     rpc: &str,

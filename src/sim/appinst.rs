@@ -321,24 +321,16 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
             ),
             None => None,
         };
-        if let Some(existing) = st.inst(&key) {
-            if existing.state == TrackedState::CreateError {
-                Outcome::PreviousFailed(existing.errors.clone())
-            } else if existing.state != TrackedState::DeleteError {
+        match st
+            .inst(&key)
+            .map(|existing| (existing.state, existing.errors.clone()))
+        {
+            Some((TrackedState::CreateError, errors)) => Outcome::PreviousFailed(errors),
+            Some((state, _)) if state != TrackedState::DeleteError => {
                 return Err(ApiError::bad_request(already_exists(&key)));
-            } else {
-                start(
-                    &shared,
-                    &mut st,
-                    &call.region,
-                    &key,
-                    &input,
-                    &app,
-                    gen2_cloudlet,
-                )?
             }
-        } else {
-            start(
+            // Absent, or left in DeleteError: a new create may start.
+            _ => start(
                 &shared,
                 &mut st,
                 &call.region,
@@ -346,7 +338,7 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
                 &input,
                 &app,
                 gen2_cloudlet,
-            )?
+            )?,
         }
     };
     let (epoch, container) = match outcome {

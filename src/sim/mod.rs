@@ -56,6 +56,7 @@ mod store;
 mod stream;
 mod wire;
 
+pub use clock::civil_from_days;
 pub use config::{ApiGeneration, SimConfig};
 pub use faults::{Fault, FaultKind};
 pub use reqlog::RequestLogEntry;
