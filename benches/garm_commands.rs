@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
-use garm_provider_edge_connect::sim::{self, Seed, SimConfig, SimHandle};
+use edge_connect_sim::{self as sim, Seed, SimConfig, SimHandle};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -1785,7 +1785,7 @@ fn load_average() -> String {
 /// `YYYY-MM-DD HH:MM UTC` for seconds since the epoch (civil-from-days, proleptic Gregorian).
 fn utc_date(secs: u64) -> String {
     let rem = secs % 86_400;
-    let (y, m, d) = garm_provider_edge_connect::sim::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = edge_connect_sim::civil_from_days((secs / 86_400) as i64);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
         rem / 3600,

@@ -100,6 +100,7 @@ pub enum Command {
     /// Print the version.
     Version,
     /// Run a whole runner lifecycle against the built-in Edge Connect simulator.
+    #[cfg(feature = "demo")]
     Demo,
 }
 
@@ -148,6 +149,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             eprintln!("✓ {} is valid", file.display());
             return Ok(());
         }
+        #[cfg(feature = "demo")]
         Command::Demo => return crate::demo::run(),
         Command::Check {
             extra_specs,

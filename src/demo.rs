@@ -26,7 +26,7 @@ pub fn run() -> Result<(), Error> {
 
 async fn lifecycle() -> Result<(), Error> {
     let dir = tempdir()?;
-    let sim_config = crate::sim::SimConfig {
+    let sim_config = edge_connect_sim::SimConfig {
         create_delay: std::time::Duration::from_millis(600),
         ..Default::default()
     };
@@ -39,7 +39,7 @@ async fn lifecycle() -> Result<(), Error> {
     let (zone_org, zone) = sim_config.zones.first().cloned().unwrap_or_default();
     let flavor = sim_config.flavors.first().cloned().unwrap_or_default();
     let listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let sim = crate::sim::serve(sim_config, listen)
+    let sim = edge_connect_sim::serve(sim_config, listen)
         .await
         .map_err(|e| Error::Other(format!("cannot start the simulator: {e}")))?;
     println!("▶ Edge Connect simulator listening on {}", sim.url());

@@ -11,6 +11,7 @@
 pub mod check;
 pub mod cli;
 pub mod config;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod edge_connect;
 pub mod error;
@@ -22,7 +23,6 @@ pub mod provider;
 pub mod runner_env;
 pub mod runtime;
 pub mod secret;
-pub mod sim;
 pub mod token_cache;
 
 /// The provider's version, as `GetVersion` prints it.

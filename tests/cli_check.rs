@@ -88,7 +88,7 @@ fn missing_zone_lists_the_zones() {
 #[test]
 fn missing_cloudlet_lists_the_cloudlets() {
     let w = World::with(
-        garm_provider_edge_connect::sim::ApiGeneration::Gen2,
+        edge_connect_sim::ApiGeneration::Gen2,
         Site::Cloudlet,
         "",
     );

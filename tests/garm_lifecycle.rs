@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use garm_provider_edge_connect::sim::ApiGeneration;
+use edge_connect_sim::ApiGeneration;
 use serde_json::json;
 
 const V011: (&str, &str) = ("GARM_INTERFACE_VERSION", "v0.1.1");
@@ -326,7 +326,7 @@ fn base64_of(s: &str) -> String {
 
 #[test]
 fn list_ignores_look_alikes_and_other_organizations() {
-    use garm_provider_edge_connect::sim::Seed;
+    use edge_connect_sim::Seed;
     use std::collections::BTreeMap;
     let w = World::new();
     assert_eq!(

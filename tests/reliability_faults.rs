@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use garm_provider_edge_connect::sim::{ApiGeneration, Fault, FaultKind, SimConfig};
+use edge_connect_sim::{ApiGeneration, Fault, FaultKind, SimConfig};
 
 const NAME: &str = "garm-fault0001";
 

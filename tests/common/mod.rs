@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use garm_provider_edge_connect::sim::{self, ApiGeneration, SimConfig, SimHandle};
+use edge_connect_sim::{self as sim, ApiGeneration, SimConfig, SimHandle};
 
 /// The controller the tests act for.
 pub const CONTROLLER: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";

@@ -1,15 +1,14 @@
 //! Login, tokens and the MC's 401/404/405 answers, over real HTTP.
 
-mod sim_support;
 
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use garm_provider_edge_connect::sim::Fault;
+use edge_connect_sim::Fault;
 use reqwest::Method;
 use serde_json::{json, Value};
-use sim_support::*;
+use crate::support::*;
 
 fn claims(token: &str) -> Value {
     let payload = token.split('.').nth(1).expect("three parts");
@@ -196,7 +195,7 @@ async fn ctrl_with_a_garbage_token_is_401() {
 #[tokio::test]
 async fn ctrl_with_a_token_of_another_simulator_is_401() {
     let sim = sim();
-    let other = sim_support::sim();
+    let other = crate::support::sim();
     let mut c = Client::login(&other.url()).await;
     c.base = sim.url();
     let reply = c.post("ShowApp", json!({"region": "EU"})).await;

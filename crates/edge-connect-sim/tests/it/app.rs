@@ -1,10 +1,9 @@
 //! App create/update/delete/show, request decoding, regions and RBAC, over real HTTP.
 
-mod sim_support;
 
-use garm_provider_edge_connect::sim::Seed;
+use edge_connect_sim::Seed;
 use serde_json::{json, Value};
-use sim_support::*;
+use crate::support::*;
 
 fn with(mut app: Value, field: &str, value: Value) -> Value {
     app[field] = value;

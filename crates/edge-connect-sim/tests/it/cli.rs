@@ -1,12 +1,11 @@
 //! The `edge-connect-sim` binary: first stdout line, address file, flags, signals, usage errors.
 
-mod sim_support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::json;
-use sim_support::Client;
+use crate::support::Client;
 
 const BIN: &str = env!("CARGO_BIN_EXE_edge-connect-sim");
 

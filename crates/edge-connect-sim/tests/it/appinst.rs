@@ -1,13 +1,12 @@
 //! AppInst create/delete/update/show streams, state transitions, both key generations, zones
 //! and capacity, over real HTTP.
 
-mod sim_support;
 
 use std::time::Duration;
 
-use garm_provider_edge_connect::sim::{ApiGeneration, SimHandle};
+use edge_connect_sim::{ApiGeneration, SimHandle};
 use serde_json::{json, Value};
-use sim_support::*;
+use crate::support::*;
 
 const CREATE_LINES: [&str; 7] = [
     "Found 1 potential cloudlets for deployment",

@@ -105,7 +105,7 @@ pub(crate) fn generate(app: &App, ports: &[PortSpec]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::model::AppKey;
+    use crate::model::AppKey;
 
     #[test]
     fn sanitizes_dns_names() {
@@ -124,7 +124,7 @@ mod tests {
             command: "/home/runner/run.sh \"--once now\"".into(),
             ..App::default()
         };
-        let ports = crate::sim::ports::parse("tcp:8080").unwrap();
+        let ports = crate::ports::parse("tcp:8080").unwrap();
         let m = generate(&app, &ports);
         assert!(m.contains("name: r11-deployment"), "{m}");
         assert!(m.contains("kind: Service"), "{m}");

@@ -1,12 +1,11 @@
 //! Fault injection, seeding, state dump, reset, capacity and the request log, over real HTTP.
 
-mod sim_support;
 
 use std::time::{Duration, Instant};
 
-use garm_provider_edge_connect::sim::{Fault, FaultKind, Seed};
+use edge_connect_sim::{Fault, FaultKind, Seed};
 use serde_json::{json, Value};
-use sim_support::*;
+use crate::support::*;
 
 #[tokio::test]
 async fn http_status_503_fails_the_next_call_only() {

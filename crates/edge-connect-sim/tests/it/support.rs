@@ -1,10 +1,10 @@
 //! Helpers shared by the simulator tests: a small HTTP client that speaks the MC protocol
 //! (login, POST with bearer token, NDJSON reading) and request bodies.
-#![allow(dead_code)]
+
 
 use std::time::Duration;
 
-use garm_provider_edge_connect::sim::{spawn, SimConfig, SimHandle};
+use edge_connect_sim::{spawn, SimConfig, SimHandle};
 use serde_json::{json, Value};
 
 /// The organization of the default configuration.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::Parser;
-use garm_provider_edge_connect::sim::{serve, ApiGeneration, SimConfig};
+use edge_connect_sim::{serve, ApiGeneration, SimConfig};
 
 /// An in-memory Edge Connect (EdgeXR Master Controller REST API) for tests, demos and local
 /// trials of the GARM provider.

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use garm_provider_edge_connect::sim::{spawn, Seed, SimConfig};
+use edge_connect_sim::{spawn, Seed, SimConfig};
 use serde_json::{json, Value};
 
 const ORG: &str = "edp-developer-framework";

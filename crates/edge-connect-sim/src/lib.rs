@@ -11,7 +11,7 @@
 //! or run the `edge-connect-sim` binary:
 //!
 //! ```no_run
-//! use garm_provider_edge_connect::sim::{spawn, Fault, SimConfig};
+//! use edge_connect_sim::{spawn, Fault, SimConfig};
 //!
 //! let sim = spawn(SimConfig::default()).expect("simulator starts");
 //! println!("Edge Connect at {}", sim.url());

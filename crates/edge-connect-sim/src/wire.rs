@@ -355,7 +355,7 @@ pub(crate) fn check_region(regions: &[String], region: &str) -> Result<(), ApiEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::model::AppIn;
+    use crate::model::AppIn;
     use serde_json::json;
 
     #[test]

@@ -1,0 +1,10 @@
+//! The simulator's integration tests: one binary, a module per area, each talking to a simulator
+//! over real HTTP on 127.0.0.1 (the `cli` module runs the built `edge-connect-sim` binary).
+
+mod support;
+
+mod app;
+mod appinst;
+mod auth;
+mod cli;
+mod faults;
