@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::config::{Config, Placement};
-use crate::edge_connect::{ApiError, ApiErrorKind, Client};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
+use edge_connect::{ApiError, ApiErrorKind, Client};
 
 /// What to check besides the config itself.
 #[derive(Debug, Default)]
@@ -106,7 +106,7 @@ pub fn run(
     if let Some(image) = &options.image {
         report.step("image", check_image(image));
     }
-    let client = match Client::new(&config.edge_connect, credentials) {
+    let client = match Client::new(&config.edge_connect.client_options(), credentials) {
         Ok(c) => c,
         Err(e) => {
             report.fail("client", e.to_string());
@@ -182,7 +182,7 @@ async fn remote_checks(
             return;
         }
     };
-    let org_filter = crate::edge_connect::models::AppKey {
+    let org_filter = edge_connect::models::AppKey {
         organization: ec.organization.clone(),
         ..Default::default()
     };
@@ -265,7 +265,7 @@ async fn remote_checks(
         report.pass(&site.to_string(), "exists");
         let available = match site {
             Placement::Zone(z) => {
-                let zone = crate::edge_connect::models::SiteRef {
+                let zone = edge_connect::models::SiteRef {
                     organization: z.organization.clone(),
                     name: z.name.clone(),
                 };
@@ -317,7 +317,7 @@ async fn deploy_test(
     options: &CheckOptions,
     report: &mut Report<'_>,
 ) {
-    use crate::edge_connect::models::{AppKey, FlavorKey, NewApp};
+    use edge_connect::models::{AppKey, FlavorKey, NewApp};
     let ec = &config.edge_connect;
     let Some(flavor) = ec.default_flavor.clone() else {
         report.fail("deploy test", "needs edge_connect.default_flavor");

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::secret::Secret;
+use edge_connect::Secret;
 
 /// Environment variable that overrides the credentials file's `username`.
 pub const ENV_USERNAME: &str = "EDP_EDGE_CONNECT_USERNAME";
@@ -205,14 +205,7 @@ fn default_operation_timeout() -> u64 {
     900
 }
 
-/// Edge Connect login credentials.
-#[derive(Debug, Clone)]
-pub struct Credentials {
-    /// User name or e-mail (or API key id).
-    pub username: String,
-    /// Password (or API key).
-    pub password: Secret,
-}
+pub use edge_connect::Credentials;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -221,6 +214,19 @@ struct CredentialsFile {
     username: Option<String>,
     #[serde(default)]
     password: Option<Secret>,
+}
+
+impl EdgeConnectConfig {
+    /// What the Edge Connect client is built from.
+    pub fn client_options(&self) -> edge_connect::ClientOptions {
+        edge_connect::ClientOptions {
+            url: self.url.clone(),
+            region: self.region.clone(),
+            request_timeout: std::time::Duration::from_secs(self.request_timeout_secs),
+            ca_bundle: self.ca_bundle.clone(),
+            insecure_skip_verify: self.insecure_skip_verify,
+        }
+    }
 }
 
 impl Config {

@@ -1,6 +1,6 @@
 //! The provider's error type and its mapping to GARM exit codes.
 
-use crate::edge_connect::ApiError;
+use edge_connect::{ApiError, SetupError};
 
 /// Exit code GARM reads as "not found" (success for DeleteInstance).
 pub const EXIT_NOT_FOUND: u8 = 30;
@@ -33,6 +33,12 @@ pub enum Error {
     /// Local I/O and anything else.
     #[error("{0}")]
     Other(String),
+}
+
+impl From<SetupError> for Error {
+    fn from(e: SetupError) -> Self {
+        Error::Config(e.0)
+    }
 }
 
 impl Error {

@@ -13,7 +13,6 @@ pub mod cli;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
-pub mod edge_connect;
 pub mod error;
 pub mod extra_specs;
 pub mod garm;
@@ -22,8 +21,6 @@ pub mod naming;
 pub mod provider;
 pub mod runner_env;
 pub mod runtime;
-pub mod secret;
-pub mod token_cache;
 
 /// The provider's version, as `GetVersion` prints it.
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));

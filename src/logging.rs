@@ -109,11 +109,12 @@ fn install<W>(level: LogLevel, format: LogFormat, writer: W)
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
-    // Our crate at the configured level; dependencies (hyper, rustls) only at warn, so the log
-    // holds provider events and never raw HTTP traffic.
+    // Our crates (the provider and its Edge Connect client) at the configured level;
+    // dependencies (hyper, rustls) only at warn, so the log holds provider events and never raw
+    // HTTP traffic.
+    let level = level.directive();
     let filter = EnvFilter::new(format!(
-        "warn,garm_provider_edge_connect={}",
-        level.directive()
+        "warn,garm_provider_edge_connect={level},edge_connect={level}"
     ));
     let base = tracing_subscriber::registry().with(filter);
     let result = match format {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::config::Placement;
 use crate::garm::BootstrapInstance;
-use crate::secret::Secret;
+use edge_connect::Secret;
 
 /// GARM controller id (ownership).
 pub const ENV_CONTROLLER_ID: &str = "GARM_CONTROLLER_ID";
@@ -82,7 +82,7 @@ pub struct Ownership {
 
 impl Ownership {
     /// Reads ownership from an App's environment; `None` when it was not made by this provider.
-    pub fn of_app(app: &crate::edge_connect::models::App) -> Option<Self> {
+    pub fn of_app(app: &edge_connect::models::App) -> Option<Self> {
         Some(Ownership {
             controller_id: app.env_var(ENV_CONTROLLER_ID)?,
             pool_id: app.env_var(ENV_POOL_ID).unwrap_or_default(),

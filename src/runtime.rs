@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::edge_connect::Client;
 use crate::error::Error;
 use crate::provider::{Operation, Outcome, Progress, Provider};
+use edge_connect::token_cache::TokenCache;
+use edge_connect::Client;
 
 /// The process environment as a map (credentials overrides, image pull passwords).
 pub fn process_environment() -> HashMap<String, String> {
@@ -23,8 +24,8 @@ pub fn provider(
     progress: Progress,
 ) -> Result<Provider, Error> {
     let credentials = config.credentials(&environment)?;
-    let client = Client::new(&config.edge_connect, credentials)?;
-    let client = match crate::token_cache::TokenCache::for_config(&config, &environment) {
+    let client = Client::new(&config.edge_connect.client_options(), credentials)?;
+    let client = match token_cache(&config, &environment) {
         Some(cache) => client.with_token_store(Box::new(cache)),
         None => client,
     };
@@ -35,6 +36,20 @@ pub fn provider(
         environment,
         progress,
     ))
+}
+
+/// The token cache for this config's URL and the user its credentials resolve to; `None` when
+/// the cache is disabled or no usable directory exists.
+fn token_cache(config: &Config, environment: &HashMap<String, String>) -> Option<TokenCache> {
+    if !config.token_cache {
+        return None;
+    }
+    let username = config.credentials(environment).ok()?.username;
+    let dir = config
+        .token_cache_dir
+        .clone()
+        .unwrap_or_else(|| edge_connect::token_cache::default_dir(environment));
+    TokenCache::in_dir(&dir, &config.edge_connect.url, &username)
 }
 
 /// Runs one operation on a small single-threaded runtime: a provider process does one thing and

@@ -87,11 +87,7 @@ fn missing_zone_lists_the_zones() {
 
 #[test]
 fn missing_cloudlet_lists_the_cloudlets() {
-    let w = World::with(
-        edge_connect_sim::ApiGeneration::Gen2,
-        Site::Cloudlet,
-        "",
-    );
+    let w = World::with(edge_connect_sim::ApiGeneration::Gen2, Site::Cloudlet, "");
     replace_in_config(&w, "name = \"Munich\"", "name = \"Atlantis\"");
     let (code, out) = check(&w, &[]);
     assert_eq!(code, 1);

@@ -6,7 +6,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::secret::Secret;
+use edge_connect::Secret;
 
 /// Upper bound for stdin. Real bootstrap documents are a few KiB (tools list, extra specs with
 /// GARM's install template); anything far larger is not GARM talking to us.

@@ -6,13 +6,13 @@ use super::placement::{self, site_unusable};
 use super::retry::{backoff, Deadline};
 use super::Provider;
 use crate::config::{Deployment, EnvDelivery, Placement};
-use crate::edge_connect::models::{env_vars_yaml, AppKey, ConfigFile, FlavorKey, NewApp};
-use crate::edge_connect::{ApiError, ApiErrorKind, StreamEnd};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
 use crate::naming::edge_name;
 use crate::runner_env::runner_env;
+use edge_connect::models::{env_vars_yaml, AppKey, ConfigFile, FlavorKey, NewApp};
+use edge_connect::{ApiError, ApiErrorKind, StreamEnd};
 
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
 const ROLLBACK_GRACE: Duration = Duration::from_secs(120);

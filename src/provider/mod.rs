@@ -15,12 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Config, Placement};
-use crate::edge_connect::models::{App, AppInst, AppInstKey, AppKey};
-use crate::edge_connect::{ApiErrorKind, Client};
 use crate::error::Error;
 use crate::garm::{BootstrapInstance, ProviderInstance};
 use crate::naming::edge_name;
 use crate::runner_env::{Ownership, ENV_OS_ARCH, ENV_OS_TYPE};
+use edge_connect::models::{App, AppInst, AppInstKey, AppKey};
+use edge_connect::{ApiErrorKind, Client};
 use retry::{retry_transient, Deadline};
 
 /// One provider command, with everything it needs from GARM.

@@ -3,9 +3,9 @@
 use sha2::{Digest, Sha256};
 
 use crate::config::{Config, Placement};
-use crate::edge_connect::models::{AppInstKey, NewAppInst, SiteRef};
-use crate::edge_connect::{ApiError, ApiErrorKind};
 use crate::extra_specs::{ExtraSpecs, PlacementStrategy};
+use edge_connect::models::{AppInstKey, NewAppInst, SiteRef};
+use edge_connect::{ApiError, ApiErrorKind};
 
 /// The sites to try for one instance, in order.
 ///
@@ -34,7 +34,7 @@ pub fn candidates(config: &Config, specs: &ExtraSpecs, instance_name: &str) -> V
 pub fn new_app_inst(
     name: &str,
     organization: &str,
-    app_key: crate::edge_connect::models::AppKey,
+    app_key: edge_connect::models::AppKey,
     site: &Placement,
 ) -> NewAppInst {
     let site_ref = |k: &crate::config::SiteKey| SiteRef {
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn sites_shape_the_request() {
-        let key = crate::edge_connect::models::AppKey::default();
+        let key = edge_connect::models::AppKey::default();
         let site = SiteKey {
             organization: "TDG".into(),
             name: "m".into(),

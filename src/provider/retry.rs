@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::edge_connect::ApiError;
+use edge_connect::ApiError;
 
 /// The time budget of one provider command.
 #[derive(Debug, Clone, Copy)]

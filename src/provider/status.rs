@@ -1,7 +1,7 @@
 //! Edge Connect states → the four statuses GARM accepts.
 
-use crate::edge_connect::models::AppInst;
 use crate::garm::InstanceStatus;
+use edge_connect::models::AppInst;
 
 /// Maps an AppInst (or its absence, for an App whose instance was stopped) to a GARM status and
 /// an optional fault text.

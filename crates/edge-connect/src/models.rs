@@ -283,7 +283,7 @@ impl App {
         if let Some(v) = self
             .env_vars
             .as_ref()
-            .and_then(|raw| super::envmap::string_field(raw.get(), name))
+            .and_then(|raw| crate::envmap::string_field(raw.get(), name))
         {
             return Some(v);
         }

@@ -14,9 +14,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-use crate::config::Config;
-use crate::edge_connect::{LoginLock, TokenStore};
 use crate::secret::Secret;
+use crate::token_store::{LoginLock, TokenStore};
 
 /// Tokens expiring within this many seconds are not reused.
 const EXPIRY_MARGIN_SECS: u64 = 300;
@@ -36,20 +35,6 @@ struct CachedToken {
 }
 
 impl TokenCache {
-    /// The cache for this config's URL and the user its credentials resolve to; `None` when the
-    /// cache is disabled or no usable directory exists.
-    pub fn for_config(config: &Config, environment: &HashMap<String, String>) -> Option<Self> {
-        if !config.token_cache {
-            return None;
-        }
-        let username = config.credentials(environment).ok()?.username;
-        let dir = config
-            .token_cache_dir
-            .clone()
-            .unwrap_or_else(|| default_dir(environment));
-        Self::in_dir(&dir, &config.edge_connect.url, &username)
-    }
-
     /// The cache in `dir` for `url` and `username` (creates `dir` with mode 0700 if missing).
     pub fn in_dir(dir: &Path, url: &str, username: &str) -> Option<Self> {
         if let Err(e) = ensure_private_dir(dir) {
@@ -83,7 +68,7 @@ fn now() -> u64 {
 
 /// `$XDG_RUNTIME_DIR` or the system temp dir (GARM's bare environment has neither HOME nor
 /// TMPDIR; `/tmp` then), in a per-user subdirectory.
-fn default_dir(environment: &HashMap<String, String>) -> PathBuf {
+pub fn default_dir(environment: &HashMap<String, String>) -> PathBuf {
     let base = environment
         .get("XDG_RUNTIME_DIR")
         .filter(|d| !d.is_empty())

@@ -4,14 +4,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
-use super::error::ApiError;
-use crate::config::{Credentials, EdgeConnectConfig};
-use crate::error::Error;
+use crate::error::ApiError;
+use crate::options::{ClientOptions, Credentials, SetupError};
 use crate::secret::Secret;
+use crate::token_store::{LoginLock, TokenStore};
 
 /// How a streamed AppInst operation ended without an error trailer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,29 +21,6 @@ pub enum StreamEnd {
     /// The MC gave up waiting (`Timed out while work still in progress ...`): the work may still
     /// finish, so the caller must look at the object's state.
     StillInProgress(String),
-}
-
-/// Where a client gets a cached token from and hands a fresh one to (the token cache).
-pub trait TokenStore: Send + Sync {
-    /// A token believed to be valid, if any.
-    fn load(&self) -> Option<Secret>;
-    /// Remember a freshly issued token.
-    fn save(&self, token: &Secret);
-    /// Forget a token the server refused.
-    fn discard(&self, token: &Secret);
-    /// Try to become the one process that logs in, so that many processes starting at once
-    /// share one login instead of each making its own.
-    fn try_login_lock(&self) -> LoginLock;
-}
-
-/// The result of [`TokenStore::try_login_lock`].
-pub enum LoginLock {
-    /// This process holds the lock until the guard is dropped.
-    Acquired(Box<dyn Send>),
-    /// Another process is logging in right now.
-    Busy,
-    /// No lock can be taken (read-only directory, ...): log in without one.
-    Unavailable,
 }
 
 /// A client for one Edge Connect URL, region and user.
@@ -62,18 +39,12 @@ pub struct Client {
     requests: AtomicUsize,
 }
 
-#[derive(Deserialize)]
-struct MessageBody {
-    #[serde(default)]
-    message: String,
-}
-
 impl Client {
-    /// Builds a client from the `[edge_connect]` section.
-    pub fn new(config: &EdgeConnectConfig, credentials: Credentials) -> Result<Self, Error> {
+    /// Builds a client; nothing is sent until the first call.
+    pub fn new(config: &ClientOptions, credentials: Credentials) -> Result<Self, SetupError> {
         let base = reqwest::Url::parse(config.url.trim_end_matches('/'))
-            .map_err(|e| Error::config(format!("edge_connect.url: {e}")))?;
-        let request_timeout = Duration::from_secs(config.request_timeout_secs);
+            .map_err(|e| SetupError(format!("edge_connect.url: {e}")))?;
+        let request_timeout = config.request_timeout;
         let mut builder = reqwest::Client::builder()
             .connect_timeout(request_timeout.min(Duration::from_secs(15)))
             .user_agent(concat!(
@@ -83,16 +54,16 @@ impl Client {
             .use_rustls_tls();
         if let Some(path) = &config.ca_bundle {
             let pem = std::fs::read(path).map_err(|e| {
-                Error::config(format!(
+                SetupError(format!(
                     "edge_connect.ca_bundle: cannot read {}: {e}",
                     path.display()
                 ))
             })?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                Error::config(format!("edge_connect.ca_bundle: {}: {e}", path.display()))
+                SetupError(format!("edge_connect.ca_bundle: {}: {e}", path.display()))
             })?;
             if certs.is_empty() {
-                return Err(Error::config(format!(
+                return Err(SetupError(format!(
                     "edge_connect.ca_bundle: {} holds no PEM certificate",
                     path.display()
                 )));
@@ -109,7 +80,7 @@ impl Client {
         }
         let http = builder
             .build()
-            .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
+            .map_err(|e| SetupError(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
             http,
             base,
@@ -166,9 +137,9 @@ impl Client {
         )
         .await
         .map_err(|_| ApiError::transport("login", "timed out"))?
-        .map_err(|e| request_error("login", &e))?;
+        .map_err(|e| crate::transport::request_error("login", &e))?;
         let status = response.status().as_u16();
-        let bytes = read_body(response, "login", self.request_timeout).await?;
+        let bytes = crate::transport::read_body(response, "login", self.request_timeout).await?;
         tracing::info!(
             rpc = "login",
             status,
@@ -179,10 +150,10 @@ impl Client {
             return Err(ApiError::from_status(
                 "login",
                 status,
-                &error_message(&bytes, status),
+                &crate::transport::error_message(&bytes, status),
             ));
         }
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct TokenBody {
             token: String,
         }
@@ -209,7 +180,7 @@ impl Client {
         }
         let result = self.login().await;
         if let Err(e) = &result {
-            if e.kind == super::ApiErrorKind::Auth {
+            if e.kind == crate::ApiErrorKind::Auth {
                 if let Ok(mut slot) = self.refused_login.lock() {
                     *slot = Some(e.clone());
                 }
@@ -305,7 +276,7 @@ impl Client {
             )
             .await
             .map_err(|_| ApiError::transport(rpc, "timed out waiting for the answer"))?
-            .map_err(|e| request_error(rpc, &e))?;
+            .map_err(|e| crate::transport::request_error(rpc, &e))?;
             let status = response.status().as_u16();
             if status == 200 {
                 tracing::info!(
@@ -316,8 +287,8 @@ impl Client {
                 );
                 return Ok(response);
             }
-            let bytes = read_body(response, rpc, self.request_timeout).await?;
-            let message = error_message(&bytes, status);
+            let bytes = crate::transport::read_body(response, rpc, self.request_timeout).await?;
+            let message = crate::transport::error_message(&bytes, status);
             tracing::info!(rpc, status, ms = started.elapsed().as_millis() as u64, error = %message, "edge connect call");
             if status == 401 && !relogged {
                 relogged = true;
@@ -331,7 +302,7 @@ impl Client {
     /// A unary call (CreateApp, DeleteApp, UpdateApp): success is HTTP 200 with `{}`.
     pub async fn unary(&self, rpc: &str, wrapper: &str, object: &Value) -> Result<(), ApiError> {
         let response = self.send(rpc, wrapper, object).await?;
-        read_body(response, rpc, self.request_timeout).await?;
+        crate::transport::read_body(response, rpc, self.request_timeout).await?;
         Ok(())
     }
 
@@ -369,16 +340,18 @@ impl Client {
                     return Ok(());
                 }
             }
-            if let Some(item) = super::ndjson::parse_typed_line::<T>(rpc, line)? {
+            if let Some(item) = crate::lines::parse_typed_line::<T>(rpc, line)? {
                 if keep(&item) {
                     items.push(item);
                 }
             }
             Ok(())
         };
-        while let Some(chunk) = next_chunk(&mut response, rpc, self.request_timeout).await? {
+        while let Some(chunk) =
+            crate::transport::next_chunk(&mut response, rpc, self.request_timeout).await?
+        {
             pending.extend_from_slice(&chunk);
-            for_each_line(&mut pending, &mut take)?;
+            crate::lines::for_each_line(&mut pending, &mut take)?;
         }
         take(&pending)?;
         Ok(items)
@@ -398,8 +371,8 @@ impl Client {
         let mut last = String::new();
         let mut timed_out = None;
         let mut handle_line = |line: &[u8], last: &mut String| -> Result<(), ApiError> {
-            let data = super::ndjson::parse_line(rpc, line)?;
-            if let Some(message) = data.as_ref().and_then(super::ndjson::progress_message) {
+            let data = crate::lines::parse_line(rpc, line)?;
+            if let Some(message) = data.as_ref().and_then(crate::lines::progress_message) {
                 tracing::debug!(rpc, message, "progress");
                 progress(message);
                 if message.starts_with("Timed out while work still in progress") {
@@ -409,9 +382,11 @@ impl Client {
             }
             Ok(())
         };
-        while let Some(chunk) = next_chunk(&mut response, rpc, self.request_timeout).await? {
+        while let Some(chunk) =
+            crate::transport::next_chunk(&mut response, rpc, self.request_timeout).await?
+        {
             buffer.extend_from_slice(&chunk);
-            for_each_line(&mut buffer, |line| handle_line(line, &mut last))?;
+            crate::lines::for_each_line(&mut buffer, |line| handle_line(line, &mut last))?;
         }
         handle_line(&buffer, &mut last)?;
         Ok(match timed_out {
@@ -419,88 +394,4 @@ impl Client {
             None => StreamEnd::Completed(last),
         })
     }
-}
-
-async fn read_body(
-    mut response: reqwest::Response,
-    rpc: &str,
-    timeout: Duration,
-) -> Result<Vec<u8>, ApiError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = next_chunk(&mut response, rpc, timeout).await? {
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// The next piece of a response body; `None` at its end. Silence longer than `timeout` (no byte,
-/// not even a progress line) or a broken connection is a transport error.
-async fn next_chunk(
-    response: &mut reqwest::Response,
-    rpc: &str,
-    timeout: Duration,
-) -> Result<Option<bytes::Bytes>, ApiError> {
-    tokio::time::timeout(timeout, response.chunk())
-        .await
-        .map_err(|_| ApiError::transport(rpc, "no answer within request_timeout_secs"))?
-        .map_err(|e| {
-            ApiError::transport(rpc, format!("connection broke: {}", transport_message(&e)))
-        })
-}
-
-/// Hands every complete line of `buffer` to `f` and keeps the unfinished rest.
-fn for_each_line(
-    buffer: &mut Vec<u8>,
-    mut f: impl FnMut(&[u8]) -> Result<(), ApiError>,
-) -> Result<(), ApiError> {
-    let mut start = 0;
-    while let Some(len) = memchr::memchr(b'\n', &buffer[start..]) {
-        f(&buffer[start..start + len])?;
-        start += len + 1;
-    }
-    buffer.drain(..start);
-    Ok(())
-}
-
-fn error_message(body: &[u8], status: u16) -> String {
-    serde_json::from_slice::<MessageBody>(body)
-        .ok()
-        .map(|m| m.message)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| format!("HTTP {status} without a message"))
-}
-
-/// reqwest's error chain, minus the URL (it holds no secret, but is noise in a one-line error).
-/// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
-/// transport error worth retrying.
-fn request_error(rpc: &str, e: &reqwest::Error) -> ApiError {
-    let message = transport_message(e);
-    let lower = message.to_ascii_lowercase();
-    if lower.contains("certificate") || lower.contains("handshake") {
-        ApiError {
-            kind: super::ApiErrorKind::Tls,
-            rpc: rpc.to_string(),
-            status: None,
-            message: format!("{message} (set edge_connect.ca_bundle for a private CA)"),
-        }
-    } else {
-        ApiError::transport(rpc, message)
-    }
-}
-
-fn transport_message(e: &reqwest::Error) -> String {
-    let mut msg = if e.is_connect() {
-        "cannot connect".to_string()
-    } else if e.is_timeout() {
-        "timed out".to_string()
-    } else {
-        "request failed".to_string()
-    };
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
 }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::error::ApiError;
+use crate::error::ApiError;
 
 #[derive(Deserialize)]
 struct StreamResult {
@@ -55,10 +55,24 @@ pub fn progress_message(data: &Value) -> Option<&str> {
     data.get("message").and_then(Value::as_str)
 }
 
+/// Hands every complete line of `buffer` to `f` and keeps the unfinished rest.
+pub(crate) fn for_each_line(
+    buffer: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let mut start = 0;
+    while let Some(len) = memchr::memchr(b'\n', &buffer[start..]) {
+        f(&buffer[start..start + len])?;
+        start += len + 1;
+    }
+    buffer.drain(..start);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::edge_connect::ApiErrorKind;
+    use crate::ApiErrorKind;
     use proptest::prelude::*;
 
     #[test]
@@ -96,7 +110,7 @@ mod tests {
     proptest! {
         #[test]
         fn typed_parse_never_panics(line in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let _ = parse_typed_line::<crate::edge_connect::models::AppInst>("X", &line);
+            let _ = parse_typed_line::<crate::models::AppInst>("X", &line);
         }
 
         #[test]

@@ -2,9 +2,9 @@
 
 use serde_json::{json, Value};
 
-use super::client::{Client, StreamEnd};
-use super::error::ApiError;
-use super::models::{App, AppInst, AppInstKey, AppKey, Flavor, NewApp, NewAppInst, Site, SiteRef};
+use crate::error::ApiError;
+use crate::models::{App, AppInst, AppInstKey, AppKey, Flavor, NewApp, NewAppInst, Site, SiteRef};
+use crate::session::{Client, StreamEnd};
 
 impl Client {
     /// `CreateApp`.

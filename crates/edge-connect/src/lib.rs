@@ -1,0 +1,36 @@
+//! A client for the Edge Connect (EdgeXR Master Controller) REST API.
+//!
+//! It knows nothing of GARM or of any config file: it takes [`ClientOptions`] and
+//! [`Credentials`], logs in, sends one POST per RPC under a deadline, reads unary answers, Show
+//! streams and AppInst operation streams line by line, and returns typed objects ([`models`]) or
+//! an [`ApiError`] whose [`ApiErrorKind`] says what happened. This crate is the only place that
+//! reads the controller's message texts.
+//!
+//! | Module | Job |
+//! |---|---|
+//! | `options` | what a client is built from |
+//! | `session` | login, token reuse and renewal, one POST per call with counters |
+//! | `transport` | bodies and chunks under a silence timeout, transport errors |
+//! | `lines` | the NDJSON line splitter and line parser |
+//! | `rpc` | one function per RPC |
+//! | [`models`] | objects as sent and as shown |
+//! | [`error`] | typed errors from status codes and controller texts |
+//! | `token_store`, [`token_cache`] | tokens shared between processes |
+
+pub mod envmap;
+pub mod error;
+mod lines;
+pub mod models;
+mod options;
+mod rpc;
+mod secret;
+mod session;
+pub mod token_cache;
+mod token_store;
+mod transport;
+
+pub use error::{ApiError, ApiErrorKind};
+pub use options::{ClientOptions, Credentials, SetupError};
+pub use secret::Secret;
+pub use session::{Client, StreamEnd};
+pub use token_store::{LoginLock, TokenStore};
