@@ -78,7 +78,7 @@ name = {zone:?}
 
     let config = Config::load(&config_path)?;
     let progress: crate::provider::Progress = Arc::new(|m: &str| println!("    … {m}"));
-    let provider = crate::runtime::provider(config, CONTROLLER_ID, HashMap::new(), progress)?
+    let provider = crate::pipeline::provider(config, CONTROLLER_ID, HashMap::new(), progress)?
         .with_poll_interval(std::time::Duration::from_millis(200));
 
     let bootstrap = BootstrapInstance::from_slice(DEMO_BOOTSTRAP.as_bytes())?;

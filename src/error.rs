@@ -2,12 +2,7 @@
 
 use edge_connect::{ApiError, SetupError};
 
-/// Exit code GARM reads as "not found" (success for DeleteInstance).
-pub const EXIT_NOT_FOUND: u8 = 30;
-/// Exit code for "an instance with this name already exists".
-pub const EXIT_DUPLICATE: u8 = 31;
-/// Exit code for every other failure.
-pub const EXIT_FAILURE: u8 = 1;
+use crate::garm::{exit, ProtocolError};
 
 /// Everything that can make a provider command fail.
 ///
@@ -41,6 +36,12 @@ impl From<SetupError> for Error {
     }
 }
 
+impl From<ProtocolError> for Error {
+    fn from(e: ProtocolError) -> Self {
+        Error::Input(e.0)
+    }
+}
+
 impl Error {
     /// Bad input.
     pub fn input(msg: impl Into<String>) -> Self {
@@ -55,9 +56,9 @@ impl Error {
     /// The GARM exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::NotFound(_) => EXIT_NOT_FOUND,
-            Error::Duplicate(_) => EXIT_DUPLICATE,
-            _ => EXIT_FAILURE,
+            Error::NotFound(_) => exit::NOT_FOUND,
+            Error::Duplicate(_) => exit::DUPLICATE,
+            _ => exit::FAILURE,
         }
     }
 }

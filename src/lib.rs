@@ -9,18 +9,18 @@
 //! [`edge_connect`] client; the outcome is printed as GARM expects.
 
 pub mod check;
-pub mod cli;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
 pub mod extra_specs;
+pub mod front;
 pub mod garm;
 pub mod logging;
 pub mod naming;
+pub mod pipeline;
 pub mod provider;
 pub mod runner_env;
-pub mod runtime;
 
 /// The provider's version, as `GetVersion` prints it.
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));

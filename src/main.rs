@@ -6,9 +6,9 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let garm_mode = std::env::args_os().len() == 1 && std::env::var_os("GARM_COMMAND").is_some();
     let code = if garm_mode {
-        garm_provider_edge_connect::garm::mode::run()
+        garm_provider_edge_connect::front::garm::run()
     } else {
-        garm_provider_edge_connect::cli::run()
+        garm_provider_edge_connect::front::cli::run()
     };
     ExitCode::from(code)
 }

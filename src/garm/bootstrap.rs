@@ -5,7 +5,7 @@ use std::io::Read;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::error::Error;
+use super::error::ProtocolError;
 use edge_connect::Secret;
 
 /// Upper bound for stdin. Real bootstrap documents are a few KiB (tools list, extra specs with
@@ -108,14 +108,14 @@ pub struct BootstrapInstance {
 
 impl BootstrapInstance {
     /// Reads and parses the bootstrap document from a reader (stdin in GARM mode, a file in CLI mode).
-    pub fn from_reader(reader: impl Read) -> Result<Self, Error> {
+    pub fn from_reader(reader: impl Read) -> Result<Self, ProtocolError> {
         let mut raw = Vec::new();
         reader
             .take(MAX_BOOTSTRAP_BYTES + 1)
             .read_to_end(&mut raw)
-            .map_err(|e| Error::input(format!("cannot read bootstrap params: {e}")))?;
+            .map_err(|e| ProtocolError::new(format!("cannot read bootstrap params: {e}")))?;
         if raw.len() as u64 > MAX_BOOTSTRAP_BYTES {
-            return Err(Error::input(format!(
+            return Err(ProtocolError::new(format!(
                 "bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"
             )));
         }
@@ -123,26 +123,28 @@ impl BootstrapInstance {
     }
 
     /// Parses the bootstrap document.
-    pub fn from_slice(raw: &[u8]) -> Result<Self, Error> {
+    pub fn from_slice(raw: &[u8]) -> Result<Self, ProtocolError> {
         if raw.iter().all(u8::is_ascii_whitespace) {
-            return Err(Error::input(
+            return Err(ProtocolError::new(
                 "no bootstrap params on stdin (CreateInstance needs GARM's JSON)",
             ));
         }
         let parsed: BootstrapInstance = serde_json::from_slice(raw).map_err(|e| {
             // serde_json's message names the field and position but never echoes values.
-            Error::input(format!("invalid bootstrap params: {e}"))
+            ProtocolError::new(format!("invalid bootstrap params: {e}"))
         })?;
         parsed.validate()?;
         Ok(parsed)
     }
 
-    fn validate(&self) -> Result<(), Error> {
+    fn validate(&self) -> Result<(), ProtocolError> {
         if self.name.trim().is_empty() {
-            return Err(Error::input("invalid bootstrap params: `name` is empty"));
+            return Err(ProtocolError::new(
+                "invalid bootstrap params: `name` is empty",
+            ));
         }
         if self.image.trim().is_empty() {
-            return Err(Error::input(
+            return Err(ProtocolError::new(
                 "invalid bootstrap params: `image` is empty (set the pool's image to a runner container image)",
             ));
         }
@@ -151,7 +153,7 @@ impl BootstrapInstance {
         }
         if let Some(specs) = &self.extra_specs {
             if !(specs.is_object() || specs.is_null()) {
-                return Err(Error::input(
+                return Err(ProtocolError::new(
                     "invalid bootstrap params: `extra_specs` must be a JSON object",
                 ));
             }
@@ -159,14 +161,15 @@ impl BootstrapInstance {
         Ok(())
     }
 
-    fn decode_ca_bundle_str(&self, bundle: &str) -> Result<String, Error> {
+    fn decode_ca_bundle_str(&self, bundle: &str) -> Result<String, ProtocolError> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(bundle.trim())
             .map_err(|_| {
-                Error::input("invalid bootstrap params: `ca-cert-bundle` is not base64")
+                ProtocolError::new("invalid bootstrap params: `ca-cert-bundle` is not base64")
             })?;
-        String::from_utf8(bytes)
-            .map_err(|_| Error::input("invalid bootstrap params: `ca-cert-bundle` is not PEM text"))
+        String::from_utf8(bytes).map_err(|_| {
+            ProtocolError::new("invalid bootstrap params: `ca-cert-bundle` is not PEM text")
+        })
     }
 
     /// The decoded PEM text of `ca-cert-bundle`, if GARM sent one.

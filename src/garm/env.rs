@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 
-use crate::error::Error;
+use super::error::ProtocolError;
 
 /// The GARM external-provider interface versions this binary speaks.
 pub const SUPPORTED_INTERFACE_VERSIONS: [&str; 2] = ["v0.1.0", "v0.1.1"];
@@ -48,7 +48,7 @@ pub enum GarmCommand {
 }
 
 impl GarmCommand {
-    fn parse(name: &str, version: InterfaceVersion) -> Result<Self, Error> {
+    fn parse(name: &str, version: InterfaceVersion) -> Result<Self, ProtocolError> {
         use GarmCommand::*;
         let cmd = match name {
             "CreateInstance" => CreateInstance,
@@ -63,15 +63,15 @@ impl GarmCommand {
             "ValidatePoolInfo" => ValidatePoolInfo,
             "GetConfigJSONSchema" => GetConfigJSONSchema,
             "GetExtraSpecsJSONSchema" => GetExtraSpecsJSONSchema,
-            "" => return Err(Error::input("GARM_COMMAND is empty")),
+            "" => return Err(ProtocolError::new("GARM_COMMAND is empty")),
             other => {
-                return Err(Error::input(format!(
+                return Err(ProtocolError::new(format!(
                     "unknown command: GARM_COMMAND={other}"
                 )))
             }
         };
         if version == InterfaceVersion::V010 && cmd.is_v011_only() {
-            return Err(Error::input(format!(
+            return Err(ProtocolError::new(format!(
                 "{name} needs GARM_INTERFACE_VERSION=v0.1.1 (got v0.1.0)"
             )));
         }
@@ -143,7 +143,7 @@ pub struct GarmEnv {
 
 impl GarmEnv {
     /// Reads the process environment. Only `GARM_*` names are consulted here.
-    pub fn from_process() -> Result<Self, Error> {
+    pub fn from_process() -> Result<Self, ProtocolError> {
         let vars: HashMap<String, String> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .filter(|(k, _)| k.starts_with("GARM_"))
@@ -152,7 +152,7 @@ impl GarmEnv {
     }
 
     /// Parses and validates from a name → value map (what tests use).
-    pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, Error> {
+    pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, ProtocolError> {
         let get = |k: &str| {
             vars.get(k)
                 .map(|s| s.trim().to_string())
@@ -162,14 +162,14 @@ impl GarmEnv {
             "" | "v0.1.0" => InterfaceVersion::V010,
             "v0.1.1" => InterfaceVersion::V011,
             other => {
-                return Err(Error::input(format!(
+                return Err(ProtocolError::new(format!(
                     "unsupported GARM_INTERFACE_VERSION={other} (supported: {})",
                     SUPPORTED_INTERFACE_VERSIONS.join(", ")
                 )))
             }
         };
         if !vars.contains_key("GARM_COMMAND") {
-            return Err(Error::input("GARM_COMMAND is not set"));
+            return Err(ProtocolError::new("GARM_COMMAND is not set"));
         }
         let command = GarmCommand::parse(&get("GARM_COMMAND"), version)?;
         let pool_id = vars
@@ -194,26 +194,26 @@ impl GarmEnv {
         Ok(env)
     }
 
-    fn validate(&self) -> Result<(), Error> {
+    fn validate(&self) -> Result<(), ProtocolError> {
         use GarmCommand::*;
         if self.command.needs_config() {
             if self.config_file.is_empty() {
-                return Err(Error::input("GARM_PROVIDER_CONFIG_FILE is not set"));
+                return Err(ProtocolError::new("GARM_PROVIDER_CONFIG_FILE is not set"));
             }
             if self.controller_id.is_empty() {
-                return Err(Error::input("GARM_CONTROLLER_ID is not set"));
+                return Err(ProtocolError::new("GARM_CONTROLLER_ID is not set"));
             }
         }
         match self.command {
             DeleteInstance | GetInstance | StartInstance | StopInstance
                 if self.instance_id.trim().is_empty() =>
             {
-                Err(Error::input(format!(
+                Err(ProtocolError::new(format!(
                     "GARM_INSTANCE_ID is not set ({} needs it)",
                     self.command.as_str()
                 )))
             }
-            ListInstances if self.pool_id.is_none() => Err(Error::input(
+            ListInstances if self.pool_id.is_none() => Err(ProtocolError::new(
                 "GARM_POOL_ID is not set (ListInstances needs it)",
             )),
             _ => Ok(()),
@@ -222,15 +222,17 @@ impl GarmEnv {
 }
 
 /// Decodes `GARM_POOL_EXTRASPECS`: base64 (standard, padded) of JSON; `null` means none.
-pub fn decode_extra_specs(raw: Option<&String>) -> Result<Option<serde_json::Value>, Error> {
+pub fn decode_extra_specs(
+    raw: Option<&String>,
+) -> Result<Option<serde_json::Value>, ProtocolError> {
     let Some(raw) = raw.map(|r| r.trim()).filter(|r| !r.is_empty()) else {
         return Ok(None);
     };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(raw)
-        .map_err(|_| Error::input("GARM_POOL_EXTRASPECS is not valid base64"))?;
+        .map_err(|_| ProtocolError::new("GARM_POOL_EXTRASPECS is not valid base64"))?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::input(format!("GARM_POOL_EXTRASPECS is not valid JSON: {e}")))?;
+        .map_err(|e| ProtocolError::new(format!("GARM_POOL_EXTRASPECS is not valid JSON: {e}")))?;
     Ok((!value.is_null()).then_some(value))
 }
 

@@ -1,10 +1,14 @@
-//! The GARM external-provider protocol: environment, stdin, stdout shapes and exit codes.
+//! The GARM external-provider protocol, and nothing else: the environment GARM sets, the
+//! bootstrap JSON on stdin, the instance JSON on stdout and the exit codes. It imports nothing
+//! of the provider above it, so the front doors and the provider depend on it, never the reverse.
 
 pub mod bootstrap;
 pub mod env;
+pub mod error;
+pub mod exit;
 pub mod instance;
-pub mod mode;
 
 pub use bootstrap::BootstrapInstance;
 pub use env::{GarmCommand, GarmEnv, InterfaceVersion, SUPPORTED_INTERFACE_VERSIONS};
+pub use error::ProtocolError;
 pub use instance::{Address, InstanceStatus, ProviderInstance};

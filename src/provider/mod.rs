@@ -66,6 +66,41 @@ pub enum Operation {
     },
 }
 
+impl Operation {
+    /// A create, with GARM's fallbacks applied in one place for both front doors: the pool is
+    /// `pool_id` (GARM_POOL_ID, or --pool-id) else the bootstrap's own `pool_id`; the extra specs
+    /// are the bootstrap's (stdin carries them for pools and scale sets alike) else
+    /// `pool_extra_specs` (GARM_POOL_EXTRASPECS, interface v0.1.1 only).
+    pub fn create(
+        bootstrap: BootstrapInstance,
+        pool_id: Option<String>,
+        pool_extra_specs: Option<serde_json::Value>,
+    ) -> Self {
+        let pool_id = pool_id.unwrap_or_else(|| bootstrap.pool_id.clone());
+        let extra_specs = match &bootstrap.extra_specs {
+            Some(v) if !v.is_null() => Some(v.clone()),
+            _ => pool_extra_specs,
+        };
+        Operation::Create {
+            bootstrap: Box::new(bootstrap),
+            pool_id,
+            extra_specs,
+        }
+    }
+
+    /// The GARM instance name or provider id the operation is about, if it is about one.
+    pub fn instance(&self) -> Option<&str> {
+        match self {
+            Operation::Create { bootstrap, .. } => Some(&bootstrap.name),
+            Operation::Delete { instance }
+            | Operation::Get { instance }
+            | Operation::Start { instance }
+            | Operation::Stop { instance } => Some(instance),
+            Operation::List { .. } | Operation::ListAll | Operation::RemoveAll => None,
+        }
+    }
+}
+
 /// What an operation produced.
 #[derive(Debug)]
 pub enum Outcome {

@@ -1,10 +1,8 @@
 //! TLS to Edge Connect: the simulator behind a TLS relay with a private CA.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::support::*;
 use tokio_rustls::rustls;
 
 struct TlsFront {

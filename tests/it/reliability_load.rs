@@ -1,8 +1,6 @@
 //! Load: many provider processes at once, as GARM runs them, sharing one token cache and one log.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 #[test]
 fn fifty_concurrent_creates_then_fifty_concurrent_deletes() {

@@ -170,7 +170,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             let failed = crate::check::run(
                 &config_path,
                 &options,
-                &crate::runtime::process_environment(),
+                &crate::pipeline::process_environment(),
                 &mut std::io::stdout(),
             );
             return if failed == 0 {
@@ -182,14 +182,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
         Command::Create { bootstrap, pool_id } => {
             let file = std::fs::File::open(&bootstrap)
                 .map_err(|e| Error::input(format!("cannot read {}: {e}", bootstrap.display())))?;
-            let bootstrap = BootstrapInstance::from_reader(file)?;
-            let pool_id = pool_id.unwrap_or_else(|| bootstrap.pool_id.clone());
-            let extra_specs = bootstrap.extra_specs.clone();
-            Operation::Create {
-                bootstrap: Box::new(bootstrap),
-                pool_id,
-                extra_specs,
-            }
+            Operation::create(BootstrapInstance::from_reader(file)?, pool_id, None)
         }
         Command::Get { id } => Operation::Get { instance: id },
         Command::List { pool_id: Some(p) } => Operation::List { pool_id: p },
@@ -213,17 +206,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
         .controller_id
         .filter(|c| !c.is_empty())
         .ok_or_else(|| Error::input("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
-    let config = Config::load(&config_path)?;
-    let _guard = crate::logging::init(Some(&config));
+    let session = crate::pipeline::open(&config_path)?;
     let summary = summary(&operation);
     let progress: crate::provider::Progress = Arc::new(|m: &str| eprintln!("  … {m}"));
-    let provider = crate::runtime::provider(
-        config,
-        &controller_id,
-        crate::runtime::process_environment(),
-        progress,
-    )?;
-    match crate::runtime::block_on_operation(&provider, operation)? {
+    let finished = crate::pipeline::run(session.config, &controller_id, operation, progress)?;
+    match finished.outcome {
         Outcome::Instance(i) => {
             println!("{}", pretty(&serde_json::to_value(&i).unwrap_or_default()))
         }
@@ -233,10 +220,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
         ),
         Outcome::Done => {}
     }
-    eprintln!(
-        "✓ {summary} ({} Edge Connect requests)",
-        provider.client().requests()
-    );
+    eprintln!("✓ {summary} ({} Edge Connect requests)", finished.requests);
     Ok(())
 }
 

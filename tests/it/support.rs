@@ -2,8 +2,6 @@
 //! at it, and a way to run the built binary exactly as GARM does (bare environment, stdin,
 //! exit codes).
 
-#![allow(dead_code)]
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,8 +1,6 @@
 //! The GARM protocol end to end: the built binary, run as GARM runs it, against the simulator.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use edge_connect_sim::ApiGeneration;
 use serde_json::json;
 

@@ -2,11 +2,9 @@
 //! full or the provider itself is killed. Every case ends with the simulator's exact state and no
 //! secret in any output.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use edge_connect_sim::{ApiGeneration, Fault, FaultKind, SimConfig};
 
 const NAME: &str = "garm-fault0001";

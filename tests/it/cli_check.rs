@@ -1,10 +1,8 @@
 //! `check`: one ✓/✗ line per step against the simulator, and the exit code.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::support::*;
 
 fn check(w: &World, args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))

@@ -1,9 +1,7 @@
 //! Logging: the file gets whole lines with command and instance; JSON format for shippers; without
 //! a log file GARM mode is silent on success; stdout only ever carries the result.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 fn edit_config(w: &World, f: impl Fn(String) -> String) {
     let text = std::fs::read_to_string(&w.config).unwrap();

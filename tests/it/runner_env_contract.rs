@@ -3,11 +3,9 @@
 //! docs/runner-contract.md with the right secrecy, and that each extra-specs override changes the
 //! request that reaches Edge Connect.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::*;
+use crate::support::*;
 use serde_json::{json, Value};
 
 fn map_of(v: &Value) -> BTreeMap<String, String> {

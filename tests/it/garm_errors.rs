@@ -1,8 +1,6 @@
 //! Every bad-input path of the GARM protocol: exit code, one stderr line, nothing made.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use serde_json::json;
 
 const V011: (&str, &str) = ("GARM_INTERFACE_VERSION", "v0.1.1");

@@ -5,11 +5,13 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::env::{GarmCommand, GarmEnv, SUPPORTED_INTERFACE_VERSIONS};
-use super::BootstrapInstance;
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
+use crate::garm::env::{GarmCommand, GarmEnv, SUPPORTED_INTERFACE_VERSIONS};
+use crate::garm::{exit, BootstrapInstance};
+use crate::logging::LogGuard;
+use crate::pipeline::Finished;
 use crate::provider::{Operation, Outcome};
 
 /// Runs the GARM protocol and returns the exit code. Nothing but the result goes to stdout.
@@ -22,7 +24,7 @@ pub fn run() -> u8 {
                 Ok(()) => (0, guard),
                 Err(e) => {
                     eprintln!("cannot write the result to stdout: {e}");
-                    (crate::error::EXIT_FAILURE, guard)
+                    (exit::FAILURE, guard)
                 }
             }
         }
@@ -36,15 +38,15 @@ pub fn run() -> u8 {
     code
 }
 
-type Failure = (Error, Option<crate::logging::LogGuard>);
+type Failure = (Error, Option<LogGuard>);
 
-fn execute() -> Result<(String, Option<crate::logging::LogGuard>), Failure> {
-    let env = GarmEnv::from_process().map_err(|e| (e, None))?;
+fn execute() -> Result<(String, Option<LogGuard>), Failure> {
+    let env = GarmEnv::from_process().map_err(|e| (e.into(), None))?;
     if let Some(output) = local_command(&env).map_err(|e| (e, None))? {
         return Ok((output, None));
     }
-    let config = Config::load(Path::new(&env.config_file)).map_err(|e| (e, None))?;
-    let guard = crate::logging::init(Some(&config));
+    let session = crate::pipeline::open(Path::new(&env.config_file)).map_err(|e| (e, None))?;
+    let (config, guard) = (session.config, session.log);
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(
@@ -68,33 +70,18 @@ fn execute() -> Result<(String, Option<crate::logging::LogGuard>), Failure> {
         Ok(op) => op,
         Err(e) => return Err(fail(e, guard)),
     };
-    let instance = match &operation {
-        Operation::Create { bootstrap, .. } => bootstrap.name.as_str(),
-        _ => env.instance_id.as_str(),
-    };
-    span.record("instance", tracing::field::display(instance));
+    span.record(
+        "instance",
+        tracing::field::display(operation.instance().unwrap_or_default()),
+    );
     tracing::info!("start");
 
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
-    let provider = match crate::runtime::provider(
-        config,
-        &env.controller_id,
-        crate::runtime::process_environment(),
-        progress,
-    ) {
-        Ok(p) => p,
+    let outcome = match crate::pipeline::run(config, &env.controller_id, operation, progress) {
+        Ok(Finished { outcome, .. }) => outcome,
         Err(e) => return Err(fail(e, guard)),
     };
-    let outcome = match crate::runtime::block_on_operation(&provider, operation) {
-        Ok(o) => o,
-        Err(e) => return Err(fail(e, guard)),
-    };
-    tracing::info!(
-        requests = provider.client().requests(),
-        logins = provider.client().logins(),
-        "done"
-    );
     let stdout = match outcome {
         Outcome::Instance(i) => serde_json::to_string(&i),
         Outcome::Instances(list) => serde_json::to_string(&list),
@@ -131,24 +118,11 @@ fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
 fn operation(env: &GarmEnv) -> Result<Operation, Error> {
     let instance = || env.instance_id.clone();
     Ok(match env.command {
-        GarmCommand::CreateInstance => {
-            let bootstrap = BootstrapInstance::from_reader(std::io::stdin().lock())?;
-            let pool_id = env
-                .pool_id
-                .clone()
-                .unwrap_or_else(|| bootstrap.pool_id.clone());
-            // stdin carries the extra specs for pools and scale sets alike; the environment copy
-            // exists only in v0.1.1.
-            let extra_specs = match &bootstrap.extra_specs {
-                Some(v) if !v.is_null() => Some(v.clone()),
-                _ => env.pool_extra_specs.clone(),
-            };
-            Operation::Create {
-                bootstrap: Box::new(bootstrap),
-                pool_id,
-                extra_specs,
-            }
-        }
+        GarmCommand::CreateInstance => Operation::create(
+            BootstrapInstance::from_reader(std::io::stdin().lock())?,
+            env.pool_id.clone(),
+            env.pool_extra_specs.clone(),
+        ),
         GarmCommand::DeleteInstance => Operation::Delete {
             instance: instance(),
         },
