@@ -170,7 +170,7 @@ async fn remote_checks(
                 .map(|f| f.flavor_name().to_string())
                 .collect::<Vec<_>>()
         }
-        Err(e) if e.message.starts_with("Region") => {
+        Err(e) if e.missing() == Some(edge_connect::Subject::Region) => {
             report.fail(
                 "region",
                 format!("{} — check edge_connect.region", e.message),

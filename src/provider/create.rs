@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::placement::{self, site_unusable};
-use super::retry::{backoff, Deadline};
+use super::wait::{backoff, Deadline};
 use super::Provider;
 use crate::config::{Deployment, EnvDelivery, Placement};
 use crate::error::Error;
@@ -12,7 +12,7 @@ use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
 use crate::naming::edge_name;
 use crate::runner_env::runner_env;
 use edge_connect::models::{env_vars_yaml, AppKey, ConfigFile, FlavorKey, NewApp};
-use edge_connect::{ApiError, ApiErrorKind, StreamEnd};
+use edge_connect::{ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
 const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
@@ -229,8 +229,7 @@ impl Provider {
     /// Adds what the operator needs to fix a refusal: the flavors or sites that do exist. Costs a
     /// Show call, on the error path only.
     async fn explain(&self, e: ApiError) -> Error {
-        let lower = e.message.to_ascii_lowercase();
-        let listing = if lower.starts_with("flavor key") {
+        let listing = if e.missing() == Some(Subject::Flavor) {
             self.client.show_flavors().await.ok().map(|f| {
                 format!(
                     "flavors in region {}: {}",
@@ -238,7 +237,7 @@ impl Provider {
                     join(f.iter().map(|f| f.flavor_name().to_string()))
                 )
             })
-        } else if lower.starts_with("zone key") {
+        } else if e.missing() == Some(Subject::Zone) {
             self.client.show_zones().await.ok().map(|z| {
                 format!(
                     "zones: {}",
@@ -248,7 +247,7 @@ impl Provider {
                     )
                 )
             })
-        } else if lower.contains("cloudlet") && lower.contains("not found") {
+        } else if e.missing() == Some(Subject::Cloudlet) {
             self.client.show_cloudlets().await.ok().map(|c| {
                 format!(
                     "cloudlets: {}",
@@ -272,10 +271,10 @@ impl Provider {
         loop {
             let insts = self.app_insts_named(name, deadline).await?;
             match insts.first() {
-                Some(i) if i.state == "Ready" => return Ok(()),
-                Some(i) if i.state.ends_with("Error") => {
+                Some(i) if i.state == AppInstState::Ready => return Ok(()),
+                Some(i) if i.state.is_error() => {
                     let detail = if i.errors.is_empty() {
-                        i.state.clone()
+                        i.state.to_string()
                     } else {
                         i.errors.join("; ")
                     };

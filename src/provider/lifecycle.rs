@@ -6,7 +6,7 @@
 //! until the runner registers, so a started runner that had already registered cannot register
 //! again; GARM only starts runners it considers offline.
 
-use super::retry::Deadline;
+use super::wait::Deadline;
 use super::Provider;
 use crate::error::Error;
 

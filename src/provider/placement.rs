@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{Config, Placement};
 use crate::extra_specs::{ExtraSpecs, PlacementStrategy};
 use edge_connect::models::{AppInstKey, NewAppInst, SiteRef};
-use edge_connect::{ApiError, ApiErrorKind};
+use edge_connect::{ApiError, ApiErrorKind, Subject};
 
 /// The sites to try for one instance, in order.
 ///
@@ -67,17 +67,11 @@ pub fn new_app_inst(
 pub fn site_unusable(e: &ApiError) -> bool {
     match e.kind {
         ApiErrorKind::NoCapacity => true,
-        ApiErrorKind::NotFound => {
-            let m = e.message.to_ascii_lowercase();
-            m.starts_with("zone key")
-                || m.starts_with("cloudlet key")
-                || m.starts_with("flavor key")
-        }
-        ApiErrorKind::Rejected => {
-            let m = e.message.to_ascii_lowercase();
-            m.contains("zone not specified") || m.contains("flavor") && m.contains("not available")
-        }
-        _ => false,
+        ApiErrorKind::NotFound => matches!(
+            e.missing(),
+            Some(Subject::Zone | Subject::Cloudlet | Subject::Flavor)
+        ),
+        _ => e.zone_not_specified(),
     }
 }
 

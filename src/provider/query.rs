@@ -1,6 +1,6 @@
 //! GetInstance and ListInstances.
 
-use super::retry::Deadline;
+use super::wait::Deadline;
 use super::Provider;
 use crate::error::Error;
 use crate::garm::ProviderInstance;

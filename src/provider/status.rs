@@ -2,6 +2,7 @@
 
 use crate::garm::InstanceStatus;
 use edge_connect::models::AppInst;
+use edge_connect::AppInstState;
 
 /// Maps an AppInst (or its absence, for an App whose instance was stopped) to a GARM status and
 /// an optional fault text.
@@ -9,18 +10,13 @@ pub fn garm_status(app_inst: Option<&AppInst>) -> (InstanceStatus, Option<String
     let Some(inst) = app_inst else {
         return (InstanceStatus::Stopped, None);
     };
-    let state = inst.state.as_str();
-    match state {
+    use AppInstState::*;
+    match &inst.state {
         // Still deploying counts as running: GARM has no pending slot, and `running` is the only
         // status that keeps GARM from "starting" the instance again during reconciliation.
-        "Ready"
-        | "CreateRequested"
-        | "Creating"
-        | "CreatingDependencies"
-        | "UpdateRequested"
-        | "Updating"
-        | "CrmInitok" => (InstanceStatus::Running, None),
-        "CreateError" | "UpdateError" | "DeleteError" => {
+        Ready | CreateRequested | Creating | CreatingDependencies | UpdateRequested | Updating
+        | CrmInitOk => (InstanceStatus::Running, None),
+        state @ (CreateError | UpdateError | DeleteError) => {
             let detail = if inst.errors.is_empty() {
                 state.to_string()
             } else {
@@ -28,26 +24,11 @@ pub fn garm_status(app_inst: Option<&AppInst>) -> (InstanceStatus, Option<String
             };
             (InstanceStatus::Error, Some(detail))
         }
-        "DeletePrepare" | "DeleteRequested" | "Deleting" | "DeleteDone" | "NotPresent" => {
+        DeletePrepare | DeleteRequested | Deleting | DeleteDone | NotPresent => {
             (InstanceStatus::Stopped, None)
         }
-        _ => (InstanceStatus::Unknown, None),
+        Unknown | Other(_) => (InstanceStatus::Unknown, None),
     }
-}
-
-/// True while Edge Connect is still working on the instance (the MC refuses deletes then).
-pub fn is_transient(state: &str) -> bool {
-    matches!(
-        state,
-        "CreateRequested"
-            | "Creating"
-            | "CreatingDependencies"
-            | "UpdateRequested"
-            | "Updating"
-            | "DeleteRequested"
-            | "Deleting"
-            | "DeletePrepare"
-    )
 }
 
 #[cfg(test)]
@@ -56,7 +37,7 @@ mod tests {
 
     fn inst(state: &str, errors: &[&str]) -> AppInst {
         AppInst {
-            state: state.to_string(),
+            state: AppInstState::from_name(state),
             errors: errors.iter().map(|e| e.to_string()).collect(),
             ..Default::default()
         }

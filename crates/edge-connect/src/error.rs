@@ -36,6 +36,23 @@ pub enum ApiErrorKind {
     Protocol,
 }
 
+/// The kind of object a "not found" or refusal names, read from the controller's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// `App key {...}`.
+    App,
+    /// `AppInst key {...}`.
+    AppInst,
+    /// `Zone key {...}` (Gen3).
+    Zone,
+    /// `Cloudlet key {...}`, or Gen2's `Specified Cloudlet not found`.
+    Cloudlet,
+    /// `Flavor key {...}`.
+    Flavor,
+    /// `Region "..." not found`.
+    Region,
+}
+
 /// An error from one Edge Connect call.
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -97,6 +114,42 @@ impl ApiError {
         }
     }
 
+    /// Which object a "not found" names (`Zone key {...} not found`, `Specified Cloudlet not
+    /// found`, `Region "X" not found`); `None` for other errors.
+    pub fn missing(&self) -> Option<Subject> {
+        if self.kind != ApiErrorKind::NotFound {
+            return None;
+        }
+        let m = self.message.to_ascii_lowercase();
+        [
+            ("appinst key", Subject::AppInst),
+            ("app key", Subject::App),
+            ("zone key", Subject::Zone),
+            ("cloudlet key", Subject::Cloudlet),
+            ("specified cloudlet", Subject::Cloudlet),
+            ("flavor key", Subject::Flavor),
+            ("region", Subject::Region),
+        ]
+        .into_iter()
+        .find_map(|(prefix, subject)| m.starts_with(prefix).then_some(subject))
+    }
+
+    /// `Zone not specified`: a Gen3 controller was asked for an AppInst without a zone (it drops
+    /// a cloudlet key it does not know in that place).
+    pub fn zone_not_specified(&self) -> bool {
+        self.kind == ApiErrorKind::Rejected
+            && self.message.eq_ignore_ascii_case("zone not specified")
+    }
+
+    /// `AppInst busy, already under deletion`: another client is deleting it; wait until gone.
+    pub fn already_being_deleted(&self) -> bool {
+        self.kind == ApiErrorKind::Busy
+            && self
+                .message
+                .to_ascii_lowercase()
+                .contains("already under deletion")
+    }
+
     /// True for errors worth retrying on an idempotent call.
     pub fn is_transient(&self) -> bool {
         matches!(
@@ -119,7 +172,7 @@ fn classify_message(message: &str) -> ApiErrorKind {
         || m.contains("cloudlet") && m.contains("not ready")
     {
         ApiErrorKind::NoCapacity
-    } else if m.ends_with(" not found") {
+    } else if m.ends_with(" not found") || m.starts_with("specified cloudlet not found") {
         ApiErrorKind::NotFound
     } else if m.contains("busy, cannot be deleted")
         || m.contains("busy, already under deletion")
@@ -191,6 +244,26 @@ mod tests {
             ApiError::from_status("X", 503, "x").kind,
             ApiErrorKind::Server
         );
+    }
+
+    #[test]
+    fn names_what_is_missing() {
+        let missing = |m: &str| ApiError::from_status("X", 400, m).missing();
+        assert_eq!(
+            missing(r#"Zone key {"organization":"o","name":"z"} not found"#),
+            Some(Subject::Zone)
+        );
+        assert_eq!(
+            missing("Specified Cloudlet not found"),
+            Some(Subject::Cloudlet)
+        );
+        assert_eq!(
+            missing(r#"AppInst key {"name":"n","organization":"o"} not found"#),
+            Some(Subject::AppInst)
+        );
+        assert_eq!(missing(r#"Region "XX" not found"#), Some(Subject::Region));
+        assert_eq!(missing("AppInst busy, cannot be deleted"), None);
+        assert!(ApiError::from_status("X", 400, "Zone not specified").zone_not_specified());
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! | `transport` | bodies and chunks under a silence timeout, transport errors |
 //! | `lines` | the NDJSON line splitter and line parser |
 //! | `rpc` | one function per RPC |
-//! | [`models`] | objects as sent and as shown |
+//! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
 //! | [`error`] | typed errors from status codes and controller texts |
 //! | `token_store`, [`token_cache`] | tokens shared between processes |
 
@@ -25,12 +25,14 @@ mod options;
 mod rpc;
 mod secret;
 mod session;
+mod state;
 pub mod token_cache;
 mod token_store;
 mod transport;
 
-pub use error::{ApiError, ApiErrorKind};
+pub use error::{ApiError, ApiErrorKind, Subject};
 pub use options::{ClientOptions, Credentials, SetupError};
 pub use secret::Secret;
 pub use session::{Client, StreamEnd};
+pub use state::AppInstState;
 pub use token_store::{LoginLock, TokenStore};

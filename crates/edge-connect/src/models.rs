@@ -190,9 +190,9 @@ pub struct AppInst {
     /// Chosen cloudlet (newer shape: output only).
     #[serde(default)]
     pub cloudlet_key: Option<SiteRef>,
-    /// Tracked state (`Ready`, `Creating`, `CreateError`, ...).
+    /// Tracked state.
     #[serde(default)]
-    pub state: String,
+    pub state: crate::AppInstState,
     /// Errors recorded with an `*Error` state.
     #[serde(default)]
     pub errors: Vec<String>,
@@ -351,6 +351,6 @@ mod tests {
         )
         .unwrap();
         assert_eq!(gen3.cloudlet().map(|c| c.name.as_str()), Some("c3"));
-        assert_eq!(gen3.state, "Creating");
+        assert_eq!(gen3.state, crate::AppInstState::Creating);
     }
 }

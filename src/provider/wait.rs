@@ -1,4 +1,5 @@
-//! Deadlines and retries with backoff for idempotent Edge Connect calls.
+//! Waiting, in one place: the command's deadline and retries with backoff for idempotent Edge
+//! Connect calls.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
