@@ -259,7 +259,7 @@ async fn github_runner_is_downloaded_and_verified_when_not_bundled() {
     assert!(status.success());
     let body = std::fs::read(&tarball).unwrap();
     let sha = format!("{:x}", sha2::Sha256::digest(&body));
-    let name = "actions-runner-linux-x64-2.330.0.tar.gz";
+    let name = "actions-runner-linux-x64-2.336.0.tar.gz";
     let garm = FakeGarm::start(Behaviour {
         jit: true,
         download: Some(Download {
@@ -306,7 +306,7 @@ async fn github_download_with_wrong_checksum_reports_failed() {
     ) {
         return;
     }
-    let name = "actions-runner-linux-x64-2.330.0.tar.gz";
+    let name = "actions-runner-linux-x64-2.336.0.tar.gz";
     let garm = FakeGarm::start(Behaviour {
         download: Some(Download {
             name: name.into(),
