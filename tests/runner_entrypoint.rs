@@ -1082,6 +1082,40 @@ async fn failing_registration_is_retried_then_reported() {
     );
 }
 
+/// The runner's output is relayed to the container log and its last line to
+/// GARM: a runner that prints the registration token must not leak it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_output_is_relayed_without_the_token() {
+    if !tools_present(
+        "registration_output_is_relayed_without_the_token",
+        ENTRYPOINT_TOOLS,
+    ) {
+        return;
+    }
+    let garm = FakeGarm::start(Behaviour::default()).await;
+    let sandbox = Sandbox::new();
+    sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    sandbox.set_register_mode("leaky");
+    let env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
+
+    let run = sandbox.run_entrypoint(&env).await;
+    run.assert_failure();
+    run.assert_no_secrets_in_output();
+    assert_messages_clean(&garm);
+    // The output did reach the log and GARM, with the token blanked out.
+    assert!(
+        run.stderr
+            .contains("stub: registering with token [registration token]"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        last_status_message(&garm).contains("[registration token]"),
+        "{}",
+        last_status_message(&garm)
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Gitea's runner, labels, flavors
 

@@ -477,9 +477,11 @@ host_labels() {
 			continue
 		fi
 		rest=${label#*:}
-		[[ $rest == host ]] ||
-			die "label '$label' asks for the '${rest%%:*}' scheme, but jobs run in the runner container itself (no Docker, no LXC): give the pool tag without a scheme or as NAME:host"
-		out+=("$label")
+		case $rest in
+		host) out+=("$label") ;;
+		host:*) die "label '$label' is not valid: the 'host' scheme takes no argument; give the pool tag without a scheme or as NAME:host" ;;
+		*) die "label '$label' asks for the '${rest%%:*}' scheme, but jobs run in the runner container itself (no Docker, no LXC): give the pool tag without a scheme or as NAME:host" ;;
+		esac
 	done
 	local IFS=,
 	RUNNER_HOST_LABELS="${out[*]}"

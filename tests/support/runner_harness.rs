@@ -657,7 +657,8 @@ env -0 > '{log}/run.env'
     ///   that file's mode in `register.token-file-mode`) and then acts as
     ///   `log/register.mode` says: `ok` (default: writes `.runner`),
     ///   `forgejo14` (Forgejo < 15: fails with its ephemeral error),
-    ///   `hang` (an unreachable forge: pings forever), `fail` (exit 1);
+    ///   `hang` (an unreachable forge: pings forever), `leaky` (prints the
+    ///   token, then fails), `fail` (exit 1);
     /// * `daemon` and `one-job` record argv, program, cwd and environment.
     pub fn runner_stub_script(&self, cli: RunnerCli) -> String {
         let spec = cli.spec();
@@ -822,6 +823,9 @@ register)
     exit 1 ;;
   hang)
     while :; do echo "stub: cannot ping the forge" >&2; sleep 0.2; done ;;
+  leaky)
+    echo "stub: registering with token $(cat "$LOG/register.token")" >&2
+    exit 1 ;;
   *) echo "Error: stub: registration failed" >&2; exit 1 ;;
   esac ;;
 *)
