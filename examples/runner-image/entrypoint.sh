@@ -11,16 +11,26 @@
 #   POST <callback>/system-info and <callback>/status idle (with the forge's runner id)
 #   unset the GARM secrets, exec the runner for one job
 #
-# Any failure before the runner starts is reported as status "failed" and the
-# script exits non-zero. It needs bash, curl, jq and coreutils (and tar, only to
-# unpack a downloaded GitHub runner).
+# Forgejo and Gitea endpoints both arrive as FORGE_TYPE=gitea. Which runner CLI
+# is installed is found out by asking it (`register --help`, `one-job --help`,
+# `daemon --help`):
+#   forgejo-runner >= 12.8: register --no-interactive --ephemeral, then one-job --wait
+#   Gitea's runner (act_runner >= 0.2.12, gitea-runner): register --ephemeral
+#                  (--token-file where it exists), then daemon --once
+#
+# Any failure before the runner starts is reported as status "failed" with one
+# line saying what to fix, and the script exits non-zero. It needs bash, curl,
+# jq and coreutils (and tar, only to unpack a downloaded GitHub runner).
 #
 # Knobs that are not part of the provider contract (defaults in brackets):
 #   RUNNER_HOME                  runner directory; .runner is written here [/home/runner]
-#   RUNNER_BIN                   Gitea/Forgejo runner binary [forgejo-runner, act_runner
-#                                or gitea-runner from PATH]
+#   RUNNER_BIN                   Forgejo/Gitea runner binary [forgejo-runner, gitea-runner
+#                                or act_runner from PATH]
+#   RUNNER_FLAVOR                forgejo or gitea: which CLI RUNNER_BIN speaks [probed]
 #   ENTRYPOINT_RETRIES           attempts per HTTP call / registration [5]
 #   ENTRYPOINT_RETRY_DELAY       first back-off in seconds, doubled per retry [2]
+#   ENTRYPOINT_REGISTER_TIMEOUT  seconds registration may take in all, retries
+#                                included [180]
 #   ENTRYPOINT_SYSTEM_CA_DIR     where GARM_CA_BUNDLE is added to the system store
 #                                when writable [/usr/local/share/ca-certificates]
 #   ENTRYPOINT_SYSTEM_CA_BUNDLE  system bundle merged with GARM_CA_BUNDLE
@@ -74,8 +84,14 @@ RETRIES=${ENTRYPOINT_RETRIES:-5}
 RETRY_DELAY=${ENTRYPOINT_RETRY_DELAY:-2}
 [[ $RETRIES =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_RETRIES must be a positive integer"
 [[ $RETRY_DELAY =~ ^[0-9]+$ ]] || die "ENTRYPOINT_RETRY_DELAY must be a whole number of seconds"
+# Registration normally takes seconds; the bound only has to catch a forge
+# that cannot be reached at all, well inside GARM's bootstrap timeout.
+REGISTER_TIMEOUT=${ENTRYPOINT_REGISTER_TIMEOUT:-180}
+[[ $REGISTER_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_REGISTER_TIMEOUT must be a positive number of seconds"
+# The forge URL handed to the runner (set per forge below; named in failures).
+FORGE_INSTANCE=""
 
-for tool in curl jq; do
+for tool in curl jq timeout; do
 	command -v "$tool" >/dev/null || die "$tool is not installed in the image"
 done
 
@@ -325,16 +341,52 @@ download_runner() {
 	fi
 }
 
-# run_with_retries DESCRIPTION COMMAND...: registration talks to the forge,
-# which may be briefly unreachable; retry with the same back-off as HTTP.
-run_with_retries() {
-	local what=$1 attempt=1 delay=$RETRY_DELAY
+# --- registration ----------------------------------------------------------------
+# register_runner DESCRIPTION COMMAND...: runs a registration command with its
+# output captured (so it can be inspected and is logged without secrets),
+# retried with the HTTP back-off, and bounded by REGISTER_TIMEOUT in total: a
+# runner's register pings an unreachable forge forever. Sets REGISTER_OUTPUT.
+# Failures end the script through die(); what is known about a failure is in
+# the one-line message GARM gets.
+REGISTER_OUTPUT=""
+register_runner() {
+	local what=$1 attempt=1 delay=$RETRY_DELAY rc deadline remaining out
 	shift
-	until "$@" </dev/null; do
-		if ((attempt >= RETRIES)); then
-			die "$what failed after $RETRIES attempts"
+	out="$STATE_DIR/register.out"
+	deadline=$((SECONDS + REGISTER_TIMEOUT))
+	while :; do
+		remaining=$((deadline - SECONDS))
+		((remaining > 0)) || remaining=1
+		# timeout(1) signals the command's whole process group, so helper
+		# processes of the runner go too; -k: a runner ignoring TERM is killed.
+		if timeout -k 5 "$remaining" "$@" </dev/null >"$out" 2>&1; then rc=0; else rc=$?; fi
+		REGISTER_OUTPUT=$(<"$out")
+		# The runner does not print the token, but its output is relayed to the
+		# container log: make sure it cannot carry it there.
+		if [[ -n $REG_TOKEN ]]; then
+			REGISTER_OUTPUT=${REGISTER_OUTPUT//"$REG_TOKEN"/"[registration token]"}
 		fi
-		log "$what failed; attempt $attempt of $RETRIES, retrying in ${delay}s"
+		if [[ -n $REGISTER_OUTPUT ]]; then
+			local line
+			while IFS= read -r line; do
+				log "$what: $line"
+			done <<<"$REGISTER_OUTPUT"
+		fi
+		((rc == 0)) && return 0
+		if ((rc == 124 || rc == 137)); then
+			die "$what did not reach the forge at $FORGE_INSTANCE within ${REGISTER_TIMEOUT}s; check that the container can reach it (URL, proxy, CA)"
+		fi
+		# Forgejo < 15 creates the runner non-ephemeral and then fails: every
+		# retry would leave one more stale runner behind.
+		if [[ $REGISTER_OUTPUT == *"does not support ephemeral runners"* ||
+			$REGISTER_OUTPUT == *"requires Forgejo 15"* ]]; then
+			die "Forgejo 15 or newer is required for ephemeral runners: upgrade the Forgejo at $FORGE_INSTANCE and delete the non-ephemeral runner $RUNNER_NAME it registered"
+		fi
+		if ((attempt >= RETRIES)) || ((SECONDS + delay >= deadline)); then
+			local last=${REGISTER_OUTPUT##*$'\n'}
+			die "$what against $FORGE_INSTANCE failed after $attempt attempt(s) (exit code $rc)${last:+: ${last:0:300}}"
+		fi
+		log "$what failed (exit code $rc); attempt $attempt of $RETRIES, retrying in ${delay}s"
 		sleep "$delay"
 		delay=$((delay * 2))
 		attempt=$((attempt + 1))
@@ -352,7 +404,7 @@ drop_secrets() {
 # --- GitHub actions/runner -------------------------------------------------------
 run_github() {
 	local home=${RUNNER_HOME:-/home/runner}
-	local workdir=${RUNNER_WORKDIR:-/runner/_work}
+	FORGE_INSTANCE=$FORGE_URL
 	STEP="preparing the runner directory $home"
 	mkdir -p -- "$home"
 	cd -- "$home"
@@ -366,10 +418,10 @@ run_github() {
 		rm -f -- "$archive"
 		[[ -x ./config.sh ]] || die "the downloaded archive contains no config.sh"
 	fi
-	STEP="creating RUNNER_WORKDIR $workdir"
-	mkdir -p -- "$workdir"
 
 	if [[ ${JIT_CONFIG_ENABLED:-false} == true ]]; then
+		# The JIT config carries its own work folder: RUNNER_WORKDIR is
+		# neither needed nor created here.
 		STEP="fetching the JIT runner credentials"
 		log "fetching the JIT runner credentials"
 		local name
@@ -380,15 +432,20 @@ run_github() {
 				die "fetching the JIT credential file .$name failed ($HTTP_ERROR)"
 		done
 	else
+		local workdir=${RUNNER_WORKDIR:-/runner/_work}
+		STEP="creating RUNNER_WORKDIR $workdir"
+		mkdir -p -- "$workdir"
 		fetch_registration_token
 		STEP="configuring the runner"
 		log "configuring the runner with config.sh"
+		# config.sh has no token file option; the token is in its argv for
+		# the few seconds registration takes, inside this container only.
 		local args=(--unattended --url "$FORGE_URL" --token "$REG_TOKEN" --name "$RUNNER_NAME"
 			--labels "${RUNNER_LABELS:-}" --work "$workdir" --ephemeral --disableupdate --no-default-labels)
 		if [[ -n ${RUNNER_GROUP:-} ]]; then
 			args+=(--runnergroup "$RUNNER_GROUP")
 		fi
-		run_with_retries "config.sh" ./config.sh "${args[@]}"
+		register_runner "config.sh" ./config.sh "${args[@]}"
 	fi
 
 	read_agent_id "$home/.runner" agentId
@@ -398,30 +455,42 @@ run_github() {
 	exec ./run.sh
 }
 
-# --- Gitea act_runner / Forgejo runner ----------------------------------------------
-# Labels without a schema get ":host": there is no Docker daemon in the
-# container, so jobs run directly in it. GARM's own labels are kept verbatim,
-# GARM recognises its runners by them.
-gitea_labels() {
-	local label parts=() out=()
+# --- Forgejo runner / Gitea runner --------------------------------------------------
+# Labels: a runner container on Edge Connect has no Docker daemon, so jobs run
+# in the container itself. forgejo-runner >= 8 reads a label without a scheme
+# as a Docker label (and then insists on a Docker socket); Gitea's runner reads
+# it as host. Writing ":host" explicitly means the same to both. GARM's own
+# runner-controller-id=... and runner-pool-id=... labels get it too: only the
+# name reaches the forge, which is what GARM matches on. Any other scheme asks
+# for an isolation this container cannot give, and is refused.
+# Sets RUNNER_HOST_LABELS (comma-joined).
+RUNNER_HOST_LABELS=""
+host_labels() {
+	local label parts=() out=() rest
 	IFS=, read -r -a parts <<<"$1"
 	for label in "${parts[@]}"; do
 		label=${label#"${label%%[![:space:]]*}"}
 		label=${label%"${label##*[![:space:]]}"}
 		[[ -n $label ]] || continue
-		case $label in
-		runner-controller-id=* | runner-pool-id=* | *:*) out+=("$label") ;;
-		*) out+=("$label:host") ;;
+		if [[ $label != *:* ]]; then
+			out+=("$label:host")
+			continue
+		fi
+		rest=${label#*:}
+		case $rest in
+		host) out+=("$label") ;;
+		host:*) die "label '$label' is not valid: the 'host' scheme takes no argument; give the pool tag without a scheme or as NAME:host" ;;
+		*) die "label '$label' asks for the '${rest%%:*}' scheme, but jobs run in the runner container itself (no Docker, no LXC): give the pool tag without a scheme or as NAME:host" ;;
 		esac
 	done
 	local IFS=,
-	printf '%s' "${out[*]}"
+	RUNNER_HOST_LABELS="${out[*]}"
 }
 
-# find_gitea_runner: prints the runner binary from PATH, fails when none.
-find_gitea_runner() {
+# find_forge_runner: prints the runner binary from PATH, fails when none.
+find_forge_runner() {
 	local candidate
-	for candidate in forgejo-runner act_runner gitea-runner; do
+	for candidate in forgejo-runner gitea-runner act_runner; do
 		if command -v -- "$candidate"; then
 			return 0
 		fi
@@ -429,38 +498,122 @@ find_gitea_runner() {
 	return 1
 }
 
-run_gitea() {
-	local home=${RUNNER_HOME:-/home/runner} bin labels
+# help_of BIN ARGS...: the --help text of a subcommand (stdout and stderr),
+# empty when the program fails to answer. Never runs anything else.
+help_of() {
+	local bin=$1
+	shift
+	timeout -k 5 30 "$bin" "$@" --help </dev/null 2>&1 || true
+}
+
+# has_flag HELP NAME: whether HELP (cobra's --help output) defines --NAME in
+# one of its flag lines ("  -w, --wait ..." or "      --once ..."); a flag
+# merely mentioned in another flag's description does not count.
+has_flag() {
+	local line re="^[[:space:]]+(-[[:alnum:]], )?--$2([[:space:]]|$)"
+	while IFS= read -r line; do
+		[[ $line =~ $re ]] && return 0
+	done <<<"$1"
+	return 1
+}
+
+# has_subcommand HELP NAME: whether HELP is the help of subcommand NAME
+# itself. A runner without that subcommand answers with an error, or (its root
+# command taking an event name as argument, like act_runner) with the root
+# command's help, whose usage line does not name NAME.
+has_subcommand() {
+	local line re="^[[:space:]]+[^[:space:]]+ $2( |$)"
+	while IFS= read -r line; do
+		[[ $line =~ $re ]] && return 0
+	done <<<"$1"
+	return 1
+}
+
+run_forge_runner() {
+	local home=${RUNNER_HOME:-/home/runner} bin flavor
 	STEP="preparing the runner directory $home"
 	mkdir -p -- "$home"
 	cd -- "$home"
 
+	# GARM hands a Gitea endpoint's API base URL over as repo_url; the
+	# runners want the instance URL.
+	FORGE_INSTANCE=$FORGE_URL
+	case $FORGE_INSTANCE in
+	*/api/v1) FORGE_INSTANCE=${FORGE_INSTANCE%/api/v1} ;;
+	*/api/v1/) FORGE_INSTANCE=${FORGE_INSTANCE%/api/v1/} ;;
+	esac
+
 	if [[ -n ${RUNNER_BIN:-} ]]; then
 		bin=$(command -v -- "$RUNNER_BIN") || die "RUNNER_BIN $RUNNER_BIN is not an executable"
-	elif ! bin=$(find_gitea_runner); then
+	elif ! bin=$(find_forge_runner); then
 		[[ -n ${RUNNER_DOWNLOAD_URL:-} ]] ||
-			die "no forgejo-runner, act_runner or gitea-runner found and RUNNER_DOWNLOAD_URL is not set"
+			die "no forgejo-runner, gitea-runner or act_runner found and RUNNER_DOWNLOAD_URL is not set"
 		mkdir -p -- "$home/bin"
 		bin="$home/bin/${RUNNER_DOWNLOAD_FILENAME:-gitea-runner}"
 		download_runner "$bin"
 		chmod 0755 "$bin"
 	fi
 
+	# Decide by what the binary can do, not by its name: forks and renames
+	# keep one CLI or the other. Everything is checked before the single-use
+	# registration token is fetched, so a refusal spends nothing.
+	STEP="probing the runner $bin"
+	local register_help one_job_help daemon_help
+	register_help=$(help_of "$bin" register)
+	has_flag "$register_help" instance ||
+		die "$bin does not answer 'register --help' like a Forgejo or Gitea runner (wrong binary or architecture?)"
+	one_job_help=$(help_of "$bin" one-job)
+	case ${RUNNER_FLAVOR:-} in
+	forgejo | gitea) flavor=$RUNNER_FLAVOR ;;
+	"")
+		if has_subcommand "$one_job_help" one-job; then flavor=forgejo; else flavor=gitea; fi
+		;;
+	*) die "unsupported RUNNER_FLAVOR '$RUNNER_FLAVOR' (expected forgejo or gitea)" ;;
+	esac
+
+	local reg_args=(register --no-interactive --ephemeral --instance "$FORGE_INSTANCE")
+	local run_args
+	if [[ $flavor == forgejo ]]; then
+		# No forgejo-runner has 'daemon --once'; 'one-job --wait' is its way to
+		# take exactly one job, and an ephemeral registration needs it.
+		if ! has_flag "$register_help" ephemeral || ! has_flag "$one_job_help" wait; then
+			die "$bin lacks 'register --ephemeral' or 'one-job --wait': forgejo-runner 12.8 or newer is required (the example image pins 13.x)"
+		fi
+		run_args=(one-job --wait)
+	else
+		daemon_help=$(help_of "$bin" daemon)
+		if ! has_flag "$register_help" ephemeral || ! has_flag "$daemon_help" once; then
+			die "$bin lacks 'register --ephemeral' or 'daemon --once': Gitea's runner act_runner 0.2.12 or newer (or gitea-runner) is required"
+		fi
+		run_args=(daemon --once)
+	fi
+
 	STEP="preparing the runner labels"
-	labels=$(gitea_labels "${RUNNER_LABELS:-}")
-	[[ -n $labels ]] || die "RUNNER_LABELS is empty; GARM needs its runner-controller-id/runner-pool-id labels"
+	host_labels "${RUNNER_LABELS:-}"
+	[[ -n $RUNNER_HOST_LABELS ]] || die "RUNNER_LABELS is empty; GARM needs its runner-controller-id/runner-pool-id labels"
 
 	fetch_registration_token
+	# A token file keeps the token out of every process's argv (readable in
+	# /proc by anything in the container); only gitea-runner offers one.
+	if has_flag "$register_help" token-file; then
+		local token_file="$STATE_DIR/registration-token"
+		install -m 0600 /dev/null "$token_file"
+		printf '%s' "$REG_TOKEN" >"$token_file"
+		reg_args+=(--token-file "$token_file")
+	else
+		reg_args+=(--token "$REG_TOKEN")
+	fi
+	reg_args+=(--name "$RUNNER_NAME" --labels "$RUNNER_HOST_LABELS")
+
 	STEP="registering the runner"
-	log "registering the runner with $bin"
-	run_with_retries "runner registration" "$bin" register --no-interactive --ephemeral \
-		--instance "$FORGE_URL" --token "$REG_TOKEN" --name "$RUNNER_NAME" --labels "$labels"
+	log "registering an ephemeral $flavor runner with $bin at $FORGE_INSTANCE (labels $RUNNER_HOST_LABELS)"
+	register_runner "runner registration" "$bin" "${reg_args[@]}"
 
 	read_agent_id "$home/.runner" id
 	report_registered "$AGENT_ID"
 	drop_secrets
-	log "starting the runner for one job"
-	exec "$bin" daemon --once
+	log "starting the runner for one job: ${run_args[*]}"
+	exec "$bin" "${run_args[@]}"
 }
 
 # --- main ------------------------------------------------------------------------------
@@ -482,6 +635,6 @@ done
 
 case $FORGE_TYPE in
 github) run_github ;;
-gitea) run_gitea ;;
-*) die "unsupported FORGE_TYPE '$FORGE_TYPE' (expected github or gitea)" ;;
+gitea) run_forge_runner ;;
+*) die "unsupported FORGE_TYPE '$FORGE_TYPE' (expected github or gitea; Forgejo runs as gitea)" ;;
 esac

@@ -533,7 +533,15 @@ async fn relay(mut client: TcpStream, lines: Arc<Mutex<Vec<String>>>) {
 pub enum Forge {
     GitHub,
     Gitea,
+    /// A Forgejo attached to GARM as a Gitea endpoint: `FORGE_TYPE=gitea`, and
+    /// GARM hands over the endpoint's API base URL.
+    Forgejo,
 }
+
+/// The Gitea and Forgejo instance URLs the contract environment uses.
+pub const GITEA_URL: &str = "http://gitea.example.test/";
+pub const FORGEJO_API_URL: &str = "https://forgejo.example.test/api/v1/";
+pub const FORGEJO_URL: &str = "https://forgejo.example.test";
 
 /// A temporary directory tree for one entrypoint run:
 /// `runner/` (RUNNER_HOME), `bin/` (stub programs, first on PATH), `log/`
@@ -598,6 +606,19 @@ impl Sandbox {
         let config = format!(
             r#"#!/bin/bash
 set -eu
+# The options Runner.Listener knows (actions/runner
+# src/Runner.Common/Constants.cs @0088f670, CommandLine.Args and .Flags);
+# anything else is refused, as the real runner refuses unknown arguments.
+valued=" auth labels monitorsocketaddress name runnergroup startuptype url username windowslogonaccount work token pat windowslogonpassword jitconfig "
+flags=" check commit ephemeral generateServiceConfig help local no-default-labels replace disableupdate once runasservice unattended version "
+args=("$@"); i=0
+while (( i < ${{#args[@]}} )); do
+  a=${{args[i]}}; o=${{a#--}}
+  if [[ $a == --* && $valued == *" $o "* ]] && (( i + 1 < ${{#args[@]}} )); then i=$((i + 2))
+  elif [[ $a == --* && $flags == *" $o "* ]]; then i=$((i + 1))
+  else echo "config.sh stub: unrecognized command-line input argument '$a'" >&2; exit 1
+  fi
+done
 n=$(( $(cat '{log}/config.count' 2>/dev/null || echo 0) + 1 ))
 echo "$n" > '{log}/config.count'
 printf '%s\0' "$@" > '{log}/config.argv'
@@ -620,27 +641,196 @@ env -0 > '{log}/run.env'
         vec![("config.sh", config), ("run.sh", run)]
     }
 
-    /// A Gitea/Forgejo runner stub named `name` in `bin/` (on PATH).
-    pub fn install_gitea_stub(&self, name: &str) {
-        write_executable(&self.bin.join(name), &self.gitea_stub_script());
+    /// A Forgejo/Gitea runner stub speaking `cli`'s exact command line, as
+    /// `bin/<program>` (on PATH).
+    pub fn install_runner_stub(&self, cli: RunnerCli) {
+        write_executable(&self.bin.join(cli.program()), &self.runner_stub_script(cli));
     }
 
-    /// The Gitea/Forgejo runner stub: `register` writes `.runner` with an id,
-    /// `daemon` records its environment.
-    pub fn gitea_stub_script(&self) -> String {
+    /// The stub of `cli` (see [`RunnerCli`]). Like the real cobra programs it
+    /// answers `--help` with the real flag list, refuses an unknown flag with
+    /// `Error: unknown flag: --X` and exit code 1, and an unknown subcommand
+    /// like the real root command does. Behaviour of a real run:
+    /// * every call is appended to `log/calls` (argv joined by spaces);
+    /// * `register` records `register.argv` / `.program` / `.cwd`, the token it
+    ///   was given (`register.token`, read from `--token-file` if used, with
+    ///   that file's mode in `register.token-file-mode`) and then acts as
+    ///   `log/register.mode` says: `ok` (default: writes `.runner`),
+    ///   `forgejo14` (Forgejo < 15: fails with its ephemeral error),
+    ///   `hang` (an unreachable forge: pings forever), `leaky` (prints the
+    ///   token, then fails), `fail` (exit 1);
+    /// * `daemon` and `one-job` record argv, program, cwd and environment.
+    pub fn runner_stub_script(&self, cli: RunnerCli) -> String {
+        let spec = cli.spec();
         let log = self.log.display();
+        let mut flag_table = String::new();
+        let mut help_table = String::new();
+        let mut subcommand_names = Vec::new();
+        for sub in spec.subcommands {
+            subcommand_names.push(sub.name);
+            let flags: Vec<&Flag> = sub.flags.iter().chain(spec.persistent).collect();
+            for f in &flags {
+                flag_table.push_str(&format!(
+                    "{}:{}) echo '{} {}' ;;\n",
+                    sub.name,
+                    f.long,
+                    f.kind.word(),
+                    f.short.map(String::from).unwrap_or_else(|| "-".into())
+                ));
+                if let Some(s) = f.short {
+                    flag_table.push_str(&format!(
+                        "{}:-{s}) echo '{} {}' ;;\n",
+                        sub.name,
+                        f.kind.word(),
+                        f.long
+                    ));
+                }
+            }
+            let mut help = format!(
+                "{}\n\nUsage:\n  {} {} [flags]\n\nFlags:\n  -h, --help   help for {}\n",
+                sub.short, spec.program, sub.name, sub.name
+            );
+            for f in sub.flags {
+                help.push_str(&flag_help_line(f));
+            }
+            help.push_str("\nGlobal Flags:\n");
+            for f in spec.persistent {
+                help.push_str(&flag_help_line(f));
+            }
+            help_table.push_str(&format!("{}) cat <<'HELP'\n{help}HELP\n;;\n", sub.name));
+            help_table.push_str(&format!("{}:max) echo {} ;;\n", sub.name, sub.max_args));
+        }
+        let mut root_help = format!(
+            "{}\n\nUsage:\n  {} [flags]\n  {} [command]\n\nAvailable Commands:\n",
+            spec.root_short, spec.root_usage, spec.program
+        );
+        for sub in spec.subcommands {
+            root_help.push_str(&format!("  {:<16}{}\n", sub.name, sub.short));
+        }
+        root_help
+            .push_str("\nFlags:\n  -h, --help   help for the program\n  -v, --version   version\n");
+        for f in spec.persistent {
+            root_help.push_str(&flag_help_line(f));
+        }
+        let root_takes_arg = if spec.root_takes_event_arg {
+            "true"
+        } else {
+            "false"
+        };
+        let known = subcommand_names.join(" ");
+        let program = spec.program;
+        let source = spec.source;
         format!(
             r#"#!/bin/bash
-set -eu
-cmd=$1
-printf '%s\0' "$@" > "{log}/$cmd.argv"
-printf '%s' "$0" > "{log}/$cmd.program"
-pwd > "{log}/$cmd.cwd"
-case $cmd in
+# Stub of {program}: {source}
+set -u
+LOG='{log}'
+PROG='{program}'
+ORIG_ARGV=("$@")
+( IFS=' '; printf '%s\n' "$*" ) >> "$LOG/calls"
+
+flag_kind() {{
+  case "$1:$2" in
+{flag_table}  *) return 1 ;;
+  esac
+}}
+sub_help() {{
+  case "$1" in
+{help_table}  esac
+}}
+root_help() {{
+  cat <<'HELP'
+{root_help}HELP
+}}
+
+sub=${{1-}}
+if [[ -z $sub || " {known} " != *" $sub "* ]]; then
+  # cobra: a root command without an argument validator refuses an unknown
+  # subcommand before it looks at --help; one taking an event name shows
+  # its own help instead.
+  if ! {root_takes_arg} && [[ -n $sub && $sub != -* ]]; then
+    echo "Error: unknown command \"$sub\" for \"$PROG\"" >&2
+    echo "Run '$PROG --help' for usage." >&2
+    exit 1
+  fi
+  for a in "$@"; do
+    if [[ $a == --help || $a == -h ]]; then root_help; exit 0; fi
+  done
+  if [[ -z $sub ]]; then root_help; exit 0; fi
+  if [[ $sub == -* ]]; then echo "Error: unknown flag: $sub" >&2; exit 1; fi
+  echo "stub: running a workflow event locally is not mimicked" >&2
+  exit 3
+fi
+shift
+declare -A val=()
+positional=()
+while (( $# )); do
+  a=$1; shift
+  case $a in
+  --) positional+=("$@"); break ;;
+  -h|--help) sub_help "$sub"; exit 0 ;;
+  --*)
+    name=${{a#--}}; v=""; given=false
+    if [[ $name == *=* ]]; then v=${{name#*=}}; name=${{name%%=*}}; given=true; fi
+    if ! spec=$(flag_kind "$sub" "$name"); then
+      echo "Error: unknown flag: --$name" >&2; exit 1
+    fi
+    kind=${{spec%% *}}
+    if [[ $kind == value ]] && ! $given; then
+      if (( $# == 0 )); then echo "Error: flag needs an argument: --$name" >&2; exit 1; fi
+      v=$1; shift
+    fi
+    [[ $kind == bool && -z $v ]] && v=true
+    val[$name]=${{val[$name]+${{val[$name]}},}}$v ;;
+  -?*)
+    s=${{a:1:1}}
+    if ! spec=$(flag_kind "$sub" "-$s"); then
+      echo "Error: unknown shorthand flag: '$s' in $a" >&2; exit 1
+    fi
+    kind=${{spec%% *}}; name=${{spec#* }}; v=${{a:2}}
+    if [[ $kind == value && -z $v ]]; then
+      if (( $# == 0 )); then echo "Error: flag needs an argument: '$s' in -$s" >&2; exit 1; fi
+      v=$1; shift
+    fi
+    [[ $kind == bool && -z $v ]] && v=true
+    val[$name]=$v ;;
+  *) positional+=("$a") ;;
+  esac
+done
+max=$(sub_help "$sub:max")
+if (( ${{#positional[@]}} > max )); then
+  echo "Error: accepts at most $max arg(s), received ${{#positional[@]}}" >&2; exit 1
+fi
+
+printf '%s' "$0" > "$LOG/$sub.program"
+pwd > "$LOG/$sub.cwd"
+case $sub in
 register)
-  printf '{{"WARNING": "stub", "id": {GITEA_AGENT_ID}, "uuid": "3b1c", "name": "stub", "token": "runner-own-token", "address": "http://gitea.example.test"}}\n' > .runner ;;
-daemon)
-  env -0 > "{log}/daemon.env" ;;
+  printf '%s\0' "${{ORIG_ARGV[@]}}" > "$LOG/register.argv"
+  if [[ -n ${{val[token-file]-}} ]]; then
+    stat -c %a "${{val[token-file]}}" > "$LOG/register.token-file-mode"
+    tr -d '\n' < "${{val[token-file]}}" > "$LOG/register.token"
+  else
+    printf '%s' "${{val[token]-}}" > "$LOG/register.token"
+  fi
+  mode=$(cat "$LOG/register.mode" 2>/dev/null || echo ok)
+  case $mode in
+  ok)
+    printf '{{"id": {GITEA_AGENT_ID}, "uuid": "3b1c", "name": "%s", "token": "runner-own-token", "address": "%s", "labels": []}}\n' \
+      "${{val[name]-}}" "${{val[instance]-}}" > .runner ;;
+  forgejo14)
+    echo "Error: Failed to register runner: stub says this Forgejo instance does not support ephemeral runners (Forgejo 15 needed); the runner stays registered as non-ephemeral" >&2
+    exit 1 ;;
+  hang)
+    while :; do echo "stub: cannot ping the forge" >&2; sleep 0.2; done ;;
+  leaky)
+    echo "stub: registering with token $(cat "$LOG/register.token")" >&2
+    exit 1 ;;
+  *) echo "Error: stub: registration failed" >&2; exit 1 ;;
+  esac ;;
+*)
+  printf '%s\0' "${{ORIG_ARGV[@]}}" > "$LOG/$sub.argv"
+  env -0 > "$LOG/$sub.env" ;;
 esac
 "#
         )
@@ -678,6 +868,29 @@ esac
             .split_terminator('\0')
             .filter_map(|kv| kv.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// What `log/register.mode` tells the runner stubs' `register` to do.
+    pub fn set_register_mode(&self, mode: &str) {
+        std::fs::write(self.log.join("register.mode"), mode).expect("register mode");
+    }
+
+    /// Every call of a runner stub, one line each (argv joined by spaces),
+    /// `--help` probes included.
+    pub fn runner_calls(&self) -> Vec<String> {
+        self.recorded("calls")
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The runner stub calls that were not `--help` probes.
+    pub fn runner_runs(&self) -> Vec<String> {
+        self.runner_calls()
+            .into_iter()
+            .filter(|c| !c.ends_with(" --help"))
             .collect()
     }
 
@@ -733,13 +946,18 @@ esac
                 };
                 env.insert("RUNNER_LABELS".into(), labels);
             }
-            Forge::Gitea => {
+            Forge::Gitea | Forge::Forgejo => {
                 env.insert("FORGE_TYPE".into(), "gitea".into());
-                env.insert("FORGE_URL".into(), "http://gitea.example.test/".into());
+                let url = if forge == Forge::Gitea {
+                    GITEA_URL
+                } else {
+                    FORGEJO_API_URL
+                };
+                env.insert("FORGE_URL".into(), url.into());
                 env.insert(
                     "RUNNER_LABELS".into(),
                     format!(
-                        "ubuntu-latest,edge:docker://node:20-bookworm,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}"
+                        "ubuntu-latest, edge:host,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}"
                     ),
                 );
             }
@@ -853,4 +1071,360 @@ pub fn assert_job_env_clean(env: &BTreeMap<String, String>) {
         Some(RUNNER_NAME),
         "the rest of the environment must reach the job"
     );
+}
+
+// ---------------------------------------------------------------------------
+// The command lines of the real runner programs
+
+/// Whether a flag takes a value (`--name X`) or is a switch (`--ephemeral`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlagKind {
+    Bool,
+    Value,
+}
+
+impl FlagKind {
+    fn word(self) -> &'static str {
+        match self {
+            FlagKind::Bool => "bool",
+            FlagKind::Value => "value",
+        }
+    }
+}
+
+/// One flag of a subcommand. The descriptions are ours; the names, short
+/// forms and kinds are the upstream ones.
+#[derive(Clone, Copy, Debug)]
+pub struct Flag {
+    pub long: &'static str,
+    pub short: Option<char>,
+    pub kind: FlagKind,
+    pub help: &'static str,
+}
+
+const fn value(long: &'static str, help: &'static str) -> Flag {
+    Flag {
+        long,
+        short: None,
+        kind: FlagKind::Value,
+        help,
+    }
+}
+
+const fn switch(long: &'static str, help: &'static str) -> Flag {
+    Flag {
+        long,
+        short: None,
+        kind: FlagKind::Bool,
+        help,
+    }
+}
+
+pub struct SubCommand {
+    pub name: &'static str,
+    pub short: &'static str,
+    /// cobra's `MaximumNArgs`.
+    pub max_args: usize,
+    pub flags: &'static [Flag],
+}
+
+/// A runner program's command line, as far as the entrypoint uses it.
+pub struct Cli {
+    pub program: &'static str,
+    /// Where the flag lists come from.
+    pub source: &'static str,
+    pub root_usage: &'static str,
+    pub root_short: &'static str,
+    /// The root command takes an event name (`MaximumNArgs(1)`), so cobra
+    /// answers an unknown subcommand's `--help` with the root help, exit 0.
+    pub root_takes_event_arg: bool,
+    pub persistent: &'static [Flag],
+    pub subcommands: &'static [SubCommand],
+}
+
+fn flag_help_line(f: &Flag) -> String {
+    let short = f
+        .short
+        .map(|c| format!("-{c}, "))
+        .unwrap_or_else(|| "    ".into());
+    let arg = if f.kind == FlagKind::Value {
+        " string"
+    } else {
+        ""
+    };
+    format!("  {short}--{}{arg}   {}\n", f.long, f.help)
+}
+
+const CONFIG: Flag = Flag {
+    long: "config",
+    short: Some('c'),
+    kind: FlagKind::Value,
+    help: "path of the runner's config file",
+};
+
+const WAIT: Flag = Flag {
+    long: "wait",
+    short: Some('w'),
+    kind: FlagKind::Bool,
+    help: "keep asking until a task is assigned",
+};
+
+/// `register` of forgejo-runner before 12.8 and of act_runner < 0.2.12.
+const REGISTER_BASE: [Flag; 5] = [
+    switch("no-interactive", "do not prompt"),
+    value("instance", "forge instance URL"),
+    value("token", "registration token"),
+    value("name", "runner name"),
+    value("labels", "comma separated labels"),
+];
+
+const REGISTER_EPHEMERAL: [Flag; 6] = [
+    REGISTER_BASE[0],
+    REGISTER_BASE[1],
+    REGISTER_BASE[2],
+    REGISTER_BASE[3],
+    REGISTER_BASE[4],
+    switch("ephemeral", "the forge removes the runner after one job"),
+];
+
+// forgejo-runner, early v12: project-mirrors/forgejo-runner
+// internal/app/cmd/cmd.go @0988a0cb1e0b9019fcac16d4eb1d3f1203977ca0 (2025-12-10):
+// root persistent --config/-c (l. 26), register flags (l. 35-39), daemon
+// (l. 45) and one-job (l. 53) without flags, both MaximumNArgs(1).
+const FORGEJO_EARLY_12: Cli = Cli {
+    program: "forgejo-runner",
+    source: "forgejo-runner early 12 (mirror cmd.go @0988a0cb)",
+    root_usage: "forgejo-runner [event name to run]",
+    root_short: "Forgejo runner (stub)",
+    root_takes_event_arg: true,
+    persistent: &[CONFIG],
+    subcommands: &[
+        SubCommand {
+            name: "register",
+            short: "register with a forge",
+            max_args: 0,
+            flags: &REGISTER_BASE,
+        },
+        SubCommand {
+            name: "daemon",
+            short: "poll for jobs",
+            max_args: 1,
+            flags: &[],
+        },
+        SubCommand {
+            name: "one-job",
+            short: "run a single job",
+            max_args: 1,
+            flags: &[],
+        },
+    ],
+};
+
+// forgejo-runner 12.8+: creator-signal/fork-forgejo-runner
+// internal/app/cmd/cmd.go @bbc747c067958d52a83559da7eaa893e46dd2df4: register
+// gains --ephemeral (l. 35-40), daemon still has no flags (l. 45), one-job
+// gains --wait/-w (l. 62).
+const FORGEJO_12_8: Cli = Cli {
+    program: "forgejo-runner",
+    source: "forgejo-runner 12.8+ (fork cmd.go @bbc747c0)",
+    root_usage: "forgejo-runner [event name to run]",
+    root_short: "Forgejo runner (stub)",
+    root_takes_event_arg: true,
+    persistent: &[CONFIG],
+    subcommands: &[
+        SubCommand {
+            name: "register",
+            short: "register with a forge",
+            max_args: 0,
+            flags: &REGISTER_EPHEMERAL,
+        },
+        SubCommand {
+            name: "daemon",
+            short: "poll for jobs",
+            max_args: 1,
+            flags: &[],
+        },
+        SubCommand {
+            name: "one-job",
+            short: "run a single job",
+            max_args: 1,
+            flags: &[WAIT],
+        },
+    ],
+};
+
+const FORGEJO_13_CONNECTION: [Flag; 5] = [
+    value("url", "forge instance URL"),
+    value("uuid", "runner UUID"),
+    value("token-url", "where to read the runner token from"),
+    // StringArray upstream: repeatable.
+    value("label", "one label (repeatable)"),
+    value("fetch-interval", "how often to ask for work"),
+];
+
+const FORGEJO_13_ONE_JOB: [Flag; 7] = [
+    WAIT,
+    value("handle", "ask for the job attempt with this handle"),
+    FORGEJO_13_CONNECTION[0],
+    FORGEJO_13_CONNECTION[1],
+    FORGEJO_13_CONNECTION[2],
+    FORGEJO_13_CONNECTION[3],
+    FORGEJO_13_CONNECTION[4],
+];
+
+// forgejo-runner 13: creator-signal/fork-forgejo-runner
+// internal/app/cmd/cmd.go @1a633ad51320631293dfcac99755b13659efe784: config
+// (l. 28), register (deprecated, l. 37-42), daemon --url --uuid --token-url
+// --label --fetch-interval (l. 56-60), one-job --wait/-w --handle and the same
+// connection flags (l. 72-78).
+const FORGEJO_13: Cli = Cli {
+    program: "forgejo-runner",
+    source: "forgejo-runner 13 (fork cmd.go @1a633ad5)",
+    root_usage: "forgejo-runner [event name to run]",
+    root_short: "Forgejo runner (stub)",
+    root_takes_event_arg: true,
+    persistent: &[CONFIG],
+    subcommands: &[
+        SubCommand {
+            name: "register",
+            short: "register with a forge (deprecated)",
+            max_args: 0,
+            flags: &REGISTER_EPHEMERAL,
+        },
+        SubCommand {
+            name: "daemon",
+            short: "poll for jobs",
+            max_args: 1,
+            flags: &FORGEJO_13_CONNECTION,
+        },
+        SubCommand {
+            name: "one-job",
+            short: "run a single job",
+            max_args: 1,
+            flags: &FORGEJO_13_ONE_JOB,
+        },
+    ],
+};
+
+// act_runner 0.2.13: chhe/act_runner internal/app/cmd/cmd.go @v0.2.13
+// (8920c4a170603dc8f23e9e0d4ba0a9de13cd5f94): config (l. 27), register with
+// --ephemeral (l. 37-42), daemon --once (l. 53, MaximumNArgs(0)); no one-job;
+// the root command takes an event name.
+const ACT_RUNNER_0_2_13: Cli = Cli {
+    program: "act_runner",
+    source: "act_runner 0.2.13 (cmd.go @v0.2.13)",
+    root_usage: "act_runner [event name to run]",
+    root_short: "Gitea act_runner (stub)",
+    root_takes_event_arg: true,
+    persistent: &[CONFIG],
+    subcommands: &[
+        SubCommand {
+            name: "register",
+            short: "register with a forge",
+            max_args: 0,
+            flags: &REGISTER_EPHEMERAL,
+        },
+        SubCommand {
+            name: "daemon",
+            short: "poll for jobs",
+            max_args: 0,
+            flags: &[switch("once", "exit after one job")],
+        },
+    ],
+};
+
+// gitea-runner 3.3.0: chhe/act_runner internal/app/cmd/cmd.go @v3.3.0
+// (a0c4de79f7331189c6ab414d9575bf1187edccd9): config (l. 24), register with
+// --token-file and --ephemeral (l. 34-40), daemon --once --labels (l. 51-52);
+// the root command takes no arguments, so an unknown subcommand is an error.
+const GITEA_RUNNER_3: Cli = Cli {
+    program: "gitea-runner",
+    source: "gitea-runner 3.3.0 (cmd.go @v3.3.0)",
+    root_usage: "gitea-runner",
+    root_short: "Gitea runner (stub)",
+    root_takes_event_arg: false,
+    persistent: &[CONFIG],
+    subcommands: &[
+        SubCommand {
+            name: "register",
+            short: "register with a forge",
+            max_args: 0,
+            flags: &[
+                REGISTER_BASE[0],
+                REGISTER_BASE[1],
+                REGISTER_BASE[2],
+                value("token-file", "file holding the registration token"),
+                REGISTER_BASE[3],
+                REGISTER_BASE[4],
+                REGISTER_EPHEMERAL[5],
+            ],
+        },
+        SubCommand {
+            name: "daemon",
+            short: "poll for jobs",
+            max_args: 0,
+            flags: &[
+                switch("once", "exit after one job"),
+                value("labels", "labels replacing the registered ones"),
+            ],
+        },
+    ],
+};
+
+/// The runner programs the stubs imitate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunnerCli {
+    /// forgejo-runner v12 before 12.8: no `register --ephemeral`, no `one-job --wait`.
+    ForgejoEarly12,
+    /// forgejo-runner 12.8+: `register --ephemeral`, `one-job --wait`.
+    Forgejo12_8,
+    /// forgejo-runner 13.x.
+    Forgejo13,
+    /// Gitea's act_runner 0.2.13.
+    ActRunner0213,
+    /// Gitea's runner under its current name, 3.x.
+    GiteaRunner3,
+}
+
+impl RunnerCli {
+    pub fn spec(self) -> &'static Cli {
+        match self {
+            RunnerCli::ForgejoEarly12 => &FORGEJO_EARLY_12,
+            RunnerCli::Forgejo12_8 => &FORGEJO_12_8,
+            RunnerCli::Forgejo13 => &FORGEJO_13,
+            RunnerCli::ActRunner0213 => &ACT_RUNNER_0_2_13,
+            RunnerCli::GiteaRunner3 => &GITEA_RUNNER_3,
+        }
+    }
+
+    pub fn program(self) -> &'static str {
+        self.spec().program
+    }
+}
+
+// ---------------------------------------------------------------------------
+// External tools
+
+/// Whether every one of `tools` is an executable on PATH. When one is missing
+/// the test cannot run: outside CI it says so on stdout and is skipped (a
+/// fresh machine must not fail for want of a linter); with `CI=true` a
+/// missing tool is a broken CI image, and the test fails.
+pub fn tools_present(test: &str, tools: &[&str]) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for tool in tools {
+        let found = std::env::split_paths(&path).any(|dir| {
+            let candidate = dir.join(tool);
+            std::fs::metadata(&candidate)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        });
+        if !found {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("{test}: {tool} is not installed, and CI=true requires it (apt-get install -y {tool})");
+            }
+            println!("skipped: {test}: {tool} is not installed");
+            return false;
+        }
+    }
+    true
 }
