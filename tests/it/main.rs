@@ -12,5 +12,8 @@ mod garm_lifecycle;
 mod logging;
 mod reliability_faults;
 mod reliability_load;
+mod runner_entrypoint;
 mod runner_env_contract;
+/// The fake GARM and stub runners of the entrypoint tests.
+mod runner_harness;
 mod tls;

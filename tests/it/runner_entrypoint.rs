@@ -10,10 +10,7 @@
 //! Where one is missing a test prints `skipped: <test>: <tool> is not
 //! installed` and passes, except under `CI=true`, where it fails.
 
-#[path = "support/runner_harness.rs"]
-mod runner_harness;
-
-use runner_harness::*;
+use crate::runner_harness::*;
 use sha2::Digest as _;
 
 const STATUS: &str = "/api/v1/callbacks/status";
