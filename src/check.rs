@@ -10,7 +10,8 @@ use std::time::Instant;
 use crate::config::{Config, Placement};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
-use edge_connect::{ApiError, ApiErrorKind, Client};
+use crate::provider::placement::Target;
+use edge_connect::{ApiError, ApiErrorKind, ApiGeneration, Client};
 
 /// What to check besides the config itself.
 #[derive(Debug, Default)]
@@ -142,11 +143,18 @@ async fn remote_checks(
 ) {
     let ec = &config.edge_connect;
     let started = Instant::now();
+    // Only https can be said to have valid TLS; plain http is allowed for loopback (and with
+    // allow_http), and the line says so.
+    let transport = if ec.url.starts_with("https://") {
+        "TLS valid"
+    } else {
+        "plain http, no TLS"
+    };
     match client.login().await {
         Ok(_) => report.pass(
             "login",
             format!(
-                "{} reachable, TLS valid, logged in ({} ms)",
+                "{} reachable, {transport}, logged in ({} ms)",
                 ec.url,
                 started.elapsed().as_millis()
             ),
@@ -182,36 +190,57 @@ async fn remote_checks(
             return;
         }
     };
-    let org_filter = edge_connect::models::AppKey {
+    // Show omits what the user may not see, so "0 Apps" proves nothing. A delete needs
+    // membership: the MC checks it before the controller looks at the key (403 for
+    // non-members), and a name that breaks the key rule cannot exist, so nothing is deleted.
+    let probe = edge_connect::models::AppKey {
         organization: ec.organization.clone(),
-        ..Default::default()
+        name: "-garm-provider-membership-probe".to_string(),
+        version: ec.app_version.clone(),
     };
-    match client.show_apps(&org_filter).await {
-        Ok(apps) => report.pass(
+    match client.delete_app(&probe).await {
+        Err(e) if e.kind == ApiErrorKind::Forbidden => {
+            report.fail(
+                "organization",
+                format!(
+                    "{}: the user may not manage Apps there (HTTP 403) — check edge_connect.organization and the user's role in it",
+                    ec.organization
+                ),
+            );
+            return;
+        }
+        Err(e) if matches!(e.kind, ApiErrorKind::NotFound | ApiErrorKind::Rejected) => report.pass(
             "organization",
-            format!("{} visible ({} Apps)", ec.organization, apps.len()),
+            format!("{}: the user may manage Apps there", ec.organization),
+        ),
+        Ok(()) => report.pass(
+            "organization",
+            format!("{}: the user may manage Apps there", ec.organization),
         ),
         Err(e) => {
             report.fail("organization", e.to_string());
             return;
         }
     }
-    let zones = match client.show_zones().await {
-        Ok(z) => {
-            report.pass("API generation", "zones supported (newer API)");
-            Some(z)
-        }
-        Err(e) if e.status == Some(404) => {
-            report.pass(
-                "API generation",
-                "no zones (older API): use [edge_connect.cloudlet]",
-            );
-            None
+    let generation = match client.api_generation().await {
+        Ok(g) => {
+            report.pass("API generation", g.to_string());
+            g
         }
         Err(e) => {
             report.fail("API generation", e.to_string());
-            None
+            return;
         }
+    };
+    let zones = match generation {
+        ApiGeneration::Gen3 => match client.show_zones().await {
+            Ok(z) => Some(z),
+            Err(e) => {
+                report.fail("zones", e.to_string());
+                None
+            }
+        },
+        ApiGeneration::Gen2 => None,
     };
     let sites = crate::provider::placement::candidates(config, specs, "check");
     let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
@@ -243,7 +272,7 @@ async fn remote_checks(
             if matches!(site, Placement::Zone(_)) {
                 report.fail(
                     &site.to_string(),
-                    "this server has no zones: configure [edge_connect.cloudlet] instead",
+                    "this server has no zones (Gen2): configure [edge_connect.cloudlet] instead",
                 );
             }
             continue;
@@ -262,12 +291,28 @@ async fn remote_checks(
             );
             continue;
         }
-        report.pass(&site.to_string(), "exists");
+        let cloudlet_list = cloudlets.as_deref().unwrap_or_default();
+        match crate::provider::placement::target(site, generation, cloudlet_list) {
+            Ok(target) => {
+                let how = match (site, &target) {
+                    (Placement::Cloudlet(_), Target::Zone(_)) => format!(
+                        "exists; addressed as {target} (Gen3 places through zones; the controller picks a cloudlet in that zone)"
+                    ),
+                    _ => format!("exists; addressed as {target}"),
+                };
+                report.pass(&site.to_string(), how);
+            }
+            Err(why) => {
+                report.fail(&site.to_string(), why);
+                continue;
+            }
+        }
         let available = match site {
             Placement::Zone(z) => {
                 let zone = edge_connect::models::SiteRef {
                     organization: z.organization.clone(),
                     name: z.name.clone(),
+                    ..Default::default()
                 };
                 match client.show_flavors_for_zone(&zone).await {
                     Ok(f) => f.iter().map(|f| f.flavor_name().to_string()).collect(),
@@ -353,12 +398,26 @@ async fn deploy_test(
         return;
     }
     let t_app = t0.elapsed();
-    let request = crate::provider::placement::new_app_inst(
-        &name,
-        &ec.organization,
-        key.clone(),
-        &config.placement(),
-    );
+    let cloudlets = match client.show_cloudlets().await {
+        Ok(c) => c,
+        Err(e) => {
+            report.fail("deploy test", format!("ShowCloudlet: {e}"));
+            let _ = client.delete_app(&key).await;
+            return;
+        }
+    };
+    let generation = client.facts().generation.unwrap_or(ApiGeneration::Gen3);
+    let target =
+        match crate::provider::placement::target(&config.placement(), generation, &cloudlets) {
+            Ok(t) => t,
+            Err(why) => {
+                report.fail("deploy test", why);
+                let _ = client.delete_app(&key).await;
+                return;
+            }
+        };
+    let request =
+        crate::provider::placement::new_app_inst(&name, &ec.organization, key.clone(), &target);
     let mut ignore = |_: &str| {};
     let created = client.create_app_inst(&request, &mut ignore).await;
     let t_inst = t0.elapsed() - t_app;

@@ -278,6 +278,18 @@ impl Config {
                 return Err(format!("{key}: must not be empty"));
             }
         }
+        if !crate::naming::is_valid_key_part(&ec.app_version) {
+            return Err(format!(
+                "edge_connect.app_version: {:?} does not match Edge Connect's key rule ^[0-9a-zA-Z][-_0-9a-zA-Z .&,!]*$",
+                ec.app_version
+            ));
+        }
+        crate::manifest_safety::check_command(
+            ec.deployment,
+            "edge_connect.command",
+            ec.command.as_deref(),
+            &ec.command_args,
+        )?;
         if !crate::naming::is_valid_key_part(&ec.organization) {
             return Err(
                 "edge_connect.organization: not a valid Edge Connect organization name".into(),

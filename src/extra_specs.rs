@@ -120,6 +120,31 @@ impl ExtraSpecs {
                 ));
             }
         }
+        // The deployment may come from the provider config, which ValidatePoolInfo does not
+        // read: check the words against the kubernetes rules always, and the docker rules when
+        // the pool itself says docker. CreateInstance checks the effective combination again.
+        let deployments: &[Deployment] = match self.deployment {
+            Some(d) => &[d][..],
+            None => &[Deployment::Kubernetes][..],
+        };
+        if self.command.is_some() || self.command_args.is_some() {
+            for deployment in deployments {
+                crate::manifest_safety::check_command(
+                    *deployment,
+                    "extra_specs.command",
+                    self.command.as_deref(),
+                    self.command_args.as_deref().unwrap_or_default(),
+                )?;
+            }
+        }
+        for (name, value) in &self.env {
+            crate::manifest_safety::check_env_value(
+                self.deployment.unwrap_or(Deployment::Kubernetes),
+                self.env_delivery.unwrap_or(EnvDelivery::EnvVars),
+                name,
+                value,
+            )?;
+        }
         if self.image_pull_username.is_some() != self.image_pull_password_env.is_some() {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }

@@ -17,6 +17,7 @@ pub mod extra_specs;
 pub mod front;
 pub mod garm;
 pub mod logging;
+pub mod manifest_safety;
 pub mod naming;
 pub mod pipeline;
 pub mod provider;

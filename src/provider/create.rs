@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::placement::{self, site_unusable};
-use super::wait::{backoff, Deadline};
+use super::wait::{backoff, retry_transient, Deadline};
 use super::Provider;
 use crate::config::{Deployment, EnvDelivery, Placement};
 use crate::error::Error;
@@ -32,6 +32,22 @@ impl Provider {
         let app = self.new_app(bootstrap, pool_id, &specs, &name, &sites)?;
         let app_key = app.key.clone();
 
+        let needs = Needs {
+            env_vars: !app.env_vars.is_empty() || !app.secret_env_vars.is_empty(),
+            pull_credentials: app.username.is_some(),
+        };
+        // What this server is known to drop is refused before anything is made.
+        self.refuse_known_drops(needs)?;
+        // A CreateApp for a name that exists wipes that App's secret env vars before failing
+        // with "already exists" (main `pkg/controller/app_api.go:694-716`): look first, and
+        // never send one that could collide with a live runner.
+        if self.app_exists(&name, deadline).await? {
+            return Err(Error::Duplicate(format!(
+                "instance {} already exists on Edge Connect (App {name})",
+                bootstrap.name
+            )));
+        }
+
         tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
         self.report(&format!("creating App {name}"));
         if let Err(e) = self.client.create_app(&app).await {
@@ -44,6 +60,10 @@ impl Provider {
                 ApiErrorKind::Transport => self.rollback(&name, &app_key, deadline, e.into()).await,
                 _ => self.explain(e).await,
             });
+        }
+
+        if let Err(e) = self.confirm_kept(&name, &app, needs, deadline).await {
+            return Err(self.rollback(&name, &app_key, deadline, e).await);
         }
 
         match self.deploy(&name, &app_key, &sites, deadline).await {
@@ -63,6 +83,76 @@ impl Provider {
             }
             Err(e) => Err(self.rollback(&name, &app_key, deadline, e).await),
         }
+    }
+
+    /// Fails when the server is known to drop a field this App needs.
+    fn refuse_known_drops(&self, needs: Needs) -> Result<(), Error> {
+        let facts = self.client.facts();
+        if needs.env_vars && facts.keeps_env_vars == Some(false) {
+            return Err(Error::config(ENV_VARS_DROPPED));
+        }
+        if needs.pull_credentials && facts.keeps_pull_credentials == Some(false) {
+            return Err(Error::config(PULL_CREDENTIALS_DROPPED));
+        }
+        Ok(())
+    }
+
+    /// True when an App of this name exists in the organization (any version, anyone's).
+    async fn app_exists(&self, name: &str, deadline: Deadline) -> Result<bool, Error> {
+        let filter = AppKey {
+            organization: self.organization().to_string(),
+            name: name.to_string(),
+            version: String::new(),
+        };
+        let apps = retry_transient(deadline, "ShowApp", || self.client.show_apps(&filter)).await?;
+        Ok(apps.iter().any(|a| a.key.name == name))
+    }
+
+    /// After the first create against a server, reads the App back and confirms the server
+    /// kept the fields the runner and the ownership markers depend on (spec §13 row 1: an
+    /// older MC drops unknown fields without an error, and the runner would then leak). The
+    /// answer is remembered with the token, so later creates skip the extra ShowApp.
+    async fn confirm_kept(
+        &self,
+        name: &str,
+        sent: &NewApp,
+        needs: Needs,
+        deadline: Deadline,
+    ) -> Result<(), Error> {
+        let facts = self.client.facts();
+        let unknown_env = needs.env_vars && facts.keeps_env_vars.is_none();
+        let unknown_pull = needs.pull_credentials && facts.keeps_pull_credentials.is_none();
+        if !unknown_env && !unknown_pull {
+            return Ok(());
+        }
+        let filter = AppKey {
+            organization: self.organization().to_string(),
+            name: name.to_string(),
+            version: String::new(),
+        };
+        let apps = retry_transient(deadline, "ShowApp", || self.client.show_apps(&filter)).await?;
+        let Some(shown) = apps.iter().find(|a| a.key == sent.key) else {
+            return Err(Error::Other(format!(
+                "App {name} is not listed right after CreateApp succeeded"
+            )));
+        };
+        let env_kept = shown.has_plain_env_var(crate::runner_env::ENV_CONTROLLER_ID);
+        let pull_kept = sent.username.as_deref() == Some(shown.username.as_str());
+        self.client.learn(|f| {
+            if unknown_env {
+                f.keeps_env_vars = Some(env_kept);
+            }
+            if unknown_pull {
+                f.keeps_pull_credentials = Some(pull_kept);
+            }
+        });
+        if unknown_env && !env_kept {
+            return Err(Error::config(ENV_VARS_DROPPED));
+        }
+        if unknown_pull && !pull_kept {
+            return Err(Error::config(PULL_CREDENTIALS_DROPPED));
+        }
+        Ok(())
     }
 
     /// The CreateApp body: image, flavor, command and the runner environment.
@@ -101,6 +191,30 @@ impl Provider {
             &specs.env,
             deployment == Deployment::Docker,
         );
+        let command = specs
+            .command
+            .clone()
+            .or_else(|| ec.command.clone())
+            .filter(|c| !c.is_empty());
+        let command_args = specs
+            .command_args
+            .clone()
+            .unwrap_or_else(|| ec.command_args.clone());
+        // The pool may combine the config's command with its own deployment (or the reverse):
+        // check what will really be sent, values included.
+        let key = if specs.command.is_some() {
+            "extra_specs.command"
+        } else {
+            "edge_connect.command"
+        };
+        crate::manifest_safety::check_command(deployment, key, command.as_deref(), &command_args)
+            .map_err(Error::input)?;
+        let plain = env.plain.iter().map(|(k, v)| (k, v.as_str()));
+        let secret = env.secret.iter().map(|(k, v)| (k, v.expose()));
+        for (name, value) in plain.chain(secret) {
+            crate::manifest_safety::check_env_value(deployment, delivery, name, value)
+                .map_err(Error::input)?;
+        }
         let (username, credentials) = match (
             &specs.image_pull_username,
             &specs.image_pull_password_env,
@@ -140,15 +254,8 @@ impl Provider {
             image_path: bootstrap.image.clone(),
             deployment: deployment.as_str(),
             default_flavor: FlavorKey { name: flavor },
-            command: specs
-                .command
-                .clone()
-                .or_else(|| ec.command.clone())
-                .filter(|c| !c.is_empty()),
-            command_args: specs
-                .command_args
-                .clone()
-                .unwrap_or_else(|| ec.command_args.clone()),
+            command,
+            command_args,
             configs,
             env_vars,
             secret_env_vars,
@@ -157,7 +264,9 @@ impl Provider {
         })
     }
 
-    /// Creates the AppInst on the first site that takes it.
+    /// Creates the AppInst on the first site that takes it. A site that refuses it is left
+    /// clean (an AppInst left in CreateError is removed) before the next one is tried: the
+    /// AppInst name is unique across sites on Gen3.
     pub(super) async fn deploy(
         &self,
         name: &str,
@@ -165,10 +274,19 @@ impl Provider {
         sites: &[Placement],
         deadline: Deadline,
     ) -> Result<(), Error> {
-        let mut last_refusal: Option<ApiError> = None;
+        let mut last_refusal: Option<Refusal> = None;
         for site in sites {
-            let request = placement::new_app_inst(name, self.organization(), app_key.clone(), site);
-            self.report(&format!("creating AppInst {name} in {site}"));
+            let target = match self.target_for(site, deadline).await? {
+                Ok(target) => target,
+                Err(why) => {
+                    self.site_refused(sites, site, &why);
+                    last_refusal = Some(Refusal::Local(why));
+                    continue;
+                }
+            };
+            let request =
+                placement::new_app_inst(name, self.organization(), app_key.clone(), &target);
+            self.report(&format!("creating AppInst {name} in {site} ({target})"));
             let mut attempt = 0;
             let outcome = loop {
                 attempt += 1;
@@ -208,22 +326,68 @@ impl Provider {
                     self.report("stream interrupted; checking the AppInst state");
                     return self.await_ready(name, deadline).await;
                 }
-                Err(e) if site_unusable(&e) => {
-                    tracing::warn!(%site, error = %e, "site cannot take the AppInst; trying the next one");
-                    self.report(&format!("{site} cannot take it: {}", e.message));
-                    last_refusal = Some(e);
+                Err(e) if site_unusable(&e, &target) => {
+                    let why = match e.kind {
+                        // Gen2 answers a cloudlet outside the organization's cloudlet pools with
+                        // 403 (c39 `pkg/mc/orm/authz_cloudlet.go:355-357`): not a problem of the
+                        // organization as a whole.
+                        ApiErrorKind::Forbidden => format!(
+                            "{site} is not in a cloudlet pool of organization {} (HTTP 403)",
+                            self.organization()
+                        ),
+                        _ => e.message.clone(),
+                    };
+                    self.site_refused(sites, site, &why);
+                    if e.status == Some(200) {
+                        // The refusal came as a stream trailer: the AppInst may exist in
+                        // CreateError on this site.
+                        self.remove_app_insts_of(name, app_key, deadline).await?;
+                    }
+                    last_refusal = Some(match e.kind {
+                        ApiErrorKind::Forbidden => Refusal::Local(why),
+                        _ => Refusal::Api(e),
+                    });
                 }
                 Err(e) => return Err(e.into()),
             }
         }
         Err(match last_refusal {
-            Some(e) if sites.len() > 1 => Error::Other(format!(
-                "no site could take the AppInst ({} tried); last: {e}",
-                sites.len()
+            Some(r) if sites.len() > 1 => Error::Other(format!(
+                "no site could take the AppInst ({} tried); last: {}",
+                sites.len(),
+                r
             )),
-            Some(e) => self.explain(e).await,
+            Some(Refusal::Api(e)) => self.explain(e).await,
+            Some(Refusal::Local(why)) => Error::Other(why),
             None => Error::Other("no site to place the AppInst on".to_string()),
         })
+    }
+
+    /// Logs and reports a site that cannot take the AppInst; with one site only the final error
+    /// says it, so GARM mode's stderr stays one line.
+    fn site_refused(&self, sites: &[Placement], site: &Placement, why: &str) {
+        if sites.len() > 1 {
+            tracing::warn!(%site, error = why, "site cannot take the AppInst; trying the next one");
+        } else {
+            tracing::info!(%site, error = why, "site cannot take the AppInst");
+        }
+        self.report(&format!("{site} cannot take it: {why}"));
+    }
+
+    /// Deletes the AppInsts named `name` that deploy `app_key` (never another App's AppInst of
+    /// the same name).
+    async fn remove_app_insts_of(
+        &self,
+        name: &str,
+        app_key: &AppKey,
+        deadline: Deadline,
+    ) -> Result<(), Error> {
+        for inst in self.app_insts_named(name, deadline).await? {
+            if inst.app_key.as_ref().is_none_or(|k| k == app_key) {
+                self.delete_app_inst(&inst.key, deadline).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Adds what the operator needs to fix a refusal: the flavors or sites that do exist. Costs a
@@ -309,9 +473,7 @@ impl Provider {
         let deadline = deadline.extended(ROLLBACK_GRACE);
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
-            for inst in self.app_insts_named(name, deadline).await? {
-                self.delete_app_inst(&inst.key, deadline).await?;
-            }
+            self.remove_app_insts_of(name, app_key, deadline).await?;
             self.delete_app(app_key, deadline).await
         };
         match cleanup.await {
@@ -327,6 +489,36 @@ impl Provider {
                     _ => Error::Other(message),
                 }
             }
+        }
+    }
+}
+
+/// Fields of the App the runner depends on.
+#[derive(Debug, Clone, Copy)]
+struct Needs {
+    /// `env_vars` / `secret_env_vars` (bootstrap variables and ownership markers).
+    env_vars: bool,
+    /// `username` / `credentials` (a private image).
+    pull_credentials: bool,
+}
+
+const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";
+
+const PULL_CREDENTIALS_DROPPED: &str = "this Edge Connect drops App image pull credentials (a release before 2025-10-17); use an image it can pull without them and remove image_pull_username / image_pull_password_env from the pool's extra specs";
+
+/// Why a site did not take the AppInst.
+enum Refusal {
+    /// The controller refused it.
+    Api(ApiError),
+    /// The provider found the site unusable (unknown cloudlet, no zone, not in the pools).
+    Local(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Api(e) => e.fmt(f),
+            Refusal::Local(why) => f.write_str(why),
         }
     }
 }

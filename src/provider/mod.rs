@@ -124,6 +124,9 @@ pub struct Provider {
     environment: HashMap<String, String>,
     progress: Progress,
     poll_interval: Duration,
+    /// ShowCloudlet's answer, fetched once per process when a cloudlet must be mapped to its
+    /// zone (Gen3).
+    cloudlets: tokio::sync::OnceCell<Vec<edge_connect::models::Site>>,
 }
 
 /// An App of this controller together with its AppInst (if any).
@@ -151,6 +154,7 @@ impl Provider {
             environment,
             progress,
             poll_interval: Duration::from_secs(2),
+            cloudlets: tokio::sync::OnceCell::new(),
         }
     }
 

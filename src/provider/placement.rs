@@ -4,8 +4,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{Config, Placement};
 use crate::extra_specs::{ExtraSpecs, PlacementStrategy};
-use edge_connect::models::{AppInstKey, NewAppInst, SiteRef};
-use edge_connect::{ApiError, ApiErrorKind, Subject};
+use edge_connect::models::{AppInstKey, NewAppInst, Site, SiteRef};
+use edge_connect::{ApiError, ApiErrorKind, ApiGeneration, Subject};
 
 /// The sites to try for one instance, in order.
 ///
@@ -29,49 +29,143 @@ pub fn candidates(config: &Config, specs: &ExtraSpecs, instance_name: &str) -> V
     sites
 }
 
-/// The CreateAppInst body for a site: a zone goes into `zone_key` (newer API), a cloudlet into
-/// the key's `cloudlet_key` (older API).
+/// Where a CreateAppInst is sent, in the shape the server's API generation accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `zone_key` (Gen3; also a configured cloudlet, through its zone).
+    Zone(SiteRef),
+    /// `key.cloudlet_key` (Gen2).
+    Cloudlet(SiteRef),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Zone(z) => write!(f, "zone_key {}/{}", z.organization, z.name),
+            Target::Cloudlet(c) => write!(f, "cloudlet_key {}/{}", c.organization, c.name),
+        }
+    }
+}
+
+fn site_ref(key: &crate::config::SiteKey) -> SiteRef {
+    SiteRef {
+        organization: key.organization.clone(),
+        name: key.name.clone(),
+        ..Default::default()
+    }
+}
+
+/// How a configured site is addressed on a server of `generation`.
+///
+/// A zone is always a `zone_key`. A cloudlet is a `cloudlet_key` inside the AppInst key on Gen2;
+/// Gen3 drops that field (`Zone not specified`, main `appinst.pb.go:260-262`,
+/// `pkg/controller/appinst_zone.go:75-85`) and refuses a top-level `cloudlet_key` from users, so
+/// a Gen3 client reaches a cloudlet only through the zone ShowCloudlet names for it
+/// (`api/edgeproto/objs.go:1431-1440`); the controller then picks a cloudlet of that zone.
+/// `cloudlets` is ShowCloudlet's answer (only needed for a cloudlet on Gen3).
+pub fn target(
+    site: &Placement,
+    generation: ApiGeneration,
+    cloudlets: &[Site],
+) -> Result<Target, String> {
+    match (site, generation) {
+        (Placement::Zone(z), _) => Ok(Target::Zone(site_ref(z))),
+        (Placement::Cloudlet(c), ApiGeneration::Gen2) => Ok(Target::Cloudlet(site_ref(c))),
+        (Placement::Cloudlet(c), ApiGeneration::Gen3) => {
+            let found = cloudlets
+                .iter()
+                .find(|s| s.key.organization == c.organization && s.key.name == c.name)
+                .ok_or_else(|| {
+                    format!(
+                        "cloudlet {}/{} not found; cloudlets here: {}",
+                        c.organization,
+                        c.name,
+                        cloudlets
+                            .iter()
+                            .map(|s| format!("{}/{}", s.key.organization, s.key.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?;
+            if found.zone.is_empty() {
+                return Err(format!(
+                    "cloudlet {}/{} belongs to no zone, and this Edge Connect (Gen3) places AppInsts only through zones: configure [edge_connect.zone] instead",
+                    c.organization, c.name
+                ));
+            }
+            Ok(Target::Zone(SiteRef {
+                organization: found.key.organization.clone(),
+                name: found.zone.clone(),
+                ..Default::default()
+            }))
+        }
+    }
+}
+
+/// The CreateAppInst body for a target.
 pub fn new_app_inst(
     name: &str,
     organization: &str,
     app_key: edge_connect::models::AppKey,
-    site: &Placement,
+    target: &Target,
 ) -> NewAppInst {
-    let site_ref = |k: &crate::config::SiteKey| SiteRef {
-        organization: k.organization.clone(),
-        name: k.name.clone(),
+    let (cloudlet_key, zone_key) = match target {
+        Target::Zone(z) => (None, Some(z.clone())),
+        Target::Cloudlet(c) => (Some(c.clone()), None),
     };
-    match site {
-        Placement::Zone(z) => NewAppInst {
-            key: AppInstKey {
-                name: name.to_string(),
-                organization: organization.to_string(),
-                cloudlet_key: None,
-            },
-            app_key,
-            zone_key: Some(site_ref(z)),
+    NewAppInst {
+        key: AppInstKey {
+            name: name.to_string(),
+            organization: organization.to_string(),
+            cloudlet_key,
         },
-        Placement::Cloudlet(c) => NewAppInst {
-            key: AppInstKey {
-                name: name.to_string(),
-                organization: organization.to_string(),
-                cloudlet_key: Some(site_ref(c)),
-            },
-            app_key,
-            zone_key: None,
-        },
+        app_key,
+        zone_key,
     }
 }
 
-/// True when an early CreateAppInst refusal means "this site cannot take it; try the next one".
-pub fn site_unusable(e: &ApiError) -> bool {
+/// True when a CreateAppInst refusal means "this site cannot take it; try the next one".
+pub fn site_unusable(e: &ApiError, target: &Target) -> bool {
     match e.kind {
+        // Gen2: a cloudlet outside the organization's cloudlet pools.
+        ApiErrorKind::Forbidden => matches!(target, Target::Cloudlet(_)),
         ApiErrorKind::NoCapacity => true,
         ApiErrorKind::NotFound => matches!(
             e.missing(),
             Some(Subject::Zone | Subject::Cloudlet | Subject::Flavor)
         ),
         _ => e.zone_not_specified(),
+    }
+}
+
+impl super::Provider {
+    /// The target for a configured site, or why the site cannot be used (unknown cloudlet,
+    /// cloudlet without zone). Asks the server its API generation once, and ShowCloudlet once
+    /// per process, only when a cloudlet is configured.
+    pub(super) async fn target_for(
+        &self,
+        site: &Placement,
+        deadline: super::wait::Deadline,
+    ) -> Result<Result<Target, String>, crate::error::Error> {
+        if let Placement::Zone(_) = site {
+            return Ok(target(site, ApiGeneration::Gen3, &[]));
+        }
+        let generation =
+            super::wait::retry_transient(deadline, "ShowZone", || self.client.api_generation())
+                .await?;
+        let cloudlets: &[Site] = match generation {
+            ApiGeneration::Gen2 => &[],
+            ApiGeneration::Gen3 => {
+                self.cloudlets
+                    .get_or_try_init(|| {
+                        super::wait::retry_transient(deadline, "ShowCloudlet", || {
+                            self.client.show_cloudlets()
+                        })
+                    })
+                    .await?
+            }
+        };
+        Ok(target(site, generation, cloudlets))
     }
 }
 
@@ -129,24 +223,34 @@ mod tests {
     }
 
     #[test]
-    fn sites_shape_the_request() {
+    fn sites_shape_the_request_per_generation() {
         let key = edge_connect::models::AppKey::default();
         let site = SiteKey {
             organization: "TDG".into(),
             name: "m".into(),
         };
-        let z = serde_json::to_value(new_app_inst(
-            "n",
-            "o",
-            key.clone(),
-            &Placement::Zone(site.clone()),
-        ))
-        .unwrap();
+        let request = |site: &Placement, generation, cloudlets: &[Site]| {
+            let t = target(site, generation, cloudlets).unwrap();
+            serde_json::to_value(new_app_inst("n", "o", key.clone(), &t)).unwrap()
+        };
+        let z = request(&Placement::Zone(site.clone()), ApiGeneration::Gen3, &[]);
         assert_eq!(z["zone_key"]["name"], "m");
         assert!(z["key"].get("cloudlet_key").is_none());
-        let c =
-            serde_json::to_value(new_app_inst("n", "o", key, &Placement::Cloudlet(site))).unwrap();
+        let cloudlet = Placement::Cloudlet(site.clone());
+        let c = request(&cloudlet, ApiGeneration::Gen2, &[]);
         assert_eq!(c["key"]["cloudlet_key"]["name"], "m");
         assert!(c.get("zone_key").is_none());
+        let shown: Vec<Site> = serde_json::from_str(
+            r#"[{"key":{"organization":"TDG","name":"m"},"zone":"Munich-Zone"}]"#,
+        )
+        .unwrap();
+        let g3 = request(&cloudlet, ApiGeneration::Gen3, &shown);
+        assert_eq!(
+            g3["zone_key"],
+            serde_json::json!({"organization":"TDG","name":"Munich-Zone"})
+        );
+        assert!(g3["key"].get("cloudlet_key").is_none());
+        let missing = target(&cloudlet, ApiGeneration::Gen3, &[]).unwrap_err();
+        assert!(missing.contains("cloudlet TDG/m not found"), "{missing}");
     }
 }

@@ -33,9 +33,9 @@ fn all_good() {
     for expected in [
         "✓ credentials: user garm from credentials_file",
         "✓ region: EU known (3 flavors)",
-        "✓ organization: edp-developer-framework visible (0 Apps)",
-        "✓ API generation: zones supported (newer API)",
-        "✓ zone TelekomOP/Munich: exists",
+        "✓ organization: edp-developer-framework: the user may manage Apps there",
+        "✓ API generation: Gen3 (zones)",
+        "✓ zone TelekomOP/Munich: exists; addressed as zone_key TelekomOP/Munich",
         "✓ flavor EU.small: available in zone TelekomOP/Munich",
         "✓ image: ghcr.io/example-org/garm-runner:2.330.0 is well formed",
     ] {
@@ -71,6 +71,37 @@ fn bad_password() {
 }
 
 #[test]
+fn plain_http_is_not_called_tls() {
+    let w = World::new();
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 0, "{out}");
+    let login = out
+        .lines()
+        .find(|l| l.starts_with("✓ login: "))
+        .unwrap_or_default();
+    assert!(login.contains(", plain http, no TLS, logged in"), "{out}");
+    assert!(!out.contains("TLS valid"), "{out}");
+}
+
+#[test]
+fn an_organization_the_user_is_not_in_fails() {
+    let w = World::new();
+    replace_in_config(
+        &w,
+        "organization = \"edp-developer-framework\"",
+        "organization = \"someone-elses-org\"",
+    );
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out.lines().last(),
+        Some("✗ organization: someone-elses-org: the user may not manage Apps there (HTTP 403) — check edge_connect.organization and the user's role in it"),
+        "{out}"
+    );
+    assert!(w.app_names().is_empty(), "check creates nothing");
+}
+
+#[test]
 fn missing_zone_lists_the_zones() {
     let w = World::new();
     replace_in_config(&w, "name = \"Munich\"", "name = \"Atlantis\"");
@@ -91,7 +122,7 @@ fn missing_cloudlet_lists_the_cloudlets() {
     assert_eq!(code, 1);
     assert!(
         out.lines()
-            .any(|l| l == "✓ API generation: no zones (older API): use [edge_connect.cloudlet]"),
+            .any(|l| l == "✓ API generation: Gen2 (cloudlet keys, no zones)"),
         "{out}"
     );
     assert!(

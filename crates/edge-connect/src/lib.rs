@@ -13,6 +13,7 @@
 //! | `transport` | bodies and chunks under a silence timeout, transport errors |
 //! | `lines` | the NDJSON line splitter and line parser |
 //! | `rpc` | one function per RPC |
+//! | `server` | facts learnt about the server: API generation, fields Apps keep |
 //! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
 //! | [`error`] | typed errors from status codes and controller texts |
 //! | `token_store`, [`token_cache`] | tokens shared between processes |
@@ -24,6 +25,7 @@ pub mod models;
 mod options;
 mod rpc;
 mod secret;
+mod server;
 mod session;
 mod state;
 pub mod token_cache;
@@ -33,6 +35,7 @@ mod transport;
 pub use error::{ApiError, ApiErrorKind, Subject};
 pub use options::{ClientOptions, Credentials, SetupError};
 pub use secret::Secret;
+pub use server::{ApiGeneration, ServerFacts, FACTS_LIFETIME_SECS};
 pub use session::{Client, StreamEnd};
 pub use state::AppInstState;
 pub use token_store::{LoginLock, TokenStore};

@@ -31,6 +31,10 @@ pub struct SiteRef {
     /// Cloudlet or zone name.
     #[serde(default)]
     pub name: String,
+    /// Set on the cloudlet keys of federated cloudlets; a delete must send it back or the
+    /// AppInst is "not found" (c39 `cloudletkey.pb.go:34-38`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub federated_organization: String,
 }
 
 impl SiteRef {
@@ -155,6 +159,9 @@ pub struct App {
     /// Config files (envVarsYaml fallback).
     #[serde(default)]
     pub configs: Vec<ConfigFile>,
+    /// Image pull user (servers from 2025-10-17 on; older ones drop it).
+    #[serde(default)]
+    pub username: String,
     /// Deletion in progress.
     #[serde(default)]
     pub delete_prepare: bool,
@@ -242,6 +249,9 @@ pub struct Site {
     /// Key.
     #[serde(default)]
     pub key: SiteRef,
+    /// The zone a Gen3 cloudlet belongs to (empty for zones and on Gen2).
+    #[serde(default)]
+    pub zone: String,
 }
 
 /// Renders environment variables as an envVarsYaml config (a YAML list of Kubernetes `EnvVar`).
@@ -277,6 +287,14 @@ pub fn parse_env_vars_yaml(yaml: &str) -> BTreeMap<String, String> {
 }
 
 impl App {
+    /// True when the App's `env_vars` (not an envVarsYaml config) holds `name`: the server kept
+    /// the field (spec §13 row 1).
+    pub fn has_plain_env_var(&self, name: &str) -> bool {
+        self.env_vars
+            .as_ref()
+            .is_some_and(|raw| crate::envmap::string_field(raw.get(), name).is_some())
+    }
+
     /// One variable of the App's environment, without copying the whole map (List checks
     /// ownership of every App in the organization).
     pub fn env_var(&self, name: &str) -> Option<String> {
