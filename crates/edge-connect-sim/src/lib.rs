@@ -18,49 +18,41 @@
 //! sim.inject(Fault::http_status("CreateAppInst", 503));
 //! ```
 //!
-//! | Module | Job |
-//! |---|---|
-//! | `config` | what an instance looks like |
-//! | `http` | routing, early faults, auth, dispatch, request log |
-//! | `auth` | login, JWTs, refresh |
-//! | `wire` | lenient JSON decoding and error replies |
-//! | `model`, `enums` | API objects and enums |
-//! | `app`, `appinst`, `infra` | the RPCs |
-//! | `ops` | AppInst state machines |
-//! | `stream` | NDJSON replies |
-//! | `store` | state and indexes |
-//! | `faults`, `seed`, `control` | test hooks |
-//! | `reqlog` | request log |
+//! # Layers
+//!
+//! Each layer imports only from the layers below it (and from the leaf modules); the test
+//! `layers::imports_point_down` in `tests/it/` checks this on the sources.
+//!
+//! | Layer | Modules | Job |
+//! |---|---|---|
+//! | 7 top | `server` | start/stop, the handles tests hold |
+//! | 6 | `router` | routing, early faults, auth, dispatch, request log |
+//! | 5 | `handlers` (`app`, `appinst`, `infra`, `auth`, `control`, `seed`) | one function per RPC |
+//! | 4 | `context` | `Shared` (the running simulator) and `Call` (one request) |
+//! | 3 | `domain` | validation, placement, state machines, manifest, ports, tokens |
+//! | 2 | `protocol` | request decoding, reply encoding, errors, NDJSON streams |
+//! | 1 | `model` | objects, enums, store, inventory, Show filters |
+//! | leaf | `config`, `clock`, `faults`, `reqlog` | configuration, time and ids, fault queue, request log |
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-mod app;
-mod appinst;
-mod auth;
 mod clock;
 mod config;
-mod control;
-mod enums;
+mod context;
+mod domain;
 mod faults;
-mod filter;
-mod http;
-mod infra;
-mod manifest;
+mod handlers;
 mod model;
-mod ops;
-mod ports;
+mod protocol;
 mod reqlog;
-mod seed;
+mod router;
 mod server;
-mod store;
-mod stream;
-mod wire;
 
 pub use clock::civil_from_days;
 pub use config::{ApiGeneration, SimConfig};
 pub use faults::{Fault, FaultKind};
+pub use handlers::seed::Seed;
 pub use reqlog::RequestLogEntry;
-pub use seed::Seed;
 pub use server::{serve, spawn, SimControl, SimHandle, SimServer};
 
 /// Locks a mutex, recovering the data if a previous holder panicked: one failed request must

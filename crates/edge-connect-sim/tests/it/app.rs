@@ -1,9 +1,8 @@
 //! App create/update/delete/show, request decoding, regions and RBAC, over real HTTP.
 
-
+use crate::support::*;
 use edge_connect_sim::Seed;
 use serde_json::{json, Value};
-use crate::support::*;
 
 fn with(mut app: Value, field: &str, value: Value) -> Value {
     app[field] = value;

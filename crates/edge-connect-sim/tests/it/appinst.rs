@@ -1,12 +1,11 @@
 //! AppInst create/delete/update/show streams, state transitions, both key generations, zones
 //! and capacity, over real HTTP.
 
-
 use std::time::Duration;
 
+use crate::support::*;
 use edge_connect_sim::{ApiGeneration, SimHandle};
 use serde_json::{json, Value};
-use crate::support::*;
 
 const CREATE_LINES: [&str; 7] = [
     "Found 1 potential cloudlets for deployment",

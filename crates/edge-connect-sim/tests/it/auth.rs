@@ -1,14 +1,13 @@
 //! Login, tokens and the MC's 401/404/405 answers, over real HTTP.
 
-
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use edge_connect_sim::Fault;
 use reqwest::Method;
 use serde_json::{json, Value};
-use crate::support::*;
 
 fn claims(token: &str) -> Value {
     let payload = token.split('.').nth(1).expect("three parts");

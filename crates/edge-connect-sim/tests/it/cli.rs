@@ -1,11 +1,10 @@
 //! The `edge-connect-sim` binary: first stdout line, address file, flags, signals, usage errors.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::json;
 use crate::support::Client;
+use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_edge-connect-sim");
 

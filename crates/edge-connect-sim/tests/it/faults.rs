@@ -1,11 +1,10 @@
 //! Fault injection, seeding, state dump, reset, capacity and the request log, over real HTTP.
 
-
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use edge_connect_sim::{Fault, FaultKind, Seed};
 use serde_json::{json, Value};
-use crate::support::*;
 
 #[tokio::test]
 async fn http_status_503_fails_the_next_call_only() {

@@ -8,3 +8,4 @@ mod appinst;
 mod auth;
 mod cli;
 mod faults;
+mod layers;

@@ -1,7 +1,6 @@
 //! Helpers shared by the simulator tests: a small HTTP client that speaks the MC protocol
 //! (login, POST with bearer token, NDJSON reading) and request bodies.
 
-
 use std::time::Duration;
 
 use edge_connect_sim::{spawn, SimConfig, SimHandle};

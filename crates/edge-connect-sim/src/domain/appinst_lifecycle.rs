@@ -3,20 +3,20 @@
 //! injected stream faults. The HTTP stream only observes them, so an operation finishes even
 //! when the client goes away.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 
-use super::clock::Timestamp;
-use super::enums::{HealthCheck, TrackedState};
-use super::faults::StreamFault;
-use super::lock;
-use super::model::{key_json, AppInstKey};
-use super::server::Shared;
-use super::stream::StreamEvent;
-use super::wire::capitalize;
+use crate::clock::Timestamp;
+use crate::faults::StreamFault;
+use crate::lock;
+use crate::model::enums::{HealthCheck, TrackedState};
+use crate::model::store::State;
+use crate::model::{key_json, AppInstKey};
+use crate::protocol::capitalize;
+use crate::protocol::stream::StreamEvent;
 
 /// Which operation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,8 +126,12 @@ fn failure_steps(kind: OpKind, message: &str, leave_create_error: bool) -> Vec<S
 
 /// One operation on one instance, ready to run.
 pub(crate) struct Op {
-    /// Simulator state and configuration.
-    pub shared: Arc<Shared>,
+    /// The simulator's store.
+    pub state: Arc<Mutex<State>>,
+    /// Total duration of the normal steps (`SimConfig::create_delay`).
+    pub duration: Duration,
+    /// Turns true when the simulator stops.
+    pub shutdown: watch::Receiver<bool>,
     /// The instance.
     pub key: AppInstKey,
     /// State epoch when the operation started (a reset stops it).
@@ -144,9 +148,9 @@ impl Op {
     /// Runs the operation in its own task; the receiver yields what the client should see.
     pub(crate) fn spawn(self) -> UnboundedReceiver<StreamEvent> {
         let (tx, rx) = unbounded_channel();
-        let shutdown = self.shared.shutdown.clone();
+        let shutdown = self.shutdown.clone();
         let steps = normal_steps(self.kind);
-        let step_delay = self.shared.config.create_delay / steps.len().max(1) as u32;
+        let step_delay = self.duration / steps.len().max(1) as u32;
         let runner = Runner {
             op: self,
             tx: Some(tx),
@@ -291,7 +295,7 @@ impl Runner {
     }
 
     fn current_state(&self) -> Option<TrackedState> {
-        let st = lock(&self.op.shared.state);
+        let st = lock(&self.op.state);
         (st.epoch == self.op.epoch)
             .then(|| st.inst(&self.op.key).map(|i| i.state))
             .flatten()
@@ -299,7 +303,7 @@ impl Runner {
 
     /// Applies a step to the stored instance; false when it vanished or the state was reset.
     fn apply(&self, action: &Action) -> bool {
-        let mut st = lock(&self.op.shared.state);
+        let mut st = lock(&self.op.state);
         if st.epoch != self.op.epoch {
             return false;
         }

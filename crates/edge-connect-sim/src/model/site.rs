@@ -1,18 +1,75 @@
-//! The operator side of the simulated region: flavors, cloudlets (edge sites) and zones, and
-//! the Show RPCs that list them.
+//! The operator side of a region: flavors, cloudlets (edge sites) and zones as Show prints
+//! them, and the inventory derived from the configuration at start.
 
-use axum::response::Response;
+use serde::{Deserialize, Serialize};
 
-use super::clock::Timestamp;
-use super::config::{flavor_size, site_location, ApiGeneration, SimConfig};
 use super::enums::TrackedState;
-use super::filter;
-use super::http::Call;
-use super::model::{key_json, Cloudlet, Flavor, FlavorKey, FlavorName, Loc, SiteKey, Zone};
-use super::stream::{bytes_body, ndjson_response, push_data_line};
-use super::wire::{decode, ApiError};
-use serde::Serialize;
-use serde_json::Value;
+use super::is_zero_f64;
+use super::keys::{FlavorKey, SiteKey};
+use crate::clock::Timestamp;
+use crate::config::{flavor_size, site_location, ApiGeneration, SimConfig};
+
+/// `Loc` of a site; zero coordinates are omitted (`{}`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Loc {
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub latitude: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub longitude: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub horizontal_accuracy: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub vertical_accuracy: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub altitude: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub course: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub speed: f64,
+}
+
+/// A flavor as ShowFlavor prints it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Flavor {
+    pub key: FlavorKey,
+    pub ram: u64,
+    pub vcpus: u64,
+    pub disk: u64,
+}
+
+/// A flavor name line of ShowFlavorsForZone / ShowFlavorsForCloudlet.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct FlavorName<'a> {
+    pub name: &'a str,
+}
+
+/// A cloudlet as ShowCloudlet prints it (the fields a client may look at).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Cloudlet {
+    pub key: SiteKey,
+    pub location: Loc,
+    pub ip_support: &'static str,
+    pub num_dynamic_ips: u32,
+    pub state: TrackedState,
+    pub platform_type: &'static str,
+    pub deployment: &'static str,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub zone: String,
+}
+
+/// A zone as ShowZone prints it (Gen3).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Zone {
+    pub key: SiteKey,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    pub location: Loc,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
 
 /// Flavors, cloudlets and zones derived from the configuration at start.
 #[derive(Debug)]
@@ -124,105 +181,6 @@ impl Infra {
             .find(|c| c.key.name == zone.name)
             .or_else(|| self.cloudlets.first())
     }
-}
-
-/// Streams every item that matches the (normalised) filter object, in output form.
-fn show_matching<T: Serialize, I: for<'de> serde::Deserialize<'de> + Serialize>(
-    items: &[T],
-    call: &Call,
-    go_wrapper: &str,
-) -> Result<Response, ApiError> {
-    // Decoding validates types; re-serialising gives the filter in output form.
-    let typed: I = decode(call.object.clone(), go_wrapper)?;
-    call.authorize_view()?;
-    call.check_region()?;
-    let pruned = filter::prune(serde_json::to_value(&typed).unwrap_or(Value::Null));
-    let mut buf = Vec::new();
-    for item in items {
-        let keep = match &pruned {
-            None => true,
-            Some(f) => filter::matches(f, &serde_json::to_value(item).unwrap_or(Value::Null)),
-        };
-        if keep {
-            push_data_line(&mut buf, item);
-        }
-    }
-    Ok(ndjson_response(bytes_body(buf)))
-}
-
-/// Filter shape of a flavor (`key`, sizes).
-#[derive(Serialize, serde::Deserialize, Default)]
-#[serde(default)]
-struct FlavorFilter {
-    key: FlavorKey,
-    ram: u64,
-    vcpus: u64,
-    disk: u64,
-}
-
-/// Filter shape of a cloudlet or zone (`key` only; other fields are informational).
-#[derive(Serialize, serde::Deserialize, Default)]
-#[serde(default)]
-struct SiteFilter {
-    key: SiteKey,
-}
-
-/// `ShowFlavor`.
-pub(crate) fn show_flavors(call: &Call) -> Result<Response, ApiError> {
-    show_matching::<Flavor, FlavorFilter>(&call.shared.infra.flavors, call, "Flavor")
-}
-
-/// `ShowCloudlet`.
-pub(crate) fn show_cloudlets(call: &Call) -> Result<Response, ApiError> {
-    show_matching::<Cloudlet, SiteFilter>(&call.shared.infra.cloudlets, call, "Cloudlet")
-}
-
-/// `ShowZone` (Gen3).
-pub(crate) fn show_zones(call: &Call) -> Result<Response, ApiError> {
-    show_matching::<Zone, SiteFilter>(&call.shared.infra.zones, call, "Zone")
-}
-
-fn flavor_names(infra: &Infra) -> Response {
-    let mut buf = Vec::new();
-    for flavor in &infra.flavors {
-        push_data_line(
-            &mut buf,
-            &FlavorName {
-                name: &flavor.key.name,
-            },
-        );
-    }
-    ndjson_response(bytes_body(buf))
-}
-
-/// `ShowFlavorsForZone` (Gen3): every flavor is offered in every zone.
-pub(crate) fn show_flavors_for_zone(call: &Call) -> Result<Response, ApiError> {
-    let key: SiteKey = decode(call.object.clone(), "ZoneKey")?;
-    call.authorize_view()?;
-    call.check_region()?;
-    let infra = &call.shared.infra;
-    if infra.zone(&key).is_none() {
-        return Err(ApiError::bad_request(format!(
-            "Zone key {} not found",
-            key_json(&key)
-        )));
-    }
-    Ok(flavor_names(infra))
-}
-
-/// `ShowFlavorsForCloudlet` (Gen2).
-pub(crate) fn show_flavors_for_cloudlet(call: &Call) -> Result<Response, ApiError> {
-    let key: SiteKey = decode(call.object.clone(), "CloudletKey")?;
-    call.authorize_view()?;
-    call.check_region()?;
-    let infra = &call.shared.infra;
-    if infra.cloudlet(&key).is_none() {
-        return Err(ApiError::bad_request(format!(
-            "Cloudlet key {} not found",
-            key_json(&key)
-        )));
-    }
-    Ok(flavor_names(infra))
 }
 
 #[cfg(test)]

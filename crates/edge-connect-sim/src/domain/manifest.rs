@@ -1,24 +1,13 @@
 //! The `kubernetes-basic` manifest the controller generates for kubernetes Apps without one
 //! (spec §7), and the DNS sanitising used for derived names.
 
-use super::model::App;
 use super::ports::PortSpec;
+use crate::model::App;
+
+pub(crate) use super::names::dns_sanitize;
 
 /// Name of the generator recorded in `deployment_generator`.
 pub(crate) const KUBERNETES_BASIC: &str = "kubernetes-basic";
-
-/// Lower-case, `_`/`.`/space → `-`, anything else outside `[a-z0-9-]` dropped
-/// (like `util.DNSSanitize`).
-pub(crate) fn dns_sanitize(s: &str) -> String {
-    s.chars()
-        .filter_map(|c| match c {
-            'a'..='z' | '0'..='9' | '-' => Some(c),
-            'A'..='Z' => Some(c.to_ascii_lowercase()),
-            '_' | '.' | ' ' => Some('-'),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Words of `command`, split on spaces with double quotes grouping words.
 fn split_command(command: &str) -> Vec<String> {
@@ -108,11 +97,6 @@ mod tests {
     use crate::model::AppKey;
 
     #[test]
-    fn sanitizes_dns_names() {
-        assert_eq!(dns_sanitize("Garm_Runner 1.0!"), "garm-runner-1-0");
-    }
-
-    #[test]
     fn generates_a_deployment() {
         let app = App {
             key: AppKey {
@@ -124,7 +108,7 @@ mod tests {
             command: "/home/runner/run.sh \"--once now\"".into(),
             ..App::default()
         };
-        let ports = crate::ports::parse("tcp:8080").unwrap();
+        let ports = crate::domain::ports::parse("tcp:8080").unwrap();
         let m = generate(&app, &ports);
         assert!(m.contains("name: r11-deployment"), "{m}");
         assert!(m.contains("kind: Service"), "{m}");

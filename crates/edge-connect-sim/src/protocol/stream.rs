@@ -109,40 +109,40 @@ pub(crate) fn bytes_body(buf: Vec<u8>) -> Body {
 /// The body of an AppInst operation stream: `first` (already received, so the 200 header
 /// goes out with the first object) followed by whatever the operation sends.
 pub(crate) fn event_body(first: StreamEvent, rx: UnboundedReceiver<StreamEvent>) -> Body {
-    struct St {
+    struct Pending {
         first: Option<StreamEvent>,
         rx: UnboundedReceiver<StreamEvent>,
         done: bool,
     }
     let events = stream::unfold(
-        St {
+        Pending {
             first: Some(first),
             rx,
             done: false,
         },
-        |mut st| async move {
-            if st.done {
+        |mut pending| async move {
+            if pending.done {
                 return None;
             }
-            let event = match st.first.take() {
+            let event = match pending.first.take() {
                 Some(e) => e,
-                None => st.rx.recv().await?,
+                None => pending.rx.recv().await?,
             };
             let item = match event {
                 StreamEvent::Line(m) => Ok(message_line(&m)),
                 StreamEvent::Fail(m) => {
-                    st.done = true;
+                    pending.done = true;
                     Ok(result_line(&m))
                 }
                 StreamEvent::Drop => {
-                    st.done = true;
+                    pending.done = true;
                     Err(io::Error::new(
                         io::ErrorKind::ConnectionAborted,
                         "connection dropped by fault injection",
                     ))
                 }
             };
-            Some((item, st))
+            Some((item, pending))
         },
     );
     Body::from_stream(events)

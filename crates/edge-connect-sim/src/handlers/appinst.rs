@@ -9,239 +9,22 @@ use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
-use super::app::{deploys_to_kubernetes, valid_name, validate_config_kinds, validate_key};
-use super::clock::Timestamp;
-use super::config::ApiGeneration;
-use super::enums::{Liveness, TrackedState};
-use super::filter;
-use super::http::Call;
-use super::infra::Infra;
-use super::lock;
-use super::manifest::dns_sanitize;
-use super::model::{
-    key_json, App, AppInst, AppInstIn, AppInstKey, AppInstKeyIn, Cloudlet, ClusterKey, RuntimeInfo,
-    SiteKey,
+use crate::config::ApiGeneration;
+use crate::context::{Call, Shared};
+use crate::domain::app_config::{deploys_to_kubernetes, validate_config_kinds, validate_key};
+use crate::domain::appinst_build::{
+    already_exists, build_inst, container_id, default_cluster, not_found, place_gen3,
+    validate_inst_key, Placement,
 };
-use super::ops::{Op, OpKind};
-use super::ports;
-use super::server::Shared;
-use super::stream::{event_body, ndjson_response, show_body, StreamEvent};
-use super::wire::{decode, field_names, ApiError};
-
-/// The multi-tenant cluster every instance lands on.
-const DEFAULT_CLUSTER: &str = "defaultmt";
-const DEFAULT_CLUSTER_ORG: &str = "edgecloudorg";
-
-fn default_cluster() -> ClusterKey {
-    ClusterKey {
-        name: DEFAULT_CLUSTER.into(),
-        organization: DEFAULT_CLUSTER_ORG.into(),
-    }
-}
-
-/// `AppInstKey.ValidateKey` of the generation; returns the stored key form.
-fn validate_inst_key(key: &AppInstKeyIn, api: ApiGeneration) -> Result<AppInstKey, ApiError> {
-    if !valid_name(&key.name) {
-        return Err(ApiError::bad_request("Invalid app instance name"));
-    }
-    if !valid_name(&key.organization) {
-        return Err(ApiError::bad_request("Invalid app instance organization"));
-    }
-    if api == ApiGeneration::Gen2 {
-        let ck = &key.cloudlet_key;
-        if !valid_name(&ck.organization) {
-            return Err(ApiError::bad_request(format!(
-                "Invalid cloudlet organization name {}",
-                ck.organization
-            )));
-        }
-        if !valid_name(&ck.name) {
-            return Err(ApiError::bad_request("Invalid cloudlet name"));
-        }
-    }
-    Ok(stored_key(key, api))
-}
-
-/// The key as stored: Gen2 keeps the cloudlet in the key, Gen3 ignores it.
-fn stored_key(key: &AppInstKeyIn, api: ApiGeneration) -> AppInstKey {
-    AppInstKey {
-        name: key.name.clone(),
-        organization: key.organization.clone(),
-        cloudlet_key: (api == ApiGeneration::Gen2).then(|| key.cloudlet_key.clone()),
-    }
-}
-
-/// RFC 1123 label, as Kubernetes requires of namespaces.
-fn valid_namespace(ns: &str) -> bool {
-    ns.len() <= 63
-        && ns
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !ns.starts_with('-')
-        && !ns.ends_with('-')
-}
-
-fn not_found(key: &AppInstKey) -> ApiError {
-    ApiError::bad_request(format!("AppInst key {} not found", key_json(key)))
-}
-
-fn already_exists(key: &AppInstKey) -> String {
-    format!("AppInst key {} already exists", key_json(key))
-}
-
-/// Where a new instance goes.
-struct Placement {
-    cloudlet: Cloudlet,
-    zone: Option<SiteKey>,
-    cluster: ClusterKey,
-}
-
-/// Gen3 placement: `zone_key` (or the default cluster) picks the cloudlet.
-fn place_gen3(infra: &Infra, input: &AppInstIn) -> Result<Placement, ApiError> {
-    let cluster = &input.cluster_key;
-    let cluster_given = !cluster.name.is_empty();
-    if cluster_given
-        && (cluster.name != DEFAULT_CLUSTER || cluster.organization != DEFAULT_CLUSTER_ORG)
-    {
-        return Err(ApiError::bad_request(format!(
-            "Cluster key {} not found",
-            key_json(cluster)
-        )));
-    }
-    if input.zone_key.name.is_empty() {
-        if cluster_given {
-            let cloudlet = infra.cloudlets.first().cloned().ok_or_else(|| {
-                ApiError::bad_request(format!("cannot deploy to cluster {}", cluster.name))
-            })?;
-            return Ok(Placement {
-                cloudlet,
-                zone: None,
-                cluster: default_cluster(),
-            });
-        }
-        return Err(ApiError::bad_request("zone not specified"));
-    }
-    let zone = infra.zone(&input.zone_key).ok_or_else(|| {
-        ApiError::bad_request(format!("Zone key {} not found", key_json(&input.zone_key)))
-    })?;
-    let cloudlet = infra.cloudlet_for_zone(&zone.key).cloned().ok_or_else(|| {
-        ApiError::bad_request(format!("no available edge sites in zone {}", zone.key.name))
-    })?;
-    Ok(Placement {
-        cloudlet,
-        zone: Some(zone.key.clone()),
-        cluster: default_cluster(),
-    })
-}
-
-/// Container name the instance reports once running.
-fn container_id(shared: &Shared, app: &App) -> String {
-    let base = dns_sanitize(&format!("{}{}", app.key.name, app.key.version));
-    if deploys_to_kubernetes(&app.deployment) {
-        format!(
-            "{base}-deployment-{}-{}",
-            shared.rng.alnum(9),
-            shared.rng.alnum(5)
-        )
-    } else {
-        base
-    }
-}
-
-/// A new instance in `CreateRequested`, with everything the controller fills in.
-fn build_inst(
-    shared: &Shared,
-    region: &str,
-    key: AppInstKey,
-    input: &AppInstIn,
-    app: &App,
-    placement: Placement,
-) -> AppInst {
-    let gen3 = shared.config.api == ApiGeneration::Gen3;
-    let cloudlet = &placement.cloudlet;
-    let ports = ports::parse(&app.access_ports).unwrap_or_default();
-    let uri = if ports.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "{}-{}.{}-{}.{}.app.edge.telekom.com",
-            placement.cluster.name,
-            placement.cluster.organization,
-            dns_sanitize(&cloudlet.key.name),
-            dns_sanitize(&cloudlet.key.organization),
-            dns_sanitize(region)
-        )
-    };
-    let k8s = deploys_to_kubernetes(&app.deployment);
-    let namespace = if gen3 && k8s {
-        if input.namespace.is_empty() {
-            dns_sanitize(&format!("{}-{}", key.name, key.organization))
-        } else {
-            input.namespace.clone()
-        }
-    } else {
-        String::new()
-    };
-    let use_input_resources = !input.flavor.name.is_empty()
-        || input.kubernetes_resources.is_some()
-        || input.node_resources.is_some();
-    AppInst {
-        unique_id: dns_sanitize(&format!(
-            "{}-{}-{}-{}",
-            key.organization, key.name, cloudlet.key.name, cloudlet.key.organization
-        )),
-        app_key: app.key.clone(),
-        cluster_key: placement.cluster,
-        cloudlet_key: gen3.then(|| cloudlet.key.clone()),
-        zone_key: if gen3 {
-            Some(placement.zone.unwrap_or_default())
-        } else {
-            None
-        },
-        cloudlet_loc: cloudlet.location.clone(),
-        uri,
-        liveness: Liveness::Static,
-        mapped_ports: (!ports.is_empty()).then(|| ports::mapped(&ports)),
-        flavor: if input.flavor.name.is_empty() {
-            app.default_flavor.clone()
-        } else {
-            input.flavor.clone()
-        },
-        state: TrackedState::CreateRequested,
-        runtime_info: RuntimeInfo::default(),
-        created_at: Timestamp::now(),
-        revision: app.revision.clone(),
-        configs: input.configs.clone(),
-        dedicated_ip: input.dedicated_ip,
-        compatibility_version: if gen3 { 3 } else { 2 },
-        obj_id: if gen3 {
-            shared.rng.ulid()
-        } else {
-            String::new()
-        },
-        annotations: input.annotations.clone(),
-        kubernetes_resources: if !gen3 {
-            None
-        } else if use_input_resources {
-            input.kubernetes_resources.clone()
-        } else {
-            app.kubernetes_resources.clone()
-        },
-        node_resources: if !gen3 {
-            None
-        } else if use_input_resources {
-            input.node_resources.clone()
-        } else {
-            app.node_resources.clone()
-        },
-        enable_ipv6: input.enable_ipv6,
-        is_standalone: app.is_standalone || input.is_standalone,
-        namespace,
-        tags: input.tags.clone(),
-        key,
-        ..AppInst::default()
-    }
-}
+use crate::domain::appinst_lifecycle::{Op, OpKind};
+use crate::domain::names::valid_namespace;
+use crate::lock;
+use crate::model::enums::TrackedState;
+use crate::model::store::State;
+use crate::model::{filter, key_json, App, AppInst, AppInstIn, AppInstKey, Cloudlet, RuntimeInfo};
+use crate::protocol::decode::{decode, field_names};
+use crate::protocol::stream::{event_body, ndjson_response, show_body, StreamEvent};
+use crate::protocol::ApiError;
 
 /// Replies with the operation's stream once its first line is there (the MC sends the 200
 /// header only with the first object).
@@ -347,7 +130,9 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
     };
     let fault = lock(&shared.faults).take_stream("CreateAppInst");
     let rx = Op {
-        shared,
+        state: shared.state.clone(),
+        duration: shared.config.create_delay,
+        shutdown: shared.shutdown.clone(),
         key,
         epoch,
         kind: OpKind::Create,
@@ -369,7 +154,7 @@ enum Outcome {
 /// The rest of the create checks, then the new instance is stored.
 fn start(
     shared: &Shared,
-    st: &mut super::store::State,
+    st: &mut State,
     region: &str,
     key: &AppInstKey,
     input: &AppInstIn,
@@ -396,8 +181,16 @@ fn start(
             "no resources available for deployment",
         ));
     }
-    let container = container_id(shared, app);
-    let inst = build_inst(shared, region, key.clone(), input, app, placement);
+    let container = container_id(&shared.rng, app);
+    let inst = build_inst(
+        shared.config.api,
+        &shared.rng,
+        region,
+        key.clone(),
+        input,
+        app,
+        placement,
+    );
     st.insert_inst(inst);
     Ok(Outcome::Started(st.epoch, container))
 }
@@ -430,7 +223,9 @@ pub(crate) async fn delete(call: Call) -> Result<Response, ApiError> {
     };
     let fault = lock(&shared.faults).take_stream("DeleteAppInst");
     let rx = Op {
-        shared,
+        state: shared.state.clone(),
+        duration: shared.config.create_delay,
+        shutdown: shared.shutdown.clone(),
         key,
         epoch,
         kind: OpKind::Delete,
@@ -488,7 +283,9 @@ pub(crate) async fn update(call: Call) -> Result<Response, ApiError> {
     };
     let fault = lock(&shared.faults).take_stream("UpdateAppInst");
     let rx = Op {
-        shared,
+        state: shared.state.clone(),
+        duration: shared.config.create_delay,
+        shutdown: shared.shutdown.clone(),
         key,
         epoch,
         kind: OpKind::Update,
@@ -582,71 +379,4 @@ pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
             .collect()
     };
     Ok(ndjson_response(show_body(items)))
-}
-
-/// A Ready instance of `app` for seeding, on the first zone (Gen3) or cloudlet (Gen2).
-pub(crate) fn seeded_inst(shared: &Shared, region: &str, app: &App) -> Option<AppInst> {
-    let api = shared.config.api;
-    let cloudlet = match api {
-        ApiGeneration::Gen3 => {
-            let zone = shared.infra.zones.first()?;
-            shared.infra.cloudlet_for_zone(&zone.key)?.clone()
-        }
-        ApiGeneration::Gen2 => shared.infra.cloudlets.first()?.clone(),
-    };
-    let zone = shared.infra.zones.first().map(|z| z.key.clone());
-    let key_in = AppInstKeyIn {
-        name: app.key.name.clone(),
-        organization: app.key.organization.clone(),
-        cloudlet_key: cloudlet.key.clone(),
-    };
-    let key = stored_key(&key_in, api);
-    let container = container_id(shared, app);
-    let placement = Placement {
-        cloudlet,
-        zone: if api == ApiGeneration::Gen3 {
-            zone
-        } else {
-            None
-        },
-        cluster: default_cluster(),
-    };
-    let mut inst = build_inst(shared, region, key, &AppInstIn::default(), app, placement);
-    inst.state = TrackedState::Ready;
-    inst.runtime_info.container_ids = vec![container];
-    Some(inst)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn namespaces_are_rfc1123_labels() {
-        assert!(valid_namespace("garm-r1-acme"));
-        assert!(!valid_namespace("Garm"));
-        assert!(!valid_namespace("-x"));
-        assert!(!valid_namespace(&"a".repeat(64)));
-    }
-
-    #[test]
-    fn gen2_keys_carry_the_cloudlet() {
-        let key = AppInstKeyIn {
-            name: "r1".into(),
-            organization: "acme".into(),
-            cloudlet_key: SiteKey::default(),
-        };
-        assert_eq!(
-            validate_inst_key(&key, ApiGeneration::Gen2)
-                .unwrap_err()
-                .message,
-            "Invalid cloudlet organization name "
-        );
-        assert_eq!(
-            validate_inst_key(&key, ApiGeneration::Gen3)
-                .unwrap()
-                .cloudlet_key,
-            None
-        );
-    }
 }

@@ -10,12 +10,13 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::faults::Fault;
-use super::http::BODY_LIMIT;
-use super::reqlog::EntryJson;
 use super::seed::Seed;
-use super::server::Shared;
-use super::wire::{json_response, unary_ok, ApiError};
+use crate::context::Shared;
+use crate::faults::Fault;
+use crate::protocol::decode::BODY_LIMIT;
+use crate::protocol::encode::{json_response, unary_ok};
+use crate::protocol::ApiError;
+use crate::reqlog::EntryJson;
 
 /// One fault or a list of them.
 #[derive(Deserialize)]
