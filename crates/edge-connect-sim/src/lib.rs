@@ -32,7 +32,7 @@
 //! | 3 | `domain` | validation, placement, state machines, manifest, ports, tokens |
 //! | 2 | `protocol` | request decoding, reply encoding, errors, NDJSON streams |
 //! | 1 | `model` | objects, enums, store, inventory, Show filters |
-//! | leaf | `config`, `clock`, `faults`, `reqlog` | configuration, time and ids, fault queue, request log |
+//! | leaf | `config`, `clock`, `faults`, `reqlog`, `gojson` | configuration, time and ids, fault queue, request log, Go's JSON encoding |
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -41,6 +41,7 @@ mod config;
 mod context;
 mod domain;
 mod faults;
+mod gojson;
 mod handlers;
 mod model;
 mod protocol;

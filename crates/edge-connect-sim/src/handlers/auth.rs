@@ -7,6 +7,7 @@ use serde::Deserialize;
 use crate::clock::unix_now_f64;
 use crate::config::SimConfig;
 use crate::domain::tokens::TokenAuthority;
+use crate::gojson::go_json;
 use crate::protocol::decode::{decode, normalize, parse_json};
 use crate::protocol::encode::json_response;
 use crate::protocol::ApiError;
@@ -83,9 +84,7 @@ pub(crate) fn refresh(tokens: &TokenAuthority, headers: &HeaderMap) -> Result<Re
 }
 
 fn token_response(token: &str) -> Response {
-    let body = serde_json::json!({ "token": token })
-        .to_string()
-        .into_bytes();
+    let body = go_json(&serde_json::json!({ "token": token }));
     let mut response = json_response(StatusCode::OK, body);
     let cookie = format!("token={token}; Path=/; HttpOnly; Secure; SameSite=Strict");
     if let Ok(value) = HeaderValue::from_str(&cookie) {

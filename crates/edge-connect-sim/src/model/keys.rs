@@ -4,8 +4,13 @@ use serde::{Deserialize, Serialize};
 
 /// Compact JSON of a key for messages (`App key {...} not found`). Keys are plain strings,
 /// so serialisation cannot fail; the fallback only keeps the signature total.
+/// Written like Go's `json.Marshal` (`GetKeyString`, e.g. main `api/edgeproto/app.pb.go:2424-2445`),
+/// so `&`, `<`, `>` in a key appear as `\u0026`, `\u003c`, `\u003e` inside the message.
 pub(crate) fn key_json<T: Serialize>(key: &T) -> String {
-    serde_json::to_string(key).unwrap_or_else(|_| "{}".to_string())
+    String::from_utf8(crate::gojson::go_json(key))
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "{}".to_string())
 }
 
 /// `AppKey {organization, name, version}` — field order matters for messages.

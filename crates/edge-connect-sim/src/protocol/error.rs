@@ -4,6 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::encode::json_response;
+use crate::gojson::go_json;
 
 /// An early error reply: HTTP status plus the `{"message": ...}` text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,8 +54,8 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "message": self.message });
-        json_response(self.status, body.to_string().into_bytes())
+        let body = go_json(&serde_json::json!({ "message": self.message }));
+        json_response(self.status, body)
     }
 }
 

@@ -12,6 +12,8 @@ use futures_util::stream;
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::gojson::{go_json, write_go_json};
+
 /// What an AppInst operation tells the HTTP stream watching it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum StreamEvent {
@@ -28,7 +30,7 @@ pub(crate) enum StreamEvent {
 pub(crate) fn push_data_line<T: Serialize + ?Sized>(buf: &mut Vec<u8>, obj: &T) {
     let start = buf.len();
     buf.extend_from_slice(b"{\"data\":");
-    if serde_json::to_writer(&mut *buf, obj).is_ok() {
+    if write_go_json(buf, obj) {
         buf.extend_from_slice(b"}\n");
     } else {
         buf.truncate(start);
@@ -60,10 +62,9 @@ pub(crate) fn message_line(message: &str) -> Bytes {
 
 /// `{"result":{"message":"...","code":400}}\n`.
 pub(crate) fn result_line(message: &str) -> Bytes {
-    let mut buf = serde_json::to_vec(&ResultLine {
+    let mut buf = go_json(&ResultLine {
         result: ResultBody { message, code: 400 },
-    })
-    .unwrap_or_default();
+    });
     buf.push(b'\n');
     Bytes::from(buf)
 }

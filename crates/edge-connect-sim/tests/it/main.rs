@@ -8,4 +8,5 @@ mod appinst;
 mod auth;
 mod cli;
 mod faults;
+mod json;
 mod layers;
