@@ -50,7 +50,7 @@ mod router;
 mod server;
 
 pub use clock::civil_from_days;
-pub use config::{ApiGeneration, SimConfig};
+pub use config::{ApiGeneration, CloudletPool, CloudletSettings, ServerRelease, SimConfig};
 pub use faults::{Fault, FaultKind};
 pub use handlers::seed::Seed;
 pub use reqlog::RequestLogEntry;

@@ -142,7 +142,19 @@ pub(crate) struct Op {
     pub fault: Option<StreamFault>,
     /// Container id the instance reports once Ready (creates).
     pub container_id: String,
+    /// The site's CRM runs centrally, so the controller works under the request's context: a
+    /// create whose client leaves before it completes is undone (main
+    /// `pkg/controller/appinst_api.go:1293-1341`: the platform stream is cancelled, the error
+    /// leads to "Deleting AppInst due to failure" and the undo delete). With the CRM on the
+    /// edge site the controller only waits for it, and the work goes on
+    /// (`api/edgeproto/appinst.pb.go:9724-9734`).
+    pub undo_on_disconnect: bool,
 }
+
+/// The error a create records when its client left: what Go's cancelled context says (the
+/// exact text the CCRM stream returns is not in the public source; the instance is removed
+/// by the undo either way).
+const CLIENT_LEFT: &str = "context canceled";
 
 impl Op {
     /// Runs the operation in its own task; the receiver yields what the client should see.
@@ -156,6 +168,8 @@ impl Op {
             tx: Some(tx),
             lines: 0,
             drop_after: None,
+            client_left: false,
+            undoing: false,
             step_delay,
             shutdown,
         };
@@ -169,6 +183,10 @@ struct Runner {
     tx: Option<UnboundedSender<StreamEvent>>,
     lines: usize,
     drop_after: Option<usize>,
+    /// The client closed the stream (not a cut by fault injection).
+    client_left: bool,
+    /// Running the undo after the client left.
+    undoing: bool,
     step_delay: Duration,
     shutdown: watch::Receiver<bool>,
 }
@@ -243,7 +261,32 @@ impl Runner {
         true
     }
 
+    /// Runs one step, unless the client left a create on a central-CRM site: then the
+    /// create is undone instead (and false returned).
     async fn run_step(&mut self, s: &Step) -> bool {
+        if self.tx.as_ref().is_some_and(|tx| tx.is_closed()) {
+            self.client_left = true;
+            self.tx = None;
+        }
+        if self.client_left
+            && self.op.undo_on_disconnect
+            && self.op.kind == OpKind::Create
+            && !self.undoing
+        {
+            self.undoing = true;
+            for undo in failure_steps(OpKind::Create, CLIENT_LEFT, false) {
+                if !self.do_step(&undo).await {
+                    break;
+                }
+            }
+            return false;
+        }
+        self.do_step(s).await
+    }
+
+    /// Waits the step delay, applies the step and sends its line; false when the operation
+    /// had to stop.
+    async fn do_step(&mut self, s: &Step) -> bool {
         if !self.pause(self.step_delay).await {
             // The server is going away; so does the connection.
             self.send(StreamEvent::Drop);
@@ -276,6 +319,7 @@ impl Runner {
             // A closed channel means the client left; the operation carries on regardless.
             if tx.send(event).is_err() {
                 self.tx = None;
+                self.client_left = true;
             }
         }
     }

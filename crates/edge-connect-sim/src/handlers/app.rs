@@ -18,9 +18,22 @@ use crate::protocol::encode::unary_ok;
 use crate::protocol::stream::{ndjson_response, show_body};
 use crate::protocol::ApiError;
 
+/// The App object without the fields the imitated release does not have: the MC decodes
+/// with plain `json.Unmarshal`, so they are dropped without an error
+/// (c39faca8f `pkg/mc/orm/server.go:1363-1366`; see `ServerRelease`).
+fn known_fields(call: &Call) -> Value {
+    let mut object = call.object.clone();
+    if let Value::Object(map) = &mut object {
+        for field in call.shared.config.release.unknown_app_fields() {
+            map.remove(*field);
+        }
+    }
+    object
+}
+
 /// `CreateApp`.
 pub(crate) fn create(call: Call) -> Result<Response, ApiError> {
-    let input: AppIn = decode(call.object.clone(), "App")?;
+    let input: AppIn = decode(known_fields(&call), "App")?;
     if let Some(field) = input.invalid_create_field() {
         return Err(ApiError::internal_field(field));
     }
@@ -46,8 +59,8 @@ pub(crate) fn create(call: Call) -> Result<Response, ApiError> {
 /// `UpdateApp`: applies only the fields present, regenerates derived data, sets a new
 /// revision and `updated_at`.
 pub(crate) fn update(call: Call) -> Result<Response, ApiError> {
-    let fields = field_names(&call.object);
-    let input: AppIn = decode(call.object.clone(), "App")?;
+    let fields = field_names(&known_fields(&call));
+    let input: AppIn = decode(known_fields(&call), "App")?;
     if let Some(field) = input.invalid_create_field() {
         return Err(ApiError::internal_field(field));
     }
@@ -116,7 +129,7 @@ pub(crate) fn update(call: Call) -> Result<Response, ApiError> {
 
 /// `DeleteApp`: refused while instances exist.
 pub(crate) fn delete(call: Call) -> Result<Response, ApiError> {
-    let input: AppIn = decode(call.object.clone(), "App")?;
+    let input: AppIn = decode(known_fields(&call), "App")?;
     if let Some(field) = input.invalid_create_field() {
         return Err(ApiError::internal_field(field));
     }
@@ -141,7 +154,7 @@ pub(crate) fn delete(call: Call) -> Result<Response, ApiError> {
 
 /// `ShowApp`: every visible App matching the filter, one line each.
 pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
-    let input: AppIn = decode(call.object.clone(), "App")?;
+    let input: AppIn = decode(known_fields(&call), "App")?;
     call.authorize_view()?;
     call.check_region()?;
     let key = input.key.clone();

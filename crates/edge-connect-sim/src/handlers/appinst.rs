@@ -62,6 +62,20 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
     }
     call.authorize(&input.key.organization)?;
     call.check_region()?;
+    if !gen3 {
+        // Gen2 MC: a cloudlet in cloudlet pools is usable only by the pools' member
+        // organizations (c39faca8f `pkg/mc/orm/authz_cloudlet.go:231-242`); otherwise the MC
+        // answers 403 before the controller is asked (`authz_cloudlet.go:355-357`). An unknown
+        // cloudlet is in no pool, so the controller answers `Specified Cloudlet not found`.
+        let ck = &input.key.cloudlet_key;
+        if !call.shared.config.cloudlet_usable_by(
+            &ck.organization,
+            &ck.name,
+            &input.key.organization,
+        ) {
+            return Err(ApiError::forbidden());
+        }
+    }
     if gen3 {
         let cluster = &input.cluster_key;
         if !cluster.name.is_empty() && cluster.organization.is_empty() {
@@ -100,6 +114,8 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
                     .infra
                     .cloudlet(ck)
                     .cloned()
+                    // c39faca8f `cmd/controller/appinst_api.go:532-534`: the key's cloudlet
+                    // (federated_organization included) must exist.
                     .ok_or_else(|| ApiError::bad_request("Specified Cloudlet not found"))?,
             ),
             None => None,
@@ -124,9 +140,9 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
             )?,
         }
     };
-    let (epoch, container) = match outcome {
+    let (epoch, container, undo_on_disconnect) = match outcome {
         Outcome::PreviousFailed(errors) => return previous_create_failed(&errors, &key).await,
-        Outcome::Started(epoch, container) => (epoch, container),
+        Outcome::Started(epoch, container, crm_on_edge) => (epoch, container, !crm_on_edge),
     };
     let fault = lock(&shared.faults).take_stream("CreateAppInst");
     let rx = Op {
@@ -138,6 +154,7 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
         kind: OpKind::Create,
         fault,
         container_id: container,
+        undo_on_disconnect,
     }
     .spawn();
     stream_reply(rx).await
@@ -145,8 +162,8 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
 
 /// What a create did under the lock.
 enum Outcome {
-    /// Stored in `CreateRequested` (epoch, container id).
-    Started(u64, String),
+    /// Stored in `CreateRequested` (epoch, container id, whether the site's CRM is on the edge).
+    Started(u64, String, bool),
     /// The key is taken by an instance in `CreateError` with these errors.
     PreviousFailed(Vec<String>),
 }
@@ -182,6 +199,7 @@ fn start(
         ));
     }
     let container = container_id(&shared.rng, app);
+    let crm_on_edge = placement.cloudlet.crm_on_edge;
     let inst = build_inst(
         shared.config.api,
         &shared.rng,
@@ -192,7 +210,7 @@ fn start(
         placement,
     );
     st.insert_inst(inst);
-    Ok(Outcome::Started(st.epoch, container))
+    Ok(Outcome::Started(st.epoch, container, crm_on_edge))
 }
 
 /// `DeleteAppInst`.
@@ -231,6 +249,7 @@ pub(crate) async fn delete(call: Call) -> Result<Response, ApiError> {
         kind: OpKind::Delete,
         fault,
         container_id: String::new(),
+        undo_on_disconnect: false,
     }
     .spawn();
     stream_reply(rx).await
@@ -291,6 +310,7 @@ pub(crate) async fn update(call: Call) -> Result<Response, ApiError> {
         kind: OpKind::Update,
         fault,
         container_id: String::new(),
+        undo_on_disconnect: false,
     }
     .spawn();
     stream_reply(rx).await

@@ -18,6 +18,7 @@ use crate::protocol::ApiError;
 struct LoginIn {
     username: String,
     password: String,
+    totp: String,
     apikeyid: String,
     apikey: String,
 }
@@ -68,9 +69,35 @@ pub(crate) async fn login(
         tokio::time::sleep(config.bad_auth_delay).await;
         return Err(ApiError::bad_request("Invalid username or password"));
     }
+    check_second_factor(config, &input)?;
     let token = tokens.issue(&input.username, None);
     tokens.count_login();
     Ok(token_response(&token))
+}
+
+/// Two-factor users (c39faca8f `pkg/mc/orm/user.go:236-268`): without a `totp` code the MC
+/// answers 511 Network Authentication Required (and mails a code); a wrong code is a 400.
+fn check_second_factor(config: &SimConfig, input: &LoginIn) -> Result<(), ApiError> {
+    let Some((_, code)) = config
+        .two_factor_users
+        .iter()
+        .find(|(user, _)| *user == input.username)
+    else {
+        return Ok(());
+    };
+    if input.totp.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::NETWORK_AUTHENTICATION_REQUIRED,
+            "Missing OTP\nPlease use two factor authenticator app on your phone to get OTP. \
+             We have also sent OTP to your registered email address",
+        ));
+    }
+    if input.totp != *code {
+        return Err(ApiError::bad_request(
+            "Invalid or expired OTP. Please login again to receive another OTP",
+        ));
+    }
+    Ok(())
 }
 
 /// `POST /api/v1/auth/refresh`: a new token if the chain started less than 30 days ago.
@@ -103,6 +130,7 @@ fn parse_form(body: &[u8]) -> LoginIn {
         match key.as_str() {
             "username" => input.username = value,
             "password" => input.password = value,
+            "totp" => input.totp = value,
             "apikeyid" => input.apikeyid = value,
             "apikey" => input.apikey = value,
             _ => {}

@@ -59,8 +59,24 @@ pub(crate) fn show_flavors(call: &Call) -> Result<Response, ApiError> {
 }
 
 /// `ShowCloudlet`.
+/// Cloudlets in pools none of the user's organizations belongs to are left out, as the MC's
+/// `AuthzCloudlet.Ok` filter does (c39faca8f `pkg/mc/orm/authz_cloudlet.go:231-242`).
 pub(crate) fn show_cloudlets(call: &Call) -> Result<Response, ApiError> {
-    show_matching::<Cloudlet, SiteFilter>(&call.shared.infra.cloudlets, call, "Cloudlet")
+    let config = &call.shared.config;
+    let visible: Vec<Cloudlet> = call
+        .shared
+        .infra
+        .cloudlets
+        .iter()
+        .filter(|c| {
+            config
+                .orgs
+                .iter()
+                .any(|org| config.cloudlet_usable_by(&c.key.organization, &c.key.name, org))
+        })
+        .cloned()
+        .collect();
+    show_matching::<Cloudlet, SiteFilter>(&visible, call, "Cloudlet")
 }
 
 /// `ShowZone` (Gen3).

@@ -58,6 +58,9 @@ pub(crate) struct Cloudlet {
     pub updated_at: Timestamp,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub zone: String,
+    /// Whether the CRM runs on the site (`SimConfig::cloudlet_settings`); not shown.
+    #[serde(skip)]
+    pub crm_on_edge: bool,
 }
 
 /// A zone as ShowZone prints it (Gen3).
@@ -127,25 +130,32 @@ impl Infra {
         let cloudlets = config
             .cloudlets
             .iter()
-            .map(|(org, name)| Cloudlet {
-                key: SiteKey::new(org, name),
-                location: loc(name),
-                ip_support: "Dynamic",
-                num_dynamic_ips: 254,
-                state: TrackedState::Ready,
-                platform_type: "Kubernetes",
-                deployment: "kubernetes",
-                created_at: created,
-                updated_at: Timestamp::default(),
-                zone: if gen3 {
-                    zones
-                        .iter()
-                        .find(|z| z.key.name == *name)
-                        .map(|z| z.key.name.clone())
-                        .unwrap_or_default()
-                } else {
-                    String::new()
-                },
+            .map(|(org, name)| {
+                let settings = config.cloudlet_settings(org, name);
+                Cloudlet {
+                    key: SiteKey {
+                        federated_organization: settings.federated_organization,
+                        ..SiteKey::new(org, name)
+                    },
+                    crm_on_edge: settings.crm_on_edge,
+                    location: loc(name),
+                    ip_support: "Dynamic",
+                    num_dynamic_ips: 254,
+                    state: TrackedState::Ready,
+                    platform_type: "Kubernetes",
+                    deployment: "kubernetes",
+                    created_at: created,
+                    updated_at: Timestamp::default(),
+                    zone: if gen3 {
+                        zones
+                            .iter()
+                            .find(|z| z.key.name == *name)
+                            .map(|z| z.key.name.clone())
+                            .unwrap_or_default()
+                    } else {
+                        String::new()
+                    },
+                }
             })
             .collect();
         Infra {
@@ -160,11 +170,10 @@ impl Infra {
         self.flavors.iter().find(|f| f.key.name == name)
     }
 
-    /// A cloudlet by key.
+    /// A cloudlet by its whole key (`federated_organization` included, as the controller's
+    /// store lookup does).
     pub(crate) fn cloudlet(&self, key: &SiteKey) -> Option<&Cloudlet> {
-        self.cloudlets
-            .iter()
-            .find(|c| c.key.organization == key.organization && c.key.name == key.name)
+        self.cloudlets.iter().find(|c| c.key == *key)
     }
 
     /// A zone by key.

@@ -1,0 +1,253 @@
+//! Behaviours checked in the EdgeXR source (spec §13) that a simulator written beside its
+//! client gets wrong unless it is told: old releases dropping App fields, Gen2 cloudlet pools,
+//! federated cloudlet keys, undo on disconnect for central-CRM sites, two-factor logins.
+
+use std::time::Duration;
+
+use edge_connect_sim::{ApiGeneration, CloudletPool, CloudletSettings, ServerRelease};
+use serde_json::json;
+
+use crate::support::*;
+
+fn runner_app(name: &str) -> serde_json::Value {
+    let mut a = app(ORG, name);
+    a["env_vars"] = json!({"GARM_CONTROLLER_ID": "c1"});
+    a["secret_env_vars"] = json!({"BEARER_TOKEN": "t0ken"});
+    a["username"] = json!("puller");
+    a["credentials"] = json!("s3cret");
+    a
+}
+
+async fn shown_app(c: &Client, name: &str) -> serde_json::Value {
+    let reply = c
+        .post(
+            "ShowApp",
+            json!({"region": "EU", "app": {"key": {"name": name}}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.data().into_iter().next().expect("the App is shown")
+}
+
+#[tokio::test]
+async fn a_release_before_env_vars_drops_them_and_credentials_silently() {
+    let sim = sim_with(|c| c.release = ServerRelease::BeforeEnvVars);
+    let c = Client::login(&sim.url()).await;
+    let reply = c.post("CreateApp", app_req(runner_app("r1"))).await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "{}"));
+    let shown = shown_app(&c, "r1").await;
+    for field in ["env_vars", "secret_env_vars", "username", "credentials"] {
+        assert!(shown.get(field).is_none(), "{field} dropped: {shown}");
+    }
+    // UpdateApp drops them the same way: nothing changes, no error.
+    let update = c
+        .post(
+            "UpdateApp",
+            app_req(json!({"key": runner_app("r1")["key"], "env_vars": {"A": "1"}})),
+        )
+        .await;
+    assert_eq!(update.status, 200, "{}", update.body);
+    assert!(shown_app(&c, "r1").await.get("env_vars").is_none());
+}
+
+#[tokio::test]
+async fn a_release_before_registry_credentials_keeps_env_vars_only() {
+    let sim = sim_with(|c| c.release = ServerRelease::BeforeRegistryCredentials);
+    let c = Client::login(&sim.url()).await;
+    let reply = c.post("CreateApp", app_req(runner_app("r1"))).await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "{}"));
+    let shown = shown_app(&c, "r1").await;
+    assert_eq!(shown["env_vars"], json!({"GARM_CONTROLLER_ID": "c1"}));
+    assert_eq!(shown["secret_env_vars"], json!({"BEARER_TOKEN": "***"}));
+    assert!(shown.get("username").is_none(), "{shown}");
+    assert!(shown.get("credentials").is_none(), "{shown}");
+}
+
+#[tokio::test]
+async fn the_current_release_keeps_every_field() {
+    let (_sim, c) = started().await;
+    c.post("CreateApp", app_req(runner_app("r1"))).await;
+    let shown = shown_app(&c, "r1").await;
+    assert_eq!(shown["username"], "puller");
+    assert_eq!(shown["credentials"], "***");
+    assert_eq!(shown["env_vars"]["GARM_CONTROLLER_ID"], "c1");
+}
+
+fn gen2_with_pool() -> edge_connect_sim::SimHandle {
+    sim_with(|c| {
+        c.api = ApiGeneration::Gen2;
+        c.cloudlets = vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Private".into()),
+            ("TelekomOP".into(), "Ours".into()),
+        ];
+        c.cloudlet_pools = vec![
+            CloudletPool {
+                organization: "TelekomOP".into(),
+                name: "other-customer".into(),
+                cloudlets: vec!["Private".into()],
+                members: vec!["someone-else".into()],
+            },
+            CloudletPool {
+                organization: "TelekomOP".into(),
+                name: "ours".into(),
+                cloudlets: vec!["Ours".into()],
+                members: vec![ORG.into()],
+            },
+        ];
+    })
+}
+
+fn inst2_on(name: &str, cloudlet: &str) -> serde_json::Value {
+    let mut inst = inst2(ORG, name);
+    inst["key"]["cloudlet_key"]["name"] = json!(cloudlet);
+    inst_req(inst)
+}
+
+#[tokio::test]
+async fn gen2_unknown_cloudlet_is_not_found_and_a_foreign_pool_is_forbidden() {
+    let sim = gen2_with_pool();
+    let c = Client::login(&sim.url()).await;
+    create_app(&c, "r1").await;
+    c.post("CreateAppInst", inst2_on("r1", "Nowhere"))
+        .await
+        .assert_error(400, "Specified Cloudlet not found");
+    c.post("CreateAppInst", inst2_on("r1", "Private"))
+        .await
+        .assert_error(403, "Forbidden");
+    let ours = c.post("CreateAppInst", inst2_on("r1", "Ours")).await;
+    assert_eq!(ours.status, 200, "{}", ours.body);
+    assert_eq!(
+        ours.messages().last().map(String::as_str),
+        Some("Created AppInst successfully")
+    );
+    // The public cloudlet works too, and ShowCloudlet hides the foreign pool's cloudlet.
+    let public = c.post("CreateAppInst", inst2_on("r1", "Munich")).await;
+    assert_eq!(public.status, 200, "{}", public.body);
+    let names: Vec<String> = c
+        .post("ShowCloudlet", json!({"region": "EU"}))
+        .await
+        .data()
+        .iter()
+        .map(|d| d["key"]["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(names, ["Munich", "Ours"]);
+}
+
+#[tokio::test]
+async fn gen2_federated_cloudlet_keys_must_carry_the_federated_organization() {
+    let sim = sim_with(|c| {
+        c.api = ApiGeneration::Gen2;
+        c.cloudlet_settings = vec![CloudletSettings {
+            federated_organization: "PartnerOP".into(),
+            ..CloudletSettings::new("TelekomOP", "Munich")
+        }];
+    });
+    let c = Client::login(&sim.url()).await;
+    create_app(&c, "r1").await;
+    // Without it the key names no cloudlet.
+    c.post("CreateAppInst", inst_req(inst2(ORG, "r1")))
+        .await
+        .assert_error(400, "Specified Cloudlet not found");
+    let mut inst = inst2(ORG, "r1");
+    inst["key"]["cloudlet_key"]["federated_organization"] = json!("PartnerOP");
+    let created = c.post("CreateAppInst", inst_req(inst.clone())).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let shown = c
+        .post("ShowAppInst", json!({"region": "EU", "appinst": {}}))
+        .await
+        .data();
+    assert_eq!(
+        shown[0]["key"]["cloudlet_key"],
+        json!({"organization": "TelekomOP", "name": "Munich", "federated_organization": "PartnerOP"})
+    );
+    // A delete that drops it is not found; sent back whole, it deletes.
+    c.post(
+        "DeleteAppInst",
+        inst_req(json!({"key": inst2(ORG, "r1")["key"]})),
+    )
+    .await
+    .assert_error(
+        400,
+        &format!(
+            r#"AppInst key {{"name":"r1","organization":"{ORG}","cloudlet_key":{{"organization":"TelekomOP","name":"Munich"}}}} not found"#
+        ),
+    );
+    let deleted = c
+        .post("DeleteAppInst", inst_req(json!({"key": inst["key"]})))
+        .await;
+    assert_eq!(
+        deleted.messages().last().map(String::as_str),
+        Some("Deleted AppInst successfully"),
+        "{}",
+        deleted.body
+    );
+}
+
+#[tokio::test]
+async fn a_client_leaving_a_create_on_a_central_crm_site_makes_the_controller_undo_it() {
+    let sim = sim_with(|c| {
+        c.create_delay = Duration::from_millis(700);
+        c.cloudlet_settings = vec![CloudletSettings {
+            crm_on_edge: false,
+            ..CloudletSettings::new("TelekomOP", "Munich")
+        }];
+    });
+    let c = Client::login(&sim.url()).await;
+    create_app(&c, "r1").await;
+    let resp = c.open("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    let mut lines = LineReader::new(resp);
+    assert_eq!(
+        lines.next_message().await.as_deref(),
+        Some("Found 1 potential cloudlets for deployment")
+    );
+    drop(lines);
+    // The undo goes through CreateError and Deleting, then the instance is gone.
+    let mut seen = Vec::new();
+    for _ in 0..60 {
+        match c.state_of("r1").await {
+            Some(state) => {
+                if seen.last() != Some(&state) {
+                    seen.push(state);
+                }
+            }
+            None => break,
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(c.show_inst("r1").await.is_none(), "undone: {seen:?}");
+    assert!(!seen.iter().any(|s| s == "Ready"), "never Ready: {seen:?}");
+    assert!(sim.app_insts().is_empty());
+}
+
+#[tokio::test]
+async fn a_two_factor_user_without_a_code_gets_511() {
+    let sim = sim_with(|c| c.two_factor_users = vec![(USER.into(), "123456".into())]);
+    let c = Client::anonymous(&sim.url());
+    c.raw_json(
+        "/api/v1/login",
+        &json!({"username": USER, "password": PASSWORD}),
+    )
+    .await
+    .assert_error(
+        511,
+        "Missing OTP\nPlease use two factor authenticator app on your phone to get OTP. We have also sent OTP to your registered email address",
+    );
+    c.raw_json(
+        "/api/v1/login",
+        &json!({"username": USER, "password": PASSWORD, "totp": "000000"}),
+    )
+    .await
+    .assert_error(
+        400,
+        "Invalid or expired OTP. Please login again to receive another OTP",
+    );
+    let ok = c
+        .raw_json(
+            "/api/v1/login",
+            &json!({"username": USER, "password": PASSWORD, "totp": "123456"}),
+        )
+        .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert!(ok.json()["token"].is_string());
+}
