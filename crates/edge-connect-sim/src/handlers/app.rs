@@ -12,6 +12,7 @@ use crate::domain::app_build::stamp_new;
 use crate::domain::app_config::{configure, precheck, validate};
 use crate::domain::app_update::{copy_in_fields, IN_USE_FIXED};
 use crate::lock;
+use crate::model::store::State;
 use crate::model::{filter, key_json, App, AppIn};
 use crate::protocol::decode::{decode, field_names};
 use crate::protocol::encode::unary_ok;
@@ -42,16 +43,33 @@ pub(crate) fn create(call: Call) -> Result<Response, ApiError> {
     validate(&input, true)?;
     let shared = &call.shared;
     let mut st = lock(&shared.state);
+    let stored = store_new(&call, &mut st, &input);
+    if stored.is_err() && !input.secret_env_vars.is_empty() {
+        // main `pkg/controller/app_api.go:694-708`: the controller writes the request's secret
+        // env vars to Vault under the App key *before* it finds the key taken (or any other
+        // error), and its cleanup deletes that Vault entry, so an existing App of that key
+        // keeps the names of its secrets but loses their values.
+        if let Some(existing) = st.app(&input.key) {
+            let mut wiped = App::clone(existing);
+            wiped.secrets_wiped = true;
+            st.put_app(wiped);
+        }
+    }
+    stored
+}
+
+/// The create under the state lock, from the existence check on.
+fn store_new(call: &Call, st: &mut State, input: &AppIn) -> Result<Response, ApiError> {
     if st.app(&input.key).is_some() {
         return Err(ApiError::bad_request(format!(
             "App key {} already exists",
             key_json(&input.key)
         )));
     }
-    precheck(&input)?;
+    precheck(input)?;
     let mut app = input.to_app();
-    configure(&shared.infra, &mut app)?;
-    stamp_new(&shared.rng, &mut app, &call.region);
+    configure(&call.shared.infra, &mut app)?;
+    stamp_new(&call.shared.rng, &mut app, &call.region);
     st.put_app(app);
     Ok(unary_ok())
 }
@@ -112,6 +130,10 @@ pub(crate) fn update(call: Call) -> Result<Response, ApiError> {
         cur.deployment_manifest.clear();
     }
     copy_in_fields(&mut cur, &input, &fields);
+    if fields.contains("secret_env_vars") {
+        // Sent again, the secrets are written to Vault again.
+        cur.secrets_wiped = false;
+    }
     if !cur.deployment_generator.is_empty() {
         cur.deployment_manifest.clear();
     }

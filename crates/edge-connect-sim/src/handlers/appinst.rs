@@ -18,6 +18,7 @@ use crate::domain::appinst_build::{
 };
 use crate::domain::appinst_lifecycle::{Op, OpKind};
 use crate::domain::names::valid_namespace;
+use crate::faults::StreamFault;
 use crate::lock;
 use crate::model::enums::TrackedState;
 use crate::model::store::State;
@@ -140,11 +141,24 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
             )?,
         }
     };
-    let (epoch, container, undo_on_disconnect) = match outcome {
+    let Started {
+        epoch,
+        container,
+        undo_on_disconnect,
+        deploy_error,
+    } = match outcome {
         Outcome::PreviousFailed(errors) => return previous_create_failed(&errors, &key).await,
-        Outcome::Started(epoch, container, crm_on_edge) => (epoch, container, !crm_on_edge),
+        Outcome::Started(started) => started,
     };
-    let fault = lock(&shared.faults).take_stream("CreateAppInst");
+    let mut fault = lock(&shared.faults).take_stream("CreateAppInst");
+    if let Some(message) = deploy_error {
+        // The deployment itself fails: progress, then the undo and the error result.
+        fault = Some(StreamFault::Error {
+            after_lines: 3,
+            message,
+            leave_create_error: false,
+        });
+    }
     let rx = Op {
         state: shared.state.clone(),
         duration: shared.config.create_delay,
@@ -160,10 +174,35 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
     stream_reply(rx).await
 }
 
+/// A create that was stored and now runs.
+struct Started {
+    /// State epoch at the start.
+    epoch: u64,
+    /// Container id once Ready.
+    container: String,
+    /// The site's CRM runs centrally: a client leaving undoes the create.
+    undo_on_disconnect: bool,
+    /// Why the deployment on the site will fail, if it will.
+    deploy_error: Option<String>,
+}
+
+/// Why deploying `app` fails on the site: its secret env vars are listed but gone from
+/// Vault (main `pkg/k8smgmt/manifest.go:329-336`, `pkg/dockermgmt/dockerapp.go:405-412`). The
+/// CCRM's error reaches the stream as this text; whether it is prefixed on the way is not
+/// visible in the public source.
+fn deploy_error(app: &App) -> Option<String> {
+    (app.secrets_wiped && !app.secret_env_vars.is_empty()).then(|| {
+        format!(
+            "failed to get the correct number of App secret vars from encrypted storage, expected {} but only got 0",
+            app.secret_env_vars.0.len()
+        )
+    })
+}
+
 /// What a create did under the lock.
 enum Outcome {
-    /// Stored in `CreateRequested` (epoch, container id, whether the site's CRM is on the edge).
-    Started(u64, String, bool),
+    /// Stored in `CreateRequested`.
+    Started(Started),
     /// The key is taken by an instance in `CreateError` with these errors.
     PreviousFailed(Vec<String>),
 }
@@ -210,7 +249,12 @@ fn start(
         placement,
     );
     st.insert_inst(inst);
-    Ok(Outcome::Started(st.epoch, container, crm_on_edge))
+    Ok(Outcome::Started(Started {
+        epoch: st.epoch,
+        container,
+        undo_on_disconnect: !crm_on_edge,
+        deploy_error: deploy_error(app),
+    }))
 }
 
 /// `DeleteAppInst`.

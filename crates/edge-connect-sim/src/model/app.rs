@@ -87,6 +87,11 @@ pub(crate) struct App {
     pub env_vars: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "SecretMap::is_empty")]
     pub secret_env_vars: SecretMap,
+    /// The secret values are gone from the controller's encrypted storage (Vault) while the
+    /// App still lists their names: a duplicate CreateApp with secrets wiped them
+    /// (main `pkg/controller/app_api.go:694-708`). Not shown.
+    #[serde(skip)]
+    pub secrets_wiped: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kubernetes_resources: Option<KubernetesResources>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,7 +119,7 @@ impl App {
     pub(crate) fn revealed_json(&self) -> Value {
         let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
-            if !self.secret_env_vars.is_empty() {
+            if !self.secret_env_vars.is_empty() && !self.secrets_wiped {
                 let real: serde_json::Map<String, Value> = self
                     .secret_env_vars
                     .0
@@ -249,6 +254,7 @@ impl AppIn {
             global_id: self.global_id.clone(),
             env_vars: self.env_vars.clone(),
             secret_env_vars: SecretMap(self.secret_env_vars.clone()),
+            secrets_wiped: false,
             kubernetes_resources: self.kubernetes_resources.clone(),
             node_resources: self.node_resources.clone(),
             obj_id: self.obj_id.clone(),

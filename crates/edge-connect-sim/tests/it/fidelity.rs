@@ -251,3 +251,83 @@ async fn a_two_factor_user_without_a_code_gets_511() {
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert!(ok.json()["token"].is_string());
 }
+
+#[tokio::test]
+async fn a_duplicate_create_app_with_secrets_wipes_the_existing_apps_secrets() {
+    let (sim, c) = started().await;
+    let mut original = app(ORG, "r1");
+    original["secret_env_vars"] = json!({"BEARER_TOKEN": "live-runner"});
+    let reply = c.post("CreateApp", app_req(original.clone())).await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "{}"));
+    let mut second = original.clone();
+    second["secret_env_vars"] = json!({"BEARER_TOKEN": "intruder"});
+    c.post("CreateApp", app_req(second)).await.assert_error(
+        400,
+        &format!(r#"App key {{"organization":"{ORG}","name":"r1","version":"1"}} already exists"#),
+    );
+    // The App still lists its secret, but the value is gone from the encrypted store.
+    let shown = shown_app(&c, "r1").await;
+    assert_eq!(shown["secret_env_vars"], json!({"BEARER_TOKEN": "***"}));
+    assert_eq!(sim.apps()[0]["secret_env_vars"]["BEARER_TOKEN"], "***");
+    // So deploying it fails on the site, and the controller undoes the instance.
+    let create = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    assert_eq!(create.status, 200, "{}", create.body);
+    assert_eq!(
+        create.messages(),
+        [
+            "Found 1 potential cloudlets for deployment",
+            "Found 1 potential clusters for deployment",
+            "Chose multi-tenant cluster defaultmt to deploy AppInst",
+            "Deleting AppInst due to failure",
+            "Deleting",
+            "Deleted AppInst successfully",
+        ]
+    );
+    assert_eq!(
+        create.result(),
+        Some(json!({
+            "message": "Failed to get the correct number of App secret vars from encrypted storage, expected 1 but only got 0",
+            "code": 400
+        }))
+    );
+    assert!(sim.app_insts().is_empty());
+    // Sending the secrets again with UpdateApp restores them.
+    let update = c
+        .post(
+            "UpdateApp",
+            app_req(json!({"key": original["key"], "secret_env_vars": {"BEARER_TOKEN": "again"}})),
+        )
+        .await;
+    assert_eq!(update.status, 200, "{}", update.body);
+    assert_eq!(sim.apps()[0]["secret_env_vars"]["BEARER_TOKEN"], "again");
+}
+
+#[tokio::test]
+async fn a_duplicate_create_app_without_secrets_leaves_them_alone() {
+    let (sim, c) = started().await;
+    let mut original = app(ORG, "r1");
+    original["secret_env_vars"] = json!({"BEARER_TOKEN": "live-runner"});
+    c.post("CreateApp", app_req(original)).await;
+    c.post("CreateApp", app_req(app(ORG, "r1"))).await;
+    assert_eq!(
+        sim.apps()[0]["secret_env_vars"]["BEARER_TOKEN"],
+        "live-runner"
+    );
+}
+
+#[tokio::test]
+async fn app_versions_follow_the_key_name_rule() {
+    // main `api/edgeproto/objs.go:259-270`: version is checked after name, before organization.
+    let (_sim, c) = started().await;
+    for version in ["", "-1", "1/2", "v1:latest"] {
+        let mut a = app(ORG, "r1");
+        a["key"]["version"] = json!(version);
+        c.post("CreateApp", app_req(a))
+            .await
+            .assert_error(400, "Invalid app version");
+    }
+    let mut a = app(ORG, "r1");
+    a["key"]["version"] = json!("1.0 beta,&!_-");
+    let ok = c.post("CreateApp", app_req(a)).await;
+    assert_eq!((ok.status, ok.body.as_str()), (200, "{}"));
+}
