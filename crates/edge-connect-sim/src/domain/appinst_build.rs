@@ -78,7 +78,13 @@ pub(crate) struct Placement {
     pub cluster: ClusterKey,
 }
 
-/// Gen3 placement: `zone_key` (or the default cluster) picks the cloudlet.
+/// Gen3 placement, as `getPotentialCloudlets` (edgexr/edge-cloud-platform@eb39b06ec
+/// `pkg/controller/appinst_zone.go:53-87`): a given cluster decides the cloudlet; otherwise
+/// the zone must be given (`zone not specified`) and exist, and one of its cloudlets is
+/// chosen (`no available edge sites in zone X` when it has none). A top-level `cloudlet_key`
+/// never gets here: the MC refuses it as internal-only (`appinst.pb.go:11363-11371`), and the
+/// controller's own use of it (`appinst_zone.go:69-72`) is for internal tools. Here a zone's
+/// cloudlet is the one of the same name, else the first configured.
 pub(crate) fn place_gen3(infra: &Infra, input: &AppInstIn) -> Result<Placement, ApiError> {
     let cluster = &input.cluster_key;
     let cluster_given = !cluster.name.is_empty();

@@ -331,3 +331,64 @@ async fn app_versions_follow_the_key_name_rule() {
     let ok = c.post("CreateApp", app_req(a)).await;
     assert_eq!((ok.status, ok.body.as_str()), (200, "{}"));
 }
+
+#[tokio::test]
+async fn gen3_drops_the_keys_cloudlet_and_asks_for_a_zone() {
+    // main `api/edgeproto/appinst.pb.go:258-263`: AppInstKey is {name, organization}, so a
+    // Gen2-style key.cloudlet_key is an unknown field, dropped; without zone_key or
+    // cluster_key the controller answers `zone not specified`
+    // (`pkg/controller/appinst_zone.go:75-77`), capitalised by the MC.
+    let (_sim, c) = started().await;
+    create_app(&c, "r1").await;
+    c.post("CreateAppInst", inst_req(inst2(ORG, "r1")))
+        .await
+        .assert_error(400, "Zone not specified");
+}
+
+#[tokio::test]
+async fn gen3_reaches_a_given_cloudlet_through_its_zone_only() {
+    // The MC refuses a top-level cloudlet_key (noconfig `CloudletKey`, main
+    // `api/edgeproto/appinst.proto:252`, `appinst.pb.go:11363-11371`); the controller honours
+    // one only for internal callers (`appinst_zone.go:69-72`). A client targets a cloudlet by
+    // the zone ShowCloudlet names for it (`objs.go:1431-1440`).
+    let sim = sim_with(|c| {
+        c.cloudlets = vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ];
+        c.zones = vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ];
+    });
+    let c = Client::login(&sim.url()).await;
+    create_app(&c, "r1").await;
+    let cloudlets = c.post("ShowCloudlet", json!({"region": "EU"})).await.data();
+    let berlin = cloudlets
+        .iter()
+        .find(|d| d["key"]["name"] == "Berlin")
+        .expect("Berlin is shown");
+    assert_eq!(berlin["zone"], "Berlin");
+    let mut inst = inst3(ORG, "r1");
+    inst["cloudlet_key"] = berlin["key"].clone();
+    c.post("CreateAppInst", inst_req(inst.clone()))
+        .await
+        .assert_error(
+        400,
+        "Invalid field specified: CloudletKey.Organization, this field is only for internal use",
+    );
+    inst.as_object_mut().unwrap().remove("cloudlet_key");
+    inst["zone_key"] =
+        json!({"organization": berlin["key"]["organization"], "name": berlin["zone"]});
+    let created = c.post("CreateAppInst", inst_req(inst)).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let shown = c.show_inst("r1").await.unwrap();
+    assert_eq!(
+        shown["cloudlet_key"],
+        json!({"organization": "TelekomOP", "name": "Berlin"})
+    );
+    assert_eq!(
+        shown["zone_key"],
+        json!({"organization": "TelekomOP", "name": "Berlin"})
+    );
+}
