@@ -8,6 +8,7 @@ use tokio::sync::watch;
 
 use crate::clock::Rng;
 use crate::config::{ApiGeneration, SimConfig};
+use crate::domain::container::container_of;
 use crate::domain::tokens::TokenAuthority;
 use crate::faults::{Fault, FaultKind, FaultTable};
 use crate::lock;
@@ -95,6 +96,28 @@ impl Shared {
         lock(&self.state)
             .all_insts()
             .map(|i| serde_json::to_value(i.as_ref()).unwrap_or(Value::Null))
+            .collect()
+    }
+
+    /// What each AppInst's container gets (see [`crate::domain::container`]).
+    pub(crate) fn containers_json(&self) -> Vec<Value> {
+        let st = lock(&self.state);
+        st.all_insts()
+            .map(|inst| {
+                let mut row = json!({
+                    "organization": inst.key.organization,
+                    "name": inst.key.name,
+                });
+                let spec = st.app(&inst.app_key).map(|app| container_of(app));
+                match spec {
+                    Some(Ok(spec)) => {
+                        row["container"] = serde_json::to_value(spec).unwrap_or(Value::Null)
+                    }
+                    Some(Err(e)) => row["error"] = Value::String(e),
+                    None => row["error"] = Value::String("App not found".into()),
+                }
+                row
+            })
             .collect()
     }
 

@@ -47,6 +47,15 @@ impl SimControl {
         self.shared.insts_json()
     }
 
+    /// What the container of every stored AppInst would get on the site, as
+    /// `{"organization", "name", "container": {"deployment", "image", "command", "args",
+    /// "env"}}` (or `"error"` when the site could not start it): kubernetes command words and
+    /// arguments as YAML reads them from the generated manifest, docker's command as one
+    /// argument after the image, the environment after envVarsYaml or docker's env file.
+    pub fn containers(&self) -> Vec<Value> {
+        self.shared.containers_json()
+    }
+
     /// The API calls answered so far (not the `/__sim` ones), oldest first.
     pub fn request_log(&self) -> Vec<RequestLogEntry> {
         self.shared.log.entries()

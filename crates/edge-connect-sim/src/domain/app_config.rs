@@ -8,6 +8,7 @@ use crate::model::{
 };
 use crate::protocol::ApiError;
 
+use super::container::env_vars_yaml;
 use super::manifest::{self, KUBERNETES_BASIC};
 use super::names::{docker_sanitize, valid_name};
 use super::ports;
@@ -216,6 +217,12 @@ pub(crate) fn configure(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
     if app.deployment_manifest.is_empty() && deployment == "kubernetes" {
         app.deployment_generator = KUBERNETES_BASIC.to_string();
         app.deployment_manifest = manifest::generate(app, &ports);
+        manifest::check_words(app, &app.deployment_manifest).map_err(ApiError::bad_request)?;
+    }
+    if deployment == "kubernetes" {
+        // main `pkg/controller/app_api.go:668-674`: the env vars are read (templated with
+        // test values) already at CreateApp.
+        env_vars_yaml(app).map_err(ApiError::bad_request)?;
     }
     resolve_resources(infra, app)?;
     if app.allow_serverless {

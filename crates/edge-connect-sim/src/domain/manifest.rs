@@ -2,6 +2,7 @@
 //! (spec §7), and the DNS sanitising used for derived names.
 
 use super::ports::PortSpec;
+use super::yaml_word::{self, YamlWord};
 use crate::model::App;
 
 pub(crate) use super::names::dns_sanitize;
@@ -9,31 +10,74 @@ pub(crate) use super::names::dns_sanitize;
 /// Name of the generator recorded in `deployment_generator`.
 pub(crate) const KUBERNETES_BASIC: &str = "kubernetes-basic";
 
-/// Words of `command`, split on spaces with double quotes grouping words.
-fn split_command(command: &str) -> Vec<String> {
+/// Words of `command` as the generator splits them: on spaces outside double quotes, the
+/// quotes kept in the word, each word trimmed (main `pkg/deploygen/kube.go:204-215`).
+pub(crate) fn split_command(command: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut current = String::new();
     let mut quoted = false;
     for c in command.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            ' ' if !quoted => {
-                if !current.is_empty() {
-                    words.push(std::mem::take(&mut current));
-                }
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if c == ' ' && !quoted {
+            if !current.trim().is_empty() {
+                words.push(current.trim().to_string());
             }
-            _ => current.push(c),
+            current.clear();
+        } else {
+            current.push(c);
         }
     }
-    if !current.is_empty() {
-        words.push(current);
+    if !current.trim().is_empty() {
+        words.push(current.trim().to_string());
     }
     words
 }
 
-/// A YAML double-quoted scalar (JSON string syntax is valid YAML).
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+/// `command_args` as the generator pastes them: trimmed (`kube.go:216-220`).
+pub(crate) fn trimmed_args(args: &[String]) -> Vec<String> {
+    args.iter().map(|a| a.trim().to_string()).collect()
+}
+
+/// How a pasted word reads back, for the checks of [`check_words`].
+fn describe(word: &YamlWord) -> Option<String> {
+    match word {
+        YamlWord::NotAString(kind) => Some(format!(
+            "cannot unmarshal {} into Go struct field of type string",
+            match *kind {
+                "a boolean" => "bool",
+                "a number" => "number",
+                "a sequence" => "array",
+                _ => "object",
+            }
+        )),
+        YamlWord::Invalid(msg) => Some(format!("yaml: {msg}")),
+        YamlWord::Same | YamlWord::Changed(_) => None,
+    }
+}
+
+/// CreateApp's parse of the generated manifest (main `pkg/controller/app_api.go:662-666`,
+/// `pkg/cloudcommon/deployment.go:180-183`): a command word or argument that YAML does not
+/// read as a string makes the manifest invalid. The outer text is the controller's; the
+/// decoder's own detail (after `failed, `) is in its shape, not verbatim.
+pub(crate) fn check_words(app: &App, manifest: &str) -> Result<(), String> {
+    let words = split_command(&app.command)
+        .into_iter()
+        .map(|w| ("command", w))
+        .chain(
+            trimmed_args(&app.command_args)
+                .into_iter()
+                .map(|a| ("args", a)),
+        );
+    for (field, word) in words {
+        if let Some(detail) = describe(&yaml_word::read(&word)) {
+            return Err(format!(
+                "Invalid deployment manifest, {manifest}, parse kubernetes deployment yaml failed, {detail} (containers.{field}: {word})"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The generated manifest: a Service per protocol family with ports, then the Deployment.
@@ -62,30 +106,28 @@ pub(crate) fn generate(app: &App, ports: &[PortSpec]) -> String {
     }
     let pull_secret = app.image_path.split('/').next().unwrap_or_default();
     out.push_str(&format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}-deployment\nspec:\n  selector:\n    matchLabels:\n      run: {name}\n  replicas: 1\n  template:\n    metadata:\n      labels:\n        run: {name}\n        mexDeployGen: {KUBERNETES_BASIC}\n    spec:\n      volumes:\n      imagePullSecrets:\n      - name: {pull_secret}\n      containers:\n      - name: {name}\n        image: {image}\n        imagePullPolicy: Always\n",
-        image = quote(&app.image_path)
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}-deployment\nspec:\n  selector:\n    matchLabels:\n      run: {name}\n  replicas: 1\n  template:\n    metadata:\n      labels:\n        run: {name}\n        mexDeployGen: {KUBERNETES_BASIC}\n    spec:\n      volumes:\n      imagePullSecrets:\n      - name: {pull_secret}\n      containers:\n      - name: {name}\n        image: {image}\n        imagePullPolicy: Always\n        ports:\n",
+        image = app.image_path
     ));
+    for p in ports {
+        let proto = if p.proto == "udp" { "UDP" } else { "TCP" };
+        out.push_str(&format!(
+            "        - containerPort: {}\n          protocol: {proto}\n",
+            p.port
+        ));
+    }
+    // Pasted unquoted, as the real template does (`kube.go:299-309`).
     let command = split_command(&app.command);
     if !command.is_empty() {
         out.push_str("        command:\n");
         for word in &command {
-            out.push_str(&format!("        - {}\n", quote(word)));
+            out.push_str(&format!("        - {word}\n"));
         }
     }
     if !app.command_args.is_empty() {
         out.push_str("        args:\n");
-        for arg in &app.command_args {
-            out.push_str(&format!("        - {}\n", quote(arg)));
-        }
-    }
-    if !ports.is_empty() {
-        out.push_str("        ports:\n");
-        for p in ports {
-            let proto = if p.proto == "udp" { "UDP" } else { "TCP" };
-            out.push_str(&format!(
-                "        - containerPort: {}\n          protocol: {proto}\n",
-                p.port
-            ));
+        for arg in trimmed_args(&app.command_args) {
+            out.push_str(&format!("        - {arg}\n"));
         }
     }
     out

@@ -17,6 +17,7 @@ use crate::domain::appinst_build::{
     validate_inst_key, Placement,
 };
 use crate::domain::appinst_lifecycle::{Op, OpKind};
+use crate::domain::container::deploy_error;
 use crate::domain::names::valid_namespace;
 use crate::faults::StreamFault;
 use crate::lock;
@@ -184,19 +185,6 @@ struct Started {
     undo_on_disconnect: bool,
     /// Why the deployment on the site will fail, if it will.
     deploy_error: Option<String>,
-}
-
-/// Why deploying `app` fails on the site: its secret env vars are listed but gone from
-/// Vault (main `pkg/k8smgmt/manifest.go:329-336`, `pkg/dockermgmt/dockerapp.go:405-412`). The
-/// CCRM's error reaches the stream as this text; whether it is prefixed on the way is not
-/// visible in the public source.
-fn deploy_error(app: &App) -> Option<String> {
-    (app.secrets_wiped && !app.secret_env_vars.is_empty()).then(|| {
-        format!(
-            "failed to get the correct number of App secret vars from encrypted storage, expected {} but only got 0",
-            app.secret_env_vars.0.len()
-        )
-    })
 }
 
 /// What a create did under the lock.

@@ -392,3 +392,193 @@ async fn gen3_reaches_a_given_cloudlet_through_its_zone_only() {
         json!({"organization": "TelekomOP", "name": "Berlin"})
     );
 }
+
+fn app_with(name: &str, command: &str, args: &[&str]) -> serde_json::Value {
+    let mut a = app(ORG, name);
+    if !command.is_empty() {
+        a["command"] = json!(command);
+    }
+    a["command_args"] = json!(args);
+    a
+}
+
+#[tokio::test]
+async fn words_yaml_does_not_read_as_strings_fail_create_app() {
+    // main `pkg/deploygen/kube.go:299-309` pastes `- {{.}}`; CreateApp parses the manifest
+    // (`app_api.go:662-666`).
+    let (_sim, c) = started().await;
+    let cases: [(&str, &[&str]); 9] = [
+        ("/run.sh yes", &[]),
+        ("/run.sh", &["on"]),
+        ("/run.sh", &["5"]),
+        ("/run.sh", &["key: value"]),
+        ("/run.sh", &["[[ .Deployment.ClusterIp ]]"]),
+        ("/run.sh", &["{a}"]),
+        ("/run.sh", &["@x"]),
+        ("/run.sh", &["*ref"]),
+        ("/run.sh", &["'unterminated"]),
+    ];
+    for (n, (command, args)) in cases.iter().enumerate() {
+        let reply = c
+            .post(
+                "CreateApp",
+                app_req(app_with(&format!("r{n}"), command, args)),
+            )
+            .await;
+        assert_eq!(reply.status, 400, "{command} {args:?}: {}", reply.body);
+        let message = reply.message();
+        assert!(
+            message
+                .starts_with("Invalid deployment manifest, apiVersion: apps/v1\nkind: Deployment")
+                && message.contains(", parse kubernetes deployment yaml failed, "),
+            "{message}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn words_yaml_reinterprets_reach_the_container_changed() {
+    let (sim, c) = started().await;
+    let a = app_with(
+        "r1",
+        "/run.sh \"--name x\"",
+        &["~", "#note", "keep #cut", "null", "plain"],
+    );
+    let reply = c.post("CreateApp", app_req(a)).await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "{}"));
+    let manifest = shown_app(&c, "r1").await["deployment_manifest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        manifest.contains("        command:\n        - /run.sh\n        - \"--name x\"\n        args:\n        - ~\n        - #note\n"),
+        "{manifest}"
+    );
+    let created = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    assert_eq!(
+        created.messages().last().map(String::as_str),
+        Some("Created AppInst successfully")
+    );
+    let containers = sim.containers();
+    assert_eq!(
+        containers[0]["container"]["command"],
+        json!(["/run.sh", "--name x"])
+    );
+    assert_eq!(
+        containers[0]["container"]["args"],
+        json!(["", "", "keep", "", "plain"])
+    );
+}
+
+#[tokio::test]
+async fn a_template_action_inside_a_word_fails_the_deployment() {
+    // Plain YAML at CreateApp, but `[[ ]]` templating of the manifest at deploy time
+    // (main `pkg/k8smgmt/manifest.go:289-301`, `pkg/deployvars/deployment-vars.go:52-72`).
+    let (sim, c) = started().await;
+    let reply = c
+        .post(
+            "CreateApp",
+            app_req(app_with("r1", "/run.sh", &["--x=[[x]]"])),
+        )
+        .await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "{}"));
+    let created = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    assert_eq!(
+        created.result(),
+        Some(json!({
+            "message": "Error with parsing template: varsReplaceTemplate: function \"x\" not defined, try changing templatedelimiter in app definition",
+            "code": 400
+        }))
+    );
+    assert!(created
+        .messages()
+        .contains(&"Deleting AppInst due to failure".to_string()));
+    assert!(sim.app_insts().is_empty());
+}
+
+#[tokio::test]
+async fn env_vars_yaml_is_templated_and_parsed_at_create_app() {
+    let (sim, c) = started().await;
+    let mut bad = app(ORG, "r1");
+    bad["configs"] = json!([{"kind": "envVarsYaml", "config": "RUNNER: x\n"}]);
+    let reply = c.post("CreateApp", app_req(bad)).await;
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply
+            .message()
+            .starts_with("Cannot unmarshal env vars: RUNNER: x\n - yaml: unmarshal errors:"),
+        "{}",
+        reply.message()
+    );
+    let mut templated = app(ORG, "r2");
+    templated["configs"] =
+        json!([{"kind": "envVarsYaml", "config": "- name: A\n  value: \"[[ nope ]]\"\n"}]);
+    let reply = c.post("CreateApp", app_req(templated)).await;
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.message().contains("function \"nope\" not defined"),
+        "{}",
+        reply.body
+    );
+    let mut good = app(ORG, "r3");
+    good["configs"] = json!([{"kind": "envVarsYaml", "config": "- name: A\n  value: yes\n- name: B\n  value: ~\n"}]);
+    let reply = c.post("CreateApp", app_req(good)).await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "{}"));
+    c.post("CreateAppInst", inst_req(inst3(ORG, "r3"))).await;
+    let env = &sim.containers()[0]["container"]["env"];
+    assert_eq!(env, &json!({"A": "yes", "B": ""}));
+}
+
+fn docker_app(name: &str) -> serde_json::Value {
+    let mut a = app(ORG, name);
+    a["deployment"] = json!("docker");
+    a
+}
+
+#[tokio::test]
+async fn docker_gets_the_command_as_one_argument_and_an_env_file() {
+    // main `pkg/dockermgmt/dockerapp.go:414-444`.
+    let (sim, c) = started().await;
+    let mut a = docker_app("r1");
+    a["command"] = json!("/home/runner/run.sh --once");
+    a["command_args"] = json!(["--labels", "x,y"]);
+    a["env_vars"] = json!({"A": "1\nINJECTED=2", "B": "plain"});
+    let reply = c.post("CreateApp", app_req(a)).await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "{}"));
+    let created = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    assert_eq!(
+        created.messages().last().map(String::as_str),
+        Some("Created AppInst successfully"),
+        "{}",
+        created.body
+    );
+    let container = &sim.containers()[0]["container"];
+    assert_eq!(container["deployment"], "docker");
+    assert_eq!(container["command"], json!([]));
+    assert_eq!(
+        container["args"],
+        json!(["/home/runner/run.sh --once", "--labels", "x,y"])
+    );
+    // The newline ended A's value and smuggled in another variable.
+    assert_eq!(
+        container["env"],
+        json!({"A": "1", "B": "plain", "INJECTED": "2"})
+    );
+}
+
+#[tokio::test]
+async fn docker_refuses_an_env_file_line_with_whitespace_in_its_name() {
+    let (sim, c) = started().await;
+    let mut a = docker_app("r1");
+    a["env_vars"] = json!({"MOTD": "hello\nsecond line"});
+    c.post("CreateApp", app_req(a)).await;
+    let created = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    assert_eq!(
+        created.result(),
+        Some(json!({
+            "message": "Poorly formatted environment: variable 'second line' contains whitespaces",
+            "code": 400
+        }))
+    );
+    assert!(sim.app_insts().is_empty());
+}
