@@ -27,12 +27,29 @@
 //! |---|---|---|
 //! | 7 top | `server` | start/stop, the handles tests hold |
 //! | 6 | `router` | routing, early faults, auth, dispatch, request log |
-//! | 5 | `handlers` (`app`, `appinst`, `infra`, `auth`, `control`, `seed`) | one function per RPC |
+//! | 5 | `handlers` (`app`, `appinst`, `appinst_show`, `infra`, `auth`, `control`, `seed`) | one function per RPC |
 //! | 4 | `context` | `Shared` (the running simulator) and `Call` (one request) |
-//! | 3 | `domain` | validation, placement, state machines, manifest, ports, tokens |
+//! | 3 | `domain` | validation, placement, state machines, manifest and YAML reading, templating, containers, ports, tokens |
 //! | 2 | `protocol` | request decoding, reply encoding, errors, NDJSON streams |
 //! | 1 | `model` | objects, enums, store, inventory, Show filters |
 //! | leaf | `config`, `clock`, `faults`, `reqlog`, `gojson` | configuration, time and ids, fault queue, request log, Go's JSON encoding |
+//!
+//! # Behaviours verified in the EdgeXR source (spec §13)
+//!
+//! | §13 row | Behaviour | Turned on by | Test (`tests/it/`) |
+//! |---|---|---|---|
+//! | 1 | unknown App fields dropped silently | [`SimConfig::release`] = [`ServerRelease::BeforeEnvVars`] / [`ServerRelease::BeforeRegistryCredentials`] | `fidelity::a_release_before_*` |
+//! | 2 | `&`, `<`, `>`, U+2028/9 escaped as Go does | always | `json::*` |
+//! | 3 | Gen2 `Specified Cloudlet not found`; 403 outside the cloudlet pools | [`SimConfig::cloudlet_pools`] (Gen2) | `fidelity::gen2_unknown_cloudlet_is_not_found_and_a_foreign_pool_is_forbidden` |
+//! | 4 | Gen3 drops `key.cloudlet_key`: `Zone not specified`; cloudlets reached by zone | Gen3 (default) | `fidelity::gen3_*` |
+//! | 5 | command words pasted unquoted into YAML, `[[ ]]` templating, envVarsYaml | always | `fidelity::words_*`, `fidelity::a_template_action_*`, `fidelity::env_vars_yaml_*` |
+//! | 6 | docker: command as one argument, `k=v` env file | docker Apps | `fidelity::docker_*` |
+//! | 7 | client leaving a create: undo on central-CRM sites | [`CloudletSettings::crm_on_edge`] = false | `fidelity::a_client_leaving_*` |
+//! | 8 | duplicate CreateApp wipes the existing App's secrets | always | `fidelity::a_duplicate_create_app_*` |
+//! | 9 | app version key rule; `federated_organization` in Gen2 keys | [`CloudletSettings::federated_organization`] | `fidelity::app_versions_*`, `fidelity::gen2_federated_*` |
+//! | 10 | 511 for a two-factor login without a code | [`SimConfig::two_factor_users`] | `fidelity::a_two_factor_user_*` |
+//!
+//! What each container would get is visible through [`SimControl::containers`].
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

@@ -13,7 +13,7 @@ use futures_util::{stream, StreamExt};
 
 use crate::config::ApiGeneration;
 use crate::context::{Call, Shared};
-use crate::handlers::{app, appinst, auth, control, infra};
+use crate::handlers::{app, appinst, appinst_show, auth, control, infra};
 use crate::lock;
 use crate::protocol::decode::{envelope, normalize, parse_json, BODY_LIMIT};
 use crate::protocol::ApiError;
@@ -109,7 +109,7 @@ impl Rpc {
             Rpc::CreateAppInst => appinst::create(call).await,
             Rpc::UpdateAppInst => appinst::update(call).await,
             Rpc::DeleteAppInst => appinst::delete(call).await,
-            Rpc::ShowAppInst => appinst::show(call),
+            Rpc::ShowAppInst => appinst_show::show(call),
             Rpc::ShowFlavor => infra::show_flavors(&call),
             Rpc::ShowCloudlet => infra::show_cloudlets(&call),
             Rpc::ShowZone => infra::show_zones(&call),

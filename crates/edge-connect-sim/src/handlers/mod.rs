@@ -5,7 +5,8 @@
 //! | Module | RPCs |
 //! |---|---|
 //! | `app` | CreateApp, UpdateApp, DeleteApp, ShowApp |
-//! | `appinst` | CreateAppInst, UpdateAppInst, DeleteAppInst, ShowAppInst |
+//! | `appinst` | CreateAppInst, UpdateAppInst, DeleteAppInst |
+//! | `appinst_show` | ShowAppInst |
 //! | `infra` | ShowFlavor, ShowCloudlet, ShowZone, ShowFlavorsForZone/Cloudlet |
 //! | `auth` | login, refresh |
 //! | `control` | the `/__sim/*` test endpoints |
@@ -13,6 +14,7 @@
 
 pub(crate) mod app;
 pub(crate) mod appinst;
+pub(crate) mod appinst_show;
 pub(crate) mod auth;
 pub(crate) mod control;
 pub(crate) mod infra;
