@@ -156,6 +156,10 @@ pub(crate) struct Op {
 /// by the undo either way).
 const CLIENT_LEFT: &str = "context canceled";
 
+/// The error a create on a central-CRM site fails with when the request's deadline passes
+/// (Go's `context.DeadlineExceeded`; any prefix added on the way is not in the public source).
+const DEADLINE: &str = "context deadline exceeded";
+
 impl Op {
     /// Runs the operation in its own task; the receiver yields what the client should see.
     pub(crate) fn spawn(self) -> UnboundedReceiver<StreamEvent> {
@@ -193,7 +197,26 @@ struct Runner {
 
 impl Runner {
     async fn run(mut self, steps: Vec<Step>) {
-        match self.op.fault.take() {
+        let mut fault = self.op.fault.take();
+        if let Some(StreamFault::Timeout { .. }) = fault {
+            if self.op.undo_on_disconnect && self.op.kind == OpKind::Create {
+                // A central CRM works under the request's deadline: when it passes, the
+                // platform call fails and the create is undone; only CRM-on-edge sites end
+                // with "Timed out while work still in progress" (main
+                // `pkg/controller/appinst_api.go:1293-1341`, `appinst.pb.go:9724-9734`).
+                let before_ready = steps
+                    .iter()
+                    .take_while(|s| !s.action.completes())
+                    .filter(|s| s.line.is_some())
+                    .count();
+                fault = Some(StreamFault::Error {
+                    after_lines: before_ready,
+                    message: DEADLINE.to_string(),
+                    leave_create_error: false,
+                });
+            }
+        }
+        match fault {
             None => {
                 self.run_all(&steps).await;
             }

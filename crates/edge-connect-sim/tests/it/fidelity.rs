@@ -582,3 +582,41 @@ async fn docker_refuses_an_env_file_line_with_whitespace_in_its_name() {
     );
     assert!(sim.app_insts().is_empty());
 }
+
+#[tokio::test]
+async fn only_crm_on_edge_sites_time_out_with_work_in_progress() {
+    let central = sim_with(|c| {
+        c.cloudlet_settings = vec![CloudletSettings {
+            crm_on_edge: false,
+            ..CloudletSettings::new("TelekomOP", "Munich")
+        }];
+    });
+    let c = Client::login(&central.url()).await;
+    create_app(&c, "r1").await;
+    central.inject(edge_connect_sim::Fault::timeout("CreateAppInst"));
+    let reply = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    assert!(
+        reply
+            .messages()
+            .contains(&"Deleting AppInst due to failure".to_string()),
+        "{}",
+        reply.body
+    );
+    assert!(!reply
+        .body
+        .contains("Timed out while work still in progress"));
+    assert_eq!(
+        reply.result(),
+        Some(json!({"message": "Context deadline exceeded", "code": 400}))
+    );
+    assert!(central.app_insts().is_empty());
+
+    let (edge, c) = started().await;
+    create_app(&c, "r1").await;
+    edge.inject(edge_connect_sim::Fault::timeout("CreateAppInst"));
+    let reply = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
+    assert_eq!(
+        reply.messages().last().map(String::as_str),
+        Some("Timed out while work still in progress state Creating. Please use ShowAppInst to check current status")
+    );
+}
