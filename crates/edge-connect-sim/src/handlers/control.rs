@@ -1,5 +1,5 @@
 //! The `/__sim/*` control endpoints for tests (no token; only with faults enabled): faults,
-//! token lifetime, seeding, state dump, reset, request log, capacity.
+//! token lifetime, seeding, state dump, reset, request log, capacity, containers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +39,8 @@ struct Capacity {
     max_app_insts: Option<usize>,
 }
 
-const ENDPOINTS: [&str; 7] = [
+const ENDPOINTS: [&str; 8] = [
+    "containers",
     "faults",
     "token-ttl",
     "seed",
@@ -92,6 +93,7 @@ async fn route(
             json(&seeded)
         }
         ("GET", "state") => json(&shared.state_json()),
+        ("GET", "containers") => json(&shared.containers_json()),
         ("POST", "reset") => {
             shared.reset();
             Ok(unary_ok())

@@ -620,3 +620,14 @@ async fn only_crm_on_edge_sites_time_out_with_work_in_progress() {
         Some("Timed out while work still in progress state Creating. Please use ShowAppInst to check current status")
     );
 }
+
+#[tokio::test]
+async fn containers_are_also_served_under_sim() {
+    let (_sim, c) = started().await;
+    create_app_and_inst(&c, "r1").await;
+    let reply = c.control_get("containers").await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let rows = reply.json();
+    assert_eq!(rows[0]["name"], "r1");
+    assert_eq!(rows[0]["container"]["deployment"], "kubernetes");
+}
