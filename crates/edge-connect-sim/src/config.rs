@@ -42,6 +42,103 @@ impl fmt::Display for ApiGeneration {
     }
 }
 
+/// Which release of the platform the simulator imitates, by the App fields it knows. The MC
+/// decodes requests with plain `json.Unmarshal` (edgexr/edge-cloud-platform@c39faca8f
+/// `pkg/mc/orm/server.go:1363-1366`), so a field the release does not have is dropped without
+/// an error: CreateApp answers `{}` and ShowApp shows the App without it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ServerRelease {
+    /// Before 2024-03-28 (`dc989293b`, "add feature app env vars and app secret vars"): App
+    /// `env_vars` and `secret_env_vars` are unknown, and so are `username`/`credentials`.
+    BeforeEnvVars,
+    /// Before 2025-10-17 (`d10fb0002`, "support private repos"): App `username` and
+    /// `credentials` are unknown (main `api/edgeproto/app.pb.go:399-402`; env vars at
+    /// `app.pb.go:475-477`).
+    BeforeRegistryCredentials,
+    /// Current `main` (`eb39b06ec`): every field is known.
+    #[default]
+    Current,
+}
+
+impl ServerRelease {
+    /// App fields (lower-case JSON names) this release does not know and drops silently.
+    pub(crate) fn unknown_app_fields(self) -> &'static [&'static str] {
+        match self {
+            ServerRelease::BeforeEnvVars => {
+                &["env_vars", "secret_env_vars", "username", "credentials"]
+            }
+            ServerRelease::BeforeRegistryCredentials => &["username", "credentials"],
+            ServerRelease::Current => &[],
+        }
+    }
+}
+
+impl FromStr for ServerRelease {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "before-env-vars" | "2024-03" => Ok(ServerRelease::BeforeEnvVars),
+            "before-registry-credentials" | "2025-10" => {
+                Ok(ServerRelease::BeforeRegistryCredentials)
+            }
+            "current" => Ok(ServerRelease::Current),
+            other => Err(format!(
+                "unknown server release '{other}' (expected before-env-vars, before-registry-credentials or current)"
+            )),
+        }
+    }
+}
+
+/// Settings of one configured cloudlet beyond its `(organization, name)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudletSettings {
+    /// Operator organization of the cloudlet (as in [`SimConfig::cloudlets`]).
+    pub organization: String,
+    /// Name of the cloudlet (as in [`SimConfig::cloudlets`]).
+    pub name: String,
+    /// A federation partner's cloudlet: its key carries this `federated_organization`
+    /// (edgexr/edge-cloud-platform@c39faca8f `api/edgeproto/cloudletkey.pb.go:34-38`), and a
+    /// Gen2 AppInst key must repeat it (else `Specified Cloudlet not found` on create and
+    /// `AppInst key ... not found` on delete).
+    pub federated_organization: String,
+    /// The CRM runs on the edge site (the legacy mode). When false the controller drives the
+    /// site itself and runs the create under the request's context: a client that closes a
+    /// CreateAppInst stream early makes it undo the create ("Deleting AppInst due to
+    /// failure"); on CRM-on-edge sites the work goes on ("Timed out while work still in
+    /// progress"). main `pkg/controller/appinst_api.go:1293-1341`,
+    /// `api/edgeproto/appinst.pb.go:9724-9734`.
+    pub crm_on_edge: bool,
+}
+
+impl CloudletSettings {
+    /// Settings for a cloudlet: not federated, CRM on the edge site (the simulator's default).
+    pub fn new(organization: impl Into<String>, name: impl Into<String>) -> Self {
+        CloudletSettings {
+            organization: organization.into(),
+            name: name.into(),
+            federated_organization: String::new(),
+            crm_on_edge: true,
+        }
+    }
+}
+
+/// A cloudlet pool (Gen2): its cloudlets become private, usable only by the developer
+/// organizations invited to the pool; others get 403 `Forbidden` on CreateAppInst
+/// (edgexr/edge-cloud-platform@c39faca8f `pkg/mc/orm/authz_cloudlet.go:231-242, 355-357`).
+/// Cloudlets in no pool stay public.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CloudletPool {
+    /// Operator organization owning the pool and its cloudlets.
+    pub organization: String,
+    /// Pool name (informational).
+    pub name: String,
+    /// Names of the operator's cloudlets in the pool.
+    pub cloudlets: Vec<String>,
+    /// Developer organizations that accepted the pool's invitation.
+    pub members: Vec<String>,
+}
+
 /// Everything that shapes one simulator instance. `SimConfig::default()` is a small Edge
 /// Connect with one user, one organization, region `EU`, three flavors and one site.
 #[derive(Clone, Debug)]
@@ -69,6 +166,16 @@ pub struct SimConfig {
     pub latency: Duration,
     /// Delay before answering a wrong password (the real MC waits about 3 s).
     pub bad_auth_delay: Duration,
+    /// The platform release imitated (default: current; older ones drop App fields).
+    pub release: ServerRelease,
+    /// Per-cloudlet settings (federation, CRM on edge); cloudlets without an entry use
+    /// [`CloudletSettings::new`].
+    pub cloudlet_settings: Vec<CloudletSettings>,
+    /// Cloudlet pools (Gen2 authorization); none by default, so every cloudlet is public.
+    pub cloudlet_pools: Vec<CloudletPool>,
+    /// Users with two-factor authentication, as `(username, current one-time code)`: a
+    /// login without `totp` answers 511, a wrong code 400.
+    pub two_factor_users: Vec<(String, String)>,
     /// Whether the `/__sim/*` control endpoints exist.
     pub faults_enabled: bool,
     /// Directory for the `address` file and the `requests.log` request log.
@@ -89,9 +196,35 @@ impl Default for SimConfig {
             create_delay: Duration::ZERO,
             latency: Duration::ZERO,
             bad_auth_delay: Duration::ZERO,
+            release: ServerRelease::Current,
+            cloudlet_settings: Vec::new(),
+            cloudlet_pools: Vec::new(),
+            two_factor_users: Vec::new(),
             faults_enabled: true,
             state_dir: None,
         }
+    }
+}
+
+impl SimConfig {
+    /// The settings of a configured cloudlet.
+    pub(crate) fn cloudlet_settings(&self, organization: &str, name: &str) -> CloudletSettings {
+        self.cloudlet_settings
+            .iter()
+            .find(|s| s.organization == organization && s.name == name)
+            .cloned()
+            .unwrap_or_else(|| CloudletSettings::new(organization, name))
+    }
+
+    /// MC authorization of a cloudlet for a developer organization: public (in no pool) or
+    /// in a pool the organization is a member of (`AuthzCloudlet.Ok`).
+    pub(crate) fn cloudlet_usable_by(&self, operator: &str, cloudlet: &str, org: &str) -> bool {
+        let mut pools = self
+            .cloudlet_pools
+            .iter()
+            .filter(|p| p.organization == operator && p.cloudlets.iter().any(|c| c == cloudlet))
+            .peekable();
+        pools.peek().is_none() || pools.any(|p| p.members.iter().any(|m| m == org))
     }
 }
 

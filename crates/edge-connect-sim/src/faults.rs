@@ -65,7 +65,9 @@ pub enum FaultKind {
     },
     /// AppInst create/update/delete: end the stream cleanly with `Timed out while work still in
     /// progress state <State>. Please use ShowAppInst to check current status`; the operation
-    /// finishes `ready_after_ms` later.
+    /// finishes `ready_after_ms` later. On a cloudlet whose CRM runs centrally
+    /// (`CloudletSettings::crm_on_edge` false) a create instead fails with `Context deadline
+    /// exceeded` and is undone, as the real controller does.
     Timeout {
         /// Delay between the timeout line and the operation completing (default 500 ms).
         #[serde(default = "default_ready_after_ms")]

@@ -18,49 +18,59 @@
 //! sim.inject(Fault::http_status("CreateAppInst", 503));
 //! ```
 //!
-//! | Module | Job |
-//! |---|---|
-//! | `config` | what an instance looks like |
-//! | `http` | routing, early faults, auth, dispatch, request log |
-//! | `auth` | login, JWTs, refresh |
-//! | `wire` | lenient JSON decoding and error replies |
-//! | `model`, `enums` | API objects and enums |
-//! | `app`, `appinst`, `infra` | the RPCs |
-//! | `ops` | AppInst state machines |
-//! | `stream` | NDJSON replies |
-//! | `store` | state and indexes |
-//! | `faults`, `seed`, `control` | test hooks |
-//! | `reqlog` | request log |
+//! # Layers
+//!
+//! Each layer imports only from the layers below it (and from the leaf modules); the test
+//! `layers::imports_point_down` in `tests/it/` checks this on the sources.
+//!
+//! | Layer | Modules | Job |
+//! |---|---|---|
+//! | 7 top | `server` | start/stop, the handles tests hold |
+//! | 6 | `router` | routing, early faults, auth, dispatch, request log |
+//! | 5 | `handlers` (`app`, `appinst`, `appinst_show`, `infra`, `auth`, `control`, `seed`) | one function per RPC |
+//! | 4 | `context` | `Shared` (the running simulator) and `Call` (one request) |
+//! | 3 | `domain` | validation, placement, state machines, manifest and YAML reading, templating, containers, ports, tokens |
+//! | 2 | `protocol` | request decoding, reply encoding, errors, NDJSON streams |
+//! | 1 | `model` | objects, enums, store, inventory, Show filters |
+//! | leaf | `config`, `clock`, `faults`, `reqlog`, `gojson` | configuration, time and ids, fault queue, request log, Go's JSON encoding |
+//!
+//! # Behaviours verified in the EdgeXR source (spec §13)
+//!
+//! | §13 row | Behaviour | Turned on by | Test (`tests/it/`) |
+//! |---|---|---|---|
+//! | 1 | unknown App fields dropped silently | [`SimConfig::release`] = [`ServerRelease::BeforeEnvVars`] / [`ServerRelease::BeforeRegistryCredentials`] | `fidelity::a_release_before_*` |
+//! | 2 | `&`, `<`, `>`, U+2028/9 escaped as Go does | always | `json::*` |
+//! | 3 | Gen2 `Specified Cloudlet not found`; 403 outside the cloudlet pools | [`SimConfig::cloudlet_pools`] (Gen2) | `fidelity::gen2_unknown_cloudlet_is_not_found_and_a_foreign_pool_is_forbidden` |
+//! | 4 | Gen3 drops `key.cloudlet_key`: `Zone not specified`; cloudlets reached by zone | Gen3 (default) | `fidelity::gen3_*` |
+//! | 5 | command words pasted unquoted into YAML, `[[ ]]` templating, envVarsYaml | always | `fidelity::words_*`, `fidelity::a_template_action_*`, `fidelity::env_vars_yaml_*` |
+//! | 6 | docker: command as one argument, `k=v` env file | docker Apps | `fidelity::docker_*` |
+//! | 7 | client leaving a create: undo on central-CRM sites | [`CloudletSettings::crm_on_edge`] = false | `fidelity::a_client_leaving_*` |
+//! | 8 | duplicate CreateApp wipes the existing App's secrets | always | `fidelity::a_duplicate_create_app_*` |
+//! | 9 | app version key rule; `federated_organization` in Gen2 keys | [`CloudletSettings::federated_organization`] | `fidelity::app_versions_*`, `fidelity::gen2_federated_*` |
+//! | 10 | 511 for a two-factor login without a code | [`SimConfig::two_factor_users`] | `fidelity::a_two_factor_user_*` |
+//!
+//! What each container would get is visible through [`SimControl::containers`].
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-mod app;
-mod appinst;
-mod auth;
 mod clock;
 mod config;
-mod control;
-mod enums;
+mod context;
+mod domain;
 mod faults;
-mod filter;
-mod http;
-mod infra;
-mod manifest;
+mod gojson;
+mod handlers;
 mod model;
-mod ops;
-mod ports;
+mod protocol;
 mod reqlog;
-mod seed;
+mod router;
 mod server;
-mod store;
-mod stream;
-mod wire;
 
 pub use clock::civil_from_days;
-pub use config::{ApiGeneration, SimConfig};
+pub use config::{ApiGeneration, CloudletPool, CloudletSettings, ServerRelease, SimConfig};
 pub use faults::{Fault, FaultKind};
+pub use handlers::seed::Seed;
 pub use reqlog::RequestLogEntry;
-pub use seed::Seed;
 pub use server::{serve, spawn, SimControl, SimHandle, SimServer};
 
 /// Locks a mutex, recovering the data if a previous holder panicked: one failed request must

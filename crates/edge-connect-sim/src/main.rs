@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::Parser;
-use edge_connect_sim::{serve, ApiGeneration, SimConfig};
+use edge_connect_sim::{serve, ApiGeneration, CloudletSettings, ServerRelease, SimConfig};
 
 /// An in-memory Edge Connect (EdgeXR Master Controller REST API) for tests, demos and local
 /// trials of the GARM provider.
@@ -61,6 +61,17 @@ struct Cli {
     #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
     zone: Vec<(String, String)>,
 
+    /// Platform release imitated: current, before-registry-credentials (drops App
+    /// username/credentials, before 2025-10-17) or before-env-vars (also drops App
+    /// env_vars/secret_env_vars, before 2024-03-28).
+    #[arg(long, value_name = "RELEASE", default_value = "current", value_parser = parse_release)]
+    release: ServerRelease,
+
+    /// Cloudlets whose CRM runs centrally, OPERATOR-ORG/NAME: a client that closes a
+    /// CreateAppInst stream early makes the controller undo the create.
+    #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
+    central_crm: Vec<(String, String)>,
+
     /// Lifetime of login tokens in seconds.
     #[arg(long, value_name = "SECS", default_value = "86400", value_parser = parse_secs)]
     token_ttl: Duration,
@@ -85,6 +96,10 @@ struct Cli {
 }
 
 fn parse_api(s: &str) -> Result<ApiGeneration, String> {
+    s.parse()
+}
+
+fn parse_release(s: &str) -> Result<ServerRelease, String> {
     s.parse()
 }
 
@@ -138,6 +153,17 @@ impl Cli {
             create_delay: self.create_delay,
             latency: Duration::from_millis(self.latency_ms),
             bad_auth_delay: Duration::from_millis(self.bad_auth_delay_ms),
+            release: self.release,
+            cloudlet_settings: self
+                .central_crm
+                .iter()
+                .map(|(org, name)| CloudletSettings {
+                    crm_on_edge: false,
+                    ..CloudletSettings::new(org, name)
+                })
+                .collect(),
+            cloudlet_pools: defaults.cloudlet_pools,
+            two_factor_users: defaults.two_factor_users,
             faults_enabled: self.faults,
             state_dir: self.state_dir,
         }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::Serialize;
 
-use super::clock::Timestamp;
-use super::lock;
+use crate::clock::Timestamp;
+use crate::lock;
 
 /// One answered API call.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,127 +1,21 @@
-//! Starting and stopping a simulator, and the handles tests use to look inside it.
+//! Layer 7, the top: starting and stopping a simulator, and the handles tests use to look inside it.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::ops::Deref;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::auth::TokenAuthority;
-use super::clock::Rng;
-use super::config::SimConfig;
-use super::faults::{Fault, FaultKind, FaultTable};
-use super::http;
-use super::infra::Infra;
-use super::lock;
-use super::model::SiteKey;
-use super::reqlog::{RequestLog, RequestLogEntry};
-use super::seed::Seed;
-use super::store::State;
-
-/// Everything a running simulator shares between requests and operations.
-pub(crate) struct Shared {
-    /// The configuration it was started with.
-    pub config: SimConfig,
-    /// Flavors, cloudlets, zones.
-    pub infra: Infra,
-    /// Apps and AppInsts.
-    pub state: Mutex<State>,
-    /// Pending injected faults.
-    pub faults: Mutex<FaultTable>,
-    /// Answered calls.
-    pub log: Arc<RequestLog>,
-    /// Login tokens.
-    pub tokens: TokenAuthority,
-    /// Ids and names.
-    pub rng: Rng,
-    /// Turns true when the simulator stops; operations in flight end early.
-    pub shutdown: watch::Receiver<bool>,
-}
-
-impl Shared {
-    fn new(config: SimConfig, shutdown: watch::Receiver<bool>) -> anyhow::Result<Self> {
-        let rng = Rng::new();
-        let log = RequestLog::open(config.state_dir.as_deref())?;
-        Ok(Shared {
-            infra: Infra::new(&config),
-            tokens: TokenAuthority::new(config.token_ttl, &rng)?,
-            state: Mutex::new(State::default()),
-            faults: Mutex::new(FaultTable::default()),
-            log: Arc::new(log),
-            rng,
-            shutdown,
-            config,
-        })
-    }
-
-    /// Queues a fault; `expire_tokens` takes effect at once.
-    pub(crate) fn inject(&self, fault: Fault) {
-        if fault.kind == FaultKind::ExpireTokens {
-            self.tokens.revoke_all();
-        } else {
-            lock(&self.faults).push(fault);
-        }
-    }
-
-    /// Faults still waiting.
-    pub(crate) fn pending_faults(&self) -> Vec<Fault> {
-        lock(&self.faults).list()
-    }
-
-    /// Limits instances on a cloudlet or zone.
-    pub(crate) fn set_capacity(&self, org: &str, name: &str, max: Option<usize>) {
-        lock(&self.state).set_capacity(SiteKey::new(org, name), max);
-    }
-
-    /// Back to a fresh simulator: no objects, faults, limits, log entries or login count;
-    /// the token lifetime returns to the configured one. Issued tokens stay valid.
-    pub(crate) fn reset(&self) {
-        lock(&self.state).clear();
-        lock(&self.faults).clear();
-        self.log.clear();
-        self.tokens.set_ttl(self.config.token_ttl);
-        self.tokens.reset_logins();
-    }
-
-    /// Every App in Show form with real secret values.
-    pub(crate) fn apps_json(&self) -> Vec<Value> {
-        lock(&self.state)
-            .all_apps()
-            .map(|a| a.revealed_json())
-            .collect()
-    }
-
-    /// Every AppInst in Show form.
-    pub(crate) fn insts_json(&self) -> Vec<Value> {
-        lock(&self.state)
-            .all_insts()
-            .map(|i| serde_json::to_value(i.as_ref()).unwrap_or(Value::Null))
-            .collect()
-    }
-
-    /// The full dump of `GET /__sim/state`.
-    pub(crate) fn state_json(&self) -> Value {
-        let capacity: Vec<Value> = lock(&self.state)
-            .capacities()
-            .map(|(site, max)| {
-                json!({"organization": site.organization, "name": site.name, "max_app_insts": max})
-            })
-            .collect();
-        json!({
-            "api": self.config.api.to_string(),
-            "apps": self.apps_json(),
-            "app_insts": self.insts_json(),
-            "capacity": capacity,
-            "faults": self.pending_faults(),
-            "token_ttl_secs": self.tokens.ttl().as_secs_f64(),
-            "logins": self.tokens.logins(),
-        })
-    }
-}
+use crate::config::SimConfig;
+use crate::context::Shared;
+use crate::faults::Fault;
+use crate::handlers::seed::Seed;
+use crate::reqlog::RequestLogEntry;
+use crate::router;
 
 /// Inspection and control of a running simulator; what [`SimServer`] and [`SimHandle`]
 /// dereference to. Cheap to clone.
@@ -153,6 +47,15 @@ impl SimControl {
         self.shared.insts_json()
     }
 
+    /// What the container of every stored AppInst would get on the site, as
+    /// `{"organization", "name", "container": {"deployment", "image", "command", "args",
+    /// "env"}}` (or `"error"` when the site could not start it): kubernetes command words and
+    /// arguments as YAML reads them from the generated manifest, docker's command as one
+    /// argument after the image, the environment after envVarsYaml or docker's env file.
+    pub fn containers(&self) -> Vec<Value> {
+        self.shared.containers_json()
+    }
+
     /// The API calls answered so far (not the `/__sim` ones), oldest first.
     pub fn request_log(&self) -> Vec<RequestLogEntry> {
         self.shared.log.entries()
@@ -174,15 +77,10 @@ impl SimControl {
         self.shared.set_capacity(site_org, site_name, max_app_insts);
     }
 
-    /// Lifetime of tokens issued from now on (same as `POST /__sim/token-ttl`).
-    pub fn set_token_ttl(&self, ttl: Duration) {
-        self.shared.tokens.set_ttl(ttl);
-    }
-
     /// Seeds Apps/AppInsts (same as `POST /__sim/seed`). A request that cannot be honoured
     /// (invalid prefix, no site configured) is logged and creates what it could.
     pub fn seed(&self, seed: Seed) {
-        if let Err(e) = super::seed::seed(&self.shared, &seed) {
+        if let Err(e) = crate::handlers::seed::seed(&self.shared, &seed) {
             tracing::warn!("seed request not fully honoured: {e}");
         }
     }
@@ -262,7 +160,7 @@ pub async fn serve(config: SimConfig, listen: SocketAddr) -> anyhow::Result<SimS
         std::fs::write(&path, format!("{}\n", control.url()))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let router = http::router(shared);
+    let router = router::router(shared);
     let mut signal = stop_rx;
     let task = tokio::spawn(async move {
         let stopping = async move {

@@ -8,3 +8,6 @@ mod appinst;
 mod auth;
 mod cli;
 mod faults;
+mod fidelity;
+mod json;
+mod layers;

@@ -1,4 +1,4 @@
-//! The HTTP front: routing (404/405 before anything else), latency and early faults, token
+//! Layer 6: the HTTP front: routing (404/405 before anything else), latency and early faults, token
 //! check, request decoding, dispatch to the RPC handlers, and the request log.
 
 use std::sync::Arc;
@@ -10,16 +10,14 @@ use axum::http::{request::Parts, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures_util::{stream, StreamExt};
-use serde_json::Value;
 
-use super::config::ApiGeneration;
-use super::reqlog::{PendingEntry, RequestLogEntry};
-use super::server::Shared;
-use super::wire::{check_region, envelope, normalize, parse_json, ApiError};
-use super::{app, appinst, auth, control, infra, lock};
-
-/// Largest request body accepted (seeding and manifests stay far below this).
-pub(crate) const BODY_LIMIT: usize = 32 * 1024 * 1024;
+use crate::config::ApiGeneration;
+use crate::context::{Call, Shared};
+use crate::handlers::{app, appinst, appinst_show, auth, control, infra};
+use crate::lock;
+use crate::protocol::decode::{envelope, normalize, parse_json, BODY_LIMIT};
+use crate::protocol::ApiError;
+use crate::reqlog::{PendingEntry, RequestLogEntry};
 
 /// The controller RPCs the simulator serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,65 +109,13 @@ impl Rpc {
             Rpc::CreateAppInst => appinst::create(call).await,
             Rpc::UpdateAppInst => appinst::update(call).await,
             Rpc::DeleteAppInst => appinst::delete(call).await,
-            Rpc::ShowAppInst => appinst::show(call),
+            Rpc::ShowAppInst => appinst_show::show(call),
             Rpc::ShowFlavor => infra::show_flavors(&call),
             Rpc::ShowCloudlet => infra::show_cloudlets(&call),
             Rpc::ShowZone => infra::show_zones(&call),
             Rpc::ShowFlavorsForZone => infra::show_flavors_for_zone(&call),
             Rpc::ShowFlavorsForCloudlet => infra::show_flavors_for_cloudlet(&call),
         }
-    }
-}
-
-/// One authenticated controller call: the decoded wrapper plus access to the simulator.
-pub(crate) struct Call {
-    /// Simulator state and configuration.
-    pub shared: Arc<Shared>,
-    /// The `region` of the request (checked by the handler, in the MC's order).
-    pub region: String,
-    /// The wrapped object, keys normalised.
-    pub object: Value,
-}
-
-impl Call {
-    /// The API generation spoken.
-    pub(crate) fn api(&self) -> ApiGeneration {
-        self.shared.config.api
-    }
-
-    /// RBAC for create/update/delete: the caller must belong to `org` (unknown and empty
-    /// organizations are refused the same way, so names cannot be probed).
-    pub(crate) fn authorize(&self, org: &str) -> Result<(), ApiError> {
-        if self.shared.config.orgs.iter().any(|o| o == org) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden())
-        }
-    }
-
-    /// RBAC for Show: 403 only when the caller can see no organization at all.
-    pub(crate) fn authorize_view(&self) -> Result<(), ApiError> {
-        if self.shared.config.orgs.is_empty() {
-            Err(ApiError::forbidden())
-        } else {
-            Ok(())
-        }
-    }
-
-    /// `No region specified` / `Region "X" not found`.
-    pub(crate) fn check_region(&self) -> Result<(), ApiError> {
-        check_region(&self.shared.config.regions, &self.region)
-    }
-
-    /// Organizations whose objects a Show may return, narrowed by the filter's organization.
-    pub(crate) fn visible_orgs<'a>(&'a self, filter_org: &'a str) -> Vec<&'a str> {
-        self.shared
-            .config
-            .orgs
-            .iter()
-            .map(String::as_str)
-            .filter(|o| filter_org.is_empty() || *o == filter_org)
-            .collect()
     }
 }
 

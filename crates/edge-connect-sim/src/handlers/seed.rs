@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::app::{seeded_app, valid_name};
-use super::appinst::seeded_inst;
-use super::lock;
-use super::model::AppKey;
-use super::server::Shared;
+use crate::context::Shared;
+use crate::domain::app_build::seeded_app;
+use crate::domain::appinst_build::seeded_inst;
+use crate::domain::names::valid_name;
+use crate::lock;
+use crate::model::AppKey;
 
 /// A seeding request; also the JSON body of `POST /__sim/seed`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -89,7 +90,8 @@ pub(crate) fn seed(shared: &Shared, seed: &Seed) -> Result<Seeded, String> {
             continue;
         }
         let app = seeded_app(
-            shared,
+            &shared.infra,
+            &shared.rng,
             key,
             seed.env_vars.clone(),
             seed.secret_env_vars.clone(),
@@ -97,7 +99,7 @@ pub(crate) fn seed(shared: &Shared, seed: &Seed) -> Result<Seeded, String> {
         )
         .map_err(|e| e.message)?;
         if seed.app_insts {
-            let inst = seeded_inst(shared, &region, &app)
+            let inst = seeded_inst(shared.config.api, &shared.infra, &shared.rng, &region, &app)
                 .ok_or("no zone or cloudlet configured to place AppInsts on")?;
             if st.inst(&inst.key).is_some() {
                 continue;

@@ -1,5 +1,5 @@
 //! The `/__sim/*` control endpoints for tests (no token; only with faults enabled): faults,
-//! token lifetime, seeding, state dump, reset, request log, capacity.
+//! token lifetime, seeding, state dump, reset, request log, capacity, containers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,12 +10,13 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::faults::Fault;
-use super::http::BODY_LIMIT;
-use super::reqlog::EntryJson;
 use super::seed::Seed;
-use super::server::Shared;
-use super::wire::{json_response, unary_ok, ApiError};
+use crate::context::Shared;
+use crate::faults::Fault;
+use crate::protocol::decode::BODY_LIMIT;
+use crate::protocol::encode::{json_response, unary_ok};
+use crate::protocol::ApiError;
+use crate::reqlog::EntryJson;
 
 /// One fault or a list of them.
 #[derive(Deserialize)]
@@ -38,7 +39,8 @@ struct Capacity {
     max_app_insts: Option<usize>,
 }
 
-const ENDPOINTS: [&str; 7] = [
+const ENDPOINTS: [&str; 8] = [
+    "containers",
     "faults",
     "token-ttl",
     "seed",
@@ -91,6 +93,7 @@ async fn route(
             json(&seeded)
         }
         ("GET", "state") => json(&shared.state_json()),
+        ("GET", "containers") => json(&shared.containers_json()),
         ("POST", "reset") => {
             shared.reset();
             Ok(unary_ok())

@@ -1,93 +1,16 @@
-//! How requests are read and errors are written: the MC's lenient JSON decoding
-//! (case-insensitive keys, unknown fields ignored, `null` = absent), its `Invalid JSON data`
-//! texts, and the `{"message": ...}` error body (spec §1, §4.4).
+//! Reading requests the way the MC does: Go's `json.Unmarshal` judged syntax errors,
+//! case-insensitive keys, unknown fields ignored, `null` = absent, the `Invalid JSON data`
+//! texts naming the field, and the region rule.
 
-use axum::body::Body;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::enums::ENUM_MARK;
-use super::model::json_kind;
+use super::error::ApiError;
+use crate::model::enums::ENUM_MARK;
+use crate::model::json_kind;
 
-/// An early error reply: HTTP status plus the `{"message": ...}` text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ApiError {
-    /// HTTP status of the reply.
-    pub status: StatusCode,
-    /// Text of the `message` field.
-    pub message: String,
-}
-
-impl ApiError {
-    /// Any status with a message used verbatim.
-    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            message: message.into(),
-        }
-    }
-
-    /// A controller/validation error: HTTP 400, first letter capitalised like the MC does.
-    pub(crate) fn bad_request(message: impl AsRef<str>) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, capitalize(message.as_ref()))
-    }
-
-    /// RBAC refusal.
-    pub(crate) fn forbidden() -> Self {
-        ApiError::new(StatusCode::FORBIDDEN, "Forbidden")
-    }
-
-    /// Unknown route.
-    pub(crate) fn not_found() -> Self {
-        ApiError::new(StatusCode::NOT_FOUND, "Not Found")
-    }
-
-    /// Known route, wrong method.
-    pub(crate) fn method_not_allowed() -> Self {
-        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
-    }
-
-    /// `Invalid field specified: X, this field is only for internal use`.
-    pub(crate) fn internal_field(field: &str) -> Self {
-        ApiError::bad_request(format!(
-            "Invalid field specified: {field}, this field is only for internal use"
-        ))
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({ "message": self.message });
-        json_response(self.status, body.to_string().into_bytes())
-    }
-}
-
-/// Upper-cases the first character (`util.CapitalizeMessage`).
-pub(crate) fn capitalize(s: &str) -> String {
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-/// A complete (non-streamed) JSON reply without trailing newline.
-pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// The unary success reply of App create/update/delete: exactly `{}`.
-pub(crate) fn unary_ok() -> Response {
-    json_response(StatusCode::OK, b"{}".to_vec())
-}
+/// Largest request body accepted (seeding and manifests stay far below this).
+pub(crate) const BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 /// Parses a request body like Go's `json.Unmarshal` would judge it, with the MC's texts.
 pub(crate) fn parse_json(body: &[u8]) -> Result<Value, ApiError> {

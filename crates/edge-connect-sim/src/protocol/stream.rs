@@ -12,6 +12,8 @@ use futures_util::stream;
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::gojson::{go_json, write_go_json};
+
 /// What an AppInst operation tells the HTTP stream watching it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum StreamEvent {
@@ -28,7 +30,7 @@ pub(crate) enum StreamEvent {
 pub(crate) fn push_data_line<T: Serialize + ?Sized>(buf: &mut Vec<u8>, obj: &T) {
     let start = buf.len();
     buf.extend_from_slice(b"{\"data\":");
-    if serde_json::to_writer(&mut *buf, obj).is_ok() {
+    if write_go_json(buf, obj) {
         buf.extend_from_slice(b"}\n");
     } else {
         buf.truncate(start);
@@ -60,10 +62,9 @@ pub(crate) fn message_line(message: &str) -> Bytes {
 
 /// `{"result":{"message":"...","code":400}}\n`.
 pub(crate) fn result_line(message: &str) -> Bytes {
-    let mut buf = serde_json::to_vec(&ResultLine {
+    let mut buf = go_json(&ResultLine {
         result: ResultBody { message, code: 400 },
-    })
-    .unwrap_or_default();
+    });
     buf.push(b'\n');
     Bytes::from(buf)
 }
@@ -109,40 +110,40 @@ pub(crate) fn bytes_body(buf: Vec<u8>) -> Body {
 /// The body of an AppInst operation stream: `first` (already received, so the 200 header
 /// goes out with the first object) followed by whatever the operation sends.
 pub(crate) fn event_body(first: StreamEvent, rx: UnboundedReceiver<StreamEvent>) -> Body {
-    struct St {
+    struct Pending {
         first: Option<StreamEvent>,
         rx: UnboundedReceiver<StreamEvent>,
         done: bool,
     }
     let events = stream::unfold(
-        St {
+        Pending {
             first: Some(first),
             rx,
             done: false,
         },
-        |mut st| async move {
-            if st.done {
+        |mut pending| async move {
+            if pending.done {
                 return None;
             }
-            let event = match st.first.take() {
+            let event = match pending.first.take() {
                 Some(e) => e,
-                None => st.rx.recv().await?,
+                None => pending.rx.recv().await?,
             };
             let item = match event {
                 StreamEvent::Line(m) => Ok(message_line(&m)),
                 StreamEvent::Fail(m) => {
-                    st.done = true;
+                    pending.done = true;
                     Ok(result_line(&m))
                 }
                 StreamEvent::Drop => {
-                    st.done = true;
+                    pending.done = true;
                     Err(io::Error::new(
                         io::ErrorKind::ConnectionAborted,
                         "connection dropped by fault injection",
                     ))
                 }
             };
-            Some((item, st))
+            Some((item, pending))
         },
     );
     Body::from_stream(events)

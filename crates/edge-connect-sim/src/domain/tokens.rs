@@ -1,22 +1,20 @@
-//! Login and tokens (spec §2): real HS512 JWTs with `exp`/`iat`/`username`, the MC's 401
-//! texts, token expiry, revocation for fault injection, and `/api/v1/auth/refresh`.
+//! Login tokens (spec §2): real HS512 JWTs with `exp`/`iat`/`username`, expiry, revocation
+//! for fault injection, and the MC's 401 texts.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::http::{header, HeaderMap, StatusCode};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha512;
 
-use super::clock::{go_duration_secs, unix_now_f64, Rng};
-use super::config::SimConfig;
-use super::lock;
-use super::wire::{decode, json_response, normalize, parse_json, ApiError};
+use crate::clock::{go_duration_secs, unix_now_f64, Rng};
+use crate::lock;
+use crate::protocol::ApiError;
 
 type HmacSha512 = Hmac<Sha512>;
 
@@ -65,7 +63,7 @@ pub(crate) struct TokenAuthority {
     logins: AtomicUsize,
 }
 
-const REFRESH_CHAIN_LIMIT_SECS: i64 = 30 * 24 * 3600;
+pub(crate) const REFRESH_CHAIN_LIMIT_SECS: i64 = 30 * 24 * 3600;
 
 impl TokenAuthority {
     /// An authority issuing tokens that live `ttl`, signing with a fresh random key.
@@ -108,6 +106,11 @@ impl TokenAuthority {
     /// Successful logins so far.
     pub(crate) fn logins(&self) -> usize {
         self.logins.load(Ordering::SeqCst)
+    }
+
+    /// Counts one successful login.
+    pub(crate) fn count_login(&self) {
+        self.logins.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Resets the login counter (simulator reset).
@@ -214,133 +217,6 @@ fn cookie_token(headers: &HeaderMap) -> Option<String> {
         .map(|(_, value)| value.to_string())
 }
 
-/// The login body (`ormapi.UserLogin`); `apikeyid`/`apikey` are the deprecated aliases.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct LoginIn {
-    username: String,
-    password: String,
-    apikeyid: String,
-    apikey: String,
-}
-
-/// `POST /api/v1/login`.
-pub(crate) async fn login(
-    config: &SimConfig,
-    tokens: &TokenAuthority,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Response, ApiError> {
-    if body.is_empty() {
-        return Err(ApiError::bad_request("Request body can't be empty"));
-    }
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let mut input: LoginIn = if content_type.starts_with("application/json") {
-        decode(normalize(parse_json(body)?), "")?
-    } else if content_type.starts_with("application/x-www-form-urlencoded") {
-        parse_form(body)
-    } else {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Unsupported Media Type",
-        ));
-    };
-    if input.username.is_empty() {
-        input.username = std::mem::take(&mut input.apikeyid);
-    }
-    if input.password.is_empty() {
-        input.password = std::mem::take(&mut input.apikey);
-    }
-    if input.username.is_empty() {
-        return Err(ApiError::bad_request("Username not specified"));
-    }
-    if input.password.is_empty() {
-        return Err(ApiError::bad_request("Password not specified"));
-    }
-    let known = config
-        .users
-        .iter()
-        .any(|(user, password)| *user == input.username && *password == input.password);
-    if !known {
-        // The MC delays every failed login to slow down password guessing.
-        tokio::time::sleep(config.bad_auth_delay).await;
-        return Err(ApiError::bad_request("Invalid username or password"));
-    }
-    let token = tokens.issue(&input.username, None);
-    tokens.logins.fetch_add(1, Ordering::SeqCst);
-    Ok(token_response(&token))
-}
-
-/// `POST /api/v1/auth/refresh`: a new token if the chain started less than 30 days ago.
-pub(crate) fn refresh(tokens: &TokenAuthority, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let claims = tokens.authenticate(headers)?;
-    if (unix_now_f64() as i64) - claims.firstiat > REFRESH_CHAIN_LIMIT_SECS {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "Expired jwt"));
-    }
-    let token = tokens.issue(&claims.username, Some(claims.firstiat));
-    Ok(token_response(&token))
-}
-
-fn token_response(token: &str) -> Response {
-    let body = serde_json::json!({ "token": token })
-        .to_string()
-        .into_bytes();
-    let mut response = json_response(StatusCode::OK, body);
-    let cookie = format!("token={token}; Path=/; HttpOnly; Secure; SameSite=Strict");
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
-    }
-    response
-}
-
-/// `application/x-www-form-urlencoded` login fields.
-fn parse_form(body: &[u8]) -> LoginIn {
-    let mut input = LoginIn::default();
-    for pair in body.split(|b| *b == b'&') {
-        let mut kv = pair.splitn(2, |b| *b == b'=');
-        let key = percent_decode(kv.next().unwrap_or_default()).to_ascii_lowercase();
-        let value = percent_decode(kv.next().unwrap_or_default());
-        match key.as_str() {
-            "username" => input.username = value,
-            "password" => input.password = value,
-            "apikeyid" => input.apikeyid = value,
-            "apikey" => input.apikey = value,
-            _ => {}
-        }
-    }
-    input
-}
-
-fn percent_decode(raw: &[u8]) -> String {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        match raw[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = raw
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,12 +260,5 @@ mod tests {
         assert!(matches!(auth.verify(&token), Err(TokenError::Expired(_))));
         let fresh = auth.issue("garm", None);
         assert!(auth.verify(&fresh).is_ok());
-    }
-
-    #[test]
-    fn form_bodies_decode() {
-        let input = parse_form(b"username=a%40b.c&password=p+w%21");
-        assert_eq!(input.username, "a@b.c");
-        assert_eq!(input.password, "p w!");
     }
 }

@@ -3,20 +3,20 @@
 //! injected stream faults. The HTTP stream only observes them, so an operation finishes even
 //! when the client goes away.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 
-use super::clock::Timestamp;
-use super::enums::{HealthCheck, TrackedState};
-use super::faults::StreamFault;
-use super::lock;
-use super::model::{key_json, AppInstKey};
-use super::server::Shared;
-use super::stream::StreamEvent;
-use super::wire::capitalize;
+use crate::clock::Timestamp;
+use crate::faults::StreamFault;
+use crate::lock;
+use crate::model::enums::{HealthCheck, TrackedState};
+use crate::model::store::State;
+use crate::model::{key_json, AppInstKey};
+use crate::protocol::capitalize;
+use crate::protocol::stream::StreamEvent;
 
 /// Which operation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,8 +126,12 @@ fn failure_steps(kind: OpKind, message: &str, leave_create_error: bool) -> Vec<S
 
 /// One operation on one instance, ready to run.
 pub(crate) struct Op {
-    /// Simulator state and configuration.
-    pub shared: Arc<Shared>,
+    /// The simulator's store.
+    pub state: Arc<Mutex<State>>,
+    /// Total duration of the normal steps (`SimConfig::create_delay`).
+    pub duration: Duration,
+    /// Turns true when the simulator stops.
+    pub shutdown: watch::Receiver<bool>,
     /// The instance.
     pub key: AppInstKey,
     /// State epoch when the operation started (a reset stops it).
@@ -138,20 +142,38 @@ pub(crate) struct Op {
     pub fault: Option<StreamFault>,
     /// Container id the instance reports once Ready (creates).
     pub container_id: String,
+    /// The site's CRM runs centrally, so the controller works under the request's context: a
+    /// create whose client leaves before it completes is undone (main
+    /// `pkg/controller/appinst_api.go:1293-1341`: the platform stream is cancelled, the error
+    /// leads to "Deleting AppInst due to failure" and the undo delete). With the CRM on the
+    /// edge site the controller only waits for it, and the work goes on
+    /// (`api/edgeproto/appinst.pb.go:9724-9734`).
+    pub undo_on_disconnect: bool,
 }
+
+/// The error a create records when its client left: what Go's cancelled context says (the
+/// exact text the CCRM stream returns is not in the public source; the instance is removed
+/// by the undo either way).
+const CLIENT_LEFT: &str = "context canceled";
+
+/// The error a create on a central-CRM site fails with when the request's deadline passes
+/// (Go's `context.DeadlineExceeded`; any prefix added on the way is not in the public source).
+const DEADLINE: &str = "context deadline exceeded";
 
 impl Op {
     /// Runs the operation in its own task; the receiver yields what the client should see.
     pub(crate) fn spawn(self) -> UnboundedReceiver<StreamEvent> {
         let (tx, rx) = unbounded_channel();
-        let shutdown = self.shared.shutdown.clone();
+        let shutdown = self.shutdown.clone();
         let steps = normal_steps(self.kind);
-        let step_delay = self.shared.config.create_delay / steps.len().max(1) as u32;
+        let step_delay = self.duration / steps.len().max(1) as u32;
         let runner = Runner {
             op: self,
             tx: Some(tx),
             lines: 0,
             drop_after: None,
+            client_left: false,
+            undoing: false,
             step_delay,
             shutdown,
         };
@@ -165,13 +187,36 @@ struct Runner {
     tx: Option<UnboundedSender<StreamEvent>>,
     lines: usize,
     drop_after: Option<usize>,
+    /// The client closed the stream (not a cut by fault injection).
+    client_left: bool,
+    /// Running the undo after the client left.
+    undoing: bool,
     step_delay: Duration,
     shutdown: watch::Receiver<bool>,
 }
 
 impl Runner {
     async fn run(mut self, steps: Vec<Step>) {
-        match self.op.fault.take() {
+        let mut fault = self.op.fault.take();
+        if let Some(StreamFault::Timeout { .. }) = fault {
+            if self.op.undo_on_disconnect && self.op.kind == OpKind::Create {
+                // A central CRM works under the request's deadline: when it passes, the
+                // platform call fails and the create is undone; only CRM-on-edge sites end
+                // with "Timed out while work still in progress" (main
+                // `pkg/controller/appinst_api.go:1293-1341`, `appinst.pb.go:9724-9734`).
+                let before_ready = steps
+                    .iter()
+                    .take_while(|s| !s.action.completes())
+                    .filter(|s| s.line.is_some())
+                    .count();
+                fault = Some(StreamFault::Error {
+                    after_lines: before_ready,
+                    message: DEADLINE.to_string(),
+                    leave_create_error: false,
+                });
+            }
+        }
+        match fault {
             None => {
                 self.run_all(&steps).await;
             }
@@ -239,7 +284,32 @@ impl Runner {
         true
     }
 
+    /// Runs one step, unless the client left a create on a central-CRM site: then the
+    /// create is undone instead (and false returned).
     async fn run_step(&mut self, s: &Step) -> bool {
+        if self.tx.as_ref().is_some_and(|tx| tx.is_closed()) {
+            self.client_left = true;
+            self.tx = None;
+        }
+        if self.client_left
+            && self.op.undo_on_disconnect
+            && self.op.kind == OpKind::Create
+            && !self.undoing
+        {
+            self.undoing = true;
+            for undo in failure_steps(OpKind::Create, CLIENT_LEFT, false) {
+                if !self.do_step(&undo).await {
+                    break;
+                }
+            }
+            return false;
+        }
+        self.do_step(s).await
+    }
+
+    /// Waits the step delay, applies the step and sends its line; false when the operation
+    /// had to stop.
+    async fn do_step(&mut self, s: &Step) -> bool {
         if !self.pause(self.step_delay).await {
             // The server is going away; so does the connection.
             self.send(StreamEvent::Drop);
@@ -272,6 +342,7 @@ impl Runner {
             // A closed channel means the client left; the operation carries on regardless.
             if tx.send(event).is_err() {
                 self.tx = None;
+                self.client_left = true;
             }
         }
     }
@@ -291,7 +362,7 @@ impl Runner {
     }
 
     fn current_state(&self) -> Option<TrackedState> {
-        let st = lock(&self.op.shared.state);
+        let st = lock(&self.op.state);
         (st.epoch == self.op.epoch)
             .then(|| st.inst(&self.op.key).map(|i| i.state))
             .flatten()
@@ -299,7 +370,7 @@ impl Runner {
 
     /// Applies a step to the stored instance; false when it vanished or the state was reset.
     fn apply(&self, action: &Action) -> bool {
-        let mut st = lock(&self.op.shared.state);
+        let mut st = lock(&self.op.state);
         if st.epoch != self.op.epoch {
             return false;
         }

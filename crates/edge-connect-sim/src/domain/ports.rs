@@ -1,8 +1,8 @@
 //! The App `access_ports` syntax (`proto:port[-end][:annotation...]`, comma separated) with
 //! the controller's validation texts (`util.ParsePorts`, `edgeproto.ParseAppPorts`).
 
-use super::enums::LProto;
-use super::model::InstPort;
+use crate::model::enums::LProto;
+use crate::model::InstPort;
 
 /// One parsed access port.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::model::{App, AppInst, AppInstKey, AppKey, SiteKey};
+use super::{App, AppInst, AppInstKey, AppKey, SiteKey};
 
 /// Everything that changes while the simulator runs. Guarded by one mutex that is never held
 /// across an `.await`; objects are `Arc`s so Show can serialise outside the lock.

@@ -1,0 +1,290 @@
+//! A new AppInst: the key rules of each generation, where it is placed, what the controller
+//! fills in, and the Ready instances of a seed request.
+
+use crate::clock::{Rng, Timestamp};
+use crate::config::ApiGeneration;
+use crate::model::enums::{Liveness, TrackedState};
+use crate::model::{
+    key_json, App, AppInst, AppInstIn, AppInstKey, AppInstKeyIn, Cloudlet, ClusterKey, Infra,
+    RuntimeInfo, SiteKey,
+};
+use crate::protocol::ApiError;
+
+use super::app_config::deploys_to_kubernetes;
+use super::names::{dns_sanitize, valid_name};
+use super::ports;
+
+/// The multi-tenant cluster every instance lands on.
+const DEFAULT_CLUSTER: &str = "defaultmt";
+const DEFAULT_CLUSTER_ORG: &str = "edgecloudorg";
+
+pub(crate) fn default_cluster() -> ClusterKey {
+    ClusterKey {
+        name: DEFAULT_CLUSTER.into(),
+        organization: DEFAULT_CLUSTER_ORG.into(),
+    }
+}
+
+/// `AppInstKey.ValidateKey` of the generation; returns the stored key form.
+pub(crate) fn validate_inst_key(
+    key: &AppInstKeyIn,
+    api: ApiGeneration,
+) -> Result<AppInstKey, ApiError> {
+    if !valid_name(&key.name) {
+        return Err(ApiError::bad_request("Invalid app instance name"));
+    }
+    if !valid_name(&key.organization) {
+        return Err(ApiError::bad_request("Invalid app instance organization"));
+    }
+    if api == ApiGeneration::Gen2 {
+        let ck = &key.cloudlet_key;
+        if !valid_name(&ck.organization) {
+            return Err(ApiError::bad_request(format!(
+                "Invalid cloudlet organization name {}",
+                ck.organization
+            )));
+        }
+        if !valid_name(&ck.name) {
+            return Err(ApiError::bad_request("Invalid cloudlet name"));
+        }
+    }
+    Ok(stored_key(key, api))
+}
+
+/// The key as stored: Gen2 keeps the cloudlet in the key, Gen3 ignores it.
+pub(crate) fn stored_key(key: &AppInstKeyIn, api: ApiGeneration) -> AppInstKey {
+    AppInstKey {
+        name: key.name.clone(),
+        organization: key.organization.clone(),
+        cloudlet_key: (api == ApiGeneration::Gen2).then(|| key.cloudlet_key.clone()),
+    }
+}
+
+pub(crate) fn not_found(key: &AppInstKey) -> ApiError {
+    ApiError::bad_request(format!("AppInst key {} not found", key_json(key)))
+}
+
+pub(crate) fn already_exists(key: &AppInstKey) -> String {
+    format!("AppInst key {} already exists", key_json(key))
+}
+
+/// Where a new instance goes.
+pub(crate) struct Placement {
+    /// The cloudlet the instance runs on.
+    pub cloudlet: Cloudlet,
+    /// The zone asked for (Gen3).
+    pub zone: Option<SiteKey>,
+    /// The cluster it lands in.
+    pub cluster: ClusterKey,
+}
+
+/// Gen3 placement, as `getPotentialCloudlets` (edgexr/edge-cloud-platform@eb39b06ec
+/// `pkg/controller/appinst_zone.go:53-87`): a given cluster decides the cloudlet; otherwise
+/// the zone must be given (`zone not specified`) and exist, and one of its cloudlets is
+/// chosen (`no available edge sites in zone X` when it has none). A top-level `cloudlet_key`
+/// never gets here: the MC refuses it as internal-only (`appinst.pb.go:11363-11371`), and the
+/// controller's own use of it (`appinst_zone.go:69-72`) is for internal tools. Here a zone's
+/// cloudlet is the one of the same name, else the first configured.
+pub(crate) fn place_gen3(infra: &Infra, input: &AppInstIn) -> Result<Placement, ApiError> {
+    let cluster = &input.cluster_key;
+    let cluster_given = !cluster.name.is_empty();
+    if cluster_given
+        && (cluster.name != DEFAULT_CLUSTER || cluster.organization != DEFAULT_CLUSTER_ORG)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Cluster key {} not found",
+            key_json(cluster)
+        )));
+    }
+    if input.zone_key.name.is_empty() {
+        if cluster_given {
+            let cloudlet = infra.cloudlets.first().cloned().ok_or_else(|| {
+                ApiError::bad_request(format!("cannot deploy to cluster {}", cluster.name))
+            })?;
+            return Ok(Placement {
+                cloudlet,
+                zone: None,
+                cluster: default_cluster(),
+            });
+        }
+        return Err(ApiError::bad_request("zone not specified"));
+    }
+    let zone = infra.zone(&input.zone_key).ok_or_else(|| {
+        ApiError::bad_request(format!("Zone key {} not found", key_json(&input.zone_key)))
+    })?;
+    let cloudlet = infra.cloudlet_for_zone(&zone.key).cloned().ok_or_else(|| {
+        ApiError::bad_request(format!("no available edge sites in zone {}", zone.key.name))
+    })?;
+    Ok(Placement {
+        cloudlet,
+        zone: Some(zone.key.clone()),
+        cluster: default_cluster(),
+    })
+}
+
+/// Container name the instance reports once running.
+pub(crate) fn container_id(rng: &Rng, app: &App) -> String {
+    let base = dns_sanitize(&format!("{}{}", app.key.name, app.key.version));
+    if deploys_to_kubernetes(&app.deployment) {
+        format!("{base}-deployment-{}-{}", rng.alnum(9), rng.alnum(5))
+    } else {
+        base
+    }
+}
+
+/// A new instance in `CreateRequested`, with everything the controller fills in.
+pub(crate) fn build_inst(
+    api: ApiGeneration,
+    rng: &Rng,
+    region: &str,
+    key: AppInstKey,
+    input: &AppInstIn,
+    app: &App,
+    placement: Placement,
+) -> AppInst {
+    let gen3 = api == ApiGeneration::Gen3;
+    let cloudlet = &placement.cloudlet;
+    let ports = ports::parse(&app.access_ports).unwrap_or_default();
+    let uri = if ports.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{}-{}.{}-{}.{}.app.edge.telekom.com",
+            placement.cluster.name,
+            placement.cluster.organization,
+            dns_sanitize(&cloudlet.key.name),
+            dns_sanitize(&cloudlet.key.organization),
+            dns_sanitize(region)
+        )
+    };
+    let k8s = deploys_to_kubernetes(&app.deployment);
+    let namespace = if gen3 && k8s {
+        if input.namespace.is_empty() {
+            dns_sanitize(&format!("{}-{}", key.name, key.organization))
+        } else {
+            input.namespace.clone()
+        }
+    } else {
+        String::new()
+    };
+    let use_input_resources = !input.flavor.name.is_empty()
+        || input.kubernetes_resources.is_some()
+        || input.node_resources.is_some();
+    AppInst {
+        unique_id: dns_sanitize(&format!(
+            "{}-{}-{}-{}",
+            key.organization, key.name, cloudlet.key.name, cloudlet.key.organization
+        )),
+        app_key: app.key.clone(),
+        cluster_key: placement.cluster,
+        cloudlet_key: gen3.then(|| cloudlet.key.clone()),
+        zone_key: if gen3 {
+            Some(placement.zone.unwrap_or_default())
+        } else {
+            None
+        },
+        cloudlet_loc: cloudlet.location.clone(),
+        uri,
+        liveness: Liveness::Static,
+        mapped_ports: (!ports.is_empty()).then(|| ports::mapped(&ports)),
+        flavor: if input.flavor.name.is_empty() {
+            app.default_flavor.clone()
+        } else {
+            input.flavor.clone()
+        },
+        state: TrackedState::CreateRequested,
+        runtime_info: RuntimeInfo::default(),
+        created_at: Timestamp::now(),
+        revision: app.revision.clone(),
+        configs: input.configs.clone(),
+        dedicated_ip: input.dedicated_ip,
+        compatibility_version: if gen3 { 3 } else { 2 },
+        obj_id: if gen3 { rng.ulid() } else { String::new() },
+        annotations: input.annotations.clone(),
+        kubernetes_resources: if !gen3 {
+            None
+        } else if use_input_resources {
+            input.kubernetes_resources.clone()
+        } else {
+            app.kubernetes_resources.clone()
+        },
+        node_resources: if !gen3 {
+            None
+        } else if use_input_resources {
+            input.node_resources.clone()
+        } else {
+            app.node_resources.clone()
+        },
+        enable_ipv6: input.enable_ipv6,
+        is_standalone: app.is_standalone || input.is_standalone,
+        namespace,
+        tags: input.tags.clone(),
+        key,
+        ..AppInst::default()
+    }
+}
+
+/// A Ready instance of `app` for seeding, on the first zone (Gen3) or cloudlet (Gen2).
+pub(crate) fn seeded_inst(
+    api: ApiGeneration,
+    infra: &Infra,
+    rng: &Rng,
+    region: &str,
+    app: &App,
+) -> Option<AppInst> {
+    let cloudlet = match api {
+        ApiGeneration::Gen3 => {
+            let zone = infra.zones.first()?;
+            infra.cloudlet_for_zone(&zone.key)?.clone()
+        }
+        ApiGeneration::Gen2 => infra.cloudlets.first()?.clone(),
+    };
+    let zone = infra.zones.first().map(|z| z.key.clone());
+    let key_in = AppInstKeyIn {
+        name: app.key.name.clone(),
+        organization: app.key.organization.clone(),
+        cloudlet_key: cloudlet.key.clone(),
+    };
+    let key = stored_key(&key_in, api);
+    let container = container_id(rng, app);
+    let placement = Placement {
+        cloudlet,
+        zone: if api == ApiGeneration::Gen3 {
+            zone
+        } else {
+            None
+        },
+        cluster: default_cluster(),
+    };
+    let mut inst = build_inst(api, rng, region, key, &AppInstIn::default(), app, placement);
+    inst.state = TrackedState::Ready;
+    inst.runtime_info.container_ids = vec![container];
+    Some(inst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SiteKey;
+
+    #[test]
+    fn gen2_keys_carry_the_cloudlet() {
+        let key = AppInstKeyIn {
+            name: "r1".into(),
+            organization: "acme".into(),
+            cloudlet_key: SiteKey::default(),
+        };
+        assert_eq!(
+            validate_inst_key(&key, ApiGeneration::Gen2)
+                .unwrap_err()
+                .message,
+            "Invalid cloudlet organization name "
+        );
+        assert_eq!(
+            validate_inst_key(&key, ApiGeneration::Gen3)
+                .unwrap()
+                .cloudlet_key,
+            None
+        );
+    }
+}

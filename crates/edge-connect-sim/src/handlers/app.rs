@@ -1,0 +1,214 @@
+//! The App RPCs — CreateApp, UpdateApp, DeleteApp, ShowApp — with the controller's order
+//! of checks (spec §5.2, §6.2, §11.11–17).
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use serde_json::Value;
+
+use crate::clock::Timestamp;
+use crate::context::Call;
+use crate::domain::app_build::stamp_new;
+use crate::domain::app_config::{configure, precheck, validate};
+use crate::domain::app_update::{copy_in_fields, IN_USE_FIXED};
+use crate::lock;
+use crate::model::store::State;
+use crate::model::{filter, key_json, App, AppIn};
+use crate::protocol::decode::{decode, field_names};
+use crate::protocol::encode::unary_ok;
+use crate::protocol::stream::{ndjson_response, show_body};
+use crate::protocol::ApiError;
+
+/// The App object without the fields the imitated release does not have: the MC decodes
+/// with plain `json.Unmarshal`, so they are dropped without an error
+/// (c39faca8f `pkg/mc/orm/server.go:1363-1366`; see `ServerRelease`).
+fn known_fields(call: &Call) -> Value {
+    let mut object = call.object.clone();
+    if let Value::Object(map) = &mut object {
+        for field in call.shared.config.release.unknown_app_fields() {
+            map.remove(*field);
+        }
+    }
+    object
+}
+
+/// `CreateApp`.
+pub(crate) fn create(call: Call) -> Result<Response, ApiError> {
+    let input: AppIn = decode(known_fields(&call), "App")?;
+    if let Some(field) = input.invalid_create_field() {
+        return Err(ApiError::internal_field(field));
+    }
+    call.authorize(&input.key.organization)?;
+    call.check_region()?;
+    validate(&input, true)?;
+    let shared = &call.shared;
+    let mut st = lock(&shared.state);
+    let stored = store_new(&call, &mut st, &input);
+    if stored.is_err() && !input.secret_env_vars.is_empty() {
+        // main `pkg/controller/app_api.go:694-708`: the controller writes the request's secret
+        // env vars to Vault under the App key *before* it finds the key taken (or any other
+        // error), and its cleanup deletes that Vault entry, so an existing App of that key
+        // keeps the names of its secrets but loses their values.
+        if let Some(existing) = st.app(&input.key) {
+            let mut wiped = App::clone(existing);
+            wiped.secrets_wiped = true;
+            st.put_app(wiped);
+        }
+    }
+    stored
+}
+
+/// The create under the state lock, from the existence check on.
+fn store_new(call: &Call, st: &mut State, input: &AppIn) -> Result<Response, ApiError> {
+    if st.app(&input.key).is_some() {
+        return Err(ApiError::bad_request(format!(
+            "App key {} already exists",
+            key_json(&input.key)
+        )));
+    }
+    precheck(input)?;
+    let mut app = input.to_app();
+    configure(&call.shared.infra, &mut app)?;
+    stamp_new(&call.shared.rng, &mut app, &call.region);
+    st.put_app(app);
+    Ok(unary_ok())
+}
+
+/// `UpdateApp`: applies only the fields present, regenerates derived data, sets a new
+/// revision and `updated_at`.
+pub(crate) fn update(call: Call) -> Result<Response, ApiError> {
+    let fields = field_names(&known_fields(&call));
+    let input: AppIn = decode(known_fields(&call), "App")?;
+    if let Some(field) = input.invalid_create_field() {
+        return Err(ApiError::internal_field(field));
+    }
+    call.authorize(&input.key.organization)?;
+    call.check_region()?;
+    validate(&input, fields.contains("access_ports"))?;
+    if input.serverless_config.is_some() {
+        return Err(ApiError::bad_request(
+            "serverless config is deprecated, please replace with KubernetesResources",
+        ));
+    }
+    if fields.contains("default_flavor")
+        && !input.default_flavor.name.is_empty()
+        && fields.contains("kubernetes_resources")
+    {
+        return Err(ApiError::bad_request(
+            "cannot specify both flavor and KubernetesResources",
+        ));
+    }
+    let shared = &call.shared;
+    let mut st = lock(&shared.state);
+    let in_use = st.first_inst_of(&input.key).is_some();
+    let Some(current) = st.app(&input.key) else {
+        return Err(ApiError::bad_request(format!(
+            "App key {} not found",
+            key_json(&input.key)
+        )));
+    };
+    if in_use {
+        if let Some((_, name)) = IN_USE_FIXED.iter().find(|(f, _)| fields.contains(*f)) {
+            return Err(ApiError::bad_request(format!(
+                "Cannot update {name} when AppInst exists"
+            )));
+        }
+    }
+    let mut cur = App::clone(current);
+    if fields.contains("deployment") {
+        // A new deployment kind invalidates the old manifest; regenerate unless one is sent.
+        cur.deployment_manifest.clear();
+    }
+    if fields.contains("deployment_manifest") {
+        cur.deployment_generator.clear();
+    } else if fields.contains("access_ports") && cur.deployment == "kubernetes" {
+        if cur.deployment_generator.is_empty() {
+            return Err(ApiError::bad_request(
+                "kubernetes manifest which was previously specified must be provided again when changing access ports",
+            ));
+        }
+        cur.deployment_manifest.clear();
+    }
+    copy_in_fields(&mut cur, &input, &fields);
+    if fields.contains("secret_env_vars") {
+        // Sent again, the secrets are written to Vault again.
+        cur.secrets_wiped = false;
+    }
+    if !cur.deployment_generator.is_empty() {
+        cur.deployment_manifest.clear();
+    }
+    let now = Timestamp::now();
+    cur.revision = if input.revision.is_empty() {
+        now.revision()
+    } else {
+        input.revision.clone()
+    };
+    configure(&shared.infra, &mut cur)?;
+    cur.updated_at = now;
+    st.put_app(cur);
+    Ok(unary_ok())
+}
+
+/// `DeleteApp`: refused while instances exist.
+pub(crate) fn delete(call: Call) -> Result<Response, ApiError> {
+    let input: AppIn = decode(known_fields(&call), "App")?;
+    if let Some(field) = input.invalid_create_field() {
+        return Err(ApiError::internal_field(field));
+    }
+    call.authorize(&input.key.organization)?;
+    call.check_region()?;
+    let mut st = lock(&call.shared.state);
+    if st.app(&input.key).is_none() {
+        return Err(ApiError::bad_request(format!(
+            "App key {} not found",
+            key_json(&input.key)
+        )));
+    }
+    if let Some(inst) = st.first_inst_of(&input.key) {
+        return Err(ApiError::bad_request(format!(
+            "Application in use by static AppInst {}",
+            key_json(inst)
+        )));
+    }
+    st.remove_app(&input.key);
+    Ok(unary_ok())
+}
+
+/// `ShowApp`: every visible App matching the filter, one line each.
+pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
+    let input: AppIn = decode(known_fields(&call), "App")?;
+    call.authorize_view()?;
+    call.check_region()?;
+    let key = input.key.clone();
+    let mut rest = serde_json::to_value(input.to_app()).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut rest {
+        map.remove("key");
+    }
+    let rest = filter::prune(rest);
+    let items: Vec<Arc<App>> = {
+        let st = lock(&call.shared.state);
+        call.visible_orgs(&key.organization)
+            .into_iter()
+            .flat_map(|org| -> Box<dyn Iterator<Item = &Arc<App>> + '_> {
+                if key.name.is_empty() {
+                    Box::new(st.apps_in_org(org))
+                } else {
+                    Box::new(st.apps_named(org, &key.name))
+                }
+            })
+            .filter(|app| {
+                (key.name.is_empty() || app.key.name == key.name)
+                    && (key.version.is_empty() || app.key.version == key.version)
+            })
+            .filter(|app| match &rest {
+                None => true,
+                Some(f) => filter::matches(
+                    f,
+                    &serde_json::to_value(app.as_ref()).unwrap_or(Value::Null),
+                ),
+            })
+            .cloned()
+            .collect()
+    };
+    Ok(ndjson_response(show_body(items)))
+}

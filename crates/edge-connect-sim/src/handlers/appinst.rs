@@ -1,0 +1,346 @@
+//! The AppInst RPCs — CreateAppInst, UpdateAppInst, DeleteAppInst — in both
+//! key generations (spec §5.3, §6.1, §11.18–23). Validation and the store change happen under
+//! the state lock, so concurrent creates of one key see each other; the rest of the work runs
+//! in an [`Op`] task that the HTTP stream watches.
+
+use axum::response::Response;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+use crate::config::ApiGeneration;
+use crate::context::{Call, Shared};
+use crate::domain::app_config::{deploys_to_kubernetes, validate_config_kinds, validate_key};
+use crate::domain::appinst_build::{
+    already_exists, build_inst, container_id, default_cluster, not_found, place_gen3,
+    validate_inst_key, Placement,
+};
+use crate::domain::appinst_lifecycle::{Op, OpKind};
+use crate::domain::container::deploy_error;
+use crate::domain::names::valid_namespace;
+use crate::faults::StreamFault;
+use crate::lock;
+use crate::model::enums::TrackedState;
+use crate::model::store::State;
+use crate::model::{key_json, App, AppInstIn, AppInstKey, Cloudlet};
+use crate::protocol::decode::{decode, field_names};
+use crate::protocol::stream::{event_body, ndjson_response, StreamEvent};
+use crate::protocol::ApiError;
+
+/// Replies with the operation's stream once its first line is there (the MC sends the 200
+/// header only with the first object).
+async fn stream_reply(mut rx: UnboundedReceiver<StreamEvent>) -> Result<Response, ApiError> {
+    match rx.recv().await {
+        Some(first) => Ok(ndjson_response(event_body(first, rx))),
+        None => Ok(ndjson_response(axum::body::Body::empty())),
+    }
+}
+
+/// The reply to re-creating an instance left in `CreateError`.
+async fn previous_create_failed(errors: &[String], key: &AppInstKey) -> Result<Response, ApiError> {
+    let (tx, rx) = unbounded_channel();
+    // Go prints a []string with %v as `[a b]`.
+    let events = [
+        StreamEvent::Line(format!("Previous create failed, [{}]", errors.join(" "))),
+        StreamEvent::Line("Use DeleteAppInst to remove and try again".into()),
+        StreamEvent::Fail(already_exists(key)),
+    ];
+    for event in events {
+        // The receiver is still in hand, so sending cannot fail.
+        let _ = tx.send(event);
+    }
+    drop(tx);
+    stream_reply(rx).await
+}
+
+/// `CreateAppInst`.
+pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
+    let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
+    let api = call.api();
+    let gen3 = api == ApiGeneration::Gen3;
+    if let Some(field) = input.invalid_internal_field(gen3) {
+        return Err(ApiError::internal_field(field));
+    }
+    call.authorize(&input.key.organization)?;
+    call.check_region()?;
+    if !gen3 {
+        // Gen2 MC: a cloudlet in cloudlet pools is usable only by the pools' member
+        // organizations (c39faca8f `pkg/mc/orm/authz_cloudlet.go:231-242`); otherwise the MC
+        // answers 403 before the controller is asked (`authz_cloudlet.go:355-357`). An unknown
+        // cloudlet is in no pool, so the controller answers `Specified Cloudlet not found`.
+        let ck = &input.key.cloudlet_key;
+        if !call.shared.config.cloudlet_usable_by(
+            &ck.organization,
+            &ck.name,
+            &input.key.organization,
+        ) {
+            return Err(ApiError::forbidden());
+        }
+    }
+    if gen3 {
+        let cluster = &input.cluster_key;
+        if !cluster.name.is_empty() && cluster.organization.is_empty() {
+            return Err(ApiError::bad_request(
+                "cluster organization must also be specified with cluster name",
+            ));
+        }
+        if cluster.name.is_empty() && !cluster.organization.is_empty() {
+            return Err(ApiError::bad_request(
+                "cluster name must also be specified with cluster organization",
+            ));
+        }
+    }
+    let key = validate_inst_key(&input.key, api)?;
+    validate_key(&input.app_key)?;
+    if gen3 && !input.namespace.is_empty() && !valid_namespace(&input.namespace) {
+        return Err(ApiError::bad_request(format!(
+            "invalid namespace: {} is not a valid RFC 1123 label",
+            input.namespace
+        )));
+    }
+    let shared = call.shared.clone();
+    let outcome = {
+        let mut st = lock(&shared.state);
+        let app = st.app(&input.app_key).cloned().ok_or_else(|| {
+            ApiError::bad_request(format!("App key {} not found", key_json(&input.app_key)))
+        })?;
+        if gen3 && !input.namespace.is_empty() && !deploys_to_kubernetes(&app.deployment) {
+            return Err(ApiError::bad_request(
+                "namespace can only be specified for Kubernetes deployments",
+            ));
+        }
+        let gen2_cloudlet = match &key.cloudlet_key {
+            Some(ck) => Some(
+                shared
+                    .infra
+                    .cloudlet(ck)
+                    .cloned()
+                    // c39faca8f `cmd/controller/appinst_api.go:532-534`: the key's cloudlet
+                    // (federated_organization included) must exist.
+                    .ok_or_else(|| ApiError::bad_request("Specified Cloudlet not found"))?,
+            ),
+            None => None,
+        };
+        match st
+            .inst(&key)
+            .map(|existing| (existing.state, existing.errors.clone()))
+        {
+            Some((TrackedState::CreateError, errors)) => Outcome::PreviousFailed(errors),
+            Some((state, _)) if state != TrackedState::DeleteError => {
+                return Err(ApiError::bad_request(already_exists(&key)));
+            }
+            // Absent, or left in DeleteError: a new create may start.
+            _ => start(
+                &shared,
+                &mut st,
+                &call.region,
+                &key,
+                &input,
+                &app,
+                gen2_cloudlet,
+            )?,
+        }
+    };
+    let Started {
+        epoch,
+        container,
+        undo_on_disconnect,
+        deploy_error,
+    } = match outcome {
+        Outcome::PreviousFailed(errors) => return previous_create_failed(&errors, &key).await,
+        Outcome::Started(started) => started,
+    };
+    let mut fault = lock(&shared.faults).take_stream("CreateAppInst");
+    if let Some(message) = deploy_error {
+        // The deployment itself fails: progress, then the undo and the error result.
+        fault = Some(StreamFault::Error {
+            after_lines: 3,
+            message,
+            leave_create_error: false,
+        });
+    }
+    let rx = Op {
+        state: shared.state.clone(),
+        duration: shared.config.create_delay,
+        shutdown: shared.shutdown.clone(),
+        key,
+        epoch,
+        kind: OpKind::Create,
+        fault,
+        container_id: container,
+        undo_on_disconnect,
+    }
+    .spawn();
+    stream_reply(rx).await
+}
+
+/// A create that was stored and now runs.
+struct Started {
+    /// State epoch at the start.
+    epoch: u64,
+    /// Container id once Ready.
+    container: String,
+    /// The site's CRM runs centrally: a client leaving undoes the create.
+    undo_on_disconnect: bool,
+    /// Why the deployment on the site will fail, if it will.
+    deploy_error: Option<String>,
+}
+
+/// What a create did under the lock.
+enum Outcome {
+    /// Stored in `CreateRequested`.
+    Started(Started),
+    /// The key is taken by an instance in `CreateError` with these errors.
+    PreviousFailed(Vec<String>),
+}
+
+/// The rest of the create checks, then the new instance is stored.
+fn start(
+    shared: &Shared,
+    st: &mut State,
+    region: &str,
+    key: &AppInstKey,
+    input: &AppInstIn,
+    app: &App,
+    gen2_cloudlet: Option<Cloudlet>,
+) -> Result<Outcome, ApiError> {
+    validate_config_kinds(input.configs.iter().map(|c| c.kind.clone()))?;
+    if !input.flavor.name.is_empty() && shared.infra.flavor(&input.flavor.name).is_none() {
+        return Err(ApiError::bad_request(format!(
+            "Flavor key {} not found",
+            key_json(&input.flavor)
+        )));
+    }
+    let placement = match gen2_cloudlet {
+        Some(cloudlet) => Placement {
+            cloudlet,
+            zone: None,
+            cluster: default_cluster(),
+        },
+        None => place_gen3(&shared.infra, input)?,
+    };
+    if st.site_full(&placement.cloudlet.key, placement.zone.as_ref()) {
+        return Err(ApiError::bad_request(
+            "no resources available for deployment",
+        ));
+    }
+    let container = container_id(&shared.rng, app);
+    let crm_on_edge = placement.cloudlet.crm_on_edge;
+    let inst = build_inst(
+        shared.config.api,
+        &shared.rng,
+        region,
+        key.clone(),
+        input,
+        app,
+        placement,
+    );
+    st.insert_inst(inst);
+    Ok(Outcome::Started(Started {
+        epoch: st.epoch,
+        container,
+        undo_on_disconnect: !crm_on_edge,
+        deploy_error: deploy_error(app),
+    }))
+}
+
+/// `DeleteAppInst`.
+pub(crate) async fn delete(call: Call) -> Result<Response, ApiError> {
+    let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
+    let api = call.api();
+    if let Some(field) = input.invalid_internal_field(api == ApiGeneration::Gen3) {
+        return Err(ApiError::internal_field(field));
+    }
+    call.authorize(&input.key.organization)?;
+    call.check_region()?;
+    let key = validate_inst_key(&input.key, api)?;
+    let shared = call.shared.clone();
+    let epoch = {
+        let mut st = lock(&shared.state);
+        let epoch = st.epoch;
+        let inst = st.inst_mut(&key).ok_or_else(|| not_found(&key))?;
+        if inst.state.is_delete() {
+            return Err(ApiError::bad_request(
+                "AppInst busy, already under deletion",
+            ));
+        }
+        if inst.state.is_transient() {
+            return Err(ApiError::bad_request("AppInst busy, cannot be deleted"));
+        }
+        inst.state = TrackedState::DeletePrepare;
+        epoch
+    };
+    let fault = lock(&shared.faults).take_stream("DeleteAppInst");
+    let rx = Op {
+        state: shared.state.clone(),
+        duration: shared.config.create_delay,
+        shutdown: shared.shutdown.clone(),
+        key,
+        epoch,
+        kind: OpKind::Delete,
+        fault,
+        container_id: String::new(),
+        undo_on_disconnect: false,
+    }
+    .spawn();
+    stream_reply(rx).await
+}
+
+/// `UpdateAppInst`: applies the changeable fields present and redeploys with the App's
+/// current revision.
+pub(crate) async fn update(call: Call) -> Result<Response, ApiError> {
+    let fields = field_names(&call.object);
+    let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
+    let api = call.api();
+    if let Some(field) = input.invalid_internal_field(api == ApiGeneration::Gen3) {
+        return Err(ApiError::internal_field(field));
+    }
+    call.authorize(&input.key.organization)?;
+    call.check_region()?;
+    let key = validate_inst_key(&input.key, api)?;
+    validate_config_kinds(input.configs.iter().map(|c| c.kind.clone()))?;
+    let shared = call.shared.clone();
+    let epoch = {
+        let mut st = lock(&shared.state);
+        let epoch = st.epoch;
+        let revision = st
+            .inst(&key)
+            .and_then(|i| st.app(&i.app_key))
+            .map(|a| a.revision.clone());
+        let inst = st.inst_mut(&key).ok_or_else(|| not_found(&key))?;
+        if inst.state != TrackedState::Ready && inst.state != TrackedState::UpdateError {
+            return Err(ApiError::bad_request(
+                "AppInst is not ready or update_error",
+            ));
+        }
+        for field in &fields {
+            match field.as_str() {
+                "configs" => inst.configs = input.configs.clone(),
+                "annotations" => inst.annotations = input.annotations.clone(),
+                "tags" => inst.tags = input.tags.clone(),
+                "kubernetes_resources" => {
+                    inst.kubernetes_resources = input.kubernetes_resources.clone()
+                }
+                "node_resources" => inst.node_resources = input.node_resources.clone(),
+                _ => {}
+            }
+        }
+        if let Some(revision) = revision {
+            inst.revision = revision;
+        }
+        inst.state = TrackedState::UpdateRequested;
+        epoch
+    };
+    let fault = lock(&shared.faults).take_stream("UpdateAppInst");
+    let rx = Op {
+        state: shared.state.clone(),
+        duration: shared.config.create_delay,
+        shutdown: shared.shutdown.clone(),
+        key,
+        epoch,
+        kind: OpKind::Update,
+        fault,
+        container_id: String::new(),
+        undo_on_disconnect: false,
+    }
+    .spawn();
+    stream_reply(rx).await
+}

@@ -1,0 +1,213 @@
+//! The operator side of a region: flavors, cloudlets (edge sites) and zones as Show prints
+//! them, and the inventory derived from the configuration at start.
+
+use serde::{Deserialize, Serialize};
+
+use super::enums::TrackedState;
+use super::is_zero_f64;
+use super::keys::{FlavorKey, SiteKey};
+use crate::clock::Timestamp;
+use crate::config::{flavor_size, site_location, ApiGeneration, SimConfig};
+
+/// `Loc` of a site; zero coordinates are omitted (`{}`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Loc {
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub latitude: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub longitude: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub horizontal_accuracy: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub vertical_accuracy: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub altitude: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub course: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub speed: f64,
+}
+
+/// A flavor as ShowFlavor prints it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Flavor {
+    pub key: FlavorKey,
+    pub ram: u64,
+    pub vcpus: u64,
+    pub disk: u64,
+}
+
+/// A flavor name line of ShowFlavorsForZone / ShowFlavorsForCloudlet.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct FlavorName<'a> {
+    pub name: &'a str,
+}
+
+/// A cloudlet as ShowCloudlet prints it (the fields a client may look at).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Cloudlet {
+    pub key: SiteKey,
+    pub location: Loc,
+    pub ip_support: &'static str,
+    pub num_dynamic_ips: u32,
+    pub state: TrackedState,
+    pub platform_type: &'static str,
+    pub deployment: &'static str,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub zone: String,
+    /// Whether the CRM runs on the site (`SimConfig::cloudlet_settings`); not shown.
+    #[serde(skip)]
+    pub crm_on_edge: bool,
+}
+
+/// A zone as ShowZone prints it (Gen3).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Zone {
+    pub key: SiteKey,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    pub location: Loc,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// Flavors, cloudlets and zones derived from the configuration at start.
+#[derive(Debug)]
+pub(crate) struct Infra {
+    /// Every flavor, in configured order.
+    pub flavors: Vec<Flavor>,
+    /// Every cloudlet, in configured order.
+    pub cloudlets: Vec<Cloudlet>,
+    /// Every zone, in configured order (empty in Gen2).
+    pub zones: Vec<Zone>,
+}
+
+fn loc(name: &str) -> Loc {
+    let (latitude, longitude) = site_location(name);
+    Loc {
+        latitude,
+        longitude,
+        ..Loc::default()
+    }
+}
+
+impl Infra {
+    /// Builds the sites of a configuration.
+    pub(crate) fn new(config: &SimConfig) -> Self {
+        let created = Timestamp::now();
+        let flavors = config
+            .flavors
+            .iter()
+            .map(|name| {
+                let size = flavor_size(name);
+                Flavor {
+                    key: FlavorKey { name: name.clone() },
+                    ram: size.ram,
+                    vcpus: size.vcpus,
+                    disk: size.disk,
+                }
+            })
+            .collect();
+        let gen3 = config.api == ApiGeneration::Gen3;
+        let zones: Vec<Zone> = if gen3 {
+            config
+                .zones
+                .iter()
+                .map(|(org, name)| Zone {
+                    key: SiteKey::new(org, name),
+                    description: name.clone(),
+                    location: loc(name),
+                    created_at: created,
+                    updated_at: Timestamp::default(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let cloudlets = config
+            .cloudlets
+            .iter()
+            .map(|(org, name)| {
+                let settings = config.cloudlet_settings(org, name);
+                Cloudlet {
+                    key: SiteKey {
+                        federated_organization: settings.federated_organization,
+                        ..SiteKey::new(org, name)
+                    },
+                    crm_on_edge: settings.crm_on_edge,
+                    location: loc(name),
+                    ip_support: "Dynamic",
+                    num_dynamic_ips: 254,
+                    state: TrackedState::Ready,
+                    platform_type: "Kubernetes",
+                    deployment: "kubernetes",
+                    created_at: created,
+                    updated_at: Timestamp::default(),
+                    zone: if gen3 {
+                        zones
+                            .iter()
+                            .find(|z| z.key.name == *name)
+                            .map(|z| z.key.name.clone())
+                            .unwrap_or_default()
+                    } else {
+                        String::new()
+                    },
+                }
+            })
+            .collect();
+        Infra {
+            flavors,
+            cloudlets,
+            zones,
+        }
+    }
+
+    /// A flavor by name.
+    pub(crate) fn flavor(&self, name: &str) -> Option<&Flavor> {
+        self.flavors.iter().find(|f| f.key.name == name)
+    }
+
+    /// A cloudlet by its whole key (`federated_organization` included, as the controller's
+    /// store lookup does).
+    pub(crate) fn cloudlet(&self, key: &SiteKey) -> Option<&Cloudlet> {
+        self.cloudlets.iter().find(|c| c.key == *key)
+    }
+
+    /// A zone by key.
+    pub(crate) fn zone(&self, key: &SiteKey) -> Option<&Zone> {
+        self.zones
+            .iter()
+            .find(|z| z.key.organization == key.organization && z.key.name == key.name)
+    }
+
+    /// The cloudlet that hosts a zone's instances: the one with the zone's name, else the first.
+    pub(crate) fn cloudlet_for_zone(&self, zone: &SiteKey) -> Option<&Cloudlet> {
+        self.cloudlets
+            .iter()
+            .find(|c| c.key.name == zone.name)
+            .or_else(|| self.cloudlets.first())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zones_map_to_cloudlets() {
+        let config = SimConfig {
+            cloudlets: vec![("op".into(), "a".into()), ("op".into(), "b".into())],
+            zones: vec![("op".into(), "b".into()), ("op".into(), "z".into())],
+            ..SimConfig::default()
+        };
+        let infra = Infra::new(&config);
+        let b = infra.cloudlet_for_zone(&SiteKey::new("op", "b")).unwrap();
+        assert_eq!(b.key.name, "b");
+        let z = infra.cloudlet_for_zone(&SiteKey::new("op", "z")).unwrap();
+        assert_eq!(z.key.name, "a");
+        assert_eq!(infra.flavor("EU.small").map(|f| f.ram), Some(2048));
+    }
+}
