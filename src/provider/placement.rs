@@ -93,10 +93,11 @@ pub fn target(
                     c.organization, c.name
                 ));
             }
+            // The zone carries the cloudlet's operator and federation (`objs.go:1431-1440`).
             Ok(Target::Zone(SiteRef {
                 organization: found.key.organization.clone(),
                 name: found.zone.clone(),
-                ..Default::default()
+                federated_organization: found.key.federated_organization.clone(),
             }))
         }
     }

@@ -7,6 +7,7 @@ mod support;
 mod cli_check;
 mod docs_links;
 mod extra_specs_schema;
+mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
 mod logging;

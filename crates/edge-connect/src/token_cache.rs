@@ -26,6 +26,8 @@ const FALLBACK_LIFETIME_SECS: u64 = 3600;
 pub struct TokenCache {
     path: PathBuf,
     lock_path: PathBuf,
+    /// What was learnt about the server ([`crate::ServerFacts`]): per URL, whoever logs in.
+    facts_path: PathBuf,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -41,15 +43,12 @@ impl TokenCache {
             tracing::warn!(dir = %dir.display(), error = %e, "token cache disabled");
             return None;
         }
-        let mut hasher = Sha256::new();
-        hasher.update(url.trim_end_matches('/').as_bytes());
-        hasher.update(b"\n");
-        hasher.update(username.as_bytes());
-        let digest = hasher.finalize();
-        let id: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let url = url.trim_end_matches('/');
+        let id = short_hash(&[url.as_bytes(), username.as_bytes()]);
         Some(TokenCache {
             path: dir.join(format!("token-{id}.json")),
             lock_path: dir.join(format!("token-{id}.lock")),
+            facts_path: dir.join(format!("facts-{}.json", short_hash(&[url.as_bytes()]))),
         })
     }
 
@@ -57,6 +56,23 @@ impl TokenCache {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// 24 hex digits of SHA-256 over the parts, newline-separated: a file name that reveals nothing.
+fn short_hash(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            hasher.update(b"\n");
+        }
+        hasher.update(part);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .take(12)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn now() -> u64 {
@@ -199,6 +215,17 @@ impl TokenStore for TokenCache {
         }
     }
 
+    fn load_facts(&self) -> Option<crate::ServerFacts> {
+        let text = std::fs::read_to_string(&self.facts_path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn save_facts(&self, facts: &crate::ServerFacts) {
+        if let Err(e) = write_atomically(&self.facts_path, facts) {
+            tracing::info!(error = %e, "cannot write the server facts beside the token cache");
+        }
+    }
+
     fn discard(&self, token: &Secret) {
         // Only remove the file if it still holds the refused token: another process may have
         // stored a fresh one meanwhile.
@@ -210,7 +237,7 @@ impl TokenStore for TokenCache {
     }
 }
 
-fn write_atomically(path: &Path, body: &CachedToken) -> std::io::Result<()> {
+fn write_atomically(path: &Path, body: &impl serde::Serialize) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let unique = format!(
         ".tmp-{}-{}",

@@ -1,0 +1,359 @@
+//! The provider against a simulator that behaves like the real Master Controller where the two
+//! used to disagree (spec §13): the seed config on both API generations, servers that drop
+//! fields, Gen2 failover, duplicate names and values the manifest generators would mangle.
+//! Each test fails without the provider's handling of that behaviour.
+
+use std::path::Path;
+
+use edge_connect_sim::{ApiGeneration, CloudletPool, ServerRelease, SimConfig};
+
+use crate::support::*;
+
+/// `config/provider.example.toml` as shipped, with only the paths that must point into the
+/// test's directory and the simulator's URL replaced: placement shape, organization, region,
+/// flavor and every other key stay as a new user gets them.
+fn seed_config_world(api: ApiGeneration) -> World {
+    let w = World::with(api, Site::Zone, "");
+    let seed = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("config/provider.example.toml"),
+    )
+    .expect("seed config");
+    let dir = w.dir.path();
+    let mut text = String::new();
+    for line in seed.lines() {
+        let line = if line.starts_with("log_file = ") {
+            format!("log_file = \"{}\"", w.log.display())
+        } else if line.starts_with("credentials_file = ") {
+            format!(
+                "credentials_file = \"{}\"",
+                dir.join("credentials.toml").display()
+            )
+        } else if line.starts_with("# token_cache_dir = ") {
+            format!(
+                "token_cache_dir = \"{}\"",
+                dir.join("token-cache").display()
+            )
+        } else if line.starts_with("url = ") {
+            format!("url = \"{}\"", w.sim.url())
+        } else {
+            line.to_string()
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    assert!(
+        text.contains("[edge_connect.cloudlet]"),
+        "the seed places by cloudlet"
+    );
+    std::fs::write(&w.config, text).expect("write config");
+    w
+}
+
+fn lifecycle(w: &World) -> serde_json::Value {
+    let r = w.create("bootstrap-github-jit.json", "garm-seed1", POOL, &[]);
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    assert_eq!(r.json()["status"], "running");
+    let inst = w
+        .sim
+        .app_insts()
+        .into_iter()
+        .find(|i| i["key"]["name"] == "garm-seed1")
+        .expect("AppInst exists");
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.code, 0, "list: {}", list.stderr);
+    let names: Vec<String> = list
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|i| i["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(names, ["garm-seed1"]);
+    let del = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-seed1")],
+        None,
+    );
+    assert_eq!(del.code, 0, "delete: {}", del.stderr);
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    inst
+}
+
+#[test]
+fn the_seed_config_runs_a_runner_on_gen3_through_the_cloudlets_zone() {
+    let w = seed_config_world(ApiGeneration::Gen3);
+    let inst = lifecycle(&w);
+    assert_eq!(inst["zone_key"]["name"], "Munich", "{inst}");
+    assert_eq!(inst["cloudlet_key"]["name"], "Munich", "{inst}");
+    // One ShowZone to learn the generation, kept for the later commands.
+    assert_eq!(w.calls("ShowZone"), 1);
+}
+
+#[test]
+fn the_seed_config_runs_a_runner_on_gen2_with_the_cloudlet_key() {
+    let w = seed_config_world(ApiGeneration::Gen2);
+    let inst = lifecycle(&w);
+    assert_eq!(inst["key"]["cloudlet_key"]["name"], "Munich", "{inst}");
+}
+
+#[test]
+fn check_says_how_the_seed_cloudlet_is_addressed_on_gen3() {
+    let w = seed_config_world(ApiGeneration::Gen3);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .args(["--config", &w.config.display().to_string(), "check"])
+        .env_clear()
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l
+            == "✓ cloudlet TelekomOP/Munich: exists; addressed as zone_key TelekomOP/Munich (Gen3 places through zones; the controller picks a cloudlet in that zone)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_server_that_drops_env_vars_leaves_nothing_and_is_remembered() {
+    let w = World::with_sim(
+        SimConfig {
+            release: ServerRelease::BeforeEnvVars,
+            ..SimConfig::default()
+        },
+        Site::Zone,
+        "",
+    );
+    let r = w.create("bootstrap-github-jit.json", "garm-old1", POOL, &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("drops App env_vars")
+            && r.stderr
+                .contains("edge_connect.env_delivery = \"envvars_yaml\""),
+        "{}",
+        r.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    // The next create knows it and refuses before making anything.
+    let again = w.create("bootstrap-github-jit.json", "garm-old2", POOL, &[]);
+    assert_eq!(again.code, 1);
+    assert!(
+        again.stderr.contains("drops App env_vars"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(w.calls("CreateApp"), 1);
+    assert!(w.app_names().is_empty());
+    // The fix the message names works on that server.
+    let text = std::fs::read_to_string(&w.config).expect("config");
+    std::fs::write(
+        &w.config,
+        text.replace(
+            "[edge_connect]\n",
+            "[edge_connect]\nenv_delivery = \"envvars_yaml\"\n",
+        ),
+    )
+    .expect("config");
+    let fixed = w.create("bootstrap-github-jit.json", "garm-old3", POOL, &[]);
+    assert_eq!(fixed.code, 0, "{}", fixed.stderr);
+    let get = w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-old3")], None);
+    assert_eq!(get.code, 0, "the runner can be found again: {}", get.stderr);
+}
+
+#[test]
+fn a_server_that_drops_pull_credentials_leaves_nothing() {
+    let w = World::with_sim(
+        SimConfig {
+            release: ServerRelease::BeforeRegistryCredentials,
+            ..SimConfig::default()
+        },
+        Site::Zone,
+        "",
+    );
+    let bootstrap = fixture_with("bootstrap-github-jit.json", "garm-pull1", POOL);
+    let mut v: serde_json::Value = serde_json::from_str(&bootstrap).expect("fixture");
+    v["extra_specs"] = serde_json::json!({
+        "image_pull_username": "robot",
+        "image_pull_password_env": "EDP_EDGE_CONNECT_PULL"
+    });
+    let r = w.garm(
+        "CreateInstance",
+        &[
+            ("GARM_POOL_ID", POOL),
+            ("EDP_EDGE_CONNECT_PULL", "pull-secret"),
+        ],
+        Some(&v.to_string()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("drops App image pull credentials"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("pull-secret"));
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn gen2_fails_over_from_an_unknown_cloudlet_and_a_foreign_pool() {
+    let w = World::with_sim(
+        SimConfig {
+            api: ApiGeneration::Gen2,
+            cloudlets: vec![
+                ("TelekomOP".into(), "Private".into()),
+                ("TelekomOP".into(), "Munich".into()),
+            ],
+            cloudlet_pools: vec![CloudletPool {
+                organization: "TelekomOP".into(),
+                name: "partners".into(),
+                cloudlets: vec!["Private".into()],
+                members: vec!["someone-else".into()],
+            }],
+            ..SimConfig::default()
+        },
+        Site::Cloudlet,
+        "",
+    );
+    let bootstrap = fixture_with("bootstrap-github-jit.json", "garm-fo1", POOL);
+    let mut v: serde_json::Value = serde_json::from_str(&bootstrap).expect("fixture");
+    v["extra_specs"] = serde_json::json!({
+        "cloudlets": [
+            {"organization": "TelekomOP", "name": "Atlantis"},
+            {"organization": "TelekomOP", "name": "Private"},
+            {"organization": "TelekomOP", "name": "Munich"}
+        ]
+    });
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let insts = w.sim.app_insts();
+    assert_eq!(insts.len(), 1, "only the last site holds an AppInst");
+    assert_eq!(insts[0]["key"]["cloudlet_key"]["name"], "Munich");
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+}
+
+#[test]
+fn a_cloudlet_outside_the_pools_is_not_called_an_organization_problem() {
+    let w = World::with_sim(
+        SimConfig {
+            api: ApiGeneration::Gen2,
+            cloudlet_pools: vec![CloudletPool {
+                organization: "TelekomOP".into(),
+                name: "partners".into(),
+                cloudlets: vec!["Munich".into()],
+                members: vec!["someone-else".into()],
+            }],
+            ..SimConfig::default()
+        },
+        Site::Cloudlet,
+        "",
+    );
+    let r = w.create("bootstrap-github-jit.json", "garm-pool1", POOL, &[]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains(
+            "cloudlet TelekomOP/Munich is not in a cloudlet pool of organization edp-developer-framework (HTTP 403)"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr
+            .contains("not permitted in edge_connect.organization"),
+        "{}",
+        r.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn a_name_that_exists_is_reported_without_a_create_app_that_would_wipe_its_secrets() {
+    let w = World::new();
+    let r = w.create("bootstrap-github-jit.json", "garm-dup1", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let before = w.app("garm-dup1");
+    let again = w.create("bootstrap-github-jit.json", "garm-dup1", POOL, &[]);
+    assert_eq!(again.code, 31, "{}", again.stderr);
+    assert_eq!(w.calls("CreateApp"), 1, "no second CreateApp was sent");
+    assert_eq!(w.app("garm-dup1"), before, "the live App is untouched");
+    // It still starts: its secrets are intact.
+    let stop = w.garm("StopInstance", &[("GARM_INSTANCE_ID", "garm-dup1")], None);
+    assert_eq!(stop.code, 0, "{}", stop.stderr);
+    let start = w.garm("StartInstance", &[("GARM_INSTANCE_ID", "garm-dup1")], None);
+    assert_eq!(start.code, 0, "{}", start.stderr);
+}
+
+#[test]
+fn pool_commands_yaml_would_change_are_refused_by_validate_pool_info() {
+    let w = World::new();
+    for (specs, needle) in [
+        (
+            serde_json::json!({"command_args": ["--once", "yes"]}),
+            "extra_specs.command_args: \"yes\" would not reach the container as written: YAML reads it as a boolean",
+        ),
+        (
+            serde_json::json!({"command": "/run key: value"}),
+            "extra_specs.command: the word \"key:\" would not reach the container as written",
+        ),
+        (
+            serde_json::json!({"deployment": "docker", "command": "/bin/sh -c run"}),
+            "docker deployments pass the command as one word",
+        ),
+        (
+            serde_json::json!({"deployment": "docker", "env": {"MOTD": "one\ntwo"}}),
+            "env MOTD: a line break cannot be stored in a docker env file",
+        ),
+    ] {
+        let encoded = base64_encode(specs.to_string().as_bytes());
+        let r = w.garm(
+            "ValidatePoolInfo",
+            &[
+                ("GARM_INTERFACE_VERSION", "v0.1.1"),
+                ("GARM_POOL_ID", POOL),
+                ("GARM_POOL_EXTRASPECS", &encoded),
+            ],
+            None,
+        );
+        assert_eq!(r.code, 1, "{specs}: {}", r.stdout);
+        assert!(r.stderr.contains(needle), "{specs}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_config_command_the_generator_would_mangle_is_refused_at_load() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "command = \"/entrypoint.sh\"\ncommand_args = [\"--labels\", \"~\"]",
+    );
+    let r = w.create("bootstrap-github-jit.json", "garm-cmd1", POOL, &[]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("edge_connect.command_args: \"~\" would not reach the container as written: YAML reads it as null"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(w.calls("CreateApp"), 0);
+}
+
+#[test]
+fn a_bad_app_version_is_refused_at_load() {
+    let w = World::with(ApiGeneration::Gen3, Site::Zone, "app_version = \"-1\"");
+    let r = w.create("bootstrap-github-jit.json", "garm-ver1", POOL, &[]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("edge_connect.app_version: \"-1\" does not match Edge Connect's key rule"),
+        "{}",
+        r.stderr
+    );
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
