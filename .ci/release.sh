@@ -7,7 +7,7 @@
 # musl, built exactly like the Dockerfile's builder), then SHA256SUMS over everything, and a
 # CycloneDX 1.5 JSON list of the crates that are compiled into the binary. The version is
 # `git describe`; an exact release tag must match the version in Cargo.toml, and a full release
-# refuses a work tree with uncommitted changes. Default output: target/release/artifacts/VERSION/.
+# refuses a work tree with uncommitted changes. Default output: target/dist/VERSION/.
 #
 # --smoke (CI): the native architecture only, a dirty tree allowed, output in a temporary
 # directory that is checked (checksums, SBOM shape, static binary that prints its version) and
@@ -130,7 +130,7 @@ if [ -z "${out}" ]; then
     out="$(mktemp -d "${TMPDIR:-/tmp}/release-smoke.XXXXXX")"
     trap 'rm -rf "${out}"' EXIT
   else
-    out="${target_dir}/release/artifacts/${version}"
+    out="${target_dir}/dist/${version}"
   fi
 fi
 mkdir -p "${out}"
