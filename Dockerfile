@@ -39,8 +39,8 @@ ARG TARGETARCH
 # Debian bookworm's packages (the base tag fixes the release): musl-gcc for a native build, the
 # GNU cross gcc for the other architecture. rustc links musl targets against its own bundled musl
 # CRT and libc (self-contained linking), so a glibc cross gcc serves as the musl linker and as
-# ring's C compiler; ring's C needs only the freestanding headers (stdint.h and the like), which
-# the cross libc's headers provide (a Recommends of the gcc package, so named here).
+# ring's C compiler. ring's C includes only basic headers such as stdint.h, which the cross gcc
+# finds in the cross libc's headers (merely a Recommends of the gcc package, hence named here).
 ARG MUSL_TOOLS_VERSION=1.2.3-1
 ARG CROSS_GCC_VERSION=4:12.2.0-3
 ARG CROSS_LIBC_VERSION=2.36-8cross1
