@@ -111,15 +111,16 @@ target_dir="$(jq -r '.target_directory' <<<"${metadata}")"
 version="$(jq -r --arg name "${PROVIDER}" '.packages[] | select(.name == $name) | .version' <<<"${metadata}")"
 
 # --- build -----------------------------------------------------------------------------------
-# The provider exactly as the Dockerfile builds it; the simulator is only the counterpart, so the
-# ordinary debug build (already warm from `cargo test`) does.
-echo "== cargo build --release --locked --target ${TARGET} --bin ${PROVIDER}"
+# The provider exactly as the Dockerfile builds it: the production build, without the demo feature
+# and so without the simulator. The simulator is its own workspace package and only the
+# counterpart here, so the ordinary debug build (already warm from `cargo test`) does.
+echo "== cargo build --release --locked --no-default-features --target ${TARGET} --bin ${PROVIDER}"
 if ! CC_x86_64_unknown_linux_musl=musl-gcc RUSTFLAGS="${static_rustflags}" \
-  cargo build --release --locked --target "${TARGET}" --bin "${PROVIDER}"; then
+  cargo build --release --locked --no-default-features --target "${TARGET}" --bin "${PROVIDER}"; then
   fatal "provider builds for ${TARGET}" "cargo build failed (output above)"
 fi
-echo "== cargo build --locked --bin ${SIM}"
-if ! cargo build --locked --bin "${SIM}"; then
+echo "== cargo build --locked -p ${SIM} --bin ${SIM}"
+if ! cargo build --locked -p "${SIM}" --bin "${SIM}"; then
   fatal "simulator builds" "cargo build failed (output above)"
 fi
 provider_bin="${target_dir}/${TARGET}/release/${PROVIDER}"
