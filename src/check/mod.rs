@@ -1,0 +1,160 @@
+//! `check`: verifies, step by step, that a config will work before the first runner fails.
+//!
+//! Each step prints one `✓` or `✗` line; a failed step that later steps depend on stops the run.
+//! Nothing is created on Edge Connect unless `--deploy-test` is given.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::extra_specs::ExtraSpecs;
+use edge_connect::Client;
+
+mod deploy_test;
+mod remote;
+
+/// What to check besides the config itself.
+#[derive(Debug, Default)]
+pub struct CheckOptions {
+    /// A pool's extra specs (flavor and sites are checked too).
+    pub extra_specs: Option<serde_json::Value>,
+    /// A runner image to check for form (and to deploy with `deploy_test`).
+    pub image: Option<String>,
+    /// Create and delete a throw-away App + AppInst, reporting the timings.
+    pub deploy_test: bool,
+}
+
+/// The outcome of one step.
+pub(crate) struct Step {
+    ok: bool,
+    line: String,
+}
+
+/// Collects step lines and prints them as they come.
+pub(crate) struct Report<'a> {
+    out: &'a mut dyn std::io::Write,
+    failed: usize,
+}
+
+impl Report<'_> {
+    pub(crate) fn pass(&mut self, what: &str, detail: impl AsRef<str>) {
+        let _ = writeln!(self.out, "✓ {what}: {}", detail.as_ref());
+    }
+
+    pub(crate) fn fail(&mut self, what: &str, detail: impl AsRef<str>) {
+        self.failed += 1;
+        let _ = writeln!(self.out, "✗ {what}: {}", detail.as_ref());
+    }
+
+    pub(crate) fn step(&mut self, what: &str, step: Step) -> bool {
+        if step.ok {
+            self.pass(what, step.line);
+        } else {
+            self.fail(what, step.line);
+        }
+        step.ok
+    }
+}
+
+/// Runs every check and returns the number of failed steps (0: all good).
+pub fn run(
+    config_path: &Path,
+    options: &CheckOptions,
+    environment: &HashMap<String, String>,
+    out: &mut dyn std::io::Write,
+) -> usize {
+    let mut report = Report { out, failed: 0 };
+    let config = match Config::load(config_path) {
+        Ok(c) => {
+            report.pass(
+                "config",
+                format!("{} parses and validates", config_path.display()),
+            );
+            c
+        }
+        Err(e) => {
+            report.fail("config", e.to_string());
+            return report.failed;
+        }
+    };
+    let credentials = match config.credentials(environment) {
+        Ok(c) => {
+            let source = if environment.contains_key(crate::config::ENV_USERNAME) {
+                "from the environment"
+            } else {
+                "from credentials_file"
+            };
+            report.pass("credentials", format!("user {} {source}", c.username));
+            c
+        }
+        Err(e) => {
+            report.fail("credentials", e.to_string());
+            return report.failed;
+        }
+    };
+    let specs = match ExtraSpecs::from_value(options.extra_specs.as_ref()) {
+        Ok(s) => {
+            if options.extra_specs.is_some() {
+                report.pass("extra specs", "valid");
+            }
+            s
+        }
+        Err(e) => {
+            report.fail("extra specs", e.to_string());
+            ExtraSpecs::default()
+        }
+    };
+    if let Some(image) = &options.image {
+        report.step("image", check_image(image));
+    }
+    let client = match Client::new(&config.edge_connect.client_options(), credentials) {
+        Ok(c) => c,
+        Err(e) => {
+            report.fail("client", e.to_string());
+            return report.failed;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            report.fail("runtime", e.to_string());
+            return report.failed;
+        }
+    };
+    runtime.block_on(remote::remote_checks(
+        &config,
+        &client,
+        &specs,
+        options,
+        &mut report,
+    ));
+    report.failed
+}
+
+fn check_image(image: &str) -> Step {
+    let well_formed = !image.is_empty()
+        && !image.contains(char::is_whitespace)
+        && !image.starts_with('-')
+        && image.split('/').all(|p| !p.is_empty())
+        && !image.ends_with(':');
+    Step {
+        ok: well_formed,
+        line: if well_formed {
+            format!("{image} is well formed")
+        } else {
+            format!("{image:?} is not an image reference like registry.example.com/team/runner:tag")
+        },
+    }
+}
+
+/// Reads a JSON file for `--extra-specs`.
+pub fn read_json(path: &Path) -> Result<serde_json::Value, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::input(format!("{}: not JSON: {e}", path.display())))
+}

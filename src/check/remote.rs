@@ -1,0 +1,217 @@
+//! The checks that talk to Edge Connect: reachability and login, region, membership of the
+//! organization, API generation, and for every configured site whether it exists, how it will
+//! be addressed and which flavors it offers.
+
+use std::time::Instant;
+
+use super::Report;
+use crate::config::{Config, Placement};
+use crate::extra_specs::ExtraSpecs;
+use crate::provider::placement::Target;
+use edge_connect::{ApiErrorKind, ApiGeneration, Client};
+
+pub(super) async fn remote_checks(
+    config: &Config,
+    client: &Client,
+    specs: &ExtraSpecs,
+    options: &super::CheckOptions,
+    report: &mut Report<'_>,
+) {
+    let ec = &config.edge_connect;
+    let started = Instant::now();
+    // Only https can be said to have valid TLS; plain http is allowed for loopback (and with
+    // allow_http), and the line says so.
+    let transport = if ec.url.starts_with("https://") {
+        "TLS valid"
+    } else {
+        "plain http, no TLS"
+    };
+    match client.login().await {
+        Ok(_) => report.pass(
+            "login",
+            format!(
+                "{} reachable, {transport}, logged in ({} ms)",
+                ec.url,
+                started.elapsed().as_millis()
+            ),
+        ),
+        Err(e) if matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Tls) => {
+            report.fail("reach", format!("{}: {} — check edge_connect.url, the network path and (for TLS errors) edge_connect.ca_bundle", ec.url, e.message));
+            return;
+        }
+        Err(e) => {
+            report.fail("login", e.to_string());
+            return;
+        }
+    }
+    let flavors = match client.show_flavors().await {
+        Ok(f) => {
+            report.pass(
+                "region",
+                format!("{} known ({} flavors)", ec.region, f.len()),
+            );
+            f.iter()
+                .map(|f| f.flavor_name().to_string())
+                .collect::<Vec<_>>()
+        }
+        Err(e) if e.missing() == Some(edge_connect::Subject::Region) => {
+            report.fail(
+                "region",
+                format!("{} — check edge_connect.region", e.message),
+            );
+            return;
+        }
+        Err(e) => {
+            report.fail("region", e.to_string());
+            return;
+        }
+    };
+    // Show omits what the user may not see, so "0 Apps" proves nothing. A delete needs
+    // membership: the MC checks it before the controller looks at the key (403 for
+    // non-members), and a name that breaks the key rule cannot exist, so nothing is deleted.
+    let probe = edge_connect::models::AppKey {
+        organization: ec.organization.clone(),
+        name: "-garm-provider-membership-probe".to_string(),
+        version: ec.app_version.clone(),
+    };
+    match client.delete_app(&probe).await {
+        Err(e) if e.kind == ApiErrorKind::Forbidden => {
+            report.fail(
+                "organization",
+                format!(
+                    "{}: the user may not manage Apps there (HTTP 403) — check edge_connect.organization and the user's role in it",
+                    ec.organization
+                ),
+            );
+            return;
+        }
+        Err(e) if matches!(e.kind, ApiErrorKind::NotFound | ApiErrorKind::Rejected) => report.pass(
+            "organization",
+            format!("{}: the user may manage Apps there", ec.organization),
+        ),
+        Ok(()) => report.pass(
+            "organization",
+            format!("{}: the user may manage Apps there", ec.organization),
+        ),
+        Err(e) => {
+            report.fail("organization", e.to_string());
+            return;
+        }
+    }
+    let generation = match client.api_generation().await {
+        Ok(g) => {
+            report.pass("API generation", g.to_string());
+            g
+        }
+        Err(e) => {
+            report.fail("API generation", e.to_string());
+            return;
+        }
+    };
+    let zones = match generation {
+        ApiGeneration::Gen3 => match client.show_zones().await {
+            Ok(z) => Some(z),
+            Err(e) => {
+                report.fail("zones", e.to_string());
+                None
+            }
+        },
+        ApiGeneration::Gen2 => None,
+    };
+    let sites = crate::provider::placement::candidates(config, specs, "check");
+    let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
+        match client.show_cloudlets().await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                report.fail("cloudlets", e.to_string());
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let wanted_flavors: Vec<String> = specs
+        .flavor
+        .iter()
+        .chain(ec.default_flavor.iter())
+        .cloned()
+        .collect();
+    for site in &sites {
+        let (list, kind) = match site {
+            Placement::Zone(_) => (zones.as_ref(), "zones"),
+            Placement::Cloudlet(_) => (cloudlets.as_ref(), "cloudlets"),
+        };
+        let key = match site {
+            Placement::Zone(k) | Placement::Cloudlet(k) => k,
+        };
+        let Some(list) = list else {
+            if matches!(site, Placement::Zone(_)) {
+                report.fail(
+                    &site.to_string(),
+                    "this server has no zones (Gen2): configure [edge_connect.cloudlet] instead",
+                );
+            }
+            continue;
+        };
+        let exists = list
+            .iter()
+            .any(|s| s.key.organization == key.organization && s.key.name == key.name);
+        if !exists {
+            let names: Vec<String> = list
+                .iter()
+                .map(|s| format!("{}/{}", s.key.organization, s.key.name))
+                .collect();
+            report.fail(
+                &site.to_string(),
+                format!("not found; {kind} here: {}", names.join(", ")),
+            );
+            continue;
+        }
+        let cloudlet_list = cloudlets.as_deref().unwrap_or_default();
+        match crate::provider::placement::target(site, generation, cloudlet_list) {
+            Ok(target) => {
+                let how = match (site, &target) {
+                    (Placement::Cloudlet(_), Target::Zone(_)) => format!(
+                        "exists; addressed as {target} (Gen3 places through zones; the controller picks a cloudlet in that zone)"
+                    ),
+                    _ => format!("exists; addressed as {target}"),
+                };
+                report.pass(&site.to_string(), how);
+            }
+            Err(why) => {
+                report.fail(&site.to_string(), why);
+                continue;
+            }
+        }
+        let available = match site {
+            Placement::Zone(z) => {
+                let zone = edge_connect::models::SiteRef {
+                    organization: z.organization.clone(),
+                    name: z.name.clone(),
+                    ..Default::default()
+                };
+                match client.show_flavors_for_zone(&zone).await {
+                    Ok(f) => f.iter().map(|f| f.flavor_name().to_string()).collect(),
+                    Err(_) => flavors.clone(),
+                }
+            }
+            Placement::Cloudlet(_) => flavors.clone(),
+        };
+        for flavor in &wanted_flavors {
+            if available.contains(flavor) {
+                report.pass(&format!("flavor {flavor}"), format!("available in {site}"));
+            } else {
+                report.fail(
+                    &format!("flavor {flavor}"),
+                    format!(
+                        "not available in {site}; flavors there: {}",
+                        available.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    if options.deploy_test && report.failed == 0 {
+        super::deploy_test::deploy_test(config, client, options, report).await;
+    }
+}
