@@ -19,3 +19,4 @@ mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
 mod tls;
+mod trial;

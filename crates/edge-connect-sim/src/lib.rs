@@ -65,6 +65,7 @@ mod protocol;
 mod reqlog;
 mod router;
 mod server;
+mod trial_config;
 
 pub use clock::civil_from_days;
 pub use config::{ApiGeneration, CloudletPool, CloudletSettings, ServerRelease, SimConfig};
@@ -72,6 +73,7 @@ pub use faults::{Fault, FaultKind};
 pub use handlers::seed::Seed;
 pub use reqlog::RequestLogEntry;
 pub use server::{serve, spawn, SimControl, SimHandle, SimServer};
+pub use trial_config::{write_trial_files, TrialFiles};
 
 /// Locks a mutex, recovering the data if a previous holder panicked: one failed request must
 /// not take the whole simulator down.

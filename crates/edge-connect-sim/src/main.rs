@@ -8,9 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::error::ErrorKind;
 use clap::Parser;
-use edge_connect_sim::{serve, ApiGeneration, CloudletSettings, ServerRelease, SimConfig};
+use edge_connect_sim::{
+    serve, write_trial_files, ApiGeneration, CloudletSettings, ServerRelease, SimConfig,
+};
 
 /// An in-memory Edge Connect (EdgeXR Master Controller REST API) for tests, demos and local
 /// trials of the GARM provider.
@@ -89,6 +92,12 @@ struct Cli {
     #[arg(long, value_name = "MS", default_value_t = 0)]
     bad_auth_delay_ms: u64,
 
+    /// Write DIR/provider.toml and DIR/credentials.toml (mode 0600) for this simulator, with
+    /// its URL, user, organization, region, flavor and site, so the provider's CLI works
+    /// against it at once: `garm-provider-edge-connect --config DIR/provider.toml ...`.
+    #[arg(long, value_name = "DIR")]
+    write_provider_config: Option<PathBuf>,
+
     /// Enable the /__sim/* control endpoints (fault injection, seeding, state dump, reset,
     /// request log, capacity, token lifetime). They need no token: use only for tests.
     #[arg(long)]
@@ -139,7 +148,12 @@ fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
 }
 
 impl Cli {
-    fn into_config(self) -> SimConfig {
+    fn into_config(self) -> (SimConfig, Option<PathBuf>) {
+        let trial = self.write_provider_config.clone();
+        (self.config(), trial)
+    }
+
+    fn config(self) -> SimConfig {
         let defaults = SimConfig::default();
         SimConfig {
             api: self.api,
@@ -210,8 +224,18 @@ async fn wait_for_stop() {
     }
 }
 
-async fn run(config: SimConfig, listen: SocketAddr) -> anyhow::Result<()> {
-    let server = serve(config, listen).await?;
+async fn run(config: SimConfig, listen: SocketAddr, trial: Option<PathBuf>) -> anyhow::Result<()> {
+    let server = serve(config.clone(), listen).await?;
+    if let Some(dir) = trial {
+        let files = write_trial_files(&dir, &server.url(), &config)
+            .with_context(|| format!("cannot write the provider config into {}", dir.display()))?;
+        eprintln!(
+            "edge-connect-sim: wrote {} and {}; try: garm-provider-edge-connect --config {} check",
+            files.config.display(),
+            files.credentials.display(),
+            files.config.display()
+        );
+    }
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", server.url())?;
     stdout.flush()?;
@@ -234,7 +258,7 @@ fn main() -> ExitCode {
         )
         .init();
     let listen = cli.listen;
-    let config = cli.into_config();
+    let (config, trial) = cli.into_config();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -245,7 +269,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config, listen)) {
+    match runtime.block_on(run(config, listen, trial)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("edge-connect-sim: {e:#}");

@@ -167,3 +167,36 @@ fn bad_flags_give_one_line_and_exit_2() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[tokio::test]
+async fn writes_a_ready_provider_config_for_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let trial = dir.path().join("trial");
+    let sim = Running::start(&[
+        "--api",
+        "gen2",
+        "--user",
+        "ci:s3cret",
+        "--write-provider-config",
+        trial.to_str().unwrap(),
+    ]);
+    let config = std::fs::read_to_string(trial.join("provider.toml")).unwrap();
+    assert!(
+        config.contains(&format!("url = \"{}\"", sim.url)),
+        "{config}"
+    );
+    // Gen2 places by cloudlet; the site, flavor and organization are the simulator's own.
+    assert!(
+        config.contains("[edge_connect.cloudlet]\norganization = \"TelekomOP\"\nname = \"Munich\""),
+        "{config}"
+    );
+    assert!(config.contains("default_flavor = \"EU.small\""), "{config}");
+    let credentials = std::fs::read_to_string(trial.join("credentials.toml")).unwrap();
+    assert_eq!(credentials, "username = \"ci\"\npassword = \"s3cret\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&trial.join("credentials.toml")), 0o600);
+    assert_eq!(mode(&trial), 0o700);
+    // The credentials it wrote log in.
+    Client::login_as(&sim.url, "ci", "s3cret").await;
+}

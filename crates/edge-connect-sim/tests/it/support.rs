@@ -145,11 +145,16 @@ impl Client {
 
     /// A client logged in as the default user.
     pub async fn login(base: &str) -> Client {
+        Client::login_as(base, USER, PASSWORD).await
+    }
+
+    /// A client logged in as this user.
+    pub async fn login_as(base: &str, user: &str, password: &str) -> Client {
         let mut c = Client::anonymous(base);
         let reply = c
             .raw_json(
                 "/api/v1/login",
-                &json!({"username": USER, "password": PASSWORD}),
+                &json!({"username": user, "password": password}),
             )
             .await;
         assert_eq!(reply.status, 200, "login: {}", reply.body);
