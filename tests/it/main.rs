@@ -12,5 +12,6 @@ mod garm_lifecycle;
 mod logging;
 mod reliability_faults;
 mod reliability_load;
+mod robustness;
 mod runner_env_contract;
 mod tls;
