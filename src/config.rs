@@ -257,6 +257,9 @@ impl Config {
     /// `edge_connect.ca_bundle`) are resolved against its directory, so the config means the
     /// same whatever directory GARM starts the provider in.
     pub fn parse(text: &str, path: &Path) -> Result<Self, Error> {
+        // Messages name the file by its full path: GARM's working directory is not the
+        // operator's.
+        let path = absolute(path);
         let mut config: Config = serde_path_to_error::deserialize(toml::Deserializer::new(text))
             .map_err(|e| {
                 Error::config(format!(
@@ -268,7 +271,7 @@ impl Config {
         config
             .validate()
             .map_err(|msg| Error::config(format!("config {}: {msg}", path.display())))?;
-        if let Some(dir) = absolute(path).parent() {
+        if let Some(dir) = path.parent() {
             config.resolve_relative_paths(dir);
         }
         Ok(config)
@@ -620,6 +623,49 @@ organization = "TelekomOP"
         assert!(err.contains("edge_connect.region"), "{err}");
         let both = format!("{SEED}\n[edge_connect.zone]\nname = \"a\"\norganization = \"b\"\n");
         assert!(parse(&both).unwrap_err().to_string().contains("not both"));
+    }
+
+    #[test]
+    fn relative_paths_follow_the_config_file() {
+        let c = Config::parse(
+            &SEED
+                .replace("/garm/provider.log", "logs/provider.log")
+                .replace("/etc/garm-creds/credentials.toml", "credentials.toml"),
+            Path::new("/etc/garm/p.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.credentials_file.as_deref(),
+            Some(Path::new("/etc/garm/credentials.toml"))
+        );
+        assert_eq!(
+            c.log_file.as_deref(),
+            Some(Path::new("/etc/garm/logs/provider.log"))
+        );
+    }
+
+    #[test]
+    fn durations_are_bounded_and_the_api_path_is_not_part_of_the_url() {
+        let err = parse(&SEED.replace(
+            "default_flavor = \"EU.small\"",
+            "default_flavor = \"EU.small\"\nrequest_timeout_secs = 86401\noperation_timeout_secs = 86401",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.ends_with("edge_connect.request_timeout_secs: 86401 is more than the maximum of 86400 (24 hours)"),
+            "{err}"
+        );
+        let err = parse(&SEED.replace(
+            "https://hub.example.invalid",
+            "https://hub.example.invalid/api/v1/",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.ends_with("(edge_connect.url = \"https://hub.example.invalid\")"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -137,7 +137,9 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
 /// prefixed with the table that holds it, if any; the top level (".") gets no prefix.
 pub fn keyed(path: &str, what: &str) -> String {
     let path = if what.starts_with("unknown field") {
-        path.rsplit_once('.').map(|(parent, _)| parent).unwrap_or("")
+        path.rsplit_once('.')
+            .map(|(parent, _)| parent)
+            .unwrap_or("")
     } else {
         path
     };

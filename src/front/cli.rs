@@ -129,7 +129,8 @@ pub fn run() -> u8 {
         // `schema config | head -1`: the reader has gone; there is no one left to tell.
         Err(Failure::StdoutGone) => 0,
         Err(Failure::Error(e)) => {
-            say(&format!("error: {e}"));
+            // One line whatever the message holds (a server's text, an echoed argument).
+            say(&format!("error: {}", crate::text::one_line(&e.to_string())));
             e.exit_code()
         }
     }

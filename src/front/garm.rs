@@ -84,7 +84,11 @@ fn execute() -> Result<(String, Option<Box<LogGuard>>), Failure> {
     };
     span.record(
         "instance",
-        tracing::field::display(operation.instance().unwrap_or_default()),
+        // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
+        tracing::field::display(crate::text::echo_max(
+            operation.instance().unwrap_or_default(),
+            256,
+        )),
     );
     tracing::info!("start");
 
