@@ -21,6 +21,23 @@ const MAX_FAULT_CHARS: usize = 2000;
 /// and on failure exactly one line goes to stderr.
 pub fn run() -> u8 {
     crate::logging::reserve_stderr();
+    // A panic is a bug, but GARM still stores stderr as the fault: keep it to one line too
+    // (the default hook prints two or three, and a backtrace note). Exit code stays 101.
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        fault(&format!(
+            "internal error (a bug, please report it): {message}{at}"
+        ));
+    }));
     let (code, guard) = match execute() {
         Ok((stdout, guard)) => match super::write_stdout(&stdout) {
             Ok(()) => (0, guard),
