@@ -229,35 +229,93 @@ impl EdgeConnectConfig {
     }
 }
 
+/// The longest duration a config may give, in seconds (24 hours). Far beyond any useful
+/// deadline, and small enough that deadline arithmetic (`Instant + Duration`, plus the rollback
+/// grace) can never overflow.
+pub const MAX_DURATION_SECS: u64 = 24 * 60 * 60;
+
 impl Config {
-    /// Reads, parses and validates a config file.
+    /// Reads, parses and validates a config file. Only a regular file of at most 1 MiB is read
+    /// (a FIFO or `/dev/zero` is refused, not waited on).
     pub fn load(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::config(format!("cannot read config file {}: {e}", path.display()))
+        let shown = absolute(path);
+        let raw =
+            crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES).map_err(|e| {
+                Error::config(format!("cannot read config file {}: {e}", shown.display()))
+            })?;
+        let text = String::from_utf8(raw).map_err(|_| {
+            Error::config(format!(
+                "config {}: not valid UTF-8 (a TOML file is UTF-8 text)",
+                shown.display()
+            ))
         })?;
         Self::parse(&text, path)
     }
 
-    /// Parses and validates config text; `path` is only used in messages.
+    /// Parses and validates config text. `path` names the file in messages, and relative paths
+    /// in the config (`credentials_file`, `log_file`, `token_cache_dir`,
+    /// `edge_connect.ca_bundle`) are resolved against its directory, so the config means the
+    /// same whatever directory GARM starts the provider in.
     pub fn parse(text: &str, path: &Path) -> Result<Self, Error> {
-        let config: Config = toml::from_str(text).map_err(|e| {
-            Error::config(format!(
-                "config {}: {}",
-                path.display(),
-                toml_error(&e, text)
-            ))
-        })?;
+        // Messages name the file by its full path: GARM's working directory is not the
+        // operator's.
+        let path = absolute(path);
+        let mut config: Config = serde_path_to_error::deserialize(toml::Deserializer::new(text))
+            .map_err(|e| {
+                Error::config(format!(
+                    "config {}: {}",
+                    path.display(),
+                    toml_error(&e, text, true)
+                ))
+            })?;
         config
             .validate()
             .map_err(|msg| Error::config(format!("config {}: {msg}", path.display())))?;
+        if let Some(dir) = path.parent() {
+            config.resolve_relative_paths(dir);
+        }
         Ok(config)
+    }
+
+    /// Makes every relative path of the config relative to `dir` (the config file's directory).
+    fn resolve_relative_paths(&mut self, dir: &Path) {
+        for path in [
+            &mut self.credentials_file,
+            &mut self.log_file,
+            &mut self.token_cache_dir,
+            &mut self.edge_connect.ca_bundle,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if path.is_relative() {
+                *path = dir.join(&*path);
+            }
+        }
     }
 
     /// Checks values that TOML types cannot express. Returns a message naming the key.
     pub fn validate(&self) -> Result<(), String> {
         let ec = &self.edge_connect;
-        let url = reqwest::Url::parse(&ec.url)
-            .map_err(|e| format!("edge_connect.url: not a URL ({e})"))?;
+        let url = reqwest::Url::parse(&ec.url).map_err(|e| {
+            format!(
+                "edge_connect.url: not a URL ({e}): {}",
+                crate::text::echo(&ec.url)
+            )
+        })?;
+        if url.path().trim_end_matches('/').ends_with("/api/v1") {
+            let mut base = url.clone();
+            let path = base
+                .path()
+                .trim_end_matches('/')
+                .trim_end_matches("/api/v1")
+                .to_string();
+            base.set_path(&path);
+            return Err(format!(
+                "edge_connect.url: give the base URL without /api/v1, the provider adds it (edge_connect.url = \"{}\")",
+                base.as_str().trim_end_matches('/')
+            ));
+        }
         match url.scheme() {
             "https" => {}
             "http" if ec.allow_http || is_loopback(&url) => {}
@@ -334,6 +392,19 @@ impl Config {
         if ec.request_timeout_secs == 0 {
             return Err("edge_connect.request_timeout_secs: must be at least 1".into());
         }
+        for (key, value) in [
+            ("edge_connect.request_timeout_secs", ec.request_timeout_secs),
+            (
+                "edge_connect.operation_timeout_secs",
+                ec.operation_timeout_secs,
+            ),
+        ] {
+            if value > MAX_DURATION_SECS {
+                return Err(format!(
+                    "{key}: {value} is more than the maximum of {MAX_DURATION_SECS} (24 hours)"
+                ));
+            }
+        }
         if ec.operation_timeout_secs < ec.request_timeout_secs {
             return Err("edge_connect.operation_timeout_secs: must not be smaller than request_timeout_secs".into());
         }
@@ -358,26 +429,36 @@ impl Config {
     pub fn credentials(&self, env: &HashMap<String, String>) -> Result<Credentials, Error> {
         let mut username = None;
         let mut password = None;
+        let mut file_read: Option<&PathBuf> = None;
         if let Some(path) = &self.credentials_file {
             let from_env_complete = env.get(ENV_USERNAME).is_some_and(|v| !v.is_empty())
                 && env.get(ENV_PASSWORD).is_some_and(|v| !v.is_empty());
             if !from_env_complete {
                 check_credentials_permissions(path, self.allow_insecure_credentials_file)?;
-                let text = std::fs::read_to_string(path).map_err(|e| {
+                let unreadable = |e: String| {
                     Error::config(format!(
                         "cannot read credentials_file {}: {e}",
                         path.display()
                     ))
-                })?;
-                let file: CredentialsFile = toml::from_str(&text).map_err(|e| {
+                };
+                let raw = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
+                    .map_err(unreadable)?;
+                let text = String::from_utf8(raw)
+                    .map_err(|_| unreadable("not valid UTF-8".to_string()))?;
+                // Never show a value from this file: it is the password's home.
+                let file: CredentialsFile = serde_path_to_error::deserialize(
+                    toml::Deserializer::new(&text),
+                )
+                .map_err(|e| {
                     Error::config(format!(
                         "credentials_file {}: {}",
                         path.display(),
-                        toml_error_message_only(&e)
+                        toml_error(&e, &text, false)
                     ))
                 })?;
                 username = file.username;
                 password = file.password;
+                file_read = Some(path);
             }
         }
         if let Some(u) = env.get(ENV_USERNAME).filter(|v| !v.is_empty()) {
@@ -386,14 +467,29 @@ impl Config {
         if let Some(p) = env.get(ENV_PASSWORD).filter(|v| !v.is_empty()) {
             password = Some(Secret::new(p.clone()));
         }
-        match (username, password) {
-            (Some(u), Some(p)) if !u.is_empty() && !p.is_empty() => Ok(Credentials {
-                username: u,
-                password: p,
-            }),
-            _ => Err(Error::config(format!(
+        let username = username.filter(|u| !u.is_empty());
+        let password = password.filter(|p| !p.is_empty());
+        match (username, password, file_read) {
+            (Some(username), Some(password), _) => Ok(Credentials { username, password }),
+            (None, None, None) => Err(Error::config(format!(
                 "no Edge Connect credentials: set username and password in credentials_file, or {ENV_USERNAME} and {ENV_PASSWORD}"
             ))),
+            (u, _, file) => {
+                let (what, var) = if u.is_none() {
+                    ("username", ENV_USERNAME)
+                } else {
+                    ("password", ENV_PASSWORD)
+                };
+                Err(Error::config(match file {
+                    Some(path) => format!(
+                        "no Edge Connect {what}: credentials_file {} has no `{what}` and {var} is not set",
+                        path.display()
+                    ),
+                    None => format!(
+                        "no Edge Connect {what}: {var} is not set (and no credentials_file is configured)"
+                    ),
+                }))
+            }
         }
     }
 
@@ -441,20 +537,42 @@ fn is_loopback(url: &reqwest::Url) -> bool {
     }
 }
 
-/// One line: "line N: message" (toml's own Display spans several lines with a source excerpt).
-fn toml_error(e: &toml::de::Error, text: &str) -> String {
-    let msg = toml_error_message_only(e);
-    match e.span() {
-        Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: {msg}")
-        }
-        None => msg,
-    }
+/// The absolute form of `path` for messages (the path as given when that fails).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn toml_error_message_only(e: &toml::de::Error) -> String {
-    e.message().replace('\n', " ").trim().to_string()
+/// One line: "line N: key: what was wrong", never the source excerpt that toml's own Display
+/// prints over several lines. With `show_value` false (the credentials file) no value from the
+/// file is repeated, whatever its type; the config file holds no secret, so a short excerpt of a
+/// wrong value is shown there to make the fix obvious.
+fn toml_error(
+    e: &serde_path_to_error::Error<toml::de::Error>,
+    text: &str,
+    show_value: bool,
+) -> String {
+    let inner = e.inner();
+    let message = inner.message().replace('\n', " ");
+    let message = message.trim();
+    let key = e.path().to_string();
+    let is_secs = key.ends_with("_secs");
+    // A syntax error (no key, not one of serde's forms) is toml's own description of the
+    // text, which holds no value except in the credentials file.
+    let described = crate::text::describe_serde(message, show_value);
+    let described = if described == "a value of the wrong form" && show_value {
+        crate::text::echo_max(message, 300)
+    } else if is_secs {
+        described.replace("a whole number (0 or more)", "whole seconds")
+    } else {
+        described
+    };
+    let mut out = String::new();
+    if let Some(span) = inner.span() {
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        out.push_str(&format!("line {line}: "));
+    }
+    out.push_str(&crate::text::keyed(&key, &described));
+    out
 }
 
 #[cfg(test)]
@@ -517,6 +635,49 @@ organization = "TelekomOP"
         assert!(err.contains("edge_connect.region"), "{err}");
         let both = format!("{SEED}\n[edge_connect.zone]\nname = \"a\"\norganization = \"b\"\n");
         assert!(parse(&both).unwrap_err().to_string().contains("not both"));
+    }
+
+    #[test]
+    fn relative_paths_follow_the_config_file() {
+        let c = Config::parse(
+            &SEED
+                .replace("/garm/provider.log", "logs/provider.log")
+                .replace("/etc/garm-creds/credentials.toml", "credentials.toml"),
+            Path::new("/etc/garm/p.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.credentials_file.as_deref(),
+            Some(Path::new("/etc/garm/credentials.toml"))
+        );
+        assert_eq!(
+            c.log_file.as_deref(),
+            Some(Path::new("/etc/garm/logs/provider.log"))
+        );
+    }
+
+    #[test]
+    fn durations_are_bounded_and_the_api_path_is_not_part_of_the_url() {
+        let err = parse(&SEED.replace(
+            "default_flavor = \"EU.small\"",
+            "default_flavor = \"EU.small\"\nrequest_timeout_secs = 86401\noperation_timeout_secs = 86401",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.ends_with("edge_connect.request_timeout_secs: 86401 is more than the maximum of 86400 (24 hours)"),
+            "{err}"
+        );
+        let err = parse(&SEED.replace(
+            "https://hub.example.invalid",
+            "https://hub.example.invalid/api/v1/",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.ends_with("(edge_connect.url = \"https://hub.example.invalid\")"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -11,6 +11,12 @@ use crate::error::Error;
 use crate::garm::BootstrapInstance;
 use crate::provider::{Operation, Outcome, Provider};
 
+/// One line of the demo's report on stdout. A closed stdout (`demo | head`) is not an error
+/// worth a panic; the demo goes on and cleans up.
+fn line(text: &str) {
+    let _ = crate::front::write_stdout(&format!("{text}\n"));
+}
+
 const CONTROLLER_ID: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
 const POOL_ID: &str = "9dcf590a-1192-4a9c-b3e4-e0902974c2c0";
 
@@ -26,6 +32,13 @@ pub fn run() -> Result<(), Error> {
 
 async fn lifecycle() -> Result<(), Error> {
     let dir = tempdir()?;
+    // Removed whether the demo succeeds or not: nothing of it stays on the machine.
+    let result = lifecycle_in(&dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn lifecycle_in(dir: &std::path::Path) -> Result<(), Error> {
     let sim_config = edge_connect_sim::SimConfig {
         create_delay: std::time::Duration::from_millis(600),
         ..Default::default()
@@ -42,7 +55,10 @@ async fn lifecycle() -> Result<(), Error> {
     let sim = edge_connect_sim::serve(sim_config, listen)
         .await
         .map_err(|e| Error::Other(format!("cannot start the simulator: {e}")))?;
-    println!("▶ Edge Connect simulator listening on {}", sim.url());
+    line(&format!(
+        "▶ Edge Connect simulator listening on {}",
+        sim.url()
+    ));
 
     let creds = dir.join("credentials.toml");
     write_private(
@@ -51,8 +67,8 @@ async fn lifecycle() -> Result<(), Error> {
     )?;
     let config_path = dir.join("provider.toml");
     let config_text = format!(
-        r#"log_file = {log:?}
-credentials_file = {creds:?}
+        r#"log_file = "provider.log"
+credentials_file = "credentials.toml"
 token_cache = false
 
 [edge_connect]
@@ -65,24 +81,26 @@ default_flavor = {flavor:?}
 organization = {zone_org:?}
 name = {zone:?}
 "#,
-        log = dir.join("provider.log"),
         url = sim.url(),
     );
     std::fs::write(&config_path, &config_text)
         .map_err(|e| Error::Other(format!("cannot write the demo config: {e}")))?;
-    println!(
-        "▶ config written to {}:\n{}",
-        config_path.display(),
+    // The files live in a temporary directory that is removed at the end: their paths would
+    // only send the reader looking for something that is gone.
+    line(&format!(
+        "▶ provider config (a throw-away copy, removed when the demo ends):\n{}",
         indent(&config_text)
-    );
+    ));
 
     let config = Config::load(&config_path)?;
-    let progress: crate::provider::Progress = Arc::new(|m: &str| println!("    … {m}"));
+    let bootstrap = BootstrapInstance::from_slice(DEMO_BOOTSTRAP.as_bytes())?;
+    let name = bootstrap.name.clone();
+    let progress_name = name.clone();
+    let progress: crate::provider::Progress =
+        Arc::new(move |m: &str| line(&format!("    … [{progress_name}] {m}")));
     let provider = crate::pipeline::provider(config, CONTROLLER_ID, HashMap::new(), progress)?
         .with_poll_interval(std::time::Duration::from_millis(200));
 
-    let bootstrap = BootstrapInstance::from_slice(DEMO_BOOTSTRAP.as_bytes())?;
-    let name = bootstrap.name.clone();
     step(
         &provider,
         "CreateInstance",
@@ -149,32 +167,32 @@ name = {zone:?}
         },
     )
     .await?;
-    println!(
+    line(&format!(
         "✓ demo finished: {} Edge Connect requests, {} login(s); the simulator is empty again",
         provider.client().requests(),
         provider.client().logins()
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    ));
     Ok(())
 }
 
 async fn step(provider: &Provider, title: &str, operation: Operation) -> Result<(), Error> {
-    println!("\n▶ {title}");
+    match operation.instance() {
+        Some(instance) => line(&format!("\n▶ {title} {instance}")),
+        None => line(&format!("\n▶ {title}")),
+    }
     let before = provider.client().requests();
     let outcome = provider.run(operation).await?;
     let calls = provider.client().requests() - before;
     match outcome {
-        Outcome::Instance(i) => println!(
-            "{}",
-            indent(&serde_json::to_string_pretty(&i).unwrap_or_default())
-        ),
-        Outcome::Instances(l) => println!(
-            "{}",
-            indent(&serde_json::to_string_pretty(&l).unwrap_or_default())
-        ),
-        Outcome::Done => println!("    done"),
+        Outcome::Instance(i) => line(&indent(
+            &serde_json::to_string_pretty(&i).unwrap_or_default(),
+        )),
+        Outcome::Instances(l) => line(&indent(
+            &serde_json::to_string_pretty(&l).unwrap_or_default(),
+        )),
+        Outcome::Done => line("    done"),
     }
-    println!("    ({calls} HTTP requests)");
+    line(&format!("    ({calls} HTTP requests)"));
     Ok(())
 }
 

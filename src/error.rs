@@ -28,7 +28,13 @@ pub enum Error {
     /// Local I/O and anything else.
     #[error("{0}")]
     Other(String),
+    /// The user stopped a CLI command (Ctrl-C), exit 130 as shells report SIGINT.
+    #[error("{0}")]
+    Interrupted(String),
 }
+
+/// Exit code of a CLI command stopped by Ctrl-C (128 + SIGINT, what a shell reports).
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 impl From<SetupError> for Error {
     fn from(e: SetupError) -> Self {
@@ -58,6 +64,7 @@ impl Error {
         match self {
             Error::NotFound(_) => exit::NOT_FOUND,
             Error::Duplicate(_) => exit::DUPLICATE,
+            Error::Interrupted(_) => EXIT_INTERRUPTED,
             _ => exit::FAILURE,
         }
     }

@@ -74,8 +74,17 @@ impl ExtraSpecs {
     pub fn from_value(value: Option<&serde_json::Value>) -> Result<Self, Error> {
         let specs = match value {
             None | Some(serde_json::Value::Null) => ExtraSpecs::default(),
-            Some(v) => serde_json::from_value::<ExtraSpecs>(v.clone())
-                .map_err(|e| Error::input(format!("invalid extra_specs: {e}")))?,
+            // Named by key, never by value: extra specs travel with secrets (a proxy_config sent
+            // here by mistake, env values), and serde's own message would quote them.
+            Some(v) => {
+                serde_path_to_error::deserialize::<_, ExtraSpecs>(v.clone()).map_err(|e| {
+                    let what = crate::text::describe_serde(&e.inner().to_string(), false);
+                    Error::input(format!(
+                        "invalid extra_specs: {}",
+                        crate::text::keyed(&e.path().to_string(), &what)
+                    ))
+                })?
+            }
         };
         specs
             .validate()

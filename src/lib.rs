@@ -22,6 +22,13 @@ pub mod naming;
 pub mod pipeline;
 pub mod provider;
 pub mod runner_env;
+pub mod text;
 
-/// The provider's version, as `GetVersion` prints it.
-pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
+/// The provider's version, as `GetVersion` prints it: `v0.1.0`, with the git commit as semver
+/// build metadata when built from a git checkout (`v0.1.0+abc1234`, still a valid semver
+/// version; see build.rs).
+pub const VERSION: &str = concat!(
+    "v",
+    env!("CARGO_PKG_VERSION"),
+    env!("GARM_PROVIDER_BUILD_METADATA")
+);

@@ -1,11 +1,16 @@
-//! Logging to the configured file (or to stderr at warn level), never to stdout.
+//! Logging to the configured file (or, in CLI mode, to stderr at warn level), never to stdout.
 //!
 //! GARM runs many provider processes at once, all appending to the same file. Each event is
 //! formatted into one buffer and written with a single `write` on a file opened for appending,
-//! so lines from different processes never interleave.
+//! so lines from different processes never interleave. Control characters inside an event
+//! (an instance name with a newline) are escaped, so no input can forge a log line.
+//!
+//! In GARM mode stderr belongs to the front door alone: GARM stores it as the runner's fault,
+//! and it must be exactly one line. Nothing is logged to stderr there.
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -17,9 +22,20 @@ use crate::config::{Config, LogFormat, LogLevel};
 /// Lines the background writer may queue before a log call waits for it.
 const LOG_QUEUE_LINES: usize = 256;
 
+/// Set by GARM mode before logging starts: no log event may reach stderr.
+static STDERR_RESERVED: AtomicBool = AtomicBool::new(false);
+
+/// Keeps stderr free of log events for the rest of the process (GARM mode: its one stderr
+/// line is the front door's).
+pub fn reserve_stderr() {
+    STDERR_RESERVED.store(true, Ordering::Relaxed);
+}
+
 /// Keeps the log writer alive; dropping it flushes pending lines.
 pub struct LogGuard {
     _guard: Option<tracing_appender::non_blocking::WorkerGuard>,
+    // Boxed: the guard travels in the front door's error values, which should stay small.
+    warning: Option<Box<str>>,
 }
 
 impl LogGuard {
@@ -27,6 +43,12 @@ impl LogGuard {
     /// the one-line error).
     pub fn to_file(&self) -> bool {
         self._guard.is_some()
+    }
+
+    /// Why the configured log file is not in use, if it is not: GARM mode folds this into its
+    /// one error line instead of printing a second line.
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
     }
 }
 
@@ -36,7 +58,10 @@ struct AppendFile(std::fs::File);
 impl Write for AppendFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // write_all on an O_APPEND file: the kernel places each write at the current end.
-        self.0.write_all(buf)?;
+        match crate::text::escape_record(buf) {
+            Some(escaped) => self.0.write_all(&escaped)?,
+            None => self.0.write_all(buf)?,
+        }
         Ok(buf.len())
     }
 
@@ -45,13 +70,39 @@ impl Write for AppendFile {
     }
 }
 
-/// Starts logging as the config says. A log file that cannot be opened falls back to stderr
-/// (warn and above) with one warning, rather than failing the command.
+/// stderr for CLI-mode warnings, with the same escaping as the file; a write error (stderr
+/// closed or full) is ignored rather than reported, since there is nowhere left to report it.
+struct EscapedStderr;
+
+impl Write for EscapedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut err = std::io::stderr().lock();
+        let _ = match crate::text::escape_record(buf) {
+            Some(escaped) => err.write_all(&escaped),
+            None => err.write_all(buf),
+        };
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
+}
+
+fn stderr_writer() -> EscapedStderr {
+    EscapedStderr
+}
+
+/// Starts logging as the config says. A log file that cannot be opened does not fail the
+/// command: CLI mode logs warnings to stderr instead, with one warning saying so; GARM mode logs
+/// nothing and keeps the reason in [`LogGuard::warning`] for its error line.
 pub fn init(config: Option<&Config>) -> LogGuard {
     let level = config.map(|c| c.log_level).unwrap_or(LogLevel::Warn);
     let format = config.map(|c| c.log_format).unwrap_or_default();
     let file = config.and_then(|c| c.log_file.as_deref());
-    match file.map(open_append) {
+    let stderr_reserved = STDERR_RESERVED.load(Ordering::Relaxed);
+    match file.map(|path| open_append(path).map_err(|e| (path, e))) {
         Some(Ok(f)) => {
             // The default queue pre-allocates 128,000 lines (about 4 MB touched per process); a
             // provider command writes a few dozen, and GARM runs many processes at once.
@@ -62,16 +113,31 @@ pub fn init(config: Option<&Config>) -> LogGuard {
             install(level, format, writer);
             LogGuard {
                 _guard: Some(guard),
+                warning: None,
             }
         }
-        Some(Err(e)) => {
-            install(LogLevel::Warn.min_with(level), format, std::io::stderr);
-            tracing::warn!(error = %e, "cannot open log_file; logging warnings to stderr instead");
-            LogGuard { _guard: None }
+        Some(Err((path, e))) => {
+            let warning = format!(
+                "cannot open log_file {}: {e}",
+                crate::text::one_line(&path.display().to_string())
+            );
+            if !stderr_reserved {
+                install(LogLevel::Warn.min_with(level), format, stderr_writer);
+                tracing::warn!("{warning}; logging warnings to stderr instead");
+            }
+            LogGuard {
+                _guard: None,
+                warning: Some(warning.into_boxed_str()),
+            }
         }
         None => {
-            install(LogLevel::Warn.min_with(level), format, std::io::stderr);
-            LogGuard { _guard: None }
+            if !stderr_reserved {
+                install(LogLevel::Warn.min_with(level), format, stderr_writer);
+            }
+            LogGuard {
+                _guard: None,
+                warning: None,
+            }
         }
     }
 }
@@ -98,11 +164,50 @@ impl LogLevel {
     }
 }
 
+/// Opens the log file for appending: created 0600 (the log names instances, pools and
+/// controller; it is nobody else's business), never through a symlink (another user could
+/// point a planted link at a file of ours), never a FIFO or device (the open does not block,
+/// and anything but a regular file is refused).
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| {
+        // ELOOP is what O_NOFOLLOW answers for a symlink: say so in words.
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return std::io::Error::new(
+                e.kind(),
+                "it is a symbolic link, which is not followed (give the real path)",
+            );
+        }
+        // ENXIO: a FIFO without a reader (a non-blocking open for writing fails that way), or
+        // a device without its driver: say what the path is.
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            if let Ok(meta) = std::fs::symlink_metadata(path) {
+                return std::io::Error::other(format!(
+                    "not a regular file ({})",
+                    crate::text::file_kind(&meta)
+                ));
+            }
+        }
+        e
+    })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(format!(
+            "not a regular file ({})",
+            crate::text::file_kind(&meta)
+        )));
+    }
+    Ok(file)
 }
 
 fn install<W>(level: LogLevel, format: LogFormat, writer: W)
@@ -123,7 +228,10 @@ where
                 tracing_subscriber::fmt::layer()
                     .with_writer(writer)
                     .with_ansi(false)
-                    .with_target(false),
+                    .with_target(false)
+                    // Its report of a failed write is an eprintln!, which panics when stderr
+                    // cannot be written either.
+                    .log_internal_errors(false),
             )
             .try_init(),
         LogFormat::Json => base
@@ -132,7 +240,8 @@ where
                     .json()
                     .with_current_span(true)
                     .with_span_list(false)
-                    .with_writer(writer),
+                    .with_writer(writer)
+                    .log_internal_errors(false),
             )
             .try_init(),
     };

@@ -1,16 +1,24 @@
 //! CLI mode: subcommands for people. They build the same [`Operation`] as GARM mode and run it
 //! through the same provider; only the output is friendlier (pretty JSON, progress on stderr).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
+use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
-use crate::provider::{Operation, Outcome};
+use crate::provider::{Operation, Outcome, Provider};
+
+use super::{say, write_stdout};
+
+/// Time given to remove what an interrupted `create` made; the same grace a failed create's
+/// rollback gets.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(120);
 
 /// garm-provider-edge-connect: GARM runners as Edge Connect Apps + AppInsts.
 ///
@@ -118,39 +126,75 @@ pub fn run() -> u8 {
     let cli = Cli::parse();
     match execute(cli) {
         Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: {e}");
+        // `schema config | head -1`: the reader has gone; there is no one left to tell.
+        Err(Failure::StdoutGone) => 0,
+        Err(Failure::Error(e)) => {
+            // One line whatever the message holds (a server's text, an echoed argument).
+            say(&format!("error: {}", crate::text::one_line(&e.to_string())));
             e.exit_code()
         }
     }
 }
 
-fn execute(cli: Cli) -> Result<(), Error> {
-    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+/// Why a CLI command did not finish normally.
+enum Failure {
+    /// The command failed.
+    Error(Error),
+    /// stdout is a closed pipe: stop quietly, as `head` expects of the writer.
+    StdoutGone,
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Error(e)
+    }
+}
+
+/// Prints one result to stdout.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut line = text.to_string();
+    line.push('\n');
+    write_stdout(&line).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Failure::StdoutGone,
+        _ => Failure::Error(Error::Other(format!("cannot write to stdout: {e}"))),
+    })
+}
+
+fn pretty<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+/// What a command run against Edge Connect ended with.
+enum Ended {
+    /// The provider's outcome.
+    Outcome(Outcome),
+    /// `delete` of a name no runner of this controller has.
+    NothingToDelete,
+}
+
+fn execute(cli: Cli) -> Result<(), Failure> {
     let operation = match cli.command {
         Command::Version => {
-            println!("garm-provider-edge-connect {}", crate::VERSION);
-            return Ok(());
+            return print(&format!(
+                "garm-provider-edge-connect {}",
+                super::build_description()
+            ))
         }
         Command::Schema { which } => {
             let schema = match which {
                 SchemaKind::Config => Config::json_schema(),
                 SchemaKind::ExtraSpecs => ExtraSpecs::json_schema(),
             };
-            println!("{}", pretty(&schema));
-            return Ok(());
+            return print(&pretty(&schema));
         }
         Command::ValidateExtraSpecs { file } => {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| Error::input(format!("cannot read {}: {e}", file.display())))?;
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| Error::input(format!("{}: not JSON: {e}", file.display())))?;
+            let value = read_json_file(&file, "extra specs file")?;
             ExtraSpecs::from_value(Some(&value))?;
-            eprintln!("✓ {} is valid", file.display());
+            say(&format!("✓ {} is valid", file.display()));
             return Ok(());
         }
         #[cfg(feature = "demo")]
-        Command::Demo => return crate::demo::run(),
+        Command::Demo => return Ok(crate::demo::run()?),
         Command::Check {
             extra_specs,
             image,
@@ -176,13 +220,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
             return if failed == 0 {
                 Ok(())
             } else {
-                Err(Error::Other(format!("{failed} check(s) failed")))
+                Err(Error::Other(format!("{failed} check(s) failed")).into())
             };
         }
         Command::Create { bootstrap, pool_id } => {
-            let file = std::fs::File::open(&bootstrap)
-                .map_err(|e| Error::input(format!("cannot read {}: {e}", bootstrap.display())))?;
-            Operation::create(BootstrapInstance::from_reader(file)?, pool_id, None)
+            Operation::create(read_bootstrap(&bootstrap)?, pool_id, None)
         }
         Command::Get { id } => Operation::Get { instance: id },
         Command::List { pool_id: Some(p) } => Operation::List { pool_id: p },
@@ -192,7 +234,8 @@ fn execute(cli: Cli) -> Result<(), Error> {
             if !yes {
                 return Err(Error::input(
                     "remove-all deletes every runner of this controller; add --yes to confirm",
-                ));
+                )
+                .into());
             }
             Operation::RemoveAll
         }
@@ -208,20 +251,125 @@ fn execute(cli: Cli) -> Result<(), Error> {
         .ok_or_else(|| Error::input("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
     let session = crate::pipeline::open(&config_path)?;
     let summary = summary(&operation);
-    let progress: crate::provider::Progress = Arc::new(|m: &str| eprintln!("  … {m}"));
-    let finished = crate::pipeline::run(session.config, &controller_id, operation, progress)?;
-    match finished.outcome {
-        Outcome::Instance(i) => {
-            println!("{}", pretty(&serde_json::to_value(&i).unwrap_or_default()))
+    let target = operation.instance().unwrap_or_default().to_string();
+    let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
+    let provider = crate::pipeline::provider(
+        session.config,
+        &controller_id,
+        crate::pipeline::process_environment(),
+        progress,
+    )?;
+    let ended = crate::pipeline::block_on(run_operation(&provider, operation))?;
+    let requests = provider.client().requests();
+    tracing::info!(requests, logins = provider.client().logins(), "done");
+    match ended {
+        Ended::Outcome(Outcome::Instance(i)) => print(&pretty(&i))?,
+        Ended::Outcome(Outcome::Instances(list)) => print(&pretty(&list))?,
+        Ended::Outcome(Outcome::Done) => {}
+        Ended::NothingToDelete => {
+            say(&format!(
+                "nothing to delete: {target} (no runner of this controller has that name)"
+            ));
+            return Ok(());
         }
-        Outcome::Instances(list) => println!(
-            "{}",
-            pretty(&serde_json::to_value(&list).unwrap_or_default())
-        ),
-        Outcome::Done => {}
     }
-    eprintln!("✓ {summary} ({} Edge Connect requests)", finished.requests);
+    say(&format!("✓ {summary} ({requests} Edge Connect requests)"));
     Ok(())
+}
+
+/// Runs one operation for a person at a terminal: a `create` can be interrupted (Ctrl-C) and
+/// then removes what it made; a `delete` says when there was nothing to delete.
+async fn run_operation(provider: &Provider, operation: Operation) -> Result<Ended, Error> {
+    match operation {
+        Operation::Create { .. } => {
+            let name = operation.instance().unwrap_or_default().to_string();
+            tokio::select! {
+                result = provider.run(operation) => result.map(Ended::Outcome),
+                // Dropping the create future stops it where it is; what it made is removed by
+                // name, as GARM's DeleteInstance would, including an AppInst still creating.
+                _ = tokio::signal::ctrl_c() => Err(interrupted(provider, &name).await),
+            }
+        }
+        Operation::Delete { instance } => {
+            // The provider's delete succeeds when nothing has the name (GARM needs that), so
+            // look first to tell the person which it was.
+            let lookup = Operation::Get {
+                instance: instance.clone(),
+            };
+            match provider.run(lookup).await {
+                Err(Error::NotFound(_)) => return Ok(Ended::NothingToDelete),
+                Err(e) => return Err(e),
+                Ok(_) => {}
+            }
+            provider
+                .run(Operation::Delete { instance })
+                .await
+                .map(Ended::Outcome)
+        }
+        other => provider.run(other).await.map(Ended::Outcome),
+    }
+}
+
+/// Removes what an interrupted create made, within [`INTERRUPT_GRACE`]; a second Ctrl-C stops
+/// at once. Returns the error to report.
+async fn interrupted(provider: &Provider, name: &str) -> Error {
+    say(&format!(
+        "  … interrupted: removing what was made of {name} (Ctrl-C again to stop at once)"
+    ));
+    let cleanup = provider.run(Operation::Delete {
+        instance: name.to_string(),
+    });
+    let left = tokio::select! {
+        result = tokio::time::timeout(INTERRUPT_GRACE, cleanup) => match result {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(format!("not done within {} s", INTERRUPT_GRACE.as_secs())),
+        },
+        _ = tokio::signal::ctrl_c() => Some("interrupted again".to_string()),
+    };
+    Error::Interrupted(match left {
+        None => format!("interrupted; nothing of {name} was left behind"),
+        Some(why) => {
+            format!("interrupted; {name} may be left behind ({why}); remove it with: delete {name}")
+        }
+    })
+}
+
+/// Reads a bootstrap file: a regular file of bounded size that holds JSON, each failure named
+/// with the file.
+fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
+    let raw = crate::text::read_regular_file(path, MAX_BOOTSTRAP_BYTES).map_err(|e| {
+        Error::input(format!(
+            "cannot read bootstrap file {}: {e}",
+            path.display()
+        ))
+    })?;
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&raw) {
+        if e.is_syntax() || e.is_eof() {
+            return Err(Error::input(format!(
+                "bootstrap file {} is not JSON (line {} column {}); it must be GARM's bootstrap JSON, see examples/",
+                path.display(),
+                e.line(),
+                e.column()
+            )));
+        }
+    }
+    BootstrapInstance::from_slice(&raw)
+        .map_err(|e| Error::input(format!("bootstrap file {}: {e}", path.display())))
+}
+
+/// Reads a JSON file given on the command line, bounded like the bootstrap.
+fn read_json_file(path: &Path, what: &str) -> Result<serde_json::Value, Error> {
+    let raw = crate::text::read_regular_file(path, MAX_BOOTSTRAP_BYTES)
+        .map_err(|e| Error::input(format!("cannot read {what} {}: {e}", path.display())))?;
+    serde_json::from_slice(&raw).map_err(|e| {
+        Error::input(format!(
+            "{what} {} is not JSON (line {} column {})",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
 }
 
 fn summary(operation: &Operation) -> String {

@@ -1,7 +1,6 @@
 //! GARM mode: no arguments, `GARM_COMMAND` set. Exactly one JSON document (or nothing) on stdout,
 //! one line on stderr on failure, GARM's exit codes.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,22 +13,46 @@ use crate::logging::LogGuard;
 use crate::pipeline::Finished;
 use crate::provider::{Operation, Outcome};
 
-/// Runs the GARM protocol and returns the exit code. Nothing but the result goes to stdout.
+/// Longest stderr line, in characters: GARM stores it as the runner's fault, and an echoed
+/// 100 KB instance id must not fill its database.
+const MAX_FAULT_CHARS: usize = 2000;
+
+/// Runs the GARM protocol and returns the exit code. Nothing but the result goes to stdout,
+/// and on failure exactly one line goes to stderr.
 pub fn run() -> u8 {
+    crate::logging::reserve_stderr();
+    // A panic is a bug, but GARM still stores stderr as the fault: keep it to one line too
+    // (the default hook prints two or three, and a backtrace note). Exit code stays 101.
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        fault(&format!(
+            "internal error (a bug, please report it): {message}{at}"
+        ));
+    }));
     let (code, guard) = match execute() {
-        Ok((stdout, guard)) => {
-            let mut out = std::io::stdout().lock();
-            let written = out.write_all(stdout.as_bytes()).and_then(|_| out.flush());
-            match written {
-                Ok(()) => (0, guard),
-                Err(e) => {
-                    eprintln!("cannot write the result to stdout: {e}");
-                    (exit::FAILURE, guard)
-                }
+        Ok((stdout, guard)) => match super::write_stdout(&stdout) {
+            Ok(()) => (0, guard),
+            Err(e) => {
+                fault(&format!("cannot write the result to stdout: {e}"));
+                (exit::FAILURE, guard)
             }
-        }
+        },
         Err((e, guard)) => {
-            eprintln!("{e}");
+            // The log file's trouble is worth knowing, but only as part of the one line.
+            let line = match guard.as_ref().and_then(|g| g.warning()) {
+                Some(warning) => format!("{e} (also: {warning})"),
+                None => e.to_string(),
+            };
+            fault(&line);
             (e.exit_code(), guard)
         }
     };
@@ -38,9 +61,15 @@ pub fn run() -> u8 {
     code
 }
 
-type Failure = (Error, Option<LogGuard>);
+/// The one stderr line GARM keeps: control characters escaped, length bounded.
+fn fault(message: &str) {
+    super::say(&crate::text::echo_max(message, MAX_FAULT_CHARS));
+}
 
-fn execute() -> Result<(String, Option<LogGuard>), Failure> {
+// The guard is boxed: it travels with every error, which should stay small.
+type Failure = (Error, Option<Box<LogGuard>>);
+
+fn execute() -> Result<(String, Option<Box<LogGuard>>), Failure> {
     let env = GarmEnv::from_process().map_err(|e| (e.into(), None))?;
     if let Some(output) = local_command(&env).map_err(|e| (e, None))? {
         return Ok((output, None));
@@ -63,7 +92,7 @@ fn execute() -> Result<(String, Option<LogGuard>), Failure> {
         if log_file {
             tracing::error!(error = %e, "command failed");
         }
-        (e, Some(guard))
+        (e, Some(Box::new(guard)))
     };
 
     let operation = match operation(&env) {
@@ -72,7 +101,11 @@ fn execute() -> Result<(String, Option<LogGuard>), Failure> {
     };
     span.record(
         "instance",
-        tracing::field::display(operation.instance().unwrap_or_default()),
+        // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
+        tracing::field::display(crate::text::echo_max(
+            operation.instance().unwrap_or_default(),
+            256,
+        )),
     );
     tracing::info!("start");
 
@@ -88,7 +121,7 @@ fn execute() -> Result<(String, Option<LogGuard>), Failure> {
         Outcome::Done => Ok(String::new()),
     };
     match stdout {
-        Ok(s) => Ok((s, Some(guard))),
+        Ok(s) => Ok((s, Some(Box::new(guard)))),
         Err(e) => Err(fail(
             Error::Other(format!("cannot encode the result: {e}")),
             guard,

@@ -35,6 +35,37 @@ pub struct RunnerTool {
     pub temp_download_token: Option<Secret>,
 }
 
+/// A parse error by field and position, never by value: the bootstrap holds the instance token,
+/// proxy credentials and download tokens, and serde's "invalid type" messages quote the value
+/// they refused (`invalid type: string "http://user:pass@proxy", expected struct ProxyConfig`).
+fn describe(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let key = e.path().to_string();
+    let what = describe_json(e.inner());
+    if key == "." || e.inner().is_syntax() || e.inner().is_eof() {
+        what
+    } else {
+        format!("`{key}`: {what}")
+    }
+}
+
+/// serde_json's message without any value, with its position.
+fn describe_json(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&position).unwrap_or(&full);
+    let what = if e.is_syntax() || e.is_eof() {
+        // Syntax messages describe the text ("expected value", "trailing characters"), not a value.
+        crate::text::echo_max(message, 200)
+    } else {
+        crate::text::describe_serde(message, false)
+    };
+    if e.line() == 0 {
+        what
+    } else {
+        format!("{what} at line {} column {}", e.line(), e.column())
+    }
+}
+
 /// Proxy settings of the pool (`proxy_config`, GARM main only). Values may embed credentials.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ProxyConfig {
@@ -129,9 +160,13 @@ impl BootstrapInstance {
                 "no bootstrap params on stdin (CreateInstance needs GARM's JSON)",
             ));
         }
-        let parsed: BootstrapInstance = serde_json::from_slice(raw).map_err(|e| {
-            // serde_json's message names the field and position but never echoes values.
-            ProtocolError::new(format!("invalid bootstrap params: {e}"))
+        let mut json = serde_json::Deserializer::from_slice(raw);
+        let parsed: BootstrapInstance =
+            serde_path_to_error::deserialize(&mut json).map_err(|e| {
+                ProtocolError::new(format!("invalid bootstrap params: {}", describe(&e)))
+            })?;
+        json.end().map_err(|e| {
+            ProtocolError::new(format!("invalid bootstrap params: {}", describe_json(&e)))
         })?;
         parsed.validate()?;
         Ok(parsed)

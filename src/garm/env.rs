@@ -9,6 +9,17 @@ use super::error::ProtocolError;
 /// The GARM external-provider interface versions this binary speaks.
 pub const SUPPORTED_INTERFACE_VERSIONS: [&str; 2] = ["v0.1.0", "v0.1.1"];
 
+/// The GARM variables this provider reads.
+const READ_VARIABLES: [&str; 7] = [
+    "GARM_COMMAND",
+    "GARM_INTERFACE_VERSION",
+    "GARM_CONTROLLER_ID",
+    "GARM_PROVIDER_CONFIG_FILE",
+    "GARM_POOL_ID",
+    "GARM_INSTANCE_ID",
+    "GARM_POOL_EXTRASPECS",
+];
+
 /// `GARM_INTERFACE_VERSION`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InterfaceVersion {
@@ -66,7 +77,8 @@ impl GarmCommand {
             "" => return Err(ProtocolError::new("GARM_COMMAND is empty")),
             other => {
                 return Err(ProtocolError::new(format!(
-                    "unknown command: GARM_COMMAND={other}"
+                    "unknown command: GARM_COMMAND={}",
+                    crate::text::echo(other)
                 )))
             }
         };
@@ -142,12 +154,25 @@ pub struct GarmEnv {
 }
 
 impl GarmEnv {
-    /// Reads the process environment. Only `GARM_*` names are consulted here.
+    /// Reads the process environment. Only `GARM_*` names are consulted here. A variable
+    /// this provider reads whose value is not UTF-8 is refused as such (not reported "not set",
+    /// which would send the operator looking in the wrong place).
     pub fn from_process() -> Result<Self, ProtocolError> {
-        let vars: HashMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .filter(|(k, _)| k.starts_with("GARM_"))
-            .collect();
+        let mut vars = HashMap::new();
+        for (k, v) in std::env::vars_os() {
+            let Some(k) = k.to_str().filter(|k| k.starts_with("GARM_")) else {
+                continue;
+            };
+            match v.into_string() {
+                Ok(v) => {
+                    vars.insert(k.to_string(), v);
+                }
+                Err(_) if READ_VARIABLES.contains(&k) => {
+                    return Err(ProtocolError::new(format!("{k} is not valid UTF-8")))
+                }
+                Err(_) => {}
+            }
+        }
         Self::from_map(&vars)
     }
 
@@ -163,7 +188,8 @@ impl GarmEnv {
             "v0.1.1" => InterfaceVersion::V011,
             other => {
                 return Err(ProtocolError::new(format!(
-                    "unsupported GARM_INTERFACE_VERSION={other} (supported: {})",
+                    "unsupported GARM_INTERFACE_VERSION={} (supported: {})",
+                    crate::text::echo(other),
                     SUPPORTED_INTERFACE_VERSIONS.join(", ")
                 )))
             }

@@ -56,6 +56,10 @@ impl Provider {
                     "instance {} already exists on Edge Connect (App {name})",
                     bootstrap.name
                 )),
+                // Login failed or no connection was made: CreateApp never left this process,
+                // so there is nothing to roll back (and an unreachable server would only make
+                // the rollback wait out its whole grace).
+                ApiErrorKind::Transport if never_sent(&e) => e.into(),
                 // The request may have reached the server: make sure no App stays behind.
                 ApiErrorKind::Transport => self.rollback(&name, &app_key, deadline, e.into()).await,
                 _ => self.explain(e).await,
@@ -521,6 +525,13 @@ impl std::fmt::Display for Refusal {
             Refusal::Local(why) => f.write_str(why),
         }
     }
+}
+
+/// Whether a failed CreateApp certainly never reached the server: its login failed first, or
+/// the connection could not be made. These are the client's own words for those cases
+/// (`ApiError::transport("login", ..)`, reqwest's `is_connect`), not the controller's.
+fn never_sent(e: &ApiError) -> bool {
+    e.rpc == "login" || e.message.starts_with("cannot connect")
 }
 
 fn join(items: impl Iterator<Item = String>) -> String {

@@ -14,6 +14,7 @@ mod garm_lifecycle;
 mod logging;
 mod reliability_faults;
 mod reliability_load;
+mod robustness;
 mod runner_entrypoint;
 mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.

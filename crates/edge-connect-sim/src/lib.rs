@@ -32,7 +32,7 @@
 //! | 3 | `domain` | validation, placement, state machines, manifest and YAML reading, templating, containers, ports, tokens |
 //! | 2 | `protocol` | request decoding, reply encoding, errors, NDJSON streams |
 //! | 1 | `model` | objects, enums, store, inventory, Show filters |
-//! | leaf | `config`, `clock`, `faults`, `reqlog`, `gojson` | configuration, time and ids, fault queue, request log, Go's JSON encoding |
+//! | leaf | `config`, `clock`, `faults`, `reqlog`, `gojson`, `trial_config` | configuration, time and ids, fault queue, request log, Go's JSON encoding, a provider config for trials |
 //!
 //! # Behaviours verified in the EdgeXR source (spec §13)
 //!

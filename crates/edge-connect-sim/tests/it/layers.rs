@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// Layer of a top-level module; leaves (0) may be used by every layer.
 fn rank(module: &str) -> Option<u8> {
     Some(match module {
-        "config" | "clock" | "faults" | "reqlog" | "gojson" | "lock" => 0,
+        "config" | "clock" | "faults" | "reqlog" | "gojson" | "lock" | "trial_config" => 0,
         "model" => 1,
         "protocol" => 2,
         "domain" => 3,

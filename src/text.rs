@@ -1,0 +1,334 @@
+//! Text that reaches an operator: echoed input made safe for one line, parse errors reworded so
+//! they never repeat a value that may be secret, and local files read without surprises.
+//!
+//! A leaf module: it imports nothing of the crate, so the protocol layer ([`crate::garm`]) can use
+//! it without depending on the provider above it.
+
+use std::io::Read;
+use std::path::Path;
+
+/// How many characters of an input are echoed in a message: enough to recognise it, short
+/// enough that a 100 KB value cannot flood GARM's fault field.
+pub const ECHO_CHARS: usize = 64;
+
+/// Upper bound for a config or credentials file: real ones are a few hundred bytes.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// `value` as one printable line of at most [`ECHO_CHARS`] characters: control characters
+/// (newline, escape sequences, C1 controls) are shown escaped, and a longer value is cut with
+/// a note of its full size.
+pub fn echo(value: &str) -> String {
+    echo_max(value, ECHO_CHARS)
+}
+
+/// [`echo`] with another length limit.
+pub fn echo_max(value: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for (count, c) in value.chars().enumerate() {
+        if count == max_chars {
+            out.push_str(&format!("… ({} bytes in all)", value.len()));
+            return out;
+        }
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
+/// `text` with every control character escaped, so that it stays one line whatever it holds.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        // C0, DEL and C1 controls (U+009B is a one-character escape sequence introducer), and
+        // the bidirectional overrides that can make a line read differently than it is.
+        c if c.is_control()
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c) =>
+        {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32))
+        }
+        c => out.push(c),
+    }
+}
+
+/// Escapes control characters inside one formatted log record (bytes), keeping its final
+/// newline: a field such as an instance name with a newline cannot start a fake log line.
+/// Returns `None` when the record needs no change (the common case, no copy).
+pub fn escape_record(record: &[u8]) -> Option<Vec<u8>> {
+    let body = record.strip_suffix(b"\n").unwrap_or(record);
+    let needs = body.iter().enumerate().any(|(i, &b)| {
+        b < 0x20 || b == 0x7f || (b == 0xc2 && matches!(body.get(i + 1), Some(0x80..=0x9f)))
+    });
+    if !needs {
+        return None;
+    }
+    let text = String::from_utf8_lossy(body);
+    let mut out = one_line(&text).into_bytes();
+    if body.len() < record.len() {
+        out.push(b'\n');
+    }
+    Some(out)
+}
+
+/// What went wrong with a value, in words, from a serde error message — without the value.
+///
+/// serde's messages quote the offending value (`invalid type: string "http://user:pass@proxy",
+/// expected struct ProxyConfig`); in a credentials file or GARM's bootstrap that value can be a
+/// password or a token. This keeps the kind of value and what was expected and drops the rest.
+/// With `show_value`, a short escaped excerpt of a string value is kept, for files that hold no
+/// secret (the provider config), because "got the string \"60s\"" is what lets the operator fix it.
+pub fn describe_serde(message: &str, show_value: bool) -> String {
+    // "invalid type: <unexpected>, expected <expected>" and "invalid value: ..."
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some((unexpected, expected)) = split_expected(rest) {
+                return format!(
+                    "expected {}, got {}",
+                    expected_in_words(expected),
+                    unexpected_in_words(unexpected, show_value)
+                );
+            }
+        }
+    }
+    if let Some(rest) = message.strip_prefix("invalid length ") {
+        if let Some((_, expected)) = split_expected(rest) {
+            return format!("expected {}", expected_in_words(expected));
+        }
+    }
+    // Messages that name a key, a variant or a field (`unknown field `x``, `missing field `x``,
+    // `unknown variant `x``, `duplicate key`) carry no value of a secret field: keep them, as
+    // one short line.
+    let known = [
+        "unknown field",
+        "missing field",
+        "duplicate field",
+        "duplicate key",
+        "unknown variant",
+        "EOF while parsing",
+        "expected",
+        "trailing",
+        "key must be a string",
+        "control character",
+        "invalid escape",
+        "invalid number",
+        "invalid unicode",
+        "lone leading surrogate",
+        "recursion limit",
+    ];
+    if known.iter().any(|k| message.starts_with(k)) {
+        // `unknown variant `x`` echoes the given variant: a config enum, never a secret, but
+        // it is still input: escape and cut it.
+        return echo_max(message, 300);
+    }
+    "a value of the wrong form".to_string()
+}
+
+/// `what` prefixed with the key it is about (`edge_connect.request_timeout_secs: ...`), as
+/// serde_path_to_error names it. An unknown field names itself in the message, so it is
+/// prefixed with the table that holds it, if any; the top level (".") gets no prefix.
+pub fn keyed(path: &str, what: &str) -> String {
+    let path = if what.starts_with("unknown field") {
+        path.rsplit_once('.')
+            .map(|(parent, _)| parent)
+            .unwrap_or("")
+    } else {
+        path
+    };
+    if path.is_empty() || path == "." {
+        what.to_string()
+    } else {
+        format!("{path}: {what}")
+    }
+}
+
+/// Splits "<unexpected>, expected <expected>" at the last ", expected ".
+fn split_expected(rest: &str) -> Option<(&str, &str)> {
+    let at = rest.rfind(", expected ")?;
+    Some((&rest[..at], &rest[at + ", expected ".len()..]))
+}
+
+fn expected_in_words(expected: &str) -> String {
+    let e = expected.trim();
+    match e {
+        "u64" | "u32" | "u16" | "u8" | "usize" => "a whole number (0 or more)".to_string(),
+        "i64" | "i32" => "a whole number".to_string(),
+        "a boolean" => "true or false".to_string(),
+        "a string" | "a borrowed string" => "a string".to_string(),
+        _ if e.starts_with("struct ") || e.starts_with("a map") => "a table / object".to_string(),
+        _ if e.starts_with("a sequence") => "a list".to_string(),
+        _ if e.starts_with("enum ") => "one of the allowed names".to_string(),
+        _ => echo_max(e, 120),
+    }
+}
+
+fn unexpected_in_words(unexpected: &str, show_value: bool) -> String {
+    let u = unexpected.trim();
+    let (kind, value) = match u.split_once(' ') {
+        Some((k, v)) => (k, v),
+        None => (u, ""),
+    };
+    let kind = match kind {
+        "string" => "a string",
+        "integer" => "a number",
+        "floating" => "a decimal number",
+        "boolean" => "a boolean",
+        "character" => "a character",
+        "sequence" => return "a list".to_string(),
+        "map" => return "a table / object".to_string(),
+        "unit" | "null" => return "null".to_string(),
+        _ => return "a value of another type".to_string(),
+    };
+    if show_value && kind == "a string" && !value.is_empty() {
+        // serde quotes the string with Rust's Debug escapes: keep that, escaped and cut.
+        return format!("the string {}", echo(value));
+    }
+    if show_value && (kind == "a number" || kind == "a decimal number" || kind == "a boolean") {
+        let value = value.trim_start_matches("point ").trim_matches('`');
+        return format!("{kind} ({})", echo(value));
+    }
+    kind.to_string()
+}
+
+/// Reads a local file the provider is given (config, credentials, bootstrap): only a regular
+/// file, at most `max_bytes`. A FIFO would block forever and `/dev/zero` would never end; both
+/// are refused with a line that says why. Symlinks are followed (Kubernetes mounts Secrets and
+/// ConfigMaps through them).
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+    let file = open_regular(path)?;
+    let mut raw = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| e.to_string())?;
+    if raw.len() as u64 > max_bytes {
+        return Err(format!(
+            "larger than {max_bytes} bytes; not a file this provider reads"
+        ));
+    }
+    Ok(raw)
+}
+
+/// Opens `path` for reading if it is a regular file. The open itself does not block on a FIFO
+/// (O_NONBLOCK); the type is checked on the opened file, so it cannot change in between.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(format!("not a regular file ({})", file_kind(&meta)));
+    }
+    Ok(file)
+}
+
+/// "a directory", "a FIFO", ... for messages about a path that is not a regular file.
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_escapes_and_cuts() {
+        assert_eq!(echo("Frobnicate"), "Frobnicate");
+        assert_eq!(echo("a\nb\x1b[31m"), "a\\nb\\u{1b}[31m");
+        let long = "x".repeat(100_000);
+        let e = echo(&long);
+        assert!(e.starts_with(&"x".repeat(64)), "{e}");
+        assert!(e.ends_with("… (100000 bytes in all)"), "{e}");
+        assert_eq!(echo("\u{9b}2J"), "\\u{9b}2J");
+    }
+
+    #[test]
+    fn records_keep_their_final_newline_only() {
+        assert_eq!(escape_record(b"plain line\n"), None);
+        assert_eq!(
+            escape_record(b"instance=a\nFAKE line\n").unwrap(),
+            b"instance=a\\nFAKE line\n".to_vec()
+        );
+        assert_eq!(
+            escape_record("c1 \u{9b} x\n".as_bytes()).unwrap(),
+            b"c1 \\u{9b} x\n".to_vec()
+        );
+    }
+
+    #[test]
+    fn serde_type_errors_lose_their_value() {
+        let m = describe_serde(
+            "invalid type: integer `424242424242`, expected a string",
+            false,
+        );
+        assert_eq!(m, "expected a string, got a number");
+        let m = describe_serde(
+            "invalid type: string \"http://u:s3cret@proxy\", expected struct ProxyConfig",
+            false,
+        );
+        assert_eq!(m, "expected a table / object, got a string");
+        let m = describe_serde("invalid type: string \"60s\", expected u64", true);
+        assert_eq!(
+            m,
+            "expected a whole number (0 or more), got the string \"60s\""
+        );
+        assert_eq!(
+            describe_serde("unknown field `surprise`, expected one of `a`, `b`", false),
+            "unknown field `surprise`, expected one of `a`, `b`"
+        );
+        assert_eq!(
+            describe_serde("something new with s3cret", false),
+            "a value of the wrong form"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn describe_never_repeats_a_value(v in "[a-z0-9:@/]{8,40}") {
+            for msg in [
+                format!("invalid type: string {v:?}, expected a string"),
+                format!("invalid value: string {v:?}, expected a URL"),
+                format!("invalid type: integer `{v}`, expected a string"),
+                format!("custom error {v}"),
+            ] {
+                let d = describe_serde(&msg, false);
+                proptest::prop_assert!(!d.contains(&v), "{d}");
+            }
+        }
+    }
+}
