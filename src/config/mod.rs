@@ -13,11 +13,6 @@ use serde::Deserialize;
 use crate::error::Error;
 use edge_connect::Secret;
 
-/// Environment variable that overrides the credentials file's `username`.
-pub const ENV_USERNAME: &str = "EDP_EDGE_CONNECT_USERNAME";
-/// Environment variable that overrides the credentials file's `password`.
-pub const ENV_PASSWORD: &str = "EDP_EDGE_CONNECT_PASSWORD";
-
 /// The provider config file.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -205,16 +200,11 @@ fn default_operation_timeout() -> u64 {
     900
 }
 
+pub use credentials::{ENV_PASSWORD, ENV_USERNAME};
 pub use edge_connect::Credentials;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CredentialsFile {
-    #[serde(default)]
-    username: Option<String>,
-    #[serde(default)]
-    password: Option<Secret>,
-}
+mod credentials;
+mod validate;
 
 impl EdgeConnectConfig {
     /// What the Edge Connect client is built from.
@@ -294,123 +284,6 @@ impl Config {
         }
     }
 
-    /// Checks values that TOML types cannot express. Returns a message naming the key.
-    pub fn validate(&self) -> Result<(), String> {
-        let ec = &self.edge_connect;
-        let url = reqwest::Url::parse(&ec.url).map_err(|e| {
-            format!(
-                "edge_connect.url: not a URL ({e}): {}",
-                crate::text::echo(&ec.url)
-            )
-        })?;
-        if url.path().trim_end_matches('/').ends_with("/api/v1") {
-            let mut base = url.clone();
-            let path = base
-                .path()
-                .trim_end_matches('/')
-                .trim_end_matches("/api/v1")
-                .to_string();
-            base.set_path(&path);
-            return Err(format!(
-                "edge_connect.url: give the base URL without /api/v1, the provider adds it (edge_connect.url = \"{}\")",
-                base.as_str().trim_end_matches('/')
-            ));
-        }
-        match url.scheme() {
-            "https" => {}
-            "http" if ec.allow_http || is_loopback(&url) => {}
-            "http" => {
-                return Err(
-                    "edge_connect.url: plain http is only allowed for loopback addresses (set edge_connect.allow_http = true to override)"
-                        .to_string(),
-                )
-            }
-            other => return Err(format!("edge_connect.url: unsupported scheme `{other}`")),
-        }
-        for (key, value) in [
-            ("edge_connect.organization", &ec.organization),
-            ("edge_connect.region", &ec.region),
-            ("edge_connect.app_version", &ec.app_version),
-        ] {
-            if value.trim().is_empty() {
-                return Err(format!("{key}: must not be empty"));
-            }
-        }
-        if !crate::naming::is_valid_key_part(&ec.app_version) {
-            return Err(format!(
-                "edge_connect.app_version: {:?} does not match Edge Connect's key rule ^[0-9a-zA-Z][-_0-9a-zA-Z .&,!]*$",
-                ec.app_version
-            ));
-        }
-        crate::manifest_safety::check_command(
-            ec.deployment,
-            "edge_connect.command",
-            ec.command.as_deref(),
-            &ec.command_args,
-        )?;
-        if !crate::naming::is_valid_key_part(&ec.organization) {
-            return Err(
-                "edge_connect.organization: not a valid Edge Connect organization name".into(),
-            );
-        }
-        if !ec
-            .region
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
-            return Err("edge_connect.region: must match ^\\w+$ (e.g. EU)".into());
-        }
-        if let Some(f) = &ec.default_flavor {
-            if f.trim().is_empty() {
-                return Err("edge_connect.default_flavor: must not be empty when given".into());
-            }
-        }
-        match (&ec.cloudlet, &ec.zone) {
-            (Some(_), Some(_)) => {
-                return Err("edge_connect: give either [edge_connect.cloudlet] or [edge_connect.zone], not both".into())
-            }
-            (None, None) => {
-                return Err("edge_connect: a placement is required: [edge_connect.zone] (newer API) or [edge_connect.cloudlet]".into())
-            }
-            _ => {}
-        }
-        for (key, site) in [
-            ("edge_connect.cloudlet", &ec.cloudlet),
-            ("edge_connect.zone", &ec.zone),
-        ] {
-            if let Some(site) = site {
-                if site.name.trim().is_empty() || site.organization.trim().is_empty() {
-                    return Err(format!("{key}: name and organization must not be empty"));
-                }
-            }
-        }
-        if ec.env_delivery == EnvDelivery::EnvvarsYaml && ec.deployment != Deployment::Kubernetes {
-            return Err(
-                "edge_connect.env_delivery: envvars_yaml needs deployment = \"kubernetes\"".into(),
-            );
-        }
-        if ec.request_timeout_secs == 0 {
-            return Err("edge_connect.request_timeout_secs: must be at least 1".into());
-        }
-        for (key, value) in [
-            ("edge_connect.request_timeout_secs", ec.request_timeout_secs),
-            (
-                "edge_connect.operation_timeout_secs",
-                ec.operation_timeout_secs,
-            ),
-        ] {
-            if value > MAX_DURATION_SECS {
-                return Err(format!(
-                    "{key}: {value} is more than the maximum of {MAX_DURATION_SECS} (24 hours)"
-                ));
-            }
-        }
-        if ec.operation_timeout_secs < ec.request_timeout_secs {
-            return Err("edge_connect.operation_timeout_secs: must not be smaller than request_timeout_secs".into());
-        }
-        Ok(())
-    }
-
     /// The configured placement.
     pub fn placement(&self) -> Placement {
         match (&self.edge_connect.zone, &self.edge_connect.cloudlet) {
@@ -424,116 +297,9 @@ impl Config {
         }
     }
 
-    /// Resolves credentials: the file first, then `EDP_EDGE_CONNECT_USERNAME` /
-    /// `EDP_EDGE_CONNECT_PASSWORD` from `env` override it.
-    pub fn credentials(&self, env: &HashMap<String, String>) -> Result<Credentials, Error> {
-        let mut username = None;
-        let mut password = None;
-        let mut file_read: Option<&PathBuf> = None;
-        if let Some(path) = &self.credentials_file {
-            let from_env_complete = env.get(ENV_USERNAME).is_some_and(|v| !v.is_empty())
-                && env.get(ENV_PASSWORD).is_some_and(|v| !v.is_empty());
-            if !from_env_complete {
-                check_credentials_permissions(path, self.allow_insecure_credentials_file)?;
-                let unreadable = |e: String| {
-                    Error::config(format!(
-                        "cannot read credentials_file {}: {e}",
-                        path.display()
-                    ))
-                };
-                let raw = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
-                    .map_err(unreadable)?;
-                let text = String::from_utf8(raw)
-                    .map_err(|_| unreadable("not valid UTF-8".to_string()))?;
-                // Never show a value from this file: it is the password's home.
-                let file: CredentialsFile = serde_path_to_error::deserialize(
-                    toml::Deserializer::new(&text),
-                )
-                .map_err(|e| {
-                    Error::config(format!(
-                        "credentials_file {}: {}",
-                        path.display(),
-                        toml_error(&e, &text, false)
-                    ))
-                })?;
-                username = file.username;
-                password = file.password;
-                file_read = Some(path);
-            }
-        }
-        if let Some(u) = env.get(ENV_USERNAME).filter(|v| !v.is_empty()) {
-            username = Some(u.clone());
-        }
-        if let Some(p) = env.get(ENV_PASSWORD).filter(|v| !v.is_empty()) {
-            password = Some(Secret::new(p.clone()));
-        }
-        let username = username.filter(|u| !u.is_empty());
-        let password = password.filter(|p| !p.is_empty());
-        match (username, password, file_read) {
-            (Some(username), Some(password), _) => Ok(Credentials { username, password }),
-            (None, None, None) => Err(Error::config(format!(
-                "no Edge Connect credentials: set username and password in credentials_file, or {ENV_USERNAME} and {ENV_PASSWORD}"
-            ))),
-            (u, _, file) => {
-                let (what, var) = if u.is_none() {
-                    ("username", ENV_USERNAME)
-                } else {
-                    ("password", ENV_PASSWORD)
-                };
-                Err(Error::config(match file {
-                    Some(path) => format!(
-                        "no Edge Connect {what}: credentials_file {} has no `{what}` and {var} is not set",
-                        path.display()
-                    ),
-                    None => format!(
-                        "no Edge Connect {what}: {var} is not set (and no credentials_file is configured)"
-                    ),
-                }))
-            }
-        }
-    }
-
     /// JSON Schema of this config, generated from the types above.
     pub fn json_schema() -> serde_json::Value {
         serde_json::to_value(schemars::schema_for!(Config)).unwrap_or_default()
-    }
-}
-
-/// Credentials files must not be readable by group or others: GARM's host is shared.
-#[cfg(unix)]
-fn check_credentials_permissions(path: &Path, allow_insecure: bool) -> Result<(), Error> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|e| {
-        Error::config(format!(
-            "cannot read credentials_file {}: {e}",
-            path.display()
-        ))
-    })?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 && !allow_insecure {
-        return Err(Error::config(format!(
-            "credentials_file {} is readable by others (mode {mode:o}); run: chmod 600 {}",
-            path.display(),
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_credentials_permissions(_path: &Path, _allow_insecure: bool) -> Result<(), Error> {
-    Ok(())
-}
-
-fn is_loopback(url: &reqwest::Url) -> bool {
-    match url.host_str() {
-        Some("localhost") => true,
-        Some(host) => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback()),
-        None => false,
     }
 }
 
@@ -717,7 +483,7 @@ organization = "TelekomOP"
 
     #[test]
     fn the_example_config_parses_and_names_every_key() {
-        let text = include_str!("../config/provider.example.toml");
+        let text = include_str!("../../config/provider.example.toml");
         let config = parse(text).unwrap();
         assert_eq!(config.edge_connect.region, "EU");
         // Every property of every object in the schema appears in the example (as a key or as a

@@ -1,0 +1,134 @@
+//! `Config::validate`: what TOML's types cannot express, each refusal naming the key.
+
+use super::*;
+
+impl Config {
+    /// Checks values that TOML types cannot express. Returns a message naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        let ec = &self.edge_connect;
+        let url = reqwest::Url::parse(&ec.url).map_err(|e| {
+            format!(
+                "edge_connect.url: not a URL ({e}): {}",
+                crate::text::echo(&ec.url)
+            )
+        })?;
+        if url.path().trim_end_matches('/').ends_with("/api/v1") {
+            let mut base = url.clone();
+            let path = base
+                .path()
+                .trim_end_matches('/')
+                .trim_end_matches("/api/v1")
+                .to_string();
+            base.set_path(&path);
+            return Err(format!(
+                "edge_connect.url: give the base URL without /api/v1, the provider adds it (edge_connect.url = \"{}\")",
+                base.as_str().trim_end_matches('/')
+            ));
+        }
+        match url.scheme() {
+            "https" => {}
+            "http" if ec.allow_http || is_loopback(&url) => {}
+            "http" => {
+                return Err(
+                    "edge_connect.url: plain http is only allowed for loopback addresses (set edge_connect.allow_http = true to override)"
+                        .to_string(),
+                )
+            }
+            other => return Err(format!("edge_connect.url: unsupported scheme `{other}`")),
+        }
+        for (key, value) in [
+            ("edge_connect.organization", &ec.organization),
+            ("edge_connect.region", &ec.region),
+            ("edge_connect.app_version", &ec.app_version),
+        ] {
+            if value.trim().is_empty() {
+                return Err(format!("{key}: must not be empty"));
+            }
+        }
+        if !crate::naming::is_valid_key_part(&ec.app_version) {
+            return Err(format!(
+                "edge_connect.app_version: {:?} does not match Edge Connect's key rule ^[0-9a-zA-Z][-_0-9a-zA-Z .&,!]*$",
+                ec.app_version
+            ));
+        }
+        crate::manifest_safety::check_command(
+            ec.deployment,
+            "edge_connect.command",
+            ec.command.as_deref(),
+            &ec.command_args,
+        )?;
+        if !crate::naming::is_valid_key_part(&ec.organization) {
+            return Err(
+                "edge_connect.organization: not a valid Edge Connect organization name".into(),
+            );
+        }
+        if !ec
+            .region
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err("edge_connect.region: must match ^\\w+$ (e.g. EU)".into());
+        }
+        if let Some(f) = &ec.default_flavor {
+            if f.trim().is_empty() {
+                return Err("edge_connect.default_flavor: must not be empty when given".into());
+            }
+        }
+        match (&ec.cloudlet, &ec.zone) {
+            (Some(_), Some(_)) => {
+                return Err("edge_connect: give either [edge_connect.cloudlet] or [edge_connect.zone], not both".into())
+            }
+            (None, None) => {
+                return Err("edge_connect: a placement is required: [edge_connect.zone] (newer API) or [edge_connect.cloudlet]".into())
+            }
+            _ => {}
+        }
+        for (key, site) in [
+            ("edge_connect.cloudlet", &ec.cloudlet),
+            ("edge_connect.zone", &ec.zone),
+        ] {
+            if let Some(site) = site {
+                if site.name.trim().is_empty() || site.organization.trim().is_empty() {
+                    return Err(format!("{key}: name and organization must not be empty"));
+                }
+            }
+        }
+        if ec.env_delivery == EnvDelivery::EnvvarsYaml && ec.deployment != Deployment::Kubernetes {
+            return Err(
+                "edge_connect.env_delivery: envvars_yaml needs deployment = \"kubernetes\"".into(),
+            );
+        }
+        if ec.request_timeout_secs == 0 {
+            return Err("edge_connect.request_timeout_secs: must be at least 1".into());
+        }
+        for (key, value) in [
+            ("edge_connect.request_timeout_secs", ec.request_timeout_secs),
+            (
+                "edge_connect.operation_timeout_secs",
+                ec.operation_timeout_secs,
+            ),
+        ] {
+            if value > MAX_DURATION_SECS {
+                return Err(format!(
+                    "{key}: {value} is more than the maximum of {MAX_DURATION_SECS} (24 hours)"
+                ));
+            }
+        }
+        if ec.operation_timeout_secs < ec.request_timeout_secs {
+            return Err("edge_connect.operation_timeout_secs: must not be smaller than request_timeout_secs".into());
+        }
+        Ok(())
+    }
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    match url.host_str() {
+        Some("localhost") => true,
+        Some(host) => host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
