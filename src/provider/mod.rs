@@ -3,8 +3,10 @@
 //! Data flows one way: a GARM request becomes an [`Operation`], the operation makes Edge Connect
 //! calls through [`Client`], and the result is an [`Outcome`] that the front door prints.
 
+mod app_request;
 mod create;
 mod delete;
+mod deploy;
 mod inventory;
 mod lifecycle;
 pub mod placement;

@@ -1,0 +1,122 @@
+//! The CreateApp body for a runner: image, flavor, deployment, command, the runner environment
+//! in the configured delivery, and image pull credentials, each checked against what Edge
+//! Connect keeps intact before anything is sent.
+
+use super::Provider;
+use crate::config::{Deployment, EnvDelivery, Placement};
+use crate::error::Error;
+use crate::extra_specs::ExtraSpecs;
+use crate::garm::BootstrapInstance;
+use crate::runner_env::runner_env;
+use edge_connect::models::{env_vars_yaml, ConfigFile, FlavorKey, NewApp};
+
+impl Provider {
+    /// The CreateApp body: image, flavor, command and the runner environment.
+    pub(super) fn new_app(
+        &self,
+        bootstrap: &BootstrapInstance,
+        pool_id: &str,
+        specs: &ExtraSpecs,
+        name: &str,
+        sites: &[Placement],
+    ) -> Result<NewApp, Error> {
+        let ec = &self.config.edge_connect;
+        let flavor = specs
+            .flavor
+            .clone()
+            .or_else(|| {
+                let f = bootstrap.flavor.trim();
+                (!f.is_empty() && f != "default").then(|| f.to_string())
+            })
+            .or_else(|| ec.default_flavor.clone())
+            .ok_or_else(|| {
+                Error::input("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
+            })?;
+        let deployment = specs.deployment.unwrap_or(ec.deployment);
+        let delivery = specs.env_delivery.unwrap_or(ec.env_delivery);
+        if delivery == EnvDelivery::EnvvarsYaml && deployment != Deployment::Kubernetes {
+            return Err(Error::input(
+                "env_delivery envvars_yaml needs deployment kubernetes",
+            ));
+        }
+        let env = runner_env(
+            bootstrap,
+            &self.controller_id,
+            pool_id,
+            sites,
+            &specs.env,
+            deployment == Deployment::Docker,
+        );
+        let command = specs
+            .command
+            .clone()
+            .or_else(|| ec.command.clone())
+            .filter(|c| !c.is_empty());
+        let command_args = specs
+            .command_args
+            .clone()
+            .unwrap_or_else(|| ec.command_args.clone());
+        // The pool may combine the config's command with its own deployment (or the reverse):
+        // check what will really be sent, values included.
+        let key = if specs.command.is_some() {
+            "extra_specs.command"
+        } else {
+            "edge_connect.command"
+        };
+        crate::manifest_safety::check_command(deployment, key, command.as_deref(), &command_args)
+            .map_err(Error::input)?;
+        let plain = env.plain.iter().map(|(k, v)| (k, v.as_str()));
+        let secret = env.secret.iter().map(|(k, v)| (k, v.expose()));
+        for (name, value) in plain.chain(secret) {
+            crate::manifest_safety::check_env_value(deployment, delivery, name, value)
+                .map_err(Error::input)?;
+        }
+        let (username, credentials) = match (
+            &specs.image_pull_username,
+            &specs.image_pull_password_env,
+        ) {
+            (Some(user), Some(var)) => {
+                let password = self.environment.get(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                    Error::input(format!(
+                        "extra_specs.image_pull_password_env names {var}, which is not set in the provider's environment (add its prefix to GARM's environment_variables)"
+                    ))
+                })?;
+                (Some(user.clone()), Some(password.clone()))
+            }
+            _ => (None, None),
+        };
+        let secret_values = env
+            .secret
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expose().to_string()));
+        let (env_vars, secret_env_vars, configs) = match delivery {
+            EnvDelivery::EnvVars => (env.plain.clone(), secret_values.collect(), Vec::new()),
+            EnvDelivery::EnvvarsYaml => {
+                let mut all = env.plain.clone();
+                all.extend(secret_values);
+                (
+                    Default::default(),
+                    Default::default(),
+                    vec![ConfigFile {
+                        kind: "envVarsYaml".to_string(),
+                        config: env_vars_yaml(&all),
+                    }],
+                )
+            }
+        };
+        Ok(NewApp {
+            key: self.app_key(name),
+            image_type: "Docker",
+            image_path: bootstrap.image.clone(),
+            deployment: deployment.as_str(),
+            default_flavor: FlavorKey { name: flavor },
+            command,
+            command_args,
+            configs,
+            env_vars,
+            secret_env_vars,
+            username,
+            credentials,
+        })
+    }
+}
