@@ -223,6 +223,11 @@ impl EdgeConnectConfig {
             url: self.url.clone(),
             region: self.region.clone(),
             request_timeout: std::time::Duration::from_secs(self.request_timeout_secs),
+            // Every call ends by the command's deadline; a create's rollback gets its extra time
+            // from the provider's `within_deadline` scope (src/provider/wait.rs).
+            command_timeout: Some(std::time::Duration::from_secs(self.operation_timeout_secs)),
+            // Proposed key: edge_connect.connect_retry_secs (not in the config file yet).
+            connect_retry: edge_connect::DEFAULT_CONNECT_RETRY,
             ca_bundle: self.ca_bundle.clone(),
             insecure_skip_verify: self.insecure_skip_verify,
         }
