@@ -9,6 +9,7 @@ mod docs_links;
 mod extra_specs_schema;
 mod garm_errors;
 mod garm_lifecycle;
+mod hardening_client;
 mod logging;
 mod reliability_faults;
 mod reliability_load;

@@ -520,10 +520,34 @@ async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
         first,
         format!("retrying login: cannot connect to 127.0.0.1:{port} (attempt 2)")
     );
-    // The bound is spent: the next call fails at its first refused connection.
+    // A login that failed for good is not tried again by the next call of the command.
     let before = c.requests();
     assert!(c.show_apps(&Default::default()).await.is_err());
+    assert_eq!(c.requests(), before);
+
+    // With a token in hand: the call itself is retried for the bound, then the next call fails
+    // at its first refused connection (a rollback does not wait the bound out again).
+    let c = client(&format!("http://127.0.0.1:{port}")).with_token_store(Box::new(FixedToken));
+    let e = c.show_apps(&Default::default()).await.unwrap_err();
+    assert!(e.unreachable && e.rpc == "ShowApp", "{e}");
+    assert!(c.requests() > 1);
+    let before = c.requests();
+    assert!(c.delete_app(&app_key()).await.unwrap_err().unreachable);
     assert_eq!(c.requests(), before + 1);
+}
+
+/// A store that always has a token.
+struct FixedToken;
+
+impl crate::TokenStore for FixedToken {
+    fn load(&self) -> Option<Secret> {
+        Some(Secret::new(TOKEN))
+    }
+    fn save(&self, _: &Secret) {}
+    fn discard(&self, _: &Secret) {}
+    fn try_login_lock(&self) -> crate::LoginLock {
+        crate::LoginLock::Unavailable
+    }
 }
 
 #[tokio::test]

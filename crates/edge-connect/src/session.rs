@@ -54,8 +54,8 @@ pub struct Client {
     /// Values that must not appear in any message, whatever a server or a library echoes.
     redact: Vec<String>,
     token: Mutex<Option<Secret>>,
-    /// A refused login, remembered so that concurrent calls of one command do not each try
-    /// again (the MC delays every wrong-password answer by seconds and locks accounts).
+    /// A login that failed for good, remembered so that concurrent calls of one command do not
+    /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
     refused_login: std::sync::Mutex<Option<ApiError>>,
     store: Option<Box<dyn TokenStore>>,
     logins: AtomicUsize,
@@ -87,6 +87,27 @@ fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
         return Err(SetupError("edge_connect.url: has no host".into()));
     }
     Ok(base)
+}
+
+/// `%XX` sequences decoded (lossily, for redaction only).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn host_port(url: &reqwest::Url) -> String {
@@ -141,11 +162,15 @@ impl Client {
             })?;
             builder = builder.proxy(reqwest_proxy);
             if let Some(password) = p.url.password() {
+                // As written in the variable and as sent (percent-decoded).
                 redact.push(password.to_string());
+                redact.push(percent_decode(password));
             }
             tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
         }
-        redact.retain(|r| !r.is_empty());
+        // Too short a value would blank out ordinary words of every message.
+        redact.retain(|r| r.len() >= 4);
+        redact.dedup();
         if let Some(path) = &config.ca_bundle {
             let pem = std::fs::read(path).map_err(|e| {
                 SetupError(format!(
@@ -475,7 +500,9 @@ impl Client {
         }
         let result = self.login_retrying().await;
         if let Err(e) = &result {
-            if e.kind == crate::ApiErrorKind::Auth {
+            // Any final refusal (credentials, a redirect, an unreachable host after its bound):
+            // the calls running alongside must not each repeat it.
+            if !e.is_transient() {
                 if let Ok(mut slot) = self.refused_login.lock() {
                     *slot = Some(e.clone());
                 }
