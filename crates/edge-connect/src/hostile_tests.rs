@@ -217,7 +217,7 @@ fn app() -> crate::models::NewApp {
 }
 
 #[tokio::test]
-async fn redirects_from_login_are_refused_and_the_other_origin_gets_nothing() {
+async fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Server::start(|_, _| token_reply()).await;
         let target = format!("{}/steal?password=x", elsewhere.url);
@@ -378,6 +378,9 @@ async fn a_quiet_app_inst_stream_is_not_closed_before_the_deadline() {
     let server = Server::start(|path, _| match path {
         "/api/v1/login" => token_reply(),
         _ => vec![
+            // The controller sends the headers with the first progress line: waiting for them
+            // is silence too.
+            Step::Sleep(Duration::from_millis(1500)),
             head("200 OK", ""),
             Step::Write(b"{\"data\":{\"message\":\"Creating\"}}\n".to_vec()),
             Step::Sleep(Duration::from_millis(2500)),

@@ -14,8 +14,9 @@ pub struct ClientOptions {
     /// Region every controller call is sent to.
     pub region: String,
     /// Bound for the wait for an answer's headers, and for the silence between two chunks of a
-    /// unary or Show answer. (CreateAppInst and DeleteAppInst streams are not closed for
-    /// silence: closing one makes the controller undo the work; only the deadline ends them.)
+    /// unary or Show answer. (CreateAppInst and DeleteAppInst streams, headers included, are not
+    /// closed for silence: closing one makes the controller undo the work; only the deadline
+    /// ends them, or this bound when there is no deadline.)
     pub request_timeout: Duration,
     /// The command's time budget, counted from [`Client::new`](crate::Client::new): every call
     /// (login and its retries included) ends by then, whatever the server does, unless it runs

@@ -324,9 +324,21 @@ impl Client {
         }
     }
 
+    /// Bounds for an AppInst operation stream, headers included (the controller sends the
+    /// headers with the first progress line): the deadline only, silence is not timed; without
+    /// a deadline, the silence bound, so that nothing waits forever.
+    fn operation_wait(&self) -> Wait {
+        let deadline = self.deadline();
+        Wait {
+            silence: deadline.is_none().then_some(self.request_timeout),
+            deadline,
+        }
+    }
+
     /// One POST, retried (when `retry_unreachable`) only while the host cannot be reached at
     /// all (nothing was sent, so even a create may be repeated), for at most `connect_retry`
-    /// since the first failure. Returns any answer but a redirect, which is refused.
+    /// since the first failure; the answer's headers must come within `headers`. Returns any
+    /// answer but a redirect, which is refused.
     async fn post(
         &self,
         rpc: &str,
@@ -334,6 +346,7 @@ impl Client {
         body: &Value,
         token: Option<&Secret>,
         retry_unreachable: bool,
+        headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
         let mut attempt = 0u32;
         loop {
@@ -343,11 +356,7 @@ impl Client {
             if let Some(token) = token {
                 request = request.bearer_auth(token.expose());
             }
-            match self
-                .wait(true)
-                .run(rpc, "the answer", request.send())
-                .await?
-            {
+            match headers.run(rpc, "the answer", request.send()).await? {
                 Ok(response) => {
                     if let Ok(mut since) = self.unreachable_since.lock() {
                         *since = None;
@@ -457,6 +466,7 @@ impl Client {
                 &body,
                 None,
                 retry_unreachable,
+                self.wait(true),
             )
             .await?;
         let status = response.status().as_u16();
@@ -576,12 +586,14 @@ impl Client {
     }
 
     /// Sends `{"region": ..., wrapper: object}` to `/api/v1/auth/ctrl/<rpc>`; logs in again once
-    /// when the token is refused. Returns the response with status 200, or the error.
+    /// when the token is refused. Returns the response with status 200, or the error. `headers`
+    /// bounds the wait for the answer's headers.
     async fn send(
         &self,
         rpc: &str,
         wrapper: &str,
         object: &Value,
+        headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
         let body = json!({ "region": self.region, wrapper: object });
         let url = self.url(&format!("/api/v1/auth/ctrl/{rpc}"));
@@ -589,7 +601,9 @@ impl Client {
         let mut relogged = false;
         loop {
             let started = Instant::now();
-            let response = self.post(rpc, &url, &body, Some(&token), true).await?;
+            let response = self
+                .post(rpc, &url, &body, Some(&token), true, headers)
+                .await?;
             let status = response.status().as_u16();
             if status == 200 {
                 tracing::info!(
@@ -614,7 +628,7 @@ impl Client {
 
     /// A unary call (CreateApp, DeleteApp, UpdateApp): success is HTTP 200 with `{}`.
     pub async fn unary(&self, rpc: &str, wrapper: &str, object: &Value) -> Result<(), ApiError> {
-        let response = self.send(rpc, wrapper, object).await?;
+        let response = self.send(rpc, wrapper, object, self.wait(true)).await?;
         crate::transport::read_body(response, rpc, self.wait(true)).await?;
         Ok(())
     }
@@ -643,7 +657,7 @@ impl Client {
         mut keep: impl FnMut(&T) -> bool,
     ) -> Result<Vec<T>, ApiError> {
         let finder = needle.map(memchr::memmem::Finder::new);
-        let mut response = self.send(rpc, wrapper, filter).await?;
+        let mut response = self.send(rpc, wrapper, filter, self.wait(true)).await?;
         let mut items = Vec::new();
         let mut pending: Vec<u8> = Vec::new();
         let mut take = |line: &[u8]| -> Result<(), ApiError> {
@@ -683,7 +697,9 @@ impl Client {
         object: &Value,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
-        let mut response = self.send(rpc, wrapper, object).await?;
+        let mut response = self
+            .send(rpc, wrapper, object, self.operation_wait())
+            .await?;
         let mut buffer: Vec<u8> = Vec::new();
         let mut last = String::new();
         let mut timed_out = None;
@@ -699,11 +715,7 @@ impl Client {
             }
             Ok(())
         };
-        let deadline = self.deadline();
-        let wait = Wait {
-            silence: deadline.is_none().then_some(self.request_timeout),
-            deadline,
-        };
+        let wait = self.operation_wait();
         while let Some(chunk) = crate::transport::next_chunk(&mut response, rpc, wait).await? {
             buffer.extend_from_slice(&chunk);
             crate::lines::for_each_line(&mut buffer, rpc, MAX_LINE, |line| {
