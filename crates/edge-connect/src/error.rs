@@ -247,8 +247,30 @@ fn classify_message(message: &str) -> ApiErrorKind {
     }
 }
 
+/// A message is cut to this many characters: it ends up in one line on stderr (GARM's fault).
+const MAX_MESSAGE_CHARS: usize = 500;
+
+/// One line: control characters (newlines, terminal escape sequences) become spaces, runs of
+/// spaces one, and a long text is cut. Most messages are the server's, so nothing in them may
+/// reach a terminal or a log raw.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let cleaned: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut line = String::new();
+    for (i, word) in cleaned.split_whitespace().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        line.push_str(word);
+        if line.chars().count() > MAX_MESSAGE_CHARS {
+            line = line.chars().take(MAX_MESSAGE_CHARS).collect();
+            line.push('…');
+            break;
+        }
+    }
+    line
 }
 
 impl fmt::Display for ApiError {
@@ -359,6 +381,15 @@ mod tests {
         );
         assert!(!e.is_transient());
         assert!(e.to_string().contains("cannot connect to h:1"), "{e}");
+    }
+
+    #[test]
+    fn server_texts_become_one_clean_bounded_line() {
+        let e = ApiError::from_status("X", 400, "a\u{1b}[31mred\nline\r\n");
+        assert_eq!(e.message, "a [31mred line");
+        let e = ApiError::from_stream_result("X", 400, &"word ".repeat(1000));
+        assert_eq!(e.message.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert!(e.message.ends_with('…'));
     }
 
     #[test]

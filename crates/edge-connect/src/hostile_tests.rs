@@ -608,4 +608,8 @@ fn debug_output_of_credentials_and_client_parts_hides_secrets() {
         password: Secret::new(PASSWORD),
     };
     assert_secret_free(&format!("{creds:?}"));
+    let options = options(&format!("https://u:{PASSWORD}@ec.example"));
+    let text = format!("{options:?}");
+    assert_secret_free(&text);
+    assert!(text.contains("ec.example"), "{text}");
 }

@@ -131,12 +131,13 @@ pub(crate) async fn next_chunk(
         })
 }
 
-/// The `message` of an error body, or a stand-in naming the status.
+/// The `message` of an error body, or a stand-in naming the status. (Every [`ApiError`] makes
+/// its message one clean, bounded line.)
 pub(crate) fn error_message(body: &[u8], status: u16) -> String {
     serde_json::from_slice::<MessageBody>(body)
         .ok()
         .map(|m| m.message)
-        .filter(|m| !m.is_empty())
+        .filter(|m| !m.trim().is_empty())
         .unwrap_or_else(|| format!("HTTP {status} without a readable message"))
 }
 
