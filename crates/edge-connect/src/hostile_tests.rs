@@ -313,6 +313,29 @@ async fn a_stream_line_without_newline_is_a_protocol_error_naming_the_cap() {
 }
 
 #[tokio::test]
+async fn an_endless_show_answer_is_cut_at_the_object_cap() {
+    let server = Server::start(|path, _| match path {
+        "/api/v1/login" => token_reply(),
+        _ => vec![
+            head("200 OK", ""),
+            Step::Forever(
+                "{\"data\":{\"key\":{\"name\":\"r\",\"organization\":\"o\"},\"state\":\"Ready\"}}\n"
+                    .repeat(1000)
+                    .into_bytes(),
+            ),
+        ],
+    })
+    .await;
+    let e = client(&server.url)
+        .show_app_insts(&Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ApiErrorKind::Protocol, "{e}");
+    assert!(e.to_string().contains("ShowAppInst"), "{e}");
+    assert!(e.to_string().contains("100000 objects"), "{e}");
+}
+
+#[tokio::test]
 async fn an_endless_unary_answer_is_a_protocol_error() {
     let server = Server::start(|path, _| match path {
         "/api/v1/login" => token_reply(),

@@ -14,7 +14,7 @@ use crate::options::{ClientOptions, Credentials, SetupError};
 use crate::proxy::ProxyChoice;
 use crate::secret::Secret;
 use crate::token_store::{LoginLock, TokenStore};
-use crate::transport::{Wait, MAX_LINE};
+use crate::transport::{Wait, MAX_LINE, MAX_SHOW_OBJECTS};
 
 /// How a streamed AppInst operation ended without an error trailer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -669,6 +669,14 @@ impl Client {
             }
             if let Some(item) = crate::lines::parse_typed_line::<T>(rpc, line)? {
                 if keep(&item) {
+                    if items.len() >= MAX_SHOW_OBJECTS {
+                        return Err(ApiError::protocol(
+                            rpc,
+                            format!(
+                                "answered more than {MAX_SHOW_OBJECTS} objects; not read further"
+                            ),
+                        ));
+                    }
                     items.push(item);
                 }
             }

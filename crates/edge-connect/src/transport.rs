@@ -17,6 +17,11 @@ pub(crate) const MAX_UNARY_BODY: usize = 1024 * 1024;
 /// environment variables and configs is tens of KiB; 8 MiB leaves room for any real object.
 pub(crate) const MAX_LINE: usize = 8 * 1024 * 1024;
 
+/// A Show answer may bring at most this many objects that the caller keeps (an endless answer
+/// must not grow memory until the deadline); lines the caller skips are not counted. A real
+/// organization has a few thousand; at about 2 kB each this bounds a Show to some 200 MB.
+pub(crate) const MAX_SHOW_OBJECTS: usize = 100_000;
+
 /// How long the next piece of an answer may take.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Wait {
