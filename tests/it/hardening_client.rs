@@ -496,6 +496,7 @@ fn an_unreachable_url_fails_fast_naming_the_host() {
             line.contains(&format!("cannot connect to 127.0.0.1:{port}")),
             "{command}: {line}"
         );
+        assert!(line.contains("the command's deadline"), "{command}: {line}");
         s.assert_no_secrets(&[&r]);
     }
     assert!(

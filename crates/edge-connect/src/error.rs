@@ -141,18 +141,16 @@ impl ApiError {
     }
 
     /// A host that cannot be reached (refused, no route, name not resolved), after retrying
-    /// for `tried` (`None`: one attempt). Final ([`ApiError::is_transient`] is false).
+    /// for `tried` until `bound` (what ended the retries, e.g. `edge_connect.connect_retry_secs`);
+    /// `None`: one attempt. Final ([`ApiError::is_transient`] is false).
     pub fn host_unreachable(
         rpc: &str,
         host: &str,
         detail: &str,
-        tried: Option<std::time::Duration>,
+        tried: Option<(std::time::Duration, &str)>,
     ) -> Self {
-        let tried = tried.map_or_else(String::new, |t| {
-            format!(
-                " (tried for {} s; edge_connect.connect_retry_secs)",
-                t.as_secs()
-            )
+        let tried = tried.map_or_else(String::new, |(t, bound)| {
+            format!(" (tried for {} s; {bound})", t.as_secs())
         });
         ApiError {
             kind: ApiErrorKind::Transport,
@@ -377,7 +375,10 @@ mod tests {
             "ShowApp",
             "h:1",
             "connection refused",
-            Some(std::time::Duration::from_secs(20)),
+            Some((
+                std::time::Duration::from_secs(20),
+                "edge_connect.connect_retry_secs",
+            )),
         );
         assert!(!e.is_transient());
         assert!(e.to_string().contains("cannot connect to h:1"), "{e}");

@@ -398,12 +398,19 @@ impl Client {
                             None,
                         ));
                     }
-                    if left.is_zero() || self.room_for(pause) == Some(false) {
+                    let bound = if left.is_zero() {
+                        Some("edge_connect.connect_retry_secs")
+                    } else if self.room_for(pause) == Some(false) {
+                        Some("the command's deadline, edge_connect.operation_timeout_secs")
+                    } else {
+                        None
+                    };
+                    if let Some(bound) = bound {
                         return Err(ApiError::host_unreachable(
                             rpc,
                             &self.destination(),
                             &detail,
-                            Some(spent),
+                            Some((spent, bound)),
                         ));
                     }
                     self.tell(&format!(
