@@ -78,7 +78,8 @@ pub fn provider(
     progress: Progress,
 ) -> Result<Provider, Error> {
     let credentials = config.credentials(&environment)?;
-    let client = Client::new(&config.edge_connect.client_options(), credentials)?;
+    let client = Client::new(&config.edge_connect.client_options(), credentials)?
+        .with_retry_report(progress.clone());
     let client = match token_cache(&config, &environment) {
         Some(cache) => client.with_token_store(Box::new(cache)),
         None => client,
@@ -92,18 +93,19 @@ pub fn provider(
     ))
 }
 
-/// The token cache for this config's URL and the user its credentials resolve to; `None` when
-/// the cache is disabled or no usable directory exists.
+/// The token cache for this config's URL and the credentials it resolves to (user and
+/// password: a changed password means a new login); `None` when the cache is disabled or no
+/// private directory of this user exists.
 fn token_cache(config: &Config, environment: &HashMap<String, String>) -> Option<TokenCache> {
     if !config.token_cache {
         return None;
     }
-    let username = config.credentials(environment).ok()?.username;
+    let credentials = config.credentials(environment).ok()?;
     let dir = config
         .token_cache_dir
         .clone()
         .unwrap_or_else(|| edge_connect::token_cache::default_dir(environment));
-    TokenCache::in_dir(&dir, &config.edge_connect.url, &username)
+    TokenCache::in_dir(&dir, &config.edge_connect.url, &credentials)
 }
 
 /// Runs one future on a small single-threaded runtime: a provider process does one thing and

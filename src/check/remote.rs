@@ -26,17 +26,29 @@ pub(super) async fn remote_checks(
     } else {
         "plain http, no TLS"
     };
+    // The proxy the environment selects for this URL is part of the path being checked.
+    let via = client
+        .proxy()
+        .map(|p| format!(" through the proxy {p}"))
+        .unwrap_or_default();
     match client.login().await {
         Ok(_) => report.pass(
             "login",
             format!(
-                "{} reachable, {transport}, logged in ({} ms)",
+                "{}{via} reachable, {transport}, logged in ({} ms)",
                 ec.url,
                 started.elapsed().as_millis()
             ),
         ),
-        Err(e) if matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Tls) => {
-            report.fail("reach", format!("{}: {} — check edge_connect.url, the network path and (for TLS errors) edge_connect.ca_bundle", ec.url, e.message));
+        Err(e)
+            if e.unreachable || matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Tls) =>
+        {
+            let proxy_hint = if via.is_empty() {
+                ""
+            } else {
+                ", the proxy variables (HTTPS_PROXY, NO_PROXY)"
+            };
+            report.fail("reach", format!("{}{via}: {} — check edge_connect.url, the network path{proxy_hint} and (for TLS errors) edge_connect.ca_bundle", ec.url, e.message));
             return;
         }
         Err(e) => {

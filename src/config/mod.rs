@@ -88,6 +88,10 @@ pub struct EdgeConnectConfig {
     /// `runner_bootstrap_timeout` (20 minutes by default).
     #[serde(default = "default_operation_timeout")]
     pub operation_timeout_secs: u64,
+    /// How long a refused connection or an unresolvable host is retried before the command
+    /// fails, in seconds: an unreachable URL fails in tens of seconds, not at the deadline.
+    #[serde(default = "default_connect_retry")]
+    pub connect_retry_secs: u64,
     /// PEM file with extra CA certificates to trust for the Edge Connect URL.
     #[serde(default)]
     pub ca_bundle: Option<PathBuf>,
@@ -199,6 +203,9 @@ fn default_request_timeout() -> u64 {
 fn default_operation_timeout() -> u64 {
     900
 }
+fn default_connect_retry() -> u64 {
+    edge_connect::DEFAULT_CONNECT_RETRY.as_secs()
+}
 
 pub use credentials::{ENV_PASSWORD, ENV_USERNAME};
 pub use edge_connect::Credentials;
@@ -213,6 +220,10 @@ impl EdgeConnectConfig {
             url: self.url.clone(),
             region: self.region.clone(),
             request_timeout: std::time::Duration::from_secs(self.request_timeout_secs),
+            // Every call ends by the command's deadline; a create's rollback gets its extra time
+            // from the provider's `within_deadline` scope (src/provider/wait.rs).
+            command_timeout: Some(std::time::Duration::from_secs(self.operation_timeout_secs)),
+            connect_retry: std::time::Duration::from_secs(self.connect_retry_secs),
             ca_bundle: self.ca_bundle.clone(),
             insecure_skip_verify: self.insecure_skip_verify,
         }

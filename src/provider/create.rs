@@ -203,8 +203,7 @@ const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release 
 const PULL_CREDENTIALS_DROPPED: &str = "this Edge Connect drops App image pull credentials (a release before 2025-10-17); use an image it can pull without them and remove image_pull_username / image_pull_password_env from the pool's extra specs";
 
 /// Whether a failed CreateApp certainly never reached the server: its login failed first, or
-/// the connection could not be made. These are the client's own words for those cases
-/// (`ApiError::transport("login", ..)`, reqwest's `is_connect`), not the controller's.
+/// the host could not be reached at all (the client marks those errors `unreachable`).
 fn never_sent(e: &ApiError) -> bool {
-    e.rpc == "login" || e.message.starts_with("cannot connect")
+    e.unreachable || e.rpc == "login"
 }

@@ -11,6 +11,7 @@ mod extra_specs_schema;
 mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
+mod hardening_client;
 mod logging;
 mod reliability_faults;
 mod reliability_load;

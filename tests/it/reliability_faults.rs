@@ -115,9 +115,10 @@ fn delete_during_an_outage_fails_and_leaves_the_instance_listed() {
     let w = World::with(
         ApiGeneration::Gen3,
         Site::Zone,
-        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
+        "operation_timeout_secs = 6\nrequest_timeout_secs = 2\n",
     );
-    assert_eq!(create(&w).code, 0);
+    let c = create(&w);
+    assert_eq!(c.code, 0, "{}", c.stderr);
     w.sim.inject(Fault::http_status("*", 503).times(1000));
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
     assert_eq!(d.code, 1, "neither success nor not-found: {}", d.stderr);

@@ -147,7 +147,7 @@ fn a_secret_of_the_wrong_type_is_named_never_echoed() {
     assert_eq!(
         r.stderr,
         format!(
-            "credentials_file {}: line 2: password: expected a string, got a number\n",
+            "credentials_file {}: line 2: password: expected a string for a secret, got an integer (value not shown)\n",
             creds.display()
         )
     );
@@ -258,7 +258,7 @@ fn create_against_an_unreachable_edge_connect_fails_fast_and_rolls_nothing_back(
     edit_config(&w, |t| {
         in_edge_connect(
             &t.replace(&w.sim.url(), &format!("http://127.0.0.1:{closed}")),
-            "operation_timeout_secs = 20\nrequest_timeout_secs = 5",
+            "operation_timeout_secs = 20\nrequest_timeout_secs = 5\nconnect_retry_secs = 1",
         )
     });
     let started = Instant::now();

@@ -28,8 +28,12 @@ pub enum ApiErrorKind {
     RateLimited,
     /// 5xx.
     Server,
-    /// Connection refused/reset, timeout, broken stream.
+    /// Connection refused or reset, name not resolved, timeout, broken stream, the command's
+    /// deadline reached ([`ApiError::unreachable`] tells the first two apart).
     Transport,
+    /// The server answered with a redirect (3xx). Redirects are never followed: the request
+    /// carries the password, a token or an App's secrets, which must not go to another origin.
+    Redirect,
     /// The server's TLS certificate was refused (retrying cannot help).
     Tls,
     /// The server's answer could not be understood.
@@ -64,14 +68,27 @@ pub struct ApiError {
     pub status: Option<u16>,
     /// The server's message (or the transport error), one line.
     pub message: String,
+    /// The host could not be reached at all (connection refused, no route, name not resolved):
+    /// the request never left this machine. Final: the client has already retried it for
+    /// [`ClientOptions::connect_retry`](crate::ClientOptions::connect_retry).
+    pub unreachable: bool,
 }
 
 impl ApiError {
     /// Builds an error from an HTTP status and the server's `message`.
     pub fn from_status(rpc: &str, status: u16, message: &str) -> Self {
-        let message = one_line(message);
+        let mut message = one_line(message);
+        if rpc == "login" && status == 511 {
+            message = format!(
+            "the Edge Connect user has two-factor authentication; use a user or API key without it ({message})"
+        );
+        }
         let kind = match status {
             401 => ApiErrorKind::Auth,
+            // The Master Controller's "Missing OTP": the user has two-factor authentication.
+            // Not a server fault: retrying cannot help.
+            511 if rpc == "login" => ApiErrorKind::Auth,
+            300..=399 => ApiErrorKind::Redirect,
             403 => ApiErrorKind::Forbidden,
             429 => ApiErrorKind::RateLimited,
             500..=599 => ApiErrorKind::Server,
@@ -84,6 +101,7 @@ impl ApiError {
             rpc: rpc.to_string(),
             status: Some(status),
             message,
+            unreachable: false,
         }
     }
 
@@ -101,6 +119,45 @@ impl ApiError {
             rpc: rpc.to_string(),
             status: None,
             message: one_line(&message.into()),
+            unreachable: false,
+        }
+    }
+
+    /// A redirect answer (never followed). Names the status and the target's host and port only:
+    /// a `Location` query can carry anything.
+    pub fn redirect(rpc: &str, status: u16, target: Option<&str>) -> Self {
+        let target = target.map_or_else(|| "an unreadable location".to_string(), |t| t.to_string());
+        ApiError {
+            kind: ApiErrorKind::Redirect,
+            rpc: rpc.to_string(),
+            status: Some(status),
+            unreachable: false,
+            message: one_line(&format!(
+                "redirect to {target} refused (redirects are never followed, so that no \
+                 credentials go to another address; set edge_connect.url to the address that \
+                 answers)"
+            )),
+        }
+    }
+
+    /// A host that cannot be reached (refused, no route, name not resolved), after retrying
+    /// for `tried` until `bound` (what ended the retries, e.g. `edge_connect.connect_retry_secs`);
+    /// `None`: one attempt. Final ([`ApiError::is_transient`] is false).
+    pub fn host_unreachable(
+        rpc: &str,
+        host: &str,
+        detail: &str,
+        tried: Option<(std::time::Duration, &str)>,
+    ) -> Self {
+        let tried = tried.map_or_else(String::new, |(t, bound)| {
+            format!(" (tried for {} s; {bound})", t.as_secs())
+        });
+        ApiError {
+            kind: ApiErrorKind::Transport,
+            rpc: rpc.to_string(),
+            status: None,
+            message: one_line(&format!("cannot connect to {host}: {detail}{tried}")),
+            unreachable: true,
         }
     }
 
@@ -111,6 +168,7 @@ impl ApiError {
             rpc: rpc.to_string(),
             status: None,
             message: one_line(&message.into()),
+            unreachable: false,
         }
     }
 
@@ -150,12 +208,14 @@ impl ApiError {
                 .contains("already under deletion")
     }
 
-    /// True for errors worth retrying on an idempotent call.
+    /// True for errors worth retrying on an idempotent call. An unreachable host is not: the
+    /// client has already retried it for its bound.
     pub fn is_transient(&self) -> bool {
-        matches!(
-            self.kind,
-            ApiErrorKind::Transport | ApiErrorKind::RateLimited | ApiErrorKind::Server
-        )
+        !self.unreachable
+            && matches!(
+                self.kind,
+                ApiErrorKind::Transport | ApiErrorKind::RateLimited | ApiErrorKind::Server
+            )
     }
 }
 
@@ -185,8 +245,30 @@ fn classify_message(message: &str) -> ApiErrorKind {
     }
 }
 
+/// A message is cut to this many characters: it ends up in one line on stderr (GARM's fault).
+const MAX_MESSAGE_CHARS: usize = 500;
+
+/// One line: control characters (newlines, terminal escape sequences) become spaces, runs of
+/// spaces one, and a long text is cut. Most messages are the server's, so nothing in them may
+/// reach a terminal or a log raw.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let cleaned: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut line = String::new();
+    for (i, word) in cleaned.split_whitespace().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        line.push_str(word);
+        if line.chars().count() > MAX_MESSAGE_CHARS {
+            line = line.chars().take(MAX_MESSAGE_CHARS).collect();
+            line.push('…');
+            break;
+        }
+    }
+    line
 }
 
 impl fmt::Display for ApiError {
@@ -198,7 +280,7 @@ impl fmt::Display for ApiError {
         }
         write!(f, ": {}", self.message)?;
         match self.kind {
-            ApiErrorKind::Auth => f.write_str(
+            ApiErrorKind::Auth if self.status != Some(511) => f.write_str(
                 " (check credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD)",
             ),
             ApiErrorKind::Forbidden => {
@@ -264,6 +346,51 @@ mod tests {
         assert_eq!(missing(r#"Region "XX" not found"#), Some(Subject::Region));
         assert_eq!(missing("AppInst busy, cannot be deleted"), None);
         assert!(ApiError::from_status("X", 400, "Zone not specified").zone_not_specified());
+    }
+
+    #[test]
+    fn two_factor_login_is_final_and_says_so() {
+        let e = ApiError::from_status("login", 511, "Missing OTP");
+        assert_eq!(e.kind, ApiErrorKind::Auth);
+        assert!(!e.is_transient());
+        assert!(
+            e.to_string().contains("the Edge Connect user has two-factor authentication; use a user or API key without it"),
+            "{e}"
+        );
+        // A 511 elsewhere (a captive portal in front of a Show) stays a server error.
+        assert_eq!(
+            ApiError::from_status("ShowApp", 511, "x").kind,
+            ApiErrorKind::Server
+        );
+    }
+
+    #[test]
+    fn redirects_and_unreachable_hosts_are_final() {
+        let e = ApiError::redirect("login", 307, Some("evil.example:8443"));
+        assert_eq!(e.kind, ApiErrorKind::Redirect);
+        assert!(!e.is_transient());
+        assert!(e.to_string().contains("HTTP 307"), "{e}");
+        assert!(e.to_string().contains("evil.example:8443"), "{e}");
+        let e = ApiError::host_unreachable(
+            "ShowApp",
+            "h:1",
+            "connection refused",
+            Some((
+                std::time::Duration::from_secs(20),
+                "edge_connect.connect_retry_secs",
+            )),
+        );
+        assert!(!e.is_transient());
+        assert!(e.to_string().contains("cannot connect to h:1"), "{e}");
+    }
+
+    #[test]
+    fn server_texts_become_one_clean_bounded_line() {
+        let e = ApiError::from_status("X", 400, "a\u{1b}[31mred\nline\r\n");
+        assert_eq!(e.message, "a [31mred line");
+        let e = ApiError::from_stream_result("X", 400, &"word ".repeat(1000));
+        assert_eq!(e.message.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert!(e.message.ends_with('…'));
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! |---|---|
 //! | `options` | what a client is built from |
 //! | `session` | login, token reuse and renewal, one POST per call with counters |
-//! | `transport` | bodies and chunks under a silence timeout, transport errors |
+//! | `deadline` | the deadline a call runs under ([`within_deadline`]), backoff |
+//! | `proxy` | which proxy the environment selects for the URL |
+//! | `transport` | bodies and chunks under the silence bound and the deadline, size caps, transport errors |
 //! | `lines` | the NDJSON line splitter and line parser |
 //! | `rpc` | one function per RPC |
 //! | `server` | facts learnt about the server: API generation, fields Apps keep |
@@ -18,11 +20,15 @@
 //! | [`error`] | typed errors from status codes and controller texts |
 //! | `token_store`, [`token_cache`] | tokens shared between processes |
 
+mod deadline;
 pub mod envmap;
 pub mod error;
+#[cfg(test)]
+mod hostile_tests;
 mod lines;
 pub mod models;
 mod options;
+mod proxy;
 mod rpc;
 mod secret;
 mod server;
@@ -32,10 +38,11 @@ pub mod token_cache;
 mod token_store;
 mod transport;
 
+pub use deadline::{backoff, instant_after, scoped_deadline, within_deadline};
 pub use error::{ApiError, ApiErrorKind, Subject};
-pub use options::{ClientOptions, Credentials, SetupError};
+pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use secret::Secret;
 pub use server::{ApiGeneration, ServerFacts, FACTS_LIFETIME_SECS};
-pub use session::{Client, StreamEnd};
+pub use session::{proxy_for, Client, RetryReport, StreamEnd};
 pub use state::AppInstState;
 pub use token_store::{LoginLock, TokenStore};

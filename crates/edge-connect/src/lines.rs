@@ -55,17 +55,36 @@ pub fn progress_message(data: &Value) -> Option<&str> {
     data.get("message").and_then(Value::as_str)
 }
 
-/// Hands every complete line of `buffer` to `f` and keeps the unfinished rest.
+/// Hands every complete line of `buffer` to `f` and keeps the unfinished rest. A line longer
+/// than `max_line` bytes, finished or not, is a protocol error: without the cap a server that
+/// never sends a newline would make the process hold its whole answer.
 pub(crate) fn for_each_line(
     buffer: &mut Vec<u8>,
+    rpc: &str,
+    max_line: usize,
     mut f: impl FnMut(&[u8]) -> Result<(), ApiError>,
 ) -> Result<(), ApiError> {
+    let too_long = || {
+        ApiError::protocol(
+            rpc,
+            format!(
+                "a stream line is longer than {} KiB (the cap for one object); answer not read further",
+                max_line / 1024
+            ),
+        )
+    };
     let mut start = 0;
     while let Some(len) = memchr::memchr(b'\n', &buffer[start..]) {
+        if len > max_line {
+            return Err(too_long());
+        }
         f(&buffer[start..start + len])?;
         start += len + 1;
     }
     buffer.drain(..start);
+    if buffer.len() > max_line {
+        return Err(too_long());
+    }
     Ok(())
 }
 
@@ -105,6 +124,29 @@ mod tests {
         );
         assert!(parse_typed_line::<Named>("X", br#"{"data":{"name":3}}"#).is_err());
         assert_eq!(parse_typed_line::<Named>("X", b"").unwrap(), None);
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_an_error_naming_the_rpc_and_the_cap() {
+        let mut seen = 0;
+        let mut buffer = b"{}\n{}\n".to_vec();
+        for_each_line(&mut buffer, "ShowApp", 4096, |_| {
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, 2);
+        assert!(buffer.is_empty());
+        // Unfinished and too long already.
+        let mut buffer = vec![b'x'; 4097];
+        let e = for_each_line(&mut buffer, "ShowApp", 4096, |_| Ok(())).unwrap_err();
+        assert_eq!(e.kind, ApiErrorKind::Protocol);
+        assert!(e.to_string().contains("ShowApp"), "{e}");
+        assert!(e.to_string().contains("4 KiB"), "{e}");
+        // Finished but too long.
+        let mut buffer = vec![b'x'; 5000];
+        buffer.push(b'\n');
+        assert!(for_each_line(&mut buffer, "ShowApp", 4096, |_| Ok(())).is_err());
     }
 
     proptest! {

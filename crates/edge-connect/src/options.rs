@@ -6,22 +6,61 @@ use std::time::Duration;
 
 use crate::secret::Secret;
 
-/// Where and how to reach one Master Controller.
-#[derive(Debug, Clone)]
+/// Where and how to reach one Master Controller. `Debug` hides a password in `url` (which
+/// [`Client::new`](crate::Client::new) refuses, but the options may be printed before that).
+#[derive(Clone)]
 pub struct ClientOptions {
     /// Base URL of the console / Master Controller (`https://host`, no `/api/v1`).
     pub url: String,
     /// Region every controller call is sent to.
     pub region: String,
-    /// Bound for one HTTP request, and for the silence between two chunks of an answer.
+    /// Bound for the wait for an answer's headers, and for the silence between two chunks of a
+    /// unary or Show answer. (CreateAppInst and DeleteAppInst streams, headers included, are not
+    /// closed for silence: closing one makes the controller undo the work; only the deadline
+    /// ends them, or this bound when there is no deadline.)
     pub request_timeout: Duration,
+    /// The command's time budget, counted from [`Client::new`](crate::Client::new): every call
+    /// (login and its retries included) ends by then, whatever the server does, unless it runs
+    /// inside [`within_deadline`](crate::within_deadline), whose deadline then applies. `None`:
+    /// no overall bound (the silence bound still applies to every answer).
+    pub command_timeout: Option<Duration>,
+    /// How long a host that cannot be reached at all (connection refused, name not resolved)
+    /// is retried before the call fails with an error whose [`ApiError::unreachable`](crate::ApiError) is set.
+    /// Short on purpose: an unreachable address is usually a configuration error, and the
+    /// operator should see it in seconds, not after the whole deadline.
+    pub connect_retry: Duration,
     /// Extra PEM CA certificates to trust.
     pub ca_bundle: Option<PathBuf>,
     /// Do not verify TLS certificates (tests against self-signed servers only).
     pub insecure_skip_verify: bool,
 }
 
-/// Login credentials.
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = match reqwest::Url::parse(&self.url) {
+            Ok(mut u) if u.password().is_some() => {
+                let _ = u.set_password(Some("***"));
+                u.to_string()
+            }
+            Ok(_) => self.url.clone(),
+            Err(_) => "(not a URL)".to_string(),
+        };
+        f.debug_struct("ClientOptions")
+            .field("url", &url)
+            .field("region", &self.region)
+            .field("request_timeout", &self.request_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("connect_retry", &self.connect_retry)
+            .field("ca_bundle", &self.ca_bundle)
+            .field("insecure_skip_verify", &self.insecure_skip_verify)
+            .finish()
+    }
+}
+
+/// Default for [`ClientOptions::connect_retry`].
+pub const DEFAULT_CONNECT_RETRY: Duration = Duration::from_secs(20);
+
+/// Login credentials. `Debug` shows the user name and `***` for the password.
 #[derive(Debug, Clone)]
 pub struct Credentials {
     /// User name or e-mail (or API key id).

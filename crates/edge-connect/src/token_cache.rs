@@ -1,28 +1,42 @@
 //! A token cache shared by provider processes, so that N GARM calls within a token's lifetime
 //! log in once instead of N times.
 //!
-//! One file per (Edge Connect URL, user), named by a hash of both, mode 0600, in a directory with
-//! mode 0700. Writes go to a temporary file that is renamed into place, so concurrent processes
-//! read either the old or the new token, never half of one. A file that is unreadable, stale,
-//! malformed or in a directory others can write to is ignored with a log line.
+//! One file per (Edge Connect URL, user, password), named by a one-way hash of the three (never
+//! the password itself), so that a changed or rotated password means a new login on the next
+//! call instead of a stale token hiding it. Mode 0600, in a directory with mode 0700. Writes go
+//! to a temporary file that is renamed into place, so concurrent processes read either the old
+//! or the new token, never half of one.
+//!
+//! The default directory is in the system temp directory, where other users can plant things:
+//! the directory, the cache file and the lock file are opened without following symbolic links
+//! and must belong to this user and be private (the directory 0700; files not writable by
+//! group or others). Otherwise the cache is not used, with a warning, and the process logs in
+//! without it.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
+use crate::options::Credentials;
 use crate::secret::Secret;
 use crate::token_store::{LoginLock, TokenStore};
 
-/// Tokens expiring within this many seconds are not reused.
-const EXPIRY_MARGIN_SECS: u64 = 300;
+/// Tokens are not reused this close to their expiry: at most this many seconds ...
+const MAX_EXPIRY_MARGIN_SECS: u64 = 300;
+/// ... and at most this fraction of their lifetime, so that a token living 10 minutes is still
+/// reused for 9 of them (a fixed 300 s margin would make every process log in).
+const EXPIRY_MARGIN_DIVISOR: u64 = 10;
 /// Lifetime assumed for a token whose `exp` cannot be read.
 const FALLBACK_LIFETIME_SECS: u64 = 3600;
+/// A cache file is a token and two numbers; anything larger is not ours.
+const MAX_CACHE_FILE: u64 = 64 * 1024;
 
-/// The cache file for one URL and user.
+/// The cache file for one URL and set of credentials.
 pub struct TokenCache {
     path: PathBuf,
     lock_path: PathBuf,
@@ -34,21 +48,38 @@ pub struct TokenCache {
 struct CachedToken {
     token: String,
     expires_at: u64,
+    /// When the token was issued (`iat`, else when it was stored); absent in older files.
+    #[serde(default)]
+    issued_at: Option<u64>,
+}
+
+impl CachedToken {
+    /// Still usable: not within the expiry margin.
+    fn usable(&self, now: u64) -> bool {
+        let lifetime = self
+            .issued_at
+            .map_or(u64::MAX, |i| self.expires_at.saturating_sub(i));
+        let margin = MAX_EXPIRY_MARGIN_SECS.min(lifetime / EXPIRY_MARGIN_DIVISOR);
+        !self.token.is_empty() && self.expires_at > now.saturating_add(margin)
+    }
 }
 
 impl TokenCache {
-    /// The cache in `dir` for `url` and `username` (creates `dir` with mode 0700 if missing).
-    pub fn in_dir(dir: &Path, url: &str, username: &str) -> Option<Self> {
+    /// The cache in `dir` for `url` and `credentials` (creates `dir` with mode 0700 if
+    /// missing). `None`, with a warning, when `dir` is not a private directory of this user.
+    pub fn in_dir(dir: &Path, url: &str, credentials: &Credentials) -> Option<Self> {
         if let Err(e) = ensure_private_dir(dir) {
-            tracing::warn!(dir = %dir.display(), error = %e, "token cache disabled");
+            tracing::warn!(dir = %dir.display(), error = %e, "token cache not used; logging in without it");
             return None;
         }
-        let url = url.trim_end_matches('/');
-        let id = short_hash(&[url.as_bytes(), username.as_bytes()]);
+        let id = cache_id(url, credentials);
         Some(TokenCache {
             path: dir.join(format!("token-{id}.json")),
             lock_path: dir.join(format!("token-{id}.lock")),
-            facts_path: dir.join(format!("facts-{}.json", short_hash(&[url.as_bytes()]))),
+            facts_path: dir.join(format!(
+                "facts-{}.json",
+                short_hash(&[url.trim_end_matches('/').as_bytes()])
+            )),
         })
     }
 
@@ -58,7 +89,8 @@ impl TokenCache {
     }
 }
 
-/// 24 hex digits of SHA-256 over the parts, newline-separated: a file name that reveals nothing.
+/// 24 hex digits of SHA-256 over the parts, newline-separated: a file name that reveals nothing
+/// (the server facts are per URL, whoever logs in).
 fn short_hash(parts: &[&[u8]]) -> String {
     let mut hasher = Sha256::new();
     for (i, part) in parts.iter().enumerate() {
@@ -73,6 +105,24 @@ fn short_hash(parts: &[&[u8]]) -> String {
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// A one-way name for (URL, user, password). Each part is length-prefixed so that no two
+/// different triples hash the same bytes; the name shows nothing of the password, and a
+/// changed password changes it.
+fn cache_id(url: &str, credentials: &Credentials) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"garm-provider-edge-connect token cache v2\n");
+    for part in [
+        url.trim_end_matches('/'),
+        credentials.username.as_str(),
+        credentials.password.expose(),
+    ] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    let digest = hasher.finalize();
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 fn now() -> u64 {
@@ -95,11 +145,7 @@ pub fn default_dir(environment: &HashMap<String, String>) -> PathBuf {
 
 #[cfg(unix)]
 fn user_tag() -> String {
-    use std::os::unix::fs::MetadataExt;
-    // The owner of /proc/self is the process's uid, without libc.
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid().to_string())
-        .unwrap_or_else(|_| "user".into())
+    my_uid().to_string()
 }
 
 #[cfg(not(unix))]
@@ -108,8 +154,14 @@ fn user_tag() -> String {
 }
 
 #[cfg(unix)]
+fn my_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+#[cfg(unix)]
 fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     match std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -119,17 +171,26 @@ fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
-    let meta = std::fs::metadata(dir)?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
+    // Not `metadata`: a symbolic link planted in place of the directory must not be followed.
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.file_type().is_symlink() {
+        return Err(std::io::Error::other("is a symbolic link"));
+    }
+    if !meta.is_dir() {
+        return Err(std::io::Error::other("is not a directory"));
+    }
+    if meta.uid() != my_uid() {
         return Err(std::io::Error::other(format!(
-            "directory has mode {mode:o}; it must be 700"
+            "belongs to uid {}, not to this user (uid {})",
+            meta.uid(),
+            my_uid()
         )));
     }
-    if let Ok(me) = std::fs::metadata("/proc/self").map(|m| m.uid()) {
-        if meta.uid() != me {
-            return Err(std::io::Error::other("directory belongs to another user"));
-        }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "has mode {mode:o}; it must be 700"
+        )));
     }
     Ok(())
 }
@@ -139,50 +200,113 @@ fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-/// `exp` of a JWT, read without verification (only the server can verify it).
-fn jwt_expiry(token: &str) -> Option<u64> {
-    let payload = token.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()?
-        .get("exp")?
-        .as_u64()
+/// Opens `path` with `options`, never following a symbolic link in its last component, and
+/// checks that what was opened is a regular file of this user that group and others cannot
+/// write (`private`: nor read).
+fn open_private(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+    private: bool,
+) -> std::io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        let file = options.open(path).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::other("is a symbolic link")
+            } else {
+                e
+            }
+        })?;
+        // Checked on the open file, not the path, so that nothing can be swapped in between.
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other("is not a regular file"));
+        }
+        if meta.uid() != my_uid() {
+            return Err(std::io::Error::other(format!(
+                "belongs to uid {}, not to this user",
+                meta.uid()
+            )));
+        }
+        let forbidden = if private { 0o077 } else { 0o022 };
+        let mode = meta.mode() & 0o777;
+        if mode & forbidden != 0 {
+            return Err(std::io::Error::other(format!(
+                "has mode {mode:o}; other users could change it"
+            )));
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = private;
+        options.open(path)
+    }
 }
 
-impl TokenStore for TokenCache {
-    fn load(&self) -> Option<Secret> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
+/// `exp` and `iat` of a JWT, read without verification (only the server can verify it).
+fn jwt_times(token: &str) -> (Option<u64>, Option<u64>) {
+    let claims = token
+        .split('.')
+        .nth(1)
+        .and_then(|payload| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(payload.trim_end_matches('='))
+                .ok()
+        })
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+    let get = |k: &str| claims.as_ref().and_then(|c| c.get(k)?.as_u64());
+    (get("exp"), get("iat"))
+}
+
+impl TokenCache {
+    /// The cache file's entry; `None` when there is none or it cannot be trusted (logged).
+    fn read(&self) -> Option<CachedToken> {
+        let mut file = match open_private(&self.path, std::fs::OpenOptions::new().read(true), true)
+        {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
-                tracing::info!(error = %e, "token cache unreadable; logging in");
+                tracing::warn!(file = %self.path.display(), error = %e, "token cache file not used; logging in");
                 return None;
             }
         };
+        let mut text = String::new();
+        if let Err(e) = (&mut file).take(MAX_CACHE_FILE).read_to_string(&mut text) {
+            tracing::info!(error = %e, "token cache unreadable; logging in");
+            return None;
+        }
         match serde_json::from_str::<CachedToken>(&text) {
-            Ok(c) if c.expires_at > now() + EXPIRY_MARGIN_SECS && !c.token.is_empty() => {
-                tracing::debug!("using cached token");
-                Some(Secret::new(c.token))
-            }
-            Ok(_) => {
-                tracing::info!("cached token expired; logging in");
-                None
-            }
+            Ok(c) => Some(c),
             Err(_) => {
                 tracing::info!("token cache malformed; logging in");
                 None
             }
         }
     }
+}
+
+impl TokenStore for TokenCache {
+    fn load(&self) -> Option<Secret> {
+        let cached = self.read()?;
+        if cached.usable(now()) {
+            tracing::debug!("using cached token");
+            Some(Secret::new(cached.token))
+        } else {
+            tracing::info!("cached token expired; logging in");
+            None
+        }
+    }
 
     fn save(&self, token: &Secret) {
-        let expires_at =
-            jwt_expiry(token.expose()).unwrap_or_else(|| now() + FALLBACK_LIFETIME_SECS);
+        let now = now();
+        let (exp, iat) = jwt_times(token.expose());
         let body = CachedToken {
             token: token.expose().to_string(),
-            expires_at,
+            expires_at: exp.unwrap_or_else(|| now + FALLBACK_LIFETIME_SECS),
+            issued_at: Some(iat.unwrap_or(now)),
         };
         if let Err(e) = write_atomically(&self.path, &body) {
             tracing::info!(error = %e, "cannot write the token cache");
@@ -197,10 +321,10 @@ impl TokenStore for TokenCache {
             use std::os::unix::fs::OpenOptionsExt;
             options.mode(0o600);
         }
-        let file = match options.open(&self.lock_path) {
+        let file = match open_private(&self.lock_path, &mut options, false) {
             Ok(f) => f,
             Err(e) => {
-                tracing::info!(error = %e, "cannot open the login lock; logging in without it");
+                tracing::warn!(file = %self.lock_path.display(), error = %e, "login lock not used; logging in without it");
                 return LoginLock::Unavailable;
             }
         };
@@ -216,7 +340,24 @@ impl TokenStore for TokenCache {
     }
 
     fn load_facts(&self) -> Option<crate::ServerFacts> {
-        let text = std::fs::read_to_string(&self.facts_path).ok()?;
+        // The same trust rules as the token: a planted or foreign file is not believed.
+        let mut file = match open_private(
+            &self.facts_path,
+            std::fs::OpenOptions::new().read(true),
+            true,
+        ) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(file = %self.facts_path.display(), error = %e, "server facts file not used");
+                return None;
+            }
+        };
+        let mut text = String::new();
+        (&mut file)
+            .take(MAX_CACHE_FILE)
+            .read_to_string(&mut text)
+            .ok()?;
         serde_json::from_str(&text).ok()
     }
 
@@ -228,11 +369,9 @@ impl TokenStore for TokenCache {
 
     fn discard(&self, token: &Secret) {
         // Only remove the file if it still holds the refused token: another process may have
-        // stored a fresh one meanwhile.
-        if let Ok(text) = std::fs::read_to_string(&self.path) {
-            if serde_json::from_str::<CachedToken>(&text).is_ok_and(|c| c.token == token.expose()) {
-                let _ = std::fs::remove_file(&self.path);
-            }
+        // stored a fresh one meanwhile. (unlink removes a link itself, never its target.)
+        if self.read().is_some_and(|c| c.token == token.expose()) {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }
@@ -249,6 +388,7 @@ fn write_atomically(path: &Path, body: &impl serde::Serialize) -> std::io::Resul
     );
     let tmp = dir.join(unique);
     let mut options = std::fs::OpenOptions::new();
+    // create_new: fails on anything already there, a planted link included.
     options.write(true).create_new(true);
     #[cfg(unix)]
     {
@@ -256,13 +396,14 @@ fn write_atomically(path: &Path, body: &impl serde::Serialize) -> std::io::Resul
         options.mode(0o600);
     }
     let result = (|| {
-        let mut file = options.open(&tmp)?;
+        let mut file = open_private(&tmp, &mut options, true)?;
         file.write_all(
             serde_json::to_string(body)
                 .map_err(std::io::Error::other)?
                 .as_bytes(),
         )?;
         file.sync_all()?;
+        // rename replaces a link at `path` itself; it never writes through it.
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -281,10 +422,27 @@ mod tests {
         format!("eyJhbGciOiJIUzUxMiJ9.{payload}.sig")
     }
 
+    fn jwt_issued(iat: u64, exp: u64) -> String {
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(format!(r#"{{"iat":{iat},"exp":{exp}}}"#));
+        format!("eyJhbGciOiJIUzUxMiJ9.{payload}.sig")
+    }
+
+    fn creds(user: &str, password: &str) -> Credentials {
+        Credentials {
+            username: user.into(),
+            password: Secret::new(password),
+        }
+    }
+
+    fn cache(dir: &Path) -> TokenCache {
+        TokenCache::in_dir(dir, "https://ec", &creds("u", "p")).unwrap()
+    }
+
     #[test]
     fn stores_loads_and_discards() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = TokenCache::in_dir(&dir.path().join("c"), "https://ec", "u").unwrap();
+        let cache = cache(&dir.path().join("c"));
         assert!(cache.load().is_none());
         let token = Secret::new(jwt(now() + 3600));
         cache.save(&token);
@@ -297,15 +455,22 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn file_is_private_and_keyed_by_url_and_user() {
+    fn file_is_private_and_keyed_by_url_user_and_password() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("c");
-        let a = TokenCache::in_dir(&d, "https://ec", "u").unwrap();
-        let b = TokenCache::in_dir(&d, "https://ec", "v").unwrap();
-        let c = TokenCache::in_dir(&d, "https://other", "u").unwrap();
+        let a = TokenCache::in_dir(&d, "https://ec", &creds("u", "p")).unwrap();
+        let b = TokenCache::in_dir(&d, "https://ec", &creds("v", "p")).unwrap();
+        let c = TokenCache::in_dir(&d, "https://other", &creds("u", "p")).unwrap();
+        let e = TokenCache::in_dir(&d, "https://ec", &creds("u", "rotated")).unwrap();
         assert_ne!(a.path(), b.path());
         assert_ne!(a.path(), c.path());
+        assert_ne!(
+            a.path(),
+            e.path(),
+            "a changed password is another cache file"
+        );
+        assert!(!e.path().to_string_lossy().contains("rotated"));
         a.save(&Secret::new(jwt(now() + 3600)));
         let mode = std::fs::metadata(a.path()).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
@@ -315,8 +480,8 @@ mod tests {
     #[test]
     fn one_process_at_a_time_holds_the_login_lock() {
         let dir = tempfile::tempdir().unwrap();
-        let a = TokenCache::in_dir(&dir.path().join("c"), "https://ec", "u").unwrap();
-        let b = TokenCache::in_dir(&dir.path().join("c"), "https://ec", "u").unwrap();
+        let a = cache(&dir.path().join("c"));
+        let b = cache(&dir.path().join("c"));
         let guard = match a.try_login_lock() {
             LoginLock::Acquired(g) => g,
             _ => panic!("first lock is free"),
@@ -329,8 +494,8 @@ mod tests {
     #[test]
     fn expired_and_malformed_entries_are_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = TokenCache::in_dir(&dir.path().join("c"), "https://ec", "u").unwrap();
-        cache.save(&Secret::new(jwt(now() + 10)));
+        let cache = cache(&dir.path().join("c"));
+        cache.save(&Secret::new(jwt_issued(now() - 3600, now() + 10)));
         assert!(cache.load().is_none());
         std::fs::write(cache.path(), "not json").unwrap();
         assert!(cache.load().is_none());
@@ -344,6 +509,83 @@ mod tests {
         let d = dir.path().join("open");
         std::fs::create_dir(&d).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(TokenCache::in_dir(&d, "https://ec", "u").is_none());
+        assert!(TokenCache::in_dir(&d, "https://ec", &creds("u", "p")).is_none());
+    }
+
+    #[test]
+    fn short_lived_tokens_are_reused_for_most_of_their_life() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = cache(&dir.path().join("c"));
+        // A 120 s token with 100 s left: the margin is 12 s, not 300 s.
+        let t = now();
+        let token = Secret::new(jwt_issued(t - 20, t + 100));
+        cache.save(&token);
+        assert_eq!(cache.load().as_ref(), Some(&token));
+        // With 10 s left it is not.
+        cache.save(&Secret::new(jwt_issued(t - 110, t + 10)));
+        assert!(cache.load().is_none());
+        // A long-lived token keeps the 300 s margin.
+        cache.save(&Secret::new(jwt_issued(t - 86_000, t + 200)));
+        assert!(cache.load().is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn planted_links_and_foreign_files_are_not_followed_or_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // The directory itself is a link: not used.
+        let link_dir = dir.path().join("linked");
+        std::os::unix::fs::symlink(&elsewhere, &link_dir).unwrap();
+        assert!(TokenCache::in_dir(&link_dir, "https://ec", &creds("u", "p")).is_none());
+        // The cache and lock files are links: not read, not written through, no lock.
+        let d = dir.path().join("c");
+        let c = cache(&d);
+        let target = elsewhere.join("target");
+        std::fs::write(&target, r#"{"token":"planted","expires_at":99999999999}"#).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&target, c.path()).unwrap();
+        std::os::unix::fs::symlink(&target, &c.lock_path).unwrap();
+        assert!(c.load().is_none(), "a planted link is not read");
+        assert!(matches!(c.try_login_lock(), LoginLock::Unavailable));
+        c.save(&Secret::new(jwt(now() + 3600)));
+        assert!(
+            std::fs::read_to_string(&target)
+                .unwrap()
+                .contains("planted"),
+            "the link's target is untouched"
+        );
+        assert!(!std::fs::symlink_metadata(c.path())
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // A cache file others can write to is not trusted.
+        std::fs::set_permissions(c.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(c.load().is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_of_another_user_are_not_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        if my_uid() != 0 {
+            // Only root can give a file away; the check is the same uid comparison.
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("c");
+        let c = cache(&d);
+        c.save(&Secret::new(jwt(now() + 3600)));
+        assert!(c.load().is_some());
+        std::os::unix::fs::chown(c.path(), Some(4242), None).unwrap();
+        assert!(c.load().is_none(), "a foreign cache file is not trusted");
+        let foreign = dir.path().join("foreign");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&foreign, Some(4242), None).unwrap();
+        assert!(TokenCache::in_dir(&foreign, "https://ec", &creds("u", "p")).is_none());
     }
 }

@@ -1,11 +1,78 @@
-//! Reading Master Controller answers: bodies and stream chunks under a silence timeout, the
-//! error message of a refused call, and reqwest errors turned into one-line [`ApiError`]s.
+//! Reading Master Controller answers: bodies and stream chunks under a silence bound and the
+//! call's deadline, with a cap on what is held, the error message of a refused call, and reqwest
+//! errors turned into one-line [`ApiError`]s.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
 use crate::error::ApiError;
+
+/// At most this much of a refused call's body is read: the message is one short line, and a
+/// hostile or broken server must not make the process hold an endless body.
+pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
+/// A unary answer (`{}`, a login token) larger than this is a protocol error.
+pub(crate) const MAX_UNARY_BODY: usize = 1024 * 1024;
+/// One stream line (one App or AppInst) larger than this is a protocol error. An App with many
+/// environment variables and configs is tens of KiB; 8 MiB leaves room for any real object.
+pub(crate) const MAX_LINE: usize = 8 * 1024 * 1024;
+
+/// A Show answer may bring at most this many objects that the caller keeps (an endless answer
+/// must not grow memory until the deadline); lines the caller skips are not counted. A real
+/// organization has a few thousand; at about 2 kB each this bounds a Show to some 200 MB.
+pub(crate) const MAX_SHOW_OBJECTS: usize = 100_000;
+
+/// How long the next piece of an answer may take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wait {
+    /// Longest silence between two chunks (`None`: silence is not timed, only the deadline).
+    pub(crate) silence: Option<Duration>,
+    /// The call's deadline.
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Wait {
+    /// The time allowed for the next event, and whether running out of it means the deadline
+    /// (rather than silence) was reached. `None` when nothing bounds it.
+    fn budget(&self) -> Option<(Duration, bool)> {
+        let left = self
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        match (self.silence, left) {
+            (Some(s), Some(l)) if l <= s => Some((l, true)),
+            (Some(s), _) => Some((s, false)),
+            (None, Some(l)) => Some((l, true)),
+            (None, None) => None,
+        }
+    }
+
+    /// Runs `future` within this wait; `what` names what was awaited in the error.
+    pub(crate) async fn run<T>(
+        &self,
+        rpc: &str,
+        what: &str,
+        future: impl std::future::Future<Output = T>,
+    ) -> Result<T, ApiError> {
+        match self.budget() {
+            None => Ok(future.await),
+            Some((budget, is_deadline)) => {
+                tokio::time::timeout(budget, future).await.map_err(|_| {
+                    if is_deadline {
+                        ApiError::transport(
+                            rpc,
+                            format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}"),
+                        )
+                    } else {
+                        ApiError::transport(
+                            rpc,
+                            format!("no {what} within edge_connect.request_timeout_secs"),
+                        )
+                    }
+                })
+            }
+        }
+    }
+}
 
 #[derive(Deserialize)]
 struct MessageBody {
@@ -13,42 +80,83 @@ struct MessageBody {
     message: String,
 }
 
+/// A whole unary answer; more than `MAX_UNARY_BODY` bytes is a protocol error.
 pub(crate) async fn read_body(
     mut response: reqwest::Response,
     rpc: &str,
-    timeout: Duration,
+    wait: Wait,
 ) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
-    while let Some(chunk) = next_chunk(&mut response, rpc, timeout).await? {
+    while let Some(chunk) = next_chunk(&mut response, rpc, wait).await? {
+        if body.len() + chunk.len() > MAX_UNARY_BODY {
+            return Err(ApiError::protocol(
+                rpc,
+                format!(
+                    "answer larger than {} KiB; not read further",
+                    MAX_UNARY_BODY / 1024
+                ),
+            ));
+        }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
 }
 
-/// The next piece of a response body; `None` at its end. Silence longer than `timeout` (no byte,
-/// not even a progress line) or a broken connection is a transport error.
+/// The start of a refused call's body: at most `MAX_ERROR_BODY` bytes, then reading stops (the
+/// connection is dropped with the response). A body cut short, a broken connection or silence
+/// only cost the message, never the status, which is what the caller acts on.
+pub(crate) async fn read_error_body(
+    mut response: reqwest::Response,
+    rpc: &str,
+    wait: Wait,
+) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = next_chunk(&mut response, rpc, wait).await {
+        let room = MAX_ERROR_BODY - body.len();
+        if chunk.len() >= room {
+            body.extend_from_slice(&chunk[..room]);
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    body
+}
+
+/// The next piece of a response body; `None` at its end. Running out of `wait` or a broken
+/// connection is a transport error.
 pub(crate) async fn next_chunk(
     response: &mut reqwest::Response,
     rpc: &str,
-    timeout: Duration,
+    wait: Wait,
 ) -> Result<Option<bytes::Bytes>, ApiError> {
-    tokio::time::timeout(timeout, response.chunk())
-        .await
-        .map_err(|_| ApiError::transport(rpc, "no answer within request_timeout_secs"))?
+    wait.run(rpc, "the next part of the answer", response.chunk())
+        .await?
         .map_err(|e| {
             ApiError::transport(rpc, format!("connection broke: {}", transport_message(&e)))
         })
 }
 
+/// The `message` of an error body, or a stand-in naming the status. (Every [`ApiError`] makes
+/// its message one clean, bounded line.)
 pub(crate) fn error_message(body: &[u8], status: u16) -> String {
     serde_json::from_slice::<MessageBody>(body)
         .ok()
         .map(|m| m.message)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| format!("HTTP {status} without a message"))
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| format!("HTTP {status} without a readable message"))
 }
 
-/// reqwest's error chain, minus the URL (it holds no secret, but is noise in a one-line error).
+/// True when reqwest could not reach the host at all (refused, no route, name not resolved):
+/// nothing was sent, so a retry cannot repeat anything.
+pub(crate) fn is_unreachable(e: &reqwest::Error) -> bool {
+    if !e.is_connect() {
+        return false;
+    }
+    // A TLS handshake failure is also a "connect" error to reqwest; it is not unreachability.
+    let lower = transport_message(e).to_ascii_lowercase();
+    !(lower.contains("certificate") || lower.contains("handshake") || lower.contains("tls"))
+}
+
 /// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
 /// transport error worth retrying.
 pub(crate) fn request_error(rpc: &str, e: &reqwest::Error) -> ApiError {
@@ -60,13 +168,17 @@ pub(crate) fn request_error(rpc: &str, e: &reqwest::Error) -> ApiError {
             rpc: rpc.to_string(),
             status: None,
             message: format!("{message} (set edge_connect.ca_bundle for a private CA)"),
+            unreachable: false,
         }
     } else {
         ApiError::transport(rpc, message)
     }
 }
 
-fn transport_message(e: &reqwest::Error) -> String {
+/// reqwest's error chain without reqwest's own line, which holds the request URL: the chain
+/// says what failed, and the URL is known to the operator (and must not carry a query's
+/// secrets into a log).
+pub(crate) fn transport_message(e: &reqwest::Error) -> String {
     let mut msg = if e.is_connect() {
         "cannot connect".to_string()
     } else if e.is_timeout() {
@@ -81,4 +193,38 @@ fn transport_message(e: &reqwest::Error) -> String {
         source = s.source();
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_earlier_bound_wins() {
+        let soon = Instant::now() + Duration::from_secs(1);
+        let w = Wait {
+            silence: Some(Duration::from_secs(60)),
+            deadline: Some(soon),
+        };
+        assert!(matches!(w.budget(), Some((d, true)) if d <= Duration::from_secs(1)));
+        let w = Wait {
+            silence: Some(Duration::from_secs(1)),
+            deadline: Some(Instant::now() + Duration::from_secs(60)),
+        };
+        assert!(matches!(w.budget(), Some((d, false)) if d == Duration::from_secs(1)));
+        let w = Wait {
+            silence: None,
+            deadline: None,
+        };
+        assert!(w.budget().is_none());
+    }
+
+    #[test]
+    fn error_messages_fall_back_to_the_status() {
+        assert_eq!(error_message(br#"{"message":"Boom"}"#, 400), "Boom");
+        assert_eq!(
+            error_message(b"{\"message\":\"cut", 503),
+            "HTTP 503 without a readable message"
+        );
+    }
 }

@@ -1,0 +1,226 @@
+//! Which proxy the client uses, decided once from the proxy environment.
+//!
+//! The rules are reqwest's own (`HTTPS_PROXY` / `HTTP_PROXY` by the URL's scheme, then
+//! `ALL_PROXY`, upper case before lower case, `NO_PROXY` entries as domain suffixes, IP
+//! addresses or networks, `*` for all; nothing when `REQUEST_METHOD` is set, as in a CGI
+//! program where `HTTP_PROXY` may come from a request header). The client evaluates them
+//! itself and hands reqwest the result, so that what [`Client::proxy`](crate::Client::proxy) and
+//! `check` report is, by construction, what the requests do.
+
+use std::net::IpAddr;
+
+use crate::options::SetupError;
+
+/// The proxy chosen for one Edge Connect URL.
+#[derive(Clone)]
+pub(crate) struct ProxyChoice {
+    /// The proxy URL as given (may hold `user:password@`: never print it).
+    pub(crate) url: reqwest::Url,
+    /// `host:port` of the proxy, for messages.
+    pub(crate) address: String,
+    /// The variable it came from.
+    pub(crate) variable: &'static str,
+}
+
+impl std::fmt::Debug for ProxyChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may carry proxy credentials.
+        write!(f, "ProxyChoice({} from {})", self.address, self.variable)
+    }
+}
+
+/// The proxy the environment `env` selects for `target`, if any.
+pub(crate) fn choose(
+    target: &reqwest::Url,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<ProxyChoice>, SetupError> {
+    let get = |names: [&'static str; 2]| {
+        names
+            .into_iter()
+            .find_map(|n| env(n).map(|v| (n, v)))
+            .filter(|(_, v)| !v.trim().is_empty())
+    };
+    if env("REQUEST_METHOD").is_some() {
+        return Ok(None);
+    }
+    let by_scheme = match target.scheme() {
+        "https" => get(["HTTPS_PROXY", "https_proxy"]),
+        _ => get(["HTTP_PROXY", "http_proxy"]),
+    };
+    let Some((variable, value)) = by_scheme.or_else(|| get(["ALL_PROXY", "all_proxy"])) else {
+        return Ok(None);
+    };
+    let host = target.host_str().unwrap_or_default();
+    if let Some((_, no_proxy)) = get(["NO_PROXY", "no_proxy"]) {
+        if no_proxy_matches(&no_proxy, host) {
+            return Ok(None);
+        }
+    }
+    // Never echo the value: it may hold the proxy's password.
+    let value = value.trim();
+    let with_scheme = if value.contains("://") {
+        value.to_string()
+    } else {
+        format!("http://{value}")
+    };
+    let url = reqwest::Url::parse(&with_scheme)
+        .map_err(|_| SetupError(format!("{variable}: not a proxy URL (value not shown)")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(SetupError(format!(
+            "{variable}: proxy scheme `{}` is not supported (use an http:// or https:// proxy)",
+            url.scheme()
+        )));
+    }
+    let Some(proxy_host) = url.host_str() else {
+        return Err(SetupError(format!("{variable}: the proxy URL has no host")));
+    };
+    let port = url.port_or_known_default().unwrap_or(80);
+    Ok(Some(ProxyChoice {
+        address: format!("{proxy_host}:{port}"),
+        url,
+        variable,
+    }))
+}
+
+/// True when `host` is exempted by a `NO_PROXY` list (reqwest's rules).
+fn no_proxy_matches(list: &str, host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip = host.parse::<IpAddr>().ok();
+    list.split(',').map(str::trim).any(|entry| {
+        if entry.is_empty() {
+            return false;
+        }
+        if entry == "*" {
+            return true;
+        }
+        if let Some(ip) = ip {
+            return ip_matches(entry, ip);
+        }
+        let domain = entry.strip_prefix('.').unwrap_or(entry);
+        host.eq_ignore_ascii_case(domain)
+            || (host.len() > domain.len()
+                && host
+                    .get(host.len() - domain.len()..)
+                    .is_some_and(|tail| tail.eq_ignore_ascii_case(domain))
+                && host.as_bytes()[host.len() - domain.len() - 1] == b'.')
+    })
+}
+
+/// `entry` is an address equal to `ip` or a network (`10.0.0.0/8`) containing it.
+fn ip_matches(entry: &str, ip: IpAddr) -> bool {
+    let (addr, bits) = match entry.split_once('/') {
+        Some((a, b)) => match b.parse::<u32>() {
+            Ok(bits) => (a, Some(bits)),
+            Err(_) => return false,
+        },
+        None => (entry, None),
+    };
+    let Ok(net) = addr
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    else {
+        return false;
+    };
+    match (net, ip, bits) {
+        (_, _, None) => net == ip,
+        (IpAddr::V4(n), IpAddr::V4(a), Some(bits)) if bits <= 32 => {
+            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+            u32::from(n) & mask == u32::from(a) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(a), Some(bits)) if bits <= 128 => {
+            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+            u128::from(n) & mask == u128::from(a) & mask
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pick(url: &str, vars: &[(&str, &str)]) -> Result<Option<String>, SetupError> {
+        let target = reqwest::Url::parse(url).unwrap();
+        let env = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        };
+        choose(&target, &env).map(|c| c.map(|c| format!("{} {}", c.address, c.variable)))
+    }
+
+    #[test]
+    fn the_variable_follows_the_scheme_then_all_proxy() {
+        let vars = [
+            ("HTTPS_PROXY", "http://s:3128"),
+            ("HTTP_PROXY", "p:8080"),
+            ("all_proxy", "http://a:1"),
+        ];
+        assert_eq!(
+            pick("https://ec.example", &vars).unwrap().as_deref(),
+            Some("s:3128 HTTPS_PROXY")
+        );
+        assert_eq!(
+            pick("http://ec.example", &vars).unwrap().as_deref(),
+            Some("p:8080 HTTP_PROXY")
+        );
+        assert_eq!(
+            pick("https://ec.example", &[("all_proxy", "http://a:1")])
+                .unwrap()
+                .as_deref(),
+            Some("a:1 all_proxy")
+        );
+        assert_eq!(
+            pick("https://ec.example", &[("https_proxy", "https://s")])
+                .unwrap()
+                .as_deref(),
+            Some("s:443 https_proxy")
+        );
+        assert_eq!(pick("https://ec.example", &[]).unwrap(), None);
+        assert_eq!(
+            pick(
+                "https://ec.example",
+                &[("HTTPS_PROXY", "http://s:1"), ("REQUEST_METHOD", "GET")]
+            )
+            .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn no_proxy_exempts_domains_addresses_and_networks() {
+        let with = |no: &str, url: &str| {
+            pick(url, &[("HTTPS_PROXY", "http://s:1"), ("NO_PROXY", no)]).unwrap()
+        };
+        assert_eq!(with("example.com", "https://ec.example.com"), None);
+        assert_eq!(with(".example.com", "https://example.com"), None);
+        assert!(with("example.com", "https://ec.notexample.com").is_some());
+        assert_eq!(with("*", "https://anything"), None);
+        assert_eq!(with("10.0.0.0/8, x", "https://10.1.2.3"), None);
+        assert!(with("10.0.0.0/8", "https://11.1.2.3").is_some());
+        assert_eq!(with("::1", "https://[::1]:8443"), None);
+        assert_eq!(with("127.0.0.1", "https://127.0.0.1:1"), None);
+    }
+
+    #[test]
+    fn bad_values_are_named_without_being_echoed() {
+        let e = pick("https://ec", &[("HTTPS_PROXY", "http://u:proxy-pass@[bad")]).unwrap_err();
+        assert!(e.0.contains("HTTPS_PROXY"), "{e}");
+        assert!(!e.0.contains("proxy-pass"), "{e}");
+        let e = pick(
+            "https://ec",
+            &[("HTTPS_PROXY", "socks5://u:proxy-pass@h:1")],
+        )
+        .unwrap_err();
+        assert!(e.0.contains("socks5"), "{e}");
+        assert!(!e.0.contains("proxy-pass"), "{e}");
+        let c = choose(&reqwest::Url::parse("https://ec").unwrap(), &|n: &str| {
+            (n == "HTTPS_PROXY").then(|| "http://u:proxy-pass@h:3128".to_string())
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.address, "h:3128");
+        assert!(!format!("{c:?}").contains("proxy-pass"));
+    }
+}

@@ -1,0 +1,656 @@
+//! The provider, run as GARM runs it, against tiny misbehaving servers and proxies on
+//! 127.0.0.1 (issue 12 and 13: redirects, drip-feeding, endless bodies, transient and refused
+//! logins, unreachable hosts, the proxy environment, URL credentials, the token cache). Every
+//! run is bounded by a watchdog; the assertions are on exit codes, one-line messages, what the
+//! servers received, and that no secret reached stdout, stderr or the log.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::support::{self, fixture_with, write_mode, World, CONTROLLER, PASSWORD, POOL, USER};
+
+/// A JWT-shaped token (exp in 2100) the fake servers hand out; must never be printed.
+const TOKEN: &str = "eyJhbGciOiJIUzUxMiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.c2lnbmF0dXJl";
+
+/// One thing a fake server does while answering.
+#[derive(Clone)]
+enum Step {
+    Write(Vec<u8>),
+    Sleep(Duration),
+    /// Write these bytes again and again until the client hangs up.
+    Forever(Vec<u8>),
+    /// Write these bytes with a pause between each, until the client hangs up.
+    Drip(Vec<u8>, Duration),
+}
+
+type Handler = dyn Fn(&str, usize) -> Vec<Step> + Send + Sync;
+
+/// A server on 127.0.0.1: each request (one per connection) is answered as
+/// `handler(path, nth request to that path)` says; the paths are recorded. (For a proxy the
+/// "path" is the CONNECT target.)
+struct Fake {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Fake {
+    fn start(handler: impl Fn(&str, usize) -> Vec<Step> + Send + Sync + 'static) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for socket in listener.incoming() {
+                let Ok(mut socket) = socket else { continue };
+                let handler = handler.clone();
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let Some(path) = read_request(&mut socket) else {
+                        return;
+                    };
+                    let nth = {
+                        let mut log = log.lock().unwrap();
+                        log.push(path.clone());
+                        log.iter().filter(|p| **p == path).count()
+                    };
+                    for step in handler(&path, nth) {
+                        let ok = match step {
+                            Step::Write(b) => socket.write_all(&b).is_ok(),
+                            Step::Sleep(d) => {
+                                std::thread::sleep(d);
+                                true
+                            }
+                            Step::Forever(b) => {
+                                while socket.write_all(&b).is_ok() {}
+                                false
+                            }
+                            Step::Drip(b, every) => {
+                                while socket.write_all(&b).is_ok() {
+                                    std::thread::sleep(every);
+                                }
+                                false
+                            }
+                        };
+                        if !ok {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Fake { port, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn count(&self, path: &str) -> usize {
+        self.seen().iter().filter(|p| *p == path).count()
+    }
+}
+
+fn read_request(socket: &mut TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = socket.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        match socket.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some(head.split_whitespace().nth(1)?.to_string())
+}
+
+/// Status line and headers of an answer whose body runs until the connection closes.
+fn head(status: &str, extra: &str) -> Step {
+    Step::Write(
+        format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\nConnection: close\r\n{extra}\r\n")
+            .into_bytes(),
+    )
+}
+
+/// A whole answer.
+fn reply(status: &str, body: &str) -> Vec<Step> {
+    vec![Step::Write(
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )]
+}
+
+fn token_reply() -> Vec<Step> {
+    reply("200 OK", &format!(r#"{{"token":"{TOKEN}"}}"#))
+}
+
+/// What a well-behaved controller with no Apps answers.
+fn empty_controller(path: &str) -> Vec<Step> {
+    match path {
+        "/api/v1/login" => token_reply(),
+        p if p.ends_with("/DeleteApp") => reply(
+            "400 Bad Request",
+            r#"{"message":"App key {\"organization\":\"edp-developer-framework\"} not found"}"#,
+        ),
+        _ => reply("200 OK", ""),
+    }
+}
+
+const LOGIN: &str = "/api/v1/login";
+const CTRL: &str = "/api/v1/auth/ctrl/";
+
+/// A provider config around `url`, in its own directory.
+struct Setup {
+    /// Kept alive for the run: dropping it removes the config and the log.
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    log: PathBuf,
+}
+
+impl Setup {
+    fn new(url: &str, extra: &str) -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let creds = dir.path().join("credentials.toml");
+        write_mode(
+            &creds,
+            &format!("username = \"{USER}\"\npassword = \"{PASSWORD}\"\n"),
+            0o600,
+        );
+        let log = dir.path().join("provider.log");
+        let text = format!(
+            r#"log_file = "{log}"
+log_level = "debug"
+credentials_file = "{creds}"
+token_cache_dir = "{cache}"
+
+[edge_connect]
+organization = "edp-developer-framework"
+region = "EU"
+url = "{url}"
+default_flavor = "EU.small"
+{extra}
+[edge_connect.zone]
+organization = "TelekomOP"
+name = "Munich"
+"#,
+            log = log.display(),
+            creds = creds.display(),
+            cache = dir.path().join("token-cache").display(),
+        );
+        let config = dir.path().join("provider.toml");
+        std::fs::write(&config, text).expect("write config");
+        Setup {
+            _dir: dir,
+            config,
+            log,
+        }
+    }
+
+    fn garm(&self, command: &str, vars: &[(&str, &str)]) -> support::Run {
+        let stdin = (command == "CreateInstance")
+            .then(|| fixture_with("bootstrap-github-jit.json", "hardened-runner", POOL));
+        let mut all = vec![
+            ("GARM_COMMAND".to_string(), command.to_string()),
+            ("GARM_CONTROLLER_ID".into(), CONTROLLER.into()),
+            ("GARM_POOL_ID".into(), POOL.into()),
+            ("GARM_INSTANCE_ID".into(), "hardened-runner".into()),
+            (
+                "GARM_PROVIDER_CONFIG_FILE".into(),
+                self.config.display().to_string(),
+            ),
+        ];
+        all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        run_bounded(&all, stdin.as_deref())
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// No secret in the runs' output nor in the log.
+    fn assert_no_secrets(&self, runs: &[&support::Run]) {
+        let log = self.log_text();
+        let mut texts = vec![("log", log.as_str())];
+        for r in runs {
+            texts.push(("stdout", &r.stdout));
+            texts.push(("stderr", &r.stderr));
+        }
+        for (what, text) in texts {
+            for secret in support::secrets() {
+                assert!(!text.contains(secret), "{what} holds a secret: {text}");
+            }
+            assert!(!text.contains("eyJhbGciOi"), "{what} holds a JWT: {text}");
+        }
+    }
+}
+
+/// Runs the binary like `support::run_binary`, but kills it (and fails) if it is still running
+/// after 60 s: a regression here is a hang, which must not hang the suite.
+fn run_bounded(vars: &[(String, String)], stdin: Option<&str>) -> support::Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
+    cmd.env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("provider starts");
+    if let Some(mut pipe) = child.stdin.take() {
+        let _ = pipe.write_all(stdin.unwrap_or_default().as_bytes());
+    }
+    let pid = child.id();
+    let done = Arc::new(Mutex::new(false));
+    let finished = done.clone();
+    let watchdog = std::thread::spawn(move || {
+        for _ in 0..600 {
+            std::thread::sleep(Duration::from_millis(100));
+            if *finished.lock().unwrap() {
+                return false;
+            }
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        true
+    });
+    let out = child.wait_with_output().expect("provider finishes");
+    *done.lock().unwrap() = true;
+    assert!(
+        !watchdog.join().unwrap(),
+        "the provider hung and was killed"
+    );
+    support::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn one_line(r: &support::Run) -> &str {
+    let text = r.stderr.trim_end();
+    assert!(!text.contains('\n'), "stderr is one line: {:?}", r.stderr);
+    text
+}
+
+fn redirecting(status: &'static str, to: String) -> impl Fn(&str, usize) -> Vec<Step> {
+    move |_, _| {
+        vec![
+            head(status, &format!("Location: {to}\r\nContent-Length: 2\r\n")),
+            Step::Write(b"{}".to_vec()),
+        ]
+    }
+}
+
+#[test]
+fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
+    for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
+        let elsewhere = Fake::start(|p, _| empty_controller(p));
+        let to = format!("{}/api/v1/login?rd=secret-query", elsewhere.url());
+        let server = Fake::start(redirecting(status, to));
+        let s = Setup::new(&server.url(), "");
+        let r = s.garm("ListInstances", &[]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let line = one_line(&r);
+        assert!(line.contains(&format!("HTTP {}", &status[..3])), "{line}");
+        assert!(
+            line.contains(&format!("127.0.0.1:{}", elsewhere.port)),
+            "{line}"
+        );
+        assert!(!line.contains("secret-query"), "{line}");
+        assert!(elsewhere.seen().is_empty(), "{:?}", elsewhere.seen());
+        assert_eq!(server.seen(), [LOGIN], "a redirect is final");
+        s.assert_no_secrets(&[&r]);
+    }
+}
+
+#[test]
+fn a_redirect_from_create_app_sends_the_app_nowhere() {
+    for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
+        let elsewhere = Fake::start(|p, _| empty_controller(p));
+        let to = format!("{}{CTRL}CreateApp", elsewhere.url());
+        let redirect = redirecting(status, to);
+        let server = Fake::start(move |p, n| match p {
+            p if p.ends_with("/CreateApp") => redirect(p, n),
+            p => empty_controller(p),
+        });
+        let s = Setup::new(&server.url(), "");
+        let r = s.garm("CreateInstance", &[]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let line = one_line(&r);
+        assert!(line.contains("CreateApp"), "{line}");
+        assert!(
+            line.contains(&format!("127.0.0.1:{}", elsewhere.port)),
+            "{line}"
+        );
+        assert!(elsewhere.seen().is_empty(), "{:?}", elsewhere.seen());
+        assert_eq!(server.count(&format!("{CTRL}CreateApp")), 1);
+        s.assert_no_secrets(&[&r]);
+    }
+}
+
+const SHORT: &str = "request_timeout_secs = 1\noperation_timeout_secs = 3\n";
+
+#[test]
+fn a_drip_fed_answer_ends_by_the_command_deadline() {
+    // One byte every 300 ms: never silent for the 1 s request timeout.
+    let drip = || {
+        vec![
+            head("200 OK", ""),
+            Step::Drip(b" ".to_vec(), Duration::from_millis(300)),
+        ]
+    };
+    let server = Fake::start(move |p, _| match p {
+        p if p.ends_with("/ShowApp") => drip(),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), SHORT);
+    for command in ["ListInstances", "GetInstance", "DeleteInstance"] {
+        let r = s.garm(command, &[]);
+        assert_eq!(r.code, 1, "{command}: {}", r.stderr);
+        assert!(one_line(&r).contains("deadline"), "{command}: {}", r.stderr);
+        s.assert_no_secrets(&[&r]);
+    }
+    // CreateApp (not retried by the provider) and a drip-fed login end by it as well.
+    let server = Fake::start(move |p, _| match p {
+        p if p.ends_with("/CreateApp") => drip(),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), SHORT);
+    let r = s.garm("CreateInstance", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
+    let server = Fake::start(move |_, _| drip());
+    let s = Setup::new(&server.url(), SHORT);
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
+    s.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn endless_bodies_fail_fast_and_hold_nothing() {
+    let endless_error = Fake::start(|p, _| match p {
+        p if p.starts_with(CTRL) => vec![
+            head("400 Bad Request", ""),
+            Step::Forever(vec![b'x'; 64 * 1024]),
+        ],
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&endless_error.url(), "");
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(one_line(&r).contains("HTTP 400"), "{}", r.stderr);
+
+    let no_newline = Fake::start(|p, _| match p {
+        p if p.starts_with(CTRL) => vec![
+            head("200 OK", ""),
+            Step::Write(br#"{"data":{"key":{"name":""#.to_vec()),
+            Step::Forever(vec![b'a'; 256 * 1024]),
+        ],
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&no_newline.url(), "");
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let line = one_line(&r);
+    assert!(line.contains("8192 KiB"), "{line}");
+    assert!(line.contains("ShowApp"), "{line}");
+    s.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn transient_login_failures_are_retried() {
+    let server = Fake::start(|p, n| match (p, n) {
+        (LOGIN, 1) => reply(
+            "503 Service Unavailable",
+            r#"{"message":"Service temporarily unavailable"}"#,
+        ),
+        (LOGIN, 2) => reply(
+            "429 Too Many Requests",
+            r#"{"message":"/api/v1/login is rejected, please retry later"}"#,
+        ),
+        (LOGIN, 3) => vec![Step::Sleep(Duration::from_secs(2))],
+        (p, _) => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), "request_timeout_secs = 1\n");
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "[]");
+    assert_eq!(server.count(LOGIN), 4);
+    s.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn refused_and_two_factor_logins_are_final() {
+    for (status, message, says) in [
+        (
+            "400 Bad Request",
+            "Invalid username or password",
+            "check credentials_file",
+        ),
+        (
+            "511 Network Authentication Required",
+            "Missing OTP",
+            "the Edge Connect user has two-factor authentication; use a user or API key without it",
+        ),
+    ] {
+        // A hostile server that echoes the password back.
+        let body = format!(r#"{{"message":"{message} ({PASSWORD})"}}"#);
+        let server = Fake::start(move |_, _| reply(status, &body));
+        let s = Setup::new(&server.url(), "");
+        let r = s.garm("CreateInstance", &[]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(one_line(&r).contains(says), "{}", r.stderr);
+        assert_eq!(server.seen(), [LOGIN], "{status}: never retried");
+        s.assert_no_secrets(&[&r]);
+    }
+}
+
+#[test]
+fn an_unreachable_url_fails_fast_naming_the_host() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let s = Setup::new(
+        &format!("http://127.0.0.1:{port}"),
+        "request_timeout_secs = 1\noperation_timeout_secs = 4\n",
+    );
+    for command in ["ListInstances", "CreateInstance"] {
+        let r = s.garm(command, &[]);
+        assert_eq!(r.code, 1, "{command}: {}", r.stderr);
+        let line = one_line(&r);
+        assert!(
+            line.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+            "{command}: {line}"
+        );
+        assert!(line.contains("the command's deadline"), "{command}: {line}");
+        s.assert_no_secrets(&[&r]);
+    }
+    assert!(
+        s.log_text().contains("retrying login: cannot connect to"),
+        "{}",
+        s.log_text()
+    );
+}
+
+#[test]
+fn the_proxy_environment_is_honoured_and_plain_http_through_a_proxy_refused() {
+    let proxy = Fake::start(|_, _| reply("502 Bad Gateway", ""));
+    let server = Fake::start(|p, _| empty_controller(p));
+    let proxy_url = format!("http://proxy-user:proxy-pass@127.0.0.1:{}", proxy.port);
+    let s = Setup::new(&server.url(), "");
+    for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
+        let r = s.garm("ListInstances", &[(var, &proxy_url)]);
+        assert_eq!(r.code, 1, "{var}: {}", r.stderr);
+        let line = one_line(&r);
+        assert!(line.contains(var), "{line}");
+        assert!(
+            line.contains(&format!("127.0.0.1:{}", proxy.port)),
+            "{line}"
+        );
+        assert!(line.contains("plain http"), "{line}");
+        s.assert_no_secrets(&[&r]);
+    }
+    assert!(proxy.seen().is_empty() && server.seen().is_empty());
+    // NO_PROXY exempts the host: a direct connection.
+    let r = s.garm(
+        "ListInstances",
+        &[
+            ("HTTP_PROXY", &proxy_url),
+            ("no_proxy", "localhost,127.0.0.1"),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(proxy.seen().is_empty());
+
+    // An https URL goes through the proxy (a CONNECT tunnel); this proxy refuses it.
+    let s = Setup::new("https://edge-connect.example.invalid", SHORT);
+    for var in ["HTTPS_PROXY", "https_proxy"] {
+        let r = s.garm("ListInstances", &[(var, &proxy_url)]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let line = one_line(&r);
+        assert!(
+            line.contains(&format!("the proxy 127.0.0.1:{}", proxy.port)),
+            "{line}"
+        );
+        s.assert_no_secrets(&[&r]);
+    }
+    assert!(
+        proxy
+            .seen()
+            .iter()
+            .all(|p| p == "edge-connect.example.invalid:443"),
+        "{:?}",
+        proxy.seen()
+    );
+    assert!(!proxy.seen().is_empty());
+}
+
+#[test]
+fn a_url_with_credentials_is_refused_without_echoing_them() {
+    let server = Fake::start(|p, _| empty_controller(p));
+    let url = format!("http://{USER}:{PASSWORD}@127.0.0.1:{}", server.port);
+    let s = Setup::new(&url, "");
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        one_line(&r).contains("must not contain a user name or password"),
+        "{}",
+        r.stderr
+    );
+    assert!(server.seen().is_empty());
+    s.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn a_numeric_password_is_not_echoed_by_the_parse_error() {
+    let server = Fake::start(|p, _| empty_controller(p));
+    let s = Setup::new(&server.url(), "");
+    let creds = s.config.with_file_name("credentials.toml");
+    write_mode(
+        &creds,
+        &format!("username = \"{USER}\"\npassword = 424242424242\n"),
+        0o600,
+    );
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(one_line(&r).contains("value not shown"), "{}", r.stderr);
+    assert!(!r.stderr.contains("424242") && !s.log_text().contains("424242"));
+    assert!(server.seen().is_empty());
+}
+
+#[test]
+fn a_changed_password_means_a_new_login_not_a_cached_token() {
+    let w = World::new();
+    let list = |w: &World| w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    let r = list(&w);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(w.calls("login"), 1);
+    assert_eq!(list(&w).code, 0);
+    assert_eq!(w.calls("login"), 1, "the cached token is reused");
+    w.write_credentials("a-rotated-wrong-password", 0o600);
+    let r = list(&w);
+    assert_eq!(
+        r.code, 1,
+        "a wrong password is not hidden by the cache: {}",
+        r.stdout
+    );
+    assert_eq!(w.calls("login"), 2);
+    w.assert_no_secrets(&[&r]);
+    let cache = std::fs::read_dir(w.dir.path().join("token-cache")).unwrap();
+    for entry in cache.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        assert!(!name.contains(PASSWORD) && !name.contains(USER), "{name}");
+    }
+}
+
+#[test]
+fn a_short_lived_token_is_still_reused() {
+    let w = World::with_sim(
+        edge_connect_sim::SimConfig {
+            token_ttl: Duration::from_secs(120),
+            ..Default::default()
+        },
+        support::Site::Zone,
+        "",
+    );
+    for _ in 0..3 {
+        let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    assert_eq!(
+        w.calls("login"),
+        1,
+        "a 120 s token is reused, not refused by a 300 s margin"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_planted_link_for_the_cache_is_not_followed() {
+    let w = World::new();
+    let target = w.dir.path().join("attacker");
+    std::fs::create_dir(&target).unwrap();
+    std::os::unix::fs::symlink(&target, w.dir.path().join("token-cache")).unwrap();
+    let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(r.code, 0, "logs in without the cache: {}", r.stderr);
+    assert!(
+        std::fs::read_dir(&target).unwrap().next().is_none(),
+        "nothing is written where the link points"
+    );
+    assert!(w.log_text().contains("symbolic link"), "{}", w.log_text());
+    w.assert_no_secrets(&[&r]);
+}
