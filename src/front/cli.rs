@@ -1,4 +1,4 @@
-//! CLI mode: subcommands for people. They build the same [`Operation`] as GARM mode and run it
+//! CLI mode: subcommands for people. They build the same `Operation` as GARM mode and run it
 //! through the same provider; only the output is friendlier (pretty JSON, progress on stderr).
 
 use std::path::{Path, PathBuf};

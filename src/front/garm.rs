@@ -107,7 +107,8 @@ fn execute() -> Result<(String, Option<Box<LogGuard>>), Failure> {
             256,
         )),
     );
-    tracing::info!("start");
+    // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
+    tracing::info!(interface = env.version.as_str(), "start");
 
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));

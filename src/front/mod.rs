@@ -1,6 +1,6 @@
 //! The two front doors: GARM's protocol ([`garm`]) and the command line for people ([`cli`]).
-//! Both turn their input into a [`crate::provider::Operation`] and hand it to the one
-//! [`crate::pipeline`]; they differ only in how they read input and print the outcome.
+//! Both turn their input into a `provider::Operation` and hand it to the one
+//! `pipeline`; they differ only in how they read input and print the outcome.
 //!
 //! Output goes through [`write_stdout`] and [`say`], never `println!`/`eprintln!`: those panic
 //! when the stream cannot be written (stdout to a closed pipe, stderr to a full disk), which

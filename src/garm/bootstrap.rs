@@ -214,14 +214,6 @@ impl BootstrapInstance {
         (!pem.trim().is_empty()).then_some(pem)
     }
 
-    /// The extra specs as a JSON object (`{}` when absent or null).
-    pub fn extra_specs_value(&self) -> serde_json::Value {
-        match &self.extra_specs {
-            Some(v) if v.is_object() => v.clone(),
-            _ => serde_json::Value::Object(Default::default()),
-        }
-    }
-
     /// The forge the instance token says this runner is for (`github` or `gitea`).
     ///
     /// The token is read, not verified: only GARM can verify it, and it only tells us which
@@ -295,15 +287,6 @@ mod tests {
             err.to_string().starts_with("invalid bootstrap params"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn missing_extra_specs_is_an_empty_object() {
-        let b = BootstrapInstance::from_slice(minimal("").as_bytes()).unwrap();
-        assert_eq!(b.extra_specs_value(), serde_json::json!({}));
-        let b =
-            BootstrapInstance::from_slice(minimal(r#","extra_specs":null"#).as_bytes()).unwrap();
-        assert_eq!(b.extra_specs_value(), serde_json::json!({}));
     }
 
     #[test]

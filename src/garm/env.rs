@@ -29,6 +29,16 @@ pub enum InterfaceVersion {
     V011,
 }
 
+impl InterfaceVersion {
+    /// The version as GARM names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterfaceVersion::V010 => "v0.1.0",
+            InterfaceVersion::V011 => "v0.1.1",
+        }
+    }
+}
+
 /// `GARM_COMMAND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GarmCommand {

@@ -64,13 +64,6 @@ impl ProviderInstance {
             .then(|| base64::engine::general_purpose::STANDARD.encode(fault.as_bytes()));
         self
     }
-
-    /// The decoded `provider_fault`, for people reading CLI output.
-    pub fn fault_text(&self) -> Option<String> {
-        let raw = self.provider_fault.as_deref()?;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(raw).ok()?;
-        String::from_utf8(bytes).ok()
-    }
 }
 
 #[cfg(test)]
@@ -96,6 +89,9 @@ mod tests {
             json,
             r#"{"provider_id":"garm-a","name":"garm-a","os_type":"linux","os_arch":"amd64","status":"error","provider_fault":"aW1hZ2UgcHVsbCBmYWlsZWQ="}"#
         );
-        assert_eq!(i.fault_text().as_deref(), Some("image pull failed"));
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(i.provider_fault.as_deref().unwrap_or_default())
+            .unwrap();
+        assert_eq!(decoded, b"image pull failed");
     }
 }

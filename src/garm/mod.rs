@@ -9,6 +9,5 @@ pub mod exit;
 pub mod instance;
 
 pub use bootstrap::BootstrapInstance;
-pub use env::{GarmCommand, GarmEnv, InterfaceVersion, SUPPORTED_INTERFACE_VERSIONS};
 pub use error::ProtocolError;
 pub use instance::{Address, InstanceStatus, ProviderInstance};

@@ -23,8 +23,8 @@ impl Deadline {
         }
     }
 
-    /// The instant it passes, for [`edge_connect::within_deadline`] and
-    /// [`edge_connect::Client::with_deadline`].
+    /// The instant it passes.
+    #[cfg(test)]
     pub fn instant(&self) -> Instant {
         self.end
     }
