@@ -194,19 +194,29 @@ pub fn runner_env(
 
 /// `zone:ORG/NAME` or `cloudlet:ORG/NAME`.
 pub fn placement_tag(placement: &Placement) -> String {
-    match placement {
-        Placement::Zone(k) => format!("zone:{}/{}", k.organization, k.name),
-        Placement::Cloudlet(k) => format!("cloudlet:{}/{}", k.organization, k.name),
+    let (kind, k) = match placement {
+        Placement::Zone(k) => ("zone", k),
+        Placement::Cloudlet(k) => ("cloudlet", k),
+    };
+    // Key parts cannot hold `/` (the key rule), so a third part is unambiguous.
+    if k.federated_organization.is_empty() {
+        format!("{kind}:{}/{}", k.organization, k.name)
+    } else {
+        format!(
+            "{kind}:{}/{}/{}",
+            k.organization, k.name, k.federated_organization
+        )
     }
 }
 
 /// Parses [`placement_tag`] output.
 pub fn parse_placement_tag(tag: &str) -> Option<Placement> {
     let (kind, rest) = tag.split_once(':')?;
-    let (organization, name) = rest.split_once('/')?;
+    let mut parts = rest.splitn(3, '/');
     let key = crate::config::SiteKey {
-        organization: organization.to_string(),
-        name: name.to_string(),
+        organization: parts.next()?.to_string(),
+        name: parts.next()?.to_string(),
+        federated_organization: parts.next().unwrap_or_default().to_string(),
     };
     match kind {
         "zone" => Some(Placement::Zone(key)),
@@ -278,8 +288,22 @@ mod tests {
         let p = Placement::Zone(crate::config::SiteKey {
             organization: "TDG".into(),
             name: "dusseldorf-main".into(),
+            federated_organization: String::new(),
         });
         assert_eq!(parse_placement_tag(&placement_tag(&p)), Some(p));
+        let federated = Placement::Cloudlet(crate::config::SiteKey {
+            organization: "TDG".into(),
+            name: "partner-edge".into(),
+            federated_organization: "PartnerOP".into(),
+        });
+        assert_eq!(
+            placement_tag(&federated),
+            "cloudlet:TDG/partner-edge/PartnerOP"
+        );
+        assert_eq!(
+            parse_placement_tag(&placement_tag(&federated)),
+            Some(federated)
+        );
         assert_eq!(parse_placement_tag("nonsense"), None);
     }
 }

@@ -197,11 +197,7 @@ pub(super) async fn remote_checks(
         }
         let available = match site {
             Placement::Zone(z) => {
-                let zone = edge_connect::models::SiteRef {
-                    organization: z.organization.clone(),
-                    name: z.name.clone(),
-                    ..Default::default()
-                };
+                let zone = edge_connect::models::SiteRef::from(z);
                 match client.show_flavors_for_zone(&zone).await {
                     Ok(f) => f.iter().map(|f| f.flavor_name().to_string()).collect(),
                     Err(_) => flavors.clone(),

@@ -104,13 +104,28 @@ pub struct EdgeConnectConfig {
 }
 
 /// An organization + name pair naming a cloudlet or a zone.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, JsonSchema, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, JsonSchema, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SiteKey {
     /// Operator organization, e.g. `TelekomOP`.
     pub organization: String,
     /// Cloudlet or zone name, e.g. `Munich`.
     pub name: String,
+    /// A federation partner's cloudlet: the partner's organization, which a Gen2 AppInst key
+    /// must repeat (c39 `api/edgeproto/cloudletkey.pb.go:34-38`; else `Specified Cloudlet not
+    /// found`). Empty for the operator's own sites.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub federated_organization: String,
+}
+
+impl From<&SiteKey> for edge_connect::models::SiteRef {
+    fn from(key: &SiteKey) -> Self {
+        edge_connect::models::SiteRef {
+            organization: key.organization.clone(),
+            name: key.name.clone(),
+            federated_organization: key.federated_organization.clone(),
+        }
+    }
 }
 
 /// Where an AppInst goes.
@@ -304,6 +319,7 @@ impl Config {
             (None, None) => Placement::Zone(SiteKey {
                 organization: String::new(),
                 name: String::new(),
+                ..Default::default()
             }),
         }
     }
@@ -383,7 +399,8 @@ organization = "TelekomOP"
             c.placement(),
             Placement::Cloudlet(SiteKey {
                 organization: "TelekomOP".into(),
-                name: "Munich".into()
+                name: "Munich".into(),
+                ..Default::default()
             })
         );
         assert_eq!(c.edge_connect.deployment, Deployment::Kubernetes);

@@ -235,11 +235,7 @@ impl BootstrapInstance {
 
 /// Reads the `forge_type` claim of a JWT without verifying its signature.
 pub fn forge_type_from_token(token: &str) -> Option<String> {
-    let payload = token.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let claims = edge_connect::jwt::unverified_claims(token)?;
     let forge = claims.get("forge_type")?.as_str()?.to_ascii_lowercase();
     match forge.as_str() {
         "github" | "gitea" => Some(forge),

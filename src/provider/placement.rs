@@ -48,11 +48,7 @@ impl std::fmt::Display for Target {
 }
 
 fn site_ref(key: &crate::config::SiteKey) -> SiteRef {
-    SiteRef {
-        organization: key.organization.clone(),
-        name: key.name.clone(),
-        ..Default::default()
-    }
+    SiteRef::from(key)
 }
 
 /// How a configured site is addressed on a server of `generation`.
@@ -190,6 +186,7 @@ mod tests {
                     .map(|i| SiteKey {
                         organization: "TDG".into(),
                         name: format!("z{i}"),
+                        ..Default::default()
                     })
                     .collect(),
             ),
@@ -229,6 +226,7 @@ mod tests {
         let site = SiteKey {
             organization: "TDG".into(),
             name: "m".into(),
+            ..Default::default()
         };
         let request = |site: &Placement, generation, cloudlets: &[Site]| {
             let t = target(site, generation, cloudlets).unwrap();

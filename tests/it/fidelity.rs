@@ -357,3 +357,52 @@ fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+#[test]
+fn a_federated_gen2_cloudlet_is_created_on_and_deleted_with_its_federation() {
+    use edge_connect_sim::CloudletSettings;
+    let w = World::with_sim(
+        SimConfig {
+            api: ApiGeneration::Gen2,
+            cloudlet_settings: vec![CloudletSettings {
+                federated_organization: "PartnerOP".into(),
+                ..CloudletSettings::new("TelekomOP", "Munich")
+            }],
+            ..SimConfig::default()
+        },
+        Site::Cloudlet,
+        "",
+    );
+    // Without the federation the controller does not know the cloudlet; nothing is left.
+    let r = w.create("bootstrap-github-jit.json", "garm-fed0", POOL, &[]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("Specified Cloudlet not found"),
+        "{}",
+        r.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+
+    let text = std::fs::read_to_string(&w.config).expect("config");
+    std::fs::write(
+        &w.config,
+        text.replace(
+            "name = \"Munich\"\n",
+            "name = \"Munich\"\nfederated_organization = \"PartnerOP\"\n",
+        ),
+    )
+    .expect("config");
+    let r = w.create("bootstrap-github-jit.json", "garm-fed1", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let inst = &w.sim.app_insts()[0];
+    assert_eq!(
+        inst["key"]["cloudlet_key"]["federated_organization"],
+        "PartnerOP"
+    );
+    // Stop and start go back to the recorded (federated) site; delete sends the key back whole.
+    for command in ["StopInstance", "StartInstance", "DeleteInstance"] {
+        let r = w.garm(command, &[("GARM_INSTANCE_ID", "garm-fed1")], None);
+        assert_eq!(r.code, 0, "{command}: {}", r.stderr);
+    }
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}

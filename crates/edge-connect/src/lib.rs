@@ -25,6 +25,7 @@ pub mod envmap;
 pub mod error;
 #[cfg(test)]
 mod hostile_tests;
+pub mod jwt;
 mod lines;
 pub mod models;
 mod options;

@@ -19,7 +19,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use crate::options::Credentials;
@@ -248,15 +247,7 @@ fn open_private(
 
 /// `exp` and `iat` of a JWT, read without verification (only the server can verify it).
 fn jwt_times(token: &str) -> (Option<u64>, Option<u64>) {
-    let claims = token
-        .split('.')
-        .nth(1)
-        .and_then(|payload| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(payload.trim_end_matches('='))
-                .ok()
-        })
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+    let claims = crate::jwt::unverified_claims(token);
     let get = |k: &str| claims.as_ref().and_then(|c| c.get(k)?.as_u64());
     (get("exp"), get("iat"))
 }
@@ -415,6 +406,7 @@ fn write_atomically(path: &Path, body: &impl serde::Serialize) -> std::io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
     fn jwt(exp: u64) -> String {
         let payload =
