@@ -13,4 +13,5 @@ mod logging;
 mod reliability_faults;
 mod reliability_load;
 mod runner_env_contract;
+mod scale;
 mod tls;

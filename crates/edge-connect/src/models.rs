@@ -277,20 +277,157 @@ pub fn parse_env_vars_yaml(yaml: &str) -> BTreeMap<String, String> {
 }
 
 impl App {
-    /// One variable of the App's environment, without copying the whole map (List checks
-    /// ownership of every App in the organization).
+    /// One variable of the App's environment, without copying the whole map. To read several,
+    /// use [`App::env_vars_named`]: each call here scans the whole environment again.
     pub fn env_var(&self, name: &str) -> Option<String> {
-        if let Some(v) = self
-            .env_vars
-            .as_ref()
-            .and_then(|raw| crate::envmap::string_field(raw.get(), name))
-        {
-            return Some(v);
+        let [value] = self.env_vars_named([name]);
+        value
+    }
+
+    /// Several variables of the App's environment in one pass over its `env_vars` JSON (then
+    /// over its envVarsYaml configs, for names not found there), in the order asked. List reads
+    /// the ownership variables of every candidate App: one scan instead of one per variable.
+    pub fn env_vars_named<const N: usize>(&self, names: [&str; N]) -> [Option<String>; N] {
+        let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
+        if let Some(raw) = &self.env_vars {
+            env_scan::string_fields(raw.get(), &names, &mut found);
         }
-        self.configs
-            .iter()
-            .filter(|c| c.kind == "envVarsYaml")
-            .find_map(|c| parse_env_vars_yaml(&c.config).remove(name))
+        if found.iter().any(Option::is_none) {
+            for config in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
+                let mut vars = parse_env_vars_yaml(&config.config);
+                for (slot, name) in found.iter_mut().zip(names) {
+                    if slot.is_none() {
+                        *slot = vars.remove(name);
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
+/// The values of several keys of a JSON object of strings, in one pass and without building the
+/// map (an App's `env_vars` holds dozens of entries; only a few are wanted).
+mod env_scan {
+    use std::fmt;
+
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    use serde::Deserializer;
+
+    /// Fills `found[i]` with the string value of `names[i]`. A value that is not a string leaves
+    /// its slot empty; unreadable JSON ends the scan, keeping what was found before it.
+    pub(super) fn string_fields(raw: &str, names: &[&str], found: &mut [Option<String>]) {
+        let mut de = serde_json::Deserializer::from_str(raw);
+        // An error only means "nothing more to find": the slots filled so far stay.
+        let _ = de.deserialize_map(Fields { names, found });
+    }
+
+    struct Fields<'a, 'k> {
+        names: &'a [&'k str],
+        found: &'a mut [Option<String>],
+    }
+
+    impl<'de> Visitor<'de> for Fields<'_, '_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object of strings")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(index) = map.next_key_seed(KeyIndex { names: self.names })? {
+                match index {
+                    // The first occurrence wins, as in a map built from the object.
+                    Some(i) if self.found[i].is_none() => {
+                        self.found[i] = map.next_value_seed(StringOrNothing)?;
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// The position of a map key among the wanted names, compared without allocating.
+    struct KeyIndex<'a, 'k> {
+        names: &'a [&'k str],
+    }
+
+    impl<'de> DeserializeSeed<'de> for KeyIndex<'_, '_> {
+        type Value = Option<usize>;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for KeyIndex<'_, '_> {
+        type Value = Option<usize>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string key")
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Option<usize>, E> {
+            Ok(self.names.iter().position(|n| *n == v))
+        }
+    }
+
+    /// A string value, or `None` for any other JSON value (which is skipped).
+    struct StringOrNothing;
+
+    impl<'de> DeserializeSeed<'de> for StringOrNothing {
+        type Value = Option<String>;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for StringOrNothing {
+        type Value = Option<String>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Option<String>, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Option<String>, E> {
+            Ok(Some(v))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Option<String>, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
     }
 }
 
@@ -337,6 +474,60 @@ mod tests {
         .into();
         let yaml = env_vars_yaml(&vars);
         assert_eq!(parse_env_vars_yaml(&yaml), vars);
+    }
+
+    fn app_with_env(env: &str, configs: Vec<ConfigFile>) -> App {
+        App {
+            env_vars: Some(serde_json::value::RawValue::from_string(env.to_string()).unwrap()),
+            configs,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn several_env_vars_in_one_pass() {
+        let app = app_with_env(
+            r#"{"A":"1","N":3,"X":{"deep":["B"]},"B":"two \"q\" \u0026 \u003c","A":"later","L":[1]}"#,
+            vec![ConfigFile {
+                kind: "envVarsYaml".into(),
+                config: env_vars_yaml(&[("C".to_string(), "yaml".to_string())].into()),
+            }],
+        );
+        assert_eq!(
+            app.env_vars_named(["B", "A", "C", "N", "missing", "L"]),
+            [
+                Some("two \"q\" & <".to_string()),
+                Some("1".to_string()),
+                Some("yaml".to_string()),
+                None,
+                None,
+                None
+            ]
+        );
+        assert_eq!(app.env_var("A").as_deref(), Some("1"));
+        // Unreadable JSON keeps what came before the fault.
+        let broken = App {
+            env_vars: None,
+            ..Default::default()
+        };
+        assert_eq!(broken.env_vars_named(["A"]), [None]);
+        let mut found = [None, None];
+        env_scan::string_fields(r#"{"A":"1","B":"#, &["A", "B"], &mut found);
+        assert_eq!(found, [Some("1".to_string()), None]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn env_vars_named_agrees_with_a_full_parse(
+            map in proptest::collection::btree_map("[A-Z_]{1,6}", ".*", 0..8),
+            a in "[A-Z_]{1,6}",
+            b in "[A-Z_]{1,6}",
+        ) {
+            let raw = serde_json::to_string(&map).unwrap();
+            let app = app_with_env(&raw, vec![]);
+            let got = app.env_vars_named([a.as_str(), b.as_str()]);
+            proptest::prop_assert_eq!(got, [map.get(&a).cloned(), map.get(&b).cloned()]);
+        }
     }
 
     #[test]

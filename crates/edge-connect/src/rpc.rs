@@ -61,6 +61,17 @@ impl Client {
 
     /// `ShowAppInst` with a key filter.
     pub async fn show_app_insts(&self, filter: &AppInstKey) -> Result<Vec<AppInst>, ApiError> {
+        self.show_app_insts_where(filter, |_| true).await
+    }
+
+    /// `ShowAppInst`, handing every AppInst to `keep` as it streams in and holding only those it
+    /// accepts. A `keep` that files what it needs elsewhere and returns `false` holds nothing
+    /// here: the answer for a whole organization is never in memory at once.
+    pub async fn show_app_insts_where(
+        &self,
+        filter: &AppInstKey,
+        keep: impl FnMut(&AppInst) -> bool,
+    ) -> Result<Vec<AppInst>, ApiError> {
         let mut key = serde_json::Map::new();
         if !filter.name.is_empty() {
             key.insert("name".into(), json!(filter.name));
@@ -68,7 +79,7 @@ impl Client {
         if !filter.organization.is_empty() {
             key.insert("organization".into(), json!(filter.organization));
         }
-        self.show("ShowAppInst", "appinst", &json!({ "key": key }))
+        self.show_where("ShowAppInst", "appinst", &json!({ "key": key }), None, keep)
             .await
     }
 
