@@ -36,10 +36,11 @@ struct InstRecord {
     state: AppInstState,
     errors: Vec<String>,
     uri: Box<str>,
-    /// The cloudlet inside the key (older API: part of the AppInst's identity, needed to delete).
-    key_site: Option<Box<SiteRef>>,
-    /// The cloudlet the server chose (newer API: output only).
-    site: Option<Box<SiteRef>>,
+    /// The cloudlet inside the key (older API: part of the AppInst's identity, needed to
+    /// delete), as an index into the inventory's [`Sites`].
+    key_site: Option<u32>,
+    /// The cloudlet the server chose (newer API: output only), likewise.
+    site: Option<u32>,
 }
 
 /// The App an AppInst deploys, relative to the runner it may belong to.
@@ -56,7 +57,12 @@ impl InstRecord {
     /// The record of an AppInst of `organization` that could belong to a runner: it deploys an
     /// App of that organization with the AppInst's own name (how this provider makes them).
     /// `None` for every other AppInst, which no runner of ours can own.
-    fn of(inst: &AppInst, organization: &str, version: &str) -> Option<InstRecord> {
+    fn of(
+        inst: &AppInst,
+        organization: &str,
+        version: &str,
+        sites: &mut Sites,
+    ) -> Option<InstRecord> {
         let app = match &inst.app_key {
             None => AppRef::Unnamed,
             Some(k) if k.organization == organization && k.name == inst.key.name => {
@@ -69,8 +75,8 @@ impl InstRecord {
             state: inst.state.clone(),
             errors: inst.errors.clone(),
             uri: inst.uri.as_str().into(),
-            key_site: inst.key.cloudlet_key.clone().map(Box::new),
-            site: inst.cloudlet_key.clone().map(Box::new),
+            key_site: inst.key.cloudlet_key.as_ref().map(|s| sites.index(s)),
+            site: inst.cloudlet_key.as_ref().map(|s| sites.index(s)),
         })
     }
 
@@ -83,21 +89,42 @@ impl InstRecord {
     }
 
     /// The AppInst again, for the runner whose App it deploys.
-    fn into_app_inst(self, organization: &str, app: &AppKey) -> AppInst {
+    fn into_app_inst(self, organization: &str, app: &AppKey, sites: &Sites) -> AppInst {
         AppInst {
             key: AppInstKey {
                 name: app.name.clone(),
                 organization: organization.to_string(),
-                cloudlet_key: self.key_site.map(|s| *s),
+                cloudlet_key: self.key_site.and_then(|i| sites.get(i)),
             },
             app_key: (self.app != AppRef::Unnamed).then(|| app.clone()),
             zone_key: None,
-            cloudlet_key: self.site.map(|s| *s),
+            cloudlet_key: self.site.and_then(|i| sites.get(i)),
             state: self.state,
             errors: self.errors,
             uri: self.uri.into(),
             created_at: String::new(),
         }
+    }
+}
+
+/// The distinct sites the AppInsts run on: an organization has a handful of cloudlets, so each
+/// record holds an index instead of its own copy of two strings.
+#[derive(Default)]
+struct Sites(Vec<SiteRef>);
+
+impl Sites {
+    fn index(&mut self, site: &SiteRef) -> u32 {
+        let found = self.0.iter().position(|s| s == site);
+        let i = found.unwrap_or_else(|| {
+            self.0.push(site.clone());
+            self.0.len() - 1
+        });
+        // More than four billion distinct sites cannot come from one answer that fits in memory.
+        u32::try_from(i).unwrap_or(u32::MAX)
+    }
+
+    fn get(&self, index: u32) -> Option<SiteRef> {
+        self.0.get(index as usize).cloned()
     }
 }
 
@@ -114,6 +141,8 @@ struct Inventory {
     insts: HashMap<Box<str>, InstRecord>,
     /// A second AppInst of a name already seen (older API: one per cloudlet).
     more_insts: Vec<(Box<str>, InstRecord)>,
+    /// The sites the records point into.
+    sites: Sites,
 }
 
 fn lock(inventory: &Mutex<Inventory>) -> MutexGuard<'_, Inventory> {
@@ -204,10 +233,13 @@ impl Provider {
             {
                 return false;
             }
-            if let Some(record) = InstRecord::of(inst, organization, version) {
-                let Inventory {
-                    insts, more_insts, ..
-                } = &mut *inv;
+            let Inventory {
+                insts,
+                more_insts,
+                sites,
+                ..
+            } = &mut *inv;
+            if let Some(record) = InstRecord::of(inst, organization, version, sites) {
                 match insts.entry(inst.key.name.as_str().into()) {
                     Entry::Occupied(seen) => more_insts.push((seen.key().clone(), record)),
                     Entry::Vacant(slot) => {
@@ -260,6 +292,7 @@ impl Provider {
             more_apps,
             mut insts,
             mut more_insts,
+            sites,
             ..
         } = inv;
         let organization = self.organization();
@@ -270,7 +303,7 @@ impl Provider {
                 let mut app_insts = Vec::new();
                 if let Some((name, record)) = insts.remove_entry(key.name.as_str()) {
                     if record.deploys(&key, version) {
-                        app_insts.push(record.into_app_inst(organization, &key));
+                        app_insts.push(record.into_app_inst(organization, &key, &sites));
                     } else {
                         // Another version of ours with this name may deploy it.
                         insts.insert(name, record);
@@ -283,7 +316,7 @@ impl Provider {
                     more_insts = rest;
                     app_insts.extend(
                         mine.into_iter()
-                            .map(|(_, r)| r.into_app_inst(organization, &key)),
+                            .map(|(_, r)| r.into_app_inst(organization, &key, &sites)),
                     );
                 }
                 OwnedRunner {
@@ -445,30 +478,53 @@ mod tests {
 
     #[test]
     fn records_are_kept_only_for_appinsts_a_runner_could_own() {
+        let mut sites = Sites::default();
         let ours = AppKey {
             organization: "o".into(),
             name: "garm-a".into(),
             version: "1.0".into(),
         };
-        let r = InstRecord::of(&inst("garm-a", Some(("o", "garm-a", "1.0"))), "o", "1.0").unwrap();
+        let r = InstRecord::of(
+            &inst("garm-a", Some(("o", "garm-a", "1.0"))),
+            "o",
+            "1.0",
+            &mut sites,
+        )
+        .unwrap();
         assert_eq!(r.app, AppRef::Version(None));
         assert!(r.deploys(&ours, "1.0"));
-        let back = r.into_app_inst("o", &ours);
+        let back = r.into_app_inst("o", &ours, &sites);
         assert_eq!(back.key.name, "garm-a");
         assert_eq!(back.app_key.as_ref(), Some(&ours));
         // Someone else's App, or another organization's, under our runner's name: no record.
-        assert!(
-            InstRecord::of(&inst("garm-a", Some(("o", "their-app", "1.0"))), "o", "1.0").is_none()
-        );
-        assert!(
-            InstRecord::of(&inst("garm-a", Some(("x", "garm-a", "1.0"))), "o", "1.0").is_none()
-        );
+        assert!(InstRecord::of(
+            &inst("garm-a", Some(("o", "their-app", "1.0"))),
+            "o",
+            "1.0",
+            &mut sites
+        )
+        .is_none());
+        assert!(InstRecord::of(
+            &inst("garm-a", Some(("x", "garm-a", "1.0"))),
+            "o",
+            "1.0",
+            &mut sites
+        )
+        .is_none());
         // Our App's name at another version: recorded, but it deploys only that version.
-        let r = InstRecord::of(&inst("garm-a", Some(("o", "garm-a", "2.0"))), "o", "1.0").unwrap();
+        let r = InstRecord::of(
+            &inst("garm-a", Some(("o", "garm-a", "2.0"))),
+            "o",
+            "1.0",
+            &mut sites,
+        )
+        .unwrap();
         assert!(!r.deploys(&ours, "1.0"));
         // The oldest shape names no App: joined by name.
-        assert!(InstRecord::of(&inst("garm-a", None), "o", "1.0")
-            .unwrap()
-            .deploys(&ours, "1.0"));
+        assert!(
+            InstRecord::of(&inst("garm-a", None), "o", "1.0", &mut sites)
+                .unwrap()
+                .deploys(&ours, "1.0")
+        );
     }
 }
