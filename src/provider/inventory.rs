@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use edge_connect::models::{App, AppInst, AppInstKey, AppKey, SiteRef};
+use edge_connect::models::{App, AppEnv, AppInst, AppInstKey, AppKey, SiteRef};
 use edge_connect::AppInstState;
 
 use super::wait::{retry_transient, Deadline};
@@ -23,7 +23,34 @@ use crate::config::Placement;
 use crate::error::Error;
 use crate::garm::ProviderInstance;
 use crate::naming::edge_name;
-use crate::runner_env::RunnerVars;
+use crate::runner_env::{RunnerVarNames, RunnerVars};
+
+/// An AppInst as the inventory reads it from ShowAppInst: the fields a record needs and nothing
+/// else, so a line allocates only these (an organization's answer may hold tens of thousands).
+#[derive(Debug, Default, serde::Deserialize)]
+struct InstLine {
+    #[serde(default)]
+    key: InstLineKey,
+    #[serde(default)]
+    app_key: Option<AppKey>,
+    #[serde(default)]
+    cloudlet_key: Option<SiteRef>,
+    #[serde(default)]
+    state: AppInstState,
+    #[serde(default)]
+    errors: Vec<String>,
+    #[serde(default)]
+    uri: String,
+}
+
+/// The AppInst key without its organization (the filter's, ours).
+#[derive(Debug, Default, serde::Deserialize)]
+struct InstLineKey {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    cloudlet_key: Option<SiteRef>,
+}
 
 /// What the inventory keeps of an AppInst that may belong to a runner of ours while the answers
 /// stream in: the fields GARM's view and the deletes need, nothing that is the same for all of
@@ -58,7 +85,7 @@ impl InstRecord {
     /// App of that organization with the AppInst's own name (how this provider makes them).
     /// `None` for every other AppInst, which no runner of ours can own.
     fn of(
-        inst: &AppInst,
+        inst: &InstLine,
         organization: &str,
         version: &str,
         sites: &mut Sites,
@@ -202,12 +229,12 @@ impl Provider {
         let inventory = Mutex::new(Inventory::default());
         // Once every App is known, AppInsts of no App of ours are not even recorded.
         let apps_complete = AtomicBool::new(false);
-        let keep_app = |app: &App| {
+        let keep_app = |app: &AppEnv<RunnerVarNames>| {
             if !name.is_empty() && app.key.name != name {
                 return false;
             }
             let mut inv = lock(&inventory);
-            match self.owned(app) {
+            match self.owned_vars(RunnerVars::of_env(app), &app.key) {
                 Some(vars) if pool_id.is_none_or(|p| p == vars.owner.pool_id) => {
                     let entry = (app.key.clone(), vars);
                     if inv.apps.contains_key(&app.key.name) {
@@ -222,7 +249,7 @@ impl Provider {
             // Filed above; nothing is collected by the client.
             false
         };
-        let keep_inst = |inst: &AppInst| {
+        let keep_inst = |inst: &InstLine| {
             if !name.is_empty() && inst.key.name != name {
                 return false;
             }
@@ -262,7 +289,7 @@ impl Provider {
                 inv.foreign_apps = 0;
                 drop(inv);
                 self.client
-                    .show_apps_where(&app_filter, needle.map(str::as_bytes), &keep_app)
+                    .show_apps_as(&app_filter, needle.map(str::as_bytes), &keep_app)
             })
             .await;
             apps_complete.store(result.is_ok(), Ordering::Release);
@@ -273,7 +300,7 @@ impl Provider {
             inv.insts.clear();
             inv.more_insts.clear();
             drop(inv);
-            self.client.show_app_insts_where(&inst_filter, &keep_inst)
+            self.client.show_app_insts_as(&inst_filter, &keep_inst)
         });
         let (apps, insts) = tokio::join!(apps, insts);
         apps?;
@@ -332,9 +359,13 @@ impl Provider {
     /// ours and its recorded GARM name is the one its App name was made from (a copied
     /// environment does not make an App ours).
     pub(super) fn owned(&self, app: &App) -> Option<RunnerVars> {
-        let vars = RunnerVars::of_app(app)?;
+        self.owned_vars(RunnerVars::of_app(app), &app.key)
+    }
+
+    fn owned_vars(&self, vars: Option<RunnerVars>, key: &AppKey) -> Option<RunnerVars> {
+        let vars = vars?;
         (vars.owner.controller_id == self.controller_id
-            && edge_name(&vars.owner.instance_name) == app.key.name)
+            && edge_name(&vars.owner.instance_name) == key.name)
             .then_some(vars)
     }
 
@@ -456,14 +487,17 @@ mod tests {
             .unwrap();
             let vars = RunnerVars::of_app(&app).unwrap();
             assert_eq!(vars.owner.pool_id, pool);
+            // The same line as List parses it: one pass, the same variables.
+            let line = serde_json::from_str::<serde_json::Value>(text).unwrap()["data"].clone();
+            let env: AppEnv<RunnerVarNames> = serde_json::from_value(line).unwrap();
+            assert_eq!(RunnerVars::of_env(&env), Some(vars));
         }
     }
 
-    fn inst(name: &str, app: Option<(&str, &str, &str)>) -> AppInst {
-        AppInst {
-            key: AppInstKey {
+    fn inst(name: &str, app: Option<(&str, &str, &str)>) -> InstLine {
+        InstLine {
+            key: InstLineKey {
                 name: name.into(),
-                organization: "o".into(),
                 cloudlet_key: None,
             },
             app_key: app.map(|(o, n, v)| AppKey {

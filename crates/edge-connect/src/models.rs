@@ -306,6 +306,87 @@ impl App {
     }
 }
 
+/// A fixed set of environment variable names, for [`NamedEnv`] and [`AppEnv`].
+pub trait EnvNames {
+    /// The names, in the order their values are kept.
+    const NAMES: &'static [&'static str];
+}
+
+/// The values of [`EnvNames::NAMES`] in an App's `env_vars`, picked out while the Show line is
+/// parsed: one pass, and nothing else of the object is copied or kept.
+pub struct NamedEnv<N: EnvNames> {
+    values: Vec<Option<String>>,
+    names: std::marker::PhantomData<N>,
+}
+
+impl<N: EnvNames> Default for NamedEnv<N> {
+    fn default() -> Self {
+        NamedEnv {
+            values: vec![None; N::NAMES.len()],
+            names: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<N: EnvNames> std::fmt::Debug for NamedEnv<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Only the names: a value may be anything a pool put into the environment.
+        let set: Vec<&str> = N::NAMES
+            .iter()
+            .zip(&self.values)
+            .filter(|(_, v)| v.is_some())
+            .map(|(n, _)| *n)
+            .collect();
+        f.debug_struct("NamedEnv").field("set", &set).finish()
+    }
+}
+
+impl<'de, N: EnvNames> Deserialize<'de> for NamedEnv<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut env = NamedEnv::<N>::default();
+        d.deserialize_any(env_scan::Fields {
+            names: N::NAMES,
+            found: &mut env.values,
+        })?;
+        Ok(env)
+    }
+}
+
+/// An App as ShowApp returns it, reduced to its key, the environment variables `N` names and its
+/// envVarsYaml configs (where the environment is when it is delivered that way). Reading Apps
+/// as this instead of [`App`] parses each line once: no raw `env_vars` copy to scan again.
+#[derive(Debug, Deserialize)]
+#[serde(bound = "")]
+pub struct AppEnv<N: EnvNames> {
+    /// Key.
+    #[serde(default)]
+    pub key: AppKey,
+    /// The named variables of `env_vars`.
+    #[serde(default)]
+    pub env_vars: NamedEnv<N>,
+    /// Config files (envVarsYaml delivery).
+    #[serde(default)]
+    pub configs: Vec<ConfigFile>,
+}
+
+impl<N: EnvNames> AppEnv<N> {
+    /// The values of `N::NAMES`, in that order: from `env_vars`, else from an envVarsYaml config.
+    pub fn vars(&self) -> Vec<Option<String>> {
+        let mut values = self.env_vars.values.clone();
+        if values.iter().any(Option::is_none) {
+            for config in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
+                let mut vars = parse_env_vars_yaml(&config.config);
+                for (slot, name) in values.iter_mut().zip(N::NAMES) {
+                    if slot.is_none() {
+                        *slot = vars.remove(*name);
+                    }
+                }
+            }
+        }
+        values
+    }
+}
+
 /// The values of several keys of a JSON object of strings, in one pass and without building the
 /// map (an App's `env_vars` holds dozens of entries; only a few are wanted).
 mod env_scan {
@@ -322,9 +403,10 @@ mod env_scan {
         let _ = de.deserialize_map(Fields { names, found });
     }
 
-    struct Fields<'a, 'k> {
-        names: &'a [&'k str],
-        found: &'a mut [Option<String>],
+    /// Fills `found[i]` with the value of `names[i]` from the object it visits (`null`: none).
+    pub(super) struct Fields<'a, 'k> {
+        pub(super) names: &'a [&'k str],
+        pub(super) found: &'a mut [Option<String>],
     }
 
     impl<'de> Visitor<'de> for Fields<'_, '_> {
@@ -332,6 +414,14 @@ mod env_scan {
 
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("an object of strings")
+        }
+
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_none<E>(self) -> Result<(), E> {
+            Ok(())
         }
 
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
@@ -343,6 +433,14 @@ mod env_scan {
                     }
                     _ => {
                         map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            // A name asked for twice gets its value in every slot, not only the first.
+            for i in 0..self.names.len() {
+                if self.found[i].is_none() {
+                    if let Some(j) = self.names[..i].iter().position(|n| *n == self.names[i]) {
+                        self.found[i] = self.found[j].clone();
                     }
                 }
             }

@@ -37,6 +37,19 @@ impl Client {
             .await
     }
 
+    /// `ShowApp` parsed into `T` (any lenient view of an App, e.g. [`crate::models::AppEnv`]),
+    /// keeping only what `keep` accepts; lines without `needle` are skipped unparsed.
+    pub async fn show_apps_as<T: serde::de::DeserializeOwned>(
+        &self,
+        filter: &AppKey,
+        needle: Option<&[u8]>,
+        keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, ApiError> {
+        let filter = json!({ "key": key_filter(filter) });
+        self.show_where("ShowApp", "app", &filter, needle, keep)
+            .await
+    }
+
     /// `CreateAppInst`, stream read to the end.
     pub async fn create_app_inst(
         &self,
@@ -72,6 +85,16 @@ impl Client {
         filter: &AppInstKey,
         keep: impl FnMut(&AppInst) -> bool,
     ) -> Result<Vec<AppInst>, ApiError> {
+        self.show_app_insts_as(filter, keep).await
+    }
+
+    /// `ShowAppInst` parsed into `T`, a narrower view of an AppInst than [`AppInst`] (fewer
+    /// fields allocated per line: an organization's answer can hold tens of thousands).
+    pub async fn show_app_insts_as<T: serde::de::DeserializeOwned>(
+        &self,
+        filter: &AppInstKey,
+        keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, ApiError> {
         let mut key = serde_json::Map::new();
         if !filter.name.is_empty() {
             key.insert("name".into(), json!(filter.name));
