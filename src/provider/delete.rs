@@ -14,9 +14,10 @@ use crate::error::Error;
 use crate::naming::edge_name;
 
 /// Default of `edge_connect.remove_all_concurrency`: how many Edge Connect calls RemoveAll has
-/// in flight at most. 200 runners take about 2 × 200 / 64 + 1 ≈ 7 call latencies; the
-/// controller's 429 / 503 answers lower it while they last (see [`Throttle`]).
-pub const DEFAULT_REMOVE_ALL_CONCURRENCY: usize = 64;
+/// in flight at most. Each runner is two calls in sequence (DeleteAppInst, DeleteApp), so 200
+/// runners take 1 + 2 × ⌈200 / 100⌉ = 5 call latencies (64 would take 9, too close to issue
+/// 16's 10); the controller's 429 / 503 answers lower it while they last (see [`Throttle`]).
+pub const DEFAULT_REMOVE_ALL_CONCURRENCY: usize = 100;
 
 /// How long every RemoveAll call holds back after a 429 or 503, on top of the retry's own
 /// backoff: the controller said it is overloaded, so all of them wait, not only the one told.

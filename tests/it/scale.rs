@@ -259,3 +259,113 @@ fn a_delete_waiting_on_a_failed_delete_takes_over() {
     assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
     assert!(w.app_names().is_empty(), "{:?}", w.app_names());
 }
+
+/// Runs one operation in-process with a provider built from the world's config, adjusted by
+/// `adjust` (settings the config file does not have yet).
+fn run_in_process(
+    w: &World,
+    operation: garm_provider_edge_connect::provider::Operation,
+    adjust: impl FnOnce(
+        garm_provider_edge_connect::provider::Provider,
+    ) -> garm_provider_edge_connect::provider::Provider,
+) {
+    use garm_provider_edge_connect::{config::Config, pipeline};
+    let config = Config::load(&w.config).expect("config");
+    let provider = pipeline::provider(
+        config,
+        crate::support::CONTROLLER,
+        Default::default(),
+        std::sync::Arc::new(|_: &str| {}),
+    )
+    .expect("provider");
+    let provider = adjust(provider).with_poll_interval(Duration::from_millis(50));
+    pipeline::block_on(provider.run(operation)).expect("operation succeeds");
+}
+
+/// The RPCs the simulator answered since entry `from` of its log.
+fn rpcs_since(w: &World, from: usize) -> Vec<String> {
+    w.sim.request_log()[from..]
+        .iter()
+        .map(|e| e.rpc.clone())
+        .filter(|rpc| rpc != "login")
+        .collect()
+}
+
+#[test]
+fn without_the_appinst_check_a_zone_delete_is_three_requests() {
+    use garm_provider_edge_connect::provider::Operation;
+    let w = World::new();
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-three", POOL, &[])
+            .code,
+        0
+    );
+    let from = w.sim.request_log().len();
+    run_in_process(
+        &w,
+        Operation::Delete {
+            instance: "garm-three".into(),
+        },
+        |p| p.with_app_inst_check_on_delete(false),
+    );
+    assert_eq!(
+        rpcs_since(&w, from),
+        ["ShowApp", "DeleteAppInst", "DeleteApp"]
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+
+    // On cloudlets the AppInst's key holds its cloudlet: the AppInst is always read first.
+    let w = World::with(ApiGeneration::Gen2, Site::Cloudlet, "");
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-four", POOL, &[])
+            .code,
+        0
+    );
+    let from = w.sim.request_log().len();
+    run_in_process(
+        &w,
+        Operation::Delete {
+            instance: "garm-four".into(),
+        },
+        |p| p.with_app_inst_check_on_delete(false),
+    );
+    let mut calls = rpcs_since(&w, from);
+    calls[..2].sort();
+    assert_eq!(
+        calls,
+        ["ShowApp", "ShowAppInst", "DeleteAppInst", "DeleteApp"]
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn remove_all_backs_off_under_429_and_503_and_removes_everything() {
+    use garm_provider_edge_connect::provider::Operation;
+    let w = World::new();
+    // Runners as the provider makes them: the recorded GARM name is the App's name.
+    for n in 0..30 {
+        let prefix = format!("garm-many-{n}-");
+        w.sim.seed(edge_connect_sim::Seed {
+            count: 1,
+            app_insts: true,
+            name_prefix: prefix.clone(),
+            env_vars: [
+                ("GARM_CONTROLLER_ID", crate::support::CONTROLLER),
+                ("GARM_POOL_ID", POOL),
+                ("GARM_INSTANCE_NAME", &format!("{prefix}1")),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            ..Default::default()
+        });
+    }
+    w.sim
+        .inject(Fault::http_status("DeleteAppInst", 429).times(20));
+    w.sim.inject(Fault::http_status("DeleteApp", 503).times(20));
+    run_in_process(&w, Operation::RemoveAll, |p| {
+        p.with_remove_all_concurrency(8)
+    });
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+    assert!(w.app_inst_names().is_empty());
+}
