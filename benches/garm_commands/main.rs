@@ -35,7 +35,9 @@
 //! `GARM_BENCH_BASELINE=<provider binary>` (and `GARM_BENCH_BASELINE_LABEL`) measures another
 //! build of the provider, e.g. the commit before a change built with `cargo build --profile
 //! bench`, in the same iterations of the scale and RemoveAll steps, so that before and after come
-//! from one run.
+//! from one run. `GARM_BENCH_SCALE_SIZES=1000,10000` replaces the inventory sizes (with
+//! `-- --quick`: a quick look at one size), and `GARM_BENCH_CALLGRIND_DIR=<dir>` writes a
+//! callgrind profile of one ListInstances per size there (for `callgrind_annotate`).
 
 mod binary;
 mod burst;
@@ -188,7 +190,17 @@ fn run() -> Result<()> {
             other => bail!("unknown argument {other:?} (accepted: --quick)"),
         }
     }
-    let plan = if quick { Plan::quick() } else { Plan::full() };
+    let mut plan = if quick { Plan::quick() } else { Plan::full() };
+    if let Ok(sizes) = std::env::var("GARM_BENCH_SCALE_SIZES") {
+        plan.scale_sizes = sizes
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .context("GARM_BENCH_SCALE_SIZES: a list of numbers")
+            })
+            .collect::<Result<_>>()?;
+    }
     let started = Instant::now();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

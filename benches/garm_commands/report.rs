@@ -775,6 +775,15 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
   thin client with an `env_vars` filter (this controller and pool) added to ShowApp, which the
   simulator applies like any Show filter: what a server-side filter would save in bytes. The
   shipped binary is the one the image carries (static musl, LTO), in the same iterations.
+- **instructions**: every instruction the provider process executes (start, config, both Show
+  answers, output, exit), counted by valgrind's cachegrind without its cache simulation. Unlike
+  times they hardly depend on the load of the machine, so small differences are real.
+- **baseline**: another build of the provider (`GARM_BENCH_BASELINE`), here the commit before the
+  work of issue 16, in the same iterations as this build, so that before and after come from one
+  run. **before** quotes the previous BENCHMARKS.md and issue 16 (another run, another day).
+- **RemoveAllInstances**: the inventory is that many runners of this controller, each with a
+  Ready AppInst; latency units are the wall time divided by the simulator's latency per call.
+  The floor is 3: the Show round, then DeleteAppInst and DeleteApp of every runner at once.
 - **Concurrency**: all processes are started at once; "CPU total / CPUs" is the least wall time
   the CPU work alone needs on this machine. Logins count the simulator's successful logins; with
   an empty token cache every process that starts before the first login is stored logs in.
@@ -797,4 +806,11 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
   person's App may carry the same name; ShowAppInst also gives the AppInst's key (its cloudlet in
   the older API) for the delete. The row "DeleteInstance vs. minimum round trips" shows what
   dropping the check would save: one latency.
+- **DeleteInstance in 3 requests** (ShowApp → DeleteAppInst → DeleteApp) is what the provider
+  sends on the zones API with the AppInst check off (`Provider::with_app_inst_check_on_delete`,
+  no config key yet). It saves one request, not a round trip (ShowAppInst rides in the ShowApp
+  round). It is off by default: ShowAppInst is what tells the runner's AppInst from another App's
+  AppInst that took the runner's name (on the zones API an AppInst's key is just its name, so
+  this can happen while the runner has no AppInst, e.g. stopped), and DeleteAppInst by name
+  alone would delete that one.
 "#;

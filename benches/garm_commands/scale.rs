@@ -113,6 +113,11 @@ pub(crate) fn scale_step(
                 }
             }
         }
+        if let Some(dir) = std::env::var_os("GARM_BENCH_CALLGRIND_DIR") {
+            let out = Path::new(&dir).join(format!("callgrind-list-{size}.out"));
+            world.list_profile(Path::new(PROVIDER), per_pool, &out)?;
+            eprintln!("  callgrind profile of ListInstances at {size} written");
+        }
         if shipped_here.is_some() {
             shipped = shipped_here;
         }

@@ -48,6 +48,15 @@ impl Cachegrind {
         })
     }
 
+    /// A callgrind run of `provider` writing its profile to `out` (for `callgrind_annotate`).
+    pub(crate) fn profile(provider: &Path, dir: &Path, out: &Path) -> Result<Cachegrind> {
+        let mut run = Cachegrind::new(provider, dir)?;
+        run.args[0] = "--tool=callgrind".to_string();
+        run.args[1] = format!("--callgrind-out-file={}", out.display());
+        run.args.remove(2);
+        Ok(run)
+    }
+
     /// The instructions counted (`==pid== I   refs:      12,345,678`).
     pub(crate) fn instructions(&self) -> Result<u64> {
         let text = std::fs::read_to_string(&self.log)

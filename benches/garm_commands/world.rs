@@ -271,6 +271,13 @@ name = "Munich"
         grind.instructions()
     }
 
+    /// ListInstances of `binary` under callgrind, its profile written to `out`.
+    pub(crate) fn list_profile(&self, binary: &Path, expect: usize, out: &Path) -> Result<()> {
+        let grind = Cachegrind::profile(binary, &self.dir, out)?;
+        self.list_run(&grind.valgrind, &grind.args, expect)?;
+        Ok(())
+    }
+
     /// ListInstances of the pool by `binary` (with `args`), checked to list `expect` runners.
     fn list_run(&self, binary: &Path, args: &[String], expect: usize) -> Result<Measured> {
         let run = self.garm_with(
