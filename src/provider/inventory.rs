@@ -36,11 +36,43 @@ struct InstLine {
     #[serde(default)]
     cloudlet_key: Option<SiteRef>,
     #[serde(default)]
-    state: AppInstState,
+    state: State,
     #[serde(default)]
     errors: Vec<String>,
     #[serde(default)]
     uri: String,
+}
+
+/// An AppInst's state read straight from its name (or number): [`AppInstState`]'s own
+/// `Deserialize` buffers the value to try both forms, a cost paid for every line of the answer.
+#[derive(Debug, Default)]
+struct State(AppInstState);
+
+impl<'de> serde::Deserialize<'de> for State {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<State, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = State;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a state name or number")
+            }
+            fn visit_str<E>(self, name: &str) -> Result<State, E> {
+                Ok(State(AppInstState::from_name(name)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<State, E> {
+                use serde::de::IntoDeserializer;
+                // Rare (the MC writes names): the client's own mapping of numbers.
+                <AppInstState as serde::Deserialize>::deserialize(n.into_deserializer()).map(State)
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<State, E> {
+                Ok(State(AppInstState::Other(n.to_string())))
+            }
+            fn visit_unit<E>(self) -> Result<State, E> {
+                Ok(State::default())
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// The AppInst key without its organization (the filter's, ours).
@@ -54,31 +86,28 @@ struct InstLineKey {
 
 /// What the inventory keeps of an AppInst that may belong to a runner of ours while the answers
 /// stream in: the fields GARM's view and the deletes need, nothing that is the same for all of
-/// them (the organization; the App's name, which is the AppInst's own for every runner).
+/// them (the organization; the App's name, which is the AppInst's own for every runner). Until
+/// every App is known, one is kept for each AppInst of the organization, so it is kept small
+/// (88 bytes): boxed slices, site indexes, no enum around the version.
 #[derive(Debug)]
 struct InstRecord {
-    /// The version of the App it deploys: `None` for the configured `app_version` (so a runner's
-    /// record allocates nothing for it); `Unnamed` shapes carry no App key at all.
-    app: AppRef,
+    /// The version of the App it deploys: `None` for the configured `app_version`, so a
+    /// runner's record allocates nothing for it.
+    version: Option<Box<str>>,
     state: AppInstState,
-    errors: Vec<String>,
+    errors: Box<[String]>,
     uri: Box<str>,
     /// The cloudlet inside the key (older API: part of the AppInst's identity, needed to
-    /// delete), as an index into the inventory's [`Sites`].
-    key_site: Option<u32>,
+    /// delete), as an index into the inventory's [`Sites`]; [`NO_SITE`] for none.
+    key_site: u32,
     /// The cloudlet the server chose (newer API: output only), likewise.
-    site: Option<u32>,
+    site: u32,
+    /// The oldest shape names no App: such an AppInst can only be joined by name.
+    unnamed: bool,
 }
 
-/// The App an AppInst deploys, relative to the runner it may belong to.
-#[derive(Debug, PartialEq, Eq)]
-enum AppRef {
-    /// The oldest shape names no App: it can only be joined by name.
-    Unnamed,
-    /// An App of our organization with the AppInst's own name, at this version (`None`: the
-    /// configured one).
-    Version(Option<Box<str>>),
-}
+/// No site.
+const NO_SITE: u32 = u32::MAX;
 
 impl InstRecord {
     /// The record of an AppInst of `organization` that could belong to a runner: it deploys an
@@ -90,29 +119,29 @@ impl InstRecord {
         version: &str,
         sites: &mut Sites,
     ) -> Option<InstRecord> {
-        let app = match &inst.app_key {
-            None => AppRef::Unnamed,
-            Some(k) if k.organization == organization && k.name == inst.key.name => {
-                AppRef::Version((k.version != version).then(|| k.version.as_str().into()))
-            }
+        let (unnamed, app_version) = match &inst.app_key {
+            None => (true, None),
+            Some(k) if k.organization == organization && k.name == inst.key.name => (
+                false,
+                (k.version != version).then(|| k.version.as_str().into()),
+            ),
             Some(_) => return None,
         };
+        let mut site = |s: &Option<SiteRef>| s.as_ref().map_or(NO_SITE, |s| sites.index(s));
         Some(InstRecord {
-            app,
-            state: inst.state.clone(),
-            errors: inst.errors.clone(),
+            version: app_version,
+            state: inst.state.0.clone(),
+            errors: inst.errors.clone().into_boxed_slice(),
             uri: inst.uri.as_str().into(),
-            key_site: inst.key.cloudlet_key.as_ref().map(|s| sites.index(s)),
-            site: inst.cloudlet_key.as_ref().map(|s| sites.index(s)),
+            key_site: site(&inst.key.cloudlet_key),
+            site: site(&inst.cloudlet_key),
+            unnamed,
         })
     }
 
     /// True when this AppInst deploys the App `key` (configured version `version`).
     fn deploys(&self, key: &AppKey, version: &str) -> bool {
-        match &self.app {
-            AppRef::Unnamed => true,
-            AppRef::Version(v) => v.as_deref().unwrap_or(version) == key.version,
-        }
+        self.unnamed || self.version.as_deref().unwrap_or(version) == key.version
     }
 
     /// The AppInst again, for the runner whose App it deploys.
@@ -121,13 +150,13 @@ impl InstRecord {
             key: AppInstKey {
                 name: app.name.clone(),
                 organization: organization.to_string(),
-                cloudlet_key: self.key_site.and_then(|i| sites.get(i)),
+                cloudlet_key: sites.get(self.key_site),
             },
-            app_key: (self.app != AppRef::Unnamed).then(|| app.clone()),
+            app_key: (!self.unnamed).then(|| app.clone()),
             zone_key: None,
-            cloudlet_key: self.site.and_then(|i| sites.get(i)),
+            cloudlet_key: sites.get(self.site),
             state: self.state,
-            errors: self.errors,
+            errors: self.errors.into_vec(),
             uri: self.uri.into(),
             created_at: String::new(),
         }
@@ -146,8 +175,12 @@ impl Sites {
             self.0.push(site.clone());
             self.0.len() - 1
         });
-        // More than four billion distinct sites cannot come from one answer that fits in memory.
-        u32::try_from(i).unwrap_or(u32::MAX)
+        // More than four billion distinct sites cannot come from one answer that fits in
+        // memory; should it happen, the site is dropped rather than confused with another.
+        u32::try_from(i)
+            .ok()
+            .filter(|i| *i != NO_SITE)
+            .unwrap_or(NO_SITE)
     }
 
     fn get(&self, index: u32) -> Option<SiteRef> {
@@ -505,9 +538,22 @@ mod tests {
                 name: n.into(),
                 version: v.into(),
             }),
-            state: AppInstState::Ready,
+            state: State(AppInstState::Ready),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn states_read_by_name_or_number() {
+        let read = |json: &str| serde_json::from_str::<State>(json).unwrap().0;
+        assert_eq!(read("\"Ready\""), AppInstState::Ready);
+        assert_eq!(read("5"), AppInstState::Ready);
+        assert_eq!(
+            read("\"Hibernating\""),
+            AppInstState::Other("Hibernating".into())
+        );
+        assert_eq!(read("null"), AppInstState::Unknown);
+        assert_eq!(read("-1"), AppInstState::Other("-1".into()));
     }
 
     #[test]
@@ -525,7 +571,8 @@ mod tests {
             &mut sites,
         )
         .unwrap();
-        assert_eq!(r.app, AppRef::Version(None));
+        assert!(r.version.is_none() && !r.unnamed);
+        assert!(std::mem::size_of::<InstRecord>() <= 88, "kept small");
         assert!(r.deploys(&ours, "1.0"));
         let back = r.into_app_inst("o", &ours, &sites);
         assert_eq!(back.key.name, "garm-a");
