@@ -262,6 +262,8 @@ impl Provider {
         let inventory = Mutex::new(Inventory::default());
         // Once every App is known, AppInsts of no App of ours are not even recorded.
         let apps_complete = AtomicBool::new(false);
+        // Set by ShowAppInst's first line: its request is out and its answer is flowing.
+        let insts_flowing = AtomicBool::new(false);
         let keep_app = |app: &AppEnv<RunnerVarNames>| {
             if !name.is_empty() && app.key.name != name {
                 return false;
@@ -283,6 +285,7 @@ impl Provider {
             false
         };
         let keep_inst = |inst: &InstLine| {
+            insts_flowing.store(true, Ordering::Relaxed);
             if !name.is_empty() && inst.key.name != name {
                 return false;
             }
@@ -335,9 +338,17 @@ impl Provider {
             drop(inv);
             self.client.show_app_insts_as(&inst_filter, &keep_inst)
         });
-        let (apps, insts) = tokio::join!(apps, insts);
+        // Both requests go out at once (one round trip). For a whole organization, ShowAppInst's
+        // answer then waits (in the socket, not in memory) while ShowApp's is read, so that its
+        // lines meet the complete set of our Apps and nothing is recorded for the others: that
+        // is what keeps List's memory near the number of our runners. For one name, both
+        // answers are small and are read as they come.
+        let hold_insts = || name.is_empty() && insts_flowing.load(Ordering::Relaxed);
+        let (apps, insts) = read_first(apps, insts, hold_insts).await;
         apps?;
-        insts?;
+        if let Some(insts) = insts {
+            insts?;
+        }
         let inv = inventory
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
@@ -421,24 +432,32 @@ impl Provider {
         Ok(insts)
     }
 
-    /// The GARM view of a runner.
-    pub(super) fn instance_of(&self, runner: &OwnedRunner) -> ProviderInstance {
-        let app_inst = runner.app_inst();
-        let (status, fault) = super::status::garm_status(app_inst);
-        let mut addresses = Vec::new();
-        if let Some(uri) = app_inst.map(|i| i.uri.as_str()).filter(|u| !u.is_empty()) {
-            addresses.push(crate::garm::Address {
-                address: uri.to_string(),
+    /// The GARM view of a runner, made of its parts (List converts a thousand runners: moving
+    /// their strings instead of copying them keeps one copy alive, not two).
+    pub(super) fn instance_of(&self, runner: OwnedRunner) -> ProviderInstance {
+        let OwnedRunner {
+            key,
+            vars,
+            app_insts,
+        } = runner;
+        let app_inst = app_insts.into_iter().next();
+        let (status, fault) = super::status::garm_status(app_inst.as_ref());
+        let addresses = app_inst
+            .map(|i| i.uri)
+            .filter(|u| !u.is_empty())
+            .map(|address| crate::garm::Address {
+                address,
                 kind: "public".to_string(),
-            });
-        }
+            })
+            .into_iter()
+            .collect();
         let instance = ProviderInstance {
-            provider_id: runner.key.name.clone(),
-            name: runner.vars.owner.instance_name.clone(),
-            os_type: runner.vars.os_type.clone(),
+            provider_id: key.name,
+            name: vars.owner.instance_name,
+            os_type: vars.os_type,
             os_name: String::new(),
             os_version: String::new(),
-            os_arch: runner.vars.os_arch.clone(),
+            os_arch: vars.os_arch,
             addresses,
             status,
             provider_fault: None,
@@ -458,6 +477,46 @@ impl Provider {
             recorded
         }
     }
+}
+
+/// Runs `first` and `second` together, but `second` only while `hold` is false or once `first`
+/// is done; ends early when `first` fails (then without `second`'s result). A held future is
+/// simply not polled: whatever it waits for waits with it. If that lasts longer than a request
+/// timeout, its next poll fails as timed out and the caller's retry sends it again.
+async fn read_first<A, B, E>(
+    first: impl std::future::Future<Output = Result<A, E>>,
+    second: impl std::future::Future<Output = B>,
+    hold: impl Fn() -> bool,
+) -> (Result<A, E>, Option<B>) {
+    use std::task::Poll;
+    let mut first = std::pin::pin!(first);
+    let mut second = std::pin::pin!(second);
+    let mut first_out: Option<Result<A, E>> = None;
+    let mut second_out: Option<B> = None;
+    std::future::poll_fn(|cx| {
+        if first_out.is_none() {
+            if let Poll::Ready(r) = first.as_mut().poll(cx) {
+                first_out = Some(r);
+            }
+        }
+        if let Some(Err(_)) = &first_out {
+            if let Some(failed) = first_out.take() {
+                return Poll::Ready((failed, None));
+            }
+        }
+        if second_out.is_none() && (first_out.is_some() || !hold()) {
+            if let Poll::Ready(r) = second.as_mut().poll(cx) {
+                second_out = Some(r);
+            }
+        }
+        if second_out.is_some() {
+            if let Some(done) = first_out.take() {
+                return Poll::Ready((done, second_out.take()));
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// `id` as a pre-filter for ShowApp lines: an App of this pool (or controller) holds the id in
@@ -541,6 +600,37 @@ mod tests {
             state: State(AppInstState::Ready),
             ..Default::default()
         }
+    }
+
+    #[tokio::test]
+    async fn the_second_answer_waits_while_held_and_a_failure_ends_early() {
+        use std::sync::atomic::AtomicUsize;
+        let polls = AtomicUsize::new(0);
+        let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<()>();
+        let first = async {
+            // Pending until released, like a ShowApp answer still streaming.
+            let _ = gate_rx.await;
+            Ok::<_, ()>(1)
+        };
+        let second = async {
+            polls.fetch_add(1, Ordering::Relaxed);
+            2
+        };
+        let release = async {
+            tokio::task::yield_now().await;
+            // Held: the second future must not have run yet.
+            assert_eq!(polls.load(Ordering::Relaxed), 0);
+            let _ = gate_tx.send(());
+        };
+        let ((a, b), ()) = tokio::join!(read_first(first, second, || true), release);
+        assert_eq!((a, b), (Ok(1), Some(2)));
+        let (failed, none) = read_first(
+            async { Err::<u8, _>("boom") },
+            std::future::pending::<u8>(),
+            || false,
+        )
+        .await;
+        assert_eq!((failed, none), (Err("boom"), None));
     }
 
     #[test]
