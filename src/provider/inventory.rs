@@ -191,10 +191,9 @@ impl Sites {
 /// What the two answers leave, filled as they stream in.
 #[derive(Default)]
 struct Inventory {
-    /// Our Apps (of the pool, when one is asked for), by name.
-    apps: HashMap<String, (AppKey, RunnerVars)>,
-    /// A second App of ours with a name already seen (another version).
-    more_apps: Vec<(AppKey, RunnerVars)>,
+    /// Our Apps (of the pool, when one is asked for); sorted by name once ShowApp is complete.
+    /// A vector, not a map: a thousand runners' entries without a half-empty table beside them.
+    apps: Vec<(AppKey, RunnerVars)>,
     /// Apps of the asked name that are not ours (only counted, for a warning).
     foreign_apps: usize,
     /// AppInsts that may be ours, by name.
@@ -271,12 +270,7 @@ impl Provider {
             let mut inv = lock(&inventory);
             match self.owned_vars(RunnerVars::of_env(app), &app.key) {
                 Some(vars) if pool_id.is_none_or(|p| p == vars.owner.pool_id) => {
-                    let entry = (app.key.clone(), vars);
-                    if inv.apps.contains_key(&app.key.name) {
-                        inv.more_apps.push(entry);
-                    } else {
-                        inv.apps.insert(app.key.name.clone(), entry);
-                    }
+                    inv.apps.push((app.key.clone(), vars));
                 }
                 Some(_) => {}
                 None => inv.foreign_apps += 1,
@@ -291,8 +285,10 @@ impl Provider {
             }
             let mut inv = lock(&inventory);
             if apps_complete.load(Ordering::Acquire)
-                && !inv.apps.contains_key(&inst.key.name)
-                && !inv.more_apps.iter().any(|(k, _)| k.name == inst.key.name)
+                && inv
+                    .apps
+                    .binary_search_by(|(k, _)| k.name.as_str().cmp(&inst.key.name))
+                    .is_err()
             {
                 return false;
             }
@@ -321,14 +317,19 @@ impl Provider {
                 // A retried call starts over: what a broken attempt filed is dropped.
                 let mut inv = lock(&inventory);
                 inv.apps.clear();
-                inv.more_apps.clear();
                 inv.foreign_apps = 0;
                 drop(inv);
                 self.client
                     .show_apps_as(&app_filter, needle.map(str::as_bytes), &keep_app)
             })
             .await;
-            apps_complete.store(result.is_ok(), Ordering::Release);
+            if result.is_ok() {
+                // Sorted for the AppInsts' look-ups by name (the join does not care).
+                lock(&inventory)
+                    .apps
+                    .sort_unstable_by(|(a, _), (b, _)| a.name.cmp(&b.name));
+                apps_complete.store(true, Ordering::Release);
+            }
             result
         };
         let insts = retry_transient(deadline, "ShowAppInst", || {
@@ -360,7 +361,6 @@ impl Provider {
     fn join(&self, inv: Inventory) -> Vec<OwnedRunner> {
         let Inventory {
             apps,
-            more_apps,
             mut insts,
             mut more_insts,
             sites,
@@ -368,8 +368,7 @@ impl Provider {
         } = inv;
         let organization = self.organization();
         let version = self.config.edge_connect.app_version.as_str();
-        apps.into_values()
-            .chain(more_apps)
+        apps.into_iter()
             .map(|(key, vars)| {
                 let mut app_insts = Vec::new();
                 if let Some((name, record)) = insts.remove_entry(key.name.as_str()) {
