@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Keeps benches/garm_commands.rs from rotting: runs every step of the benchmark once, with tiny
+# Keeps benches/garm_commands/ from rotting: runs every step of the benchmark once, with tiny
 # sizes (`--quick`, a few seconds), and fails only if the harness fails: a provider command that
 # does not succeed, a replayed request that is refused, a count that does not add up. It never
 # fails because something is slow; timings on a shared CI machine mean nothing, and the quick

@@ -84,13 +84,13 @@ pub fn provider(
         Some(cache) => client.with_token_store(Box::new(cache)),
         None => client,
     };
-    Ok(Provider::new(
-        client,
-        config,
-        controller_id,
-        environment,
-        progress,
-    ))
+    let remove_all_concurrency = config.edge_connect.remove_all_concurrency;
+    let delete_checks_app_inst = config.edge_connect.delete_checks_app_inst;
+    Ok(
+        Provider::new(client, config, controller_id, environment, progress)
+            .with_remove_all_concurrency(remove_all_concurrency)
+            .with_app_inst_check_on_delete(delete_checks_app_inst),
+    )
 }
 
 /// The token cache for this config's URL and the credentials it resolves to (user and

@@ -80,14 +80,85 @@ pub struct Ownership {
     pub instance_name: String,
 }
 
-impl Ownership {
-    /// Reads ownership from an App's environment; `None` when it was not made by this provider.
-    pub fn of_app(app: &edge_connect::models::App) -> Option<Self> {
-        Some(Ownership {
-            controller_id: app.env_var(ENV_CONTROLLER_ID)?,
-            pool_id: app.env_var(ENV_POOL_ID).unwrap_or_default(),
-            instance_name: app.env_var(ENV_INSTANCE_NAME)?,
+/// Everything the provider reads back from one of its Apps: the ownership and what GARM shows
+/// or StartInstance needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerVars {
+    /// Who owns the App.
+    pub owner: Ownership,
+    /// [`ENV_OS_TYPE`] (empty when absent).
+    pub os_type: String,
+    /// [`ENV_OS_ARCH`] (empty when absent).
+    pub os_arch: String,
+    /// [`ENV_PLACEMENT`] as recorded (empty when absent).
+    pub placement: String,
+}
+
+/// The variables [`RunnerVars`] reads, for ShowApp lines parsed as
+/// [`edge_connect::models::AppEnv`].
+pub struct RunnerVarNames;
+
+impl edge_connect::models::EnvNames for RunnerVarNames {
+    const NAMES: &'static [&'static str] = &[
+        ENV_CONTROLLER_ID,
+        ENV_POOL_ID,
+        ENV_INSTANCE_NAME,
+        ENV_OS_TYPE,
+        ENV_OS_ARCH,
+        ENV_PLACEMENT,
+    ];
+}
+
+impl RunnerVars {
+    /// Reads the variables of an App parsed as [`edge_connect::models::AppEnv`] (their one
+    /// pass happened while the line was parsed); `None` when it was not made by this provider.
+    pub fn of_env(app: &edge_connect::models::AppEnv<RunnerVarNames>) -> Option<Self> {
+        let mut values = app.vars().into_iter();
+        let mut next = || values.next().flatten();
+        let (controller_id, pool_id, instance_name) = (next(), next(), next());
+        let (os_type, os_arch, placement) = (next(), next(), next());
+        Some(RunnerVars {
+            owner: Ownership {
+                controller_id: controller_id?,
+                pool_id: pool_id.unwrap_or_default(),
+                instance_name: instance_name?,
+            },
+            os_type: os_type.unwrap_or_default(),
+            os_arch: os_arch.unwrap_or_default(),
+            placement: placement.unwrap_or_default(),
         })
+    }
+
+    /// Reads the variables in one pass over the App's environment (List does this for every
+    /// candidate App of the organization); `None` when the App was not made by this provider.
+    pub fn of_app(app: &edge_connect::models::App) -> Option<Self> {
+        let [controller_id, pool_id, instance_name, os_type, os_arch, placement] = app
+            .env_vars_named([
+                ENV_CONTROLLER_ID,
+                ENV_POOL_ID,
+                ENV_INSTANCE_NAME,
+                ENV_OS_TYPE,
+                ENV_OS_ARCH,
+                ENV_PLACEMENT,
+            ]);
+        Some(RunnerVars {
+            owner: Ownership {
+                controller_id: controller_id?,
+                pool_id: pool_id.unwrap_or_default(),
+                instance_name: instance_name?,
+            },
+            os_type: os_type.unwrap_or_default(),
+            os_arch: os_arch.unwrap_or_default(),
+            placement: placement.unwrap_or_default(),
+        })
+    }
+
+    /// The recorded placements, in order (empty when none was recorded or none is readable).
+    pub fn placements(&self) -> Vec<Placement> {
+        self.placement
+            .split(';')
+            .filter_map(parse_placement_tag)
+            .collect()
     }
 }
 

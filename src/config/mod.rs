@@ -92,6 +92,15 @@ pub struct EdgeConnectConfig {
     /// fails, in seconds: an unreachable URL fails in tens of seconds, not at the deadline.
     #[serde(default = "default_connect_retry")]
     pub connect_retry_secs: u64,
+    /// Edge Connect calls RemoveAllInstances has in flight at most; 429 / 503 answers lower it
+    /// while they last.
+    #[serde(default = "default_remove_all_concurrency")]
+    pub remove_all_concurrency: usize,
+    /// DeleteInstance reads the AppInst before deleting it, so that only the AppInst of our
+    /// App is deleted. `false` saves one request on zones, but may then delete an AppInst of
+    /// another App that has the runner's name (only while the runner has none of its own).
+    #[serde(default = "default_true")]
+    pub delete_checks_app_inst: bool,
     /// PEM file with extra CA certificates to trust for the Edge Connect URL.
     #[serde(default)]
     pub ca_bundle: Option<PathBuf>,
@@ -217,6 +226,9 @@ fn default_request_timeout() -> u64 {
 }
 fn default_operation_timeout() -> u64 {
     900
+}
+fn default_remove_all_concurrency() -> usize {
+    100
 }
 fn default_connect_retry() -> u64 {
     edge_connect::DEFAULT_CONNECT_RETRY.as_secs()

@@ -1,12 +1,161 @@
 //! Deleting runners: DeleteInstance, RemoveAllInstances, and the AppInst and App deletes that
 //! Stop, Start and a failed create share, each waiting out the controller's transient states.
 
-use edge_connect::models::{App, AppInst, AppInstKey, AppKey};
-use edge_connect::ApiErrorKind;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use edge_connect::models::{AppInst, AppInstKey, AppKey};
+use edge_connect::{ApiError, ApiErrorKind};
 
 use super::wait::{retry_transient, Deadline};
-use super::Provider;
+use super::{OwnedRunner, Provider};
+use crate::config::Placement;
 use crate::error::Error;
+use crate::naming::edge_name;
+
+/// Default of `edge_connect.remove_all_concurrency`: how many Edge Connect calls RemoveAll has
+/// in flight at most. Each runner is two calls in sequence (DeleteAppInst, DeleteApp), so 200
+/// runners take 1 + 2 × ⌈200 / 100⌉ = 5 call latencies (64 would take 9, too close to issue
+/// 16's 10); the controller's 429 / 503 answers lower it while they last (see [`Throttle`]).
+pub(crate) const DEFAULT_REMOVE_ALL_CONCURRENCY: usize = 100;
+
+/// How long every RemoveAll call holds back after a 429 or 503, on top of the retry's own
+/// backoff: the controller said it is overloaded, so all of them wait, not only the one told.
+const OVERLOAD_PAUSE: Duration = Duration::from_millis(500);
+
+/// The in-flight limit of RemoveAll's calls: up to `max`, halved (down to one) with a pause when
+/// the controller answers 429 or 503, grown back by one per success (additive increase,
+/// multiplicative decrease, as TCP does).
+pub(super) struct Throttle {
+    max: usize,
+    state: Mutex<ThrottleState>,
+    wake: tokio::sync::Notify,
+}
+
+struct ThrottleState {
+    limit: usize,
+    active: usize,
+    paused_until: Option<Instant>,
+}
+
+/// One call in flight; dropping it lets the next one go.
+pub(super) struct Permit<'a>(&'a Throttle);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.0.state().active -= 1;
+        self.0.wake.notify_one();
+    }
+}
+
+impl Throttle {
+    /// A throttle allowing `max` calls at once (at least one).
+    pub(super) fn new(max: usize) -> Self {
+        let max = max.max(1);
+        Throttle {
+            max,
+            state: Mutex::new(ThrottleState {
+                limit: max,
+                active: 0,
+                paused_until: None,
+            }),
+            wake: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, ThrottleState> {
+        // Every update is a few integer operations that cannot panic half-way.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The current limit (tests).
+    #[cfg(test)]
+    fn limit(&self) -> usize {
+        self.state().limit
+    }
+
+    /// Waits for a free place (and for a pause to end).
+    pub(super) async fn acquire(&self) -> Permit<'_> {
+        loop {
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            // Registered before looking, so a release between the look and the wait is not lost.
+            notified.as_mut().enable();
+            let pause = {
+                let mut s = self.state();
+                match s.paused_until {
+                    Some(until) if until > Instant::now() => Some(until),
+                    _ => {
+                        s.paused_until = None;
+                        if s.active < s.limit {
+                            s.active += 1;
+                            return Permit(self);
+                        }
+                        None
+                    }
+                }
+            };
+            match pause {
+                Some(until) => tokio::time::sleep_until(until.into()).await,
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Records a call's outcome: overload halves the limit once per pause; success grows it.
+    pub(super) fn observe<T>(&self, result: &Result<T, ApiError>) {
+        self.observe_at(result, Instant::now());
+    }
+
+    fn observe_at<T>(&self, result: &Result<T, ApiError>, now: Instant) {
+        let mut s = self.state();
+        match result {
+            // Sixty calls told "429" at once are one signal, not sixty halvings.
+            Err(e) if overloaded(e) && s.paused_until.is_none_or(|until| until <= now) => {
+                s.limit = (s.limit / 2).max(1);
+                s.paused_until = Some(now + OVERLOAD_PAUSE);
+                tracing::warn!(
+                    limit = s.limit,
+                    "Edge Connect is overloaded; fewer deletes at once"
+                );
+            }
+            Ok(_) if s.limit < self.max => {
+                s.limit += 1;
+                drop(s);
+                self.wake.notify_one();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// 429, or 503 and its 5xx kin: the controller asks for less.
+fn overloaded(e: &ApiError) -> bool {
+    matches!(e.kind, ApiErrorKind::RateLimited | ApiErrorKind::Server)
+}
+
+/// Runs one attempt of a call under the throttle, when there is one.
+async fn throttled<T, F>(throttle: Option<&Throttle>, call: F) -> Result<T, ApiError>
+where
+    F: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let Some(throttle) = throttle else {
+        return call.await;
+    };
+    let permit = throttle.acquire().await;
+    let result = call.await;
+    drop(permit);
+    throttle.observe(&result);
+    result
+}
+
+/// What waiting on someone else's delete found.
+enum Waited {
+    /// The AppInst is gone: the other delete finished.
+    Gone,
+    /// The AppInst is back in a state a delete can start from (the other delete failed).
+    Back,
+}
 
 impl Provider {
     /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline.
@@ -15,10 +164,21 @@ impl Provider {
         key: &AppInstKey,
         deadline: Deadline,
     ) -> Result<(), Error> {
+        self.delete_app_inst_throttled(key, deadline, None).await
+    }
+
+    async fn delete_app_inst_throttled(
+        &self,
+        key: &AppInstKey,
+        deadline: Deadline,
+        throttle: Option<&Throttle>,
+    ) -> Result<(), Error> {
         loop {
-            let result = retry_transient(deadline, "DeleteAppInst", || async {
-                let mut progress = |m: &str| self.report(m);
-                self.client.delete_app_inst(key, &mut progress).await
+            let result = retry_transient(deadline, "DeleteAppInst", || {
+                throttled(throttle, async {
+                    let mut progress = |m: &str| self.report(m);
+                    self.client.delete_app_inst(key, &mut progress).await
+                })
             })
             .await;
             match result {
@@ -26,9 +186,19 @@ impl Provider {
                 Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::Busy && !deadline.expired() => {
                     if e.already_being_deleted() {
-                        // Someone else (a concurrent DeleteInstance) is deleting it: wait until gone.
-                        self.wait_app_inst_gone(key, deadline).await?;
-                        return Ok(());
+                        // Someone else (a concurrent DeleteInstance) is deleting it: wait until
+                        // it is gone, or until it is back because that delete failed, and then
+                        // delete it ourselves.
+                        match self.wait_other_delete(key, deadline).await? {
+                            Waited::Gone => return Ok(()),
+                            Waited::Back => {
+                                self.report(&format!(
+                                    "the other delete of AppInst {} failed; deleting it again",
+                                    key.name
+                                ));
+                                continue;
+                            }
+                        }
                     }
                     self.report(&format!("AppInst {} is busy; waiting", key.name));
                     self.sleep_within(deadline).await?;
@@ -38,23 +208,42 @@ impl Provider {
         }
     }
 
-    pub(super) async fn wait_app_inst_gone(
+    /// Polls the AppInst `key` while another client deletes it.
+    async fn wait_other_delete(
         &self,
         key: &AppInstKey,
         deadline: Deadline,
-    ) -> Result<(), Error> {
+    ) -> Result<Waited, Error> {
         loop {
-            if self.app_insts_named(&key.name, deadline).await?.is_empty() {
-                return Ok(());
-            }
             self.sleep_within(deadline).await?;
+            let insts = self.app_insts_named(&key.name, deadline).await?;
+            // In the older API the cloudlet is part of the key: only that one counts.
+            let Some(inst) = insts.iter().find(|i| same_key(i, key)) else {
+                return Ok(Waited::Gone);
+            };
+            if inst.state == edge_connect::AppInstState::Ready || inst.state.is_error() {
+                return Ok(Waited::Back);
+            }
         }
     }
 
     /// Deletes an App, waiting while it is still in use by an AppInst that is going away.
     pub(super) async fn delete_app(&self, key: &AppKey, deadline: Deadline) -> Result<(), Error> {
+        self.delete_app_throttled(key, deadline, None).await
+    }
+
+    async fn delete_app_throttled(
+        &self,
+        key: &AppKey,
+        deadline: Deadline,
+        throttle: Option<&Throttle>,
+    ) -> Result<(), Error> {
         loop {
-            match retry_transient(deadline, "DeleteApp", || self.client.delete_app(key)).await {
+            let result = retry_transient(deadline, "DeleteApp", || {
+                throttled(throttle, self.client.delete_app(key))
+            })
+            .await;
+            match result {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::Busy && !deadline.expired() => {
@@ -65,55 +254,191 @@ impl Provider {
         }
     }
 
-    /// Removes an AppInst (if any) and the App: the whole runner.
-    pub(super) async fn remove_runner(
+    /// Removes a runner's AppInsts (only those deploying its App) and then its App.
+    async fn remove_runner(
         &self,
-        app: &App,
-        app_inst: Option<&AppInst>,
+        runner: &OwnedRunner,
         deadline: Deadline,
+        throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        if let Some(inst) = app_inst {
-            self.delete_app_inst(&inst.key, deadline).await?;
+        for inst in &runner.app_insts {
+            self.delete_app_inst_throttled(&inst.key, deadline, throttle)
+                .await?;
         }
-        self.delete_app(&app.key, deadline).await
+        self.delete_app_throttled(&runner.key, deadline, throttle)
+            .await
     }
 
     /// Delete: by provider id or GARM name; already gone is success.
     pub(super) async fn delete(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
+        if !self.check_app_inst_on_delete
+            && matches!(self.config.placement(), Placement::Zone(_))
+            && self.delete_by_app_alone(instance, deadline).await?
+        {
+            return Ok(());
+        }
         let Some(runner) = self.find_runner(instance, deadline).await? else {
             tracing::info!(instance, "nothing to delete");
             return Ok(());
         };
-        self.remove_runner(&runner.app, runner.app_inst.as_ref(), deadline)
-            .await?;
+        self.remove_runner(&runner, deadline, None).await?;
         tracing::info!(instance, "deleted");
         Ok(())
     }
 
-    /// RemoveAll: every runner of this controller, any pool.
+    /// Delete in three requests on the zones API (ShowApp, DeleteAppInst, DeleteApp): there the
+    /// AppInst key is just name and organization, so no ShowAppInst is needed to address it. The
+    /// App's ownership is still checked first. What is not checked is which App the AppInst of
+    /// that name deploys: this is only enabled with [`Provider::with_app_inst_check_on_delete`]
+    /// (false). `Ok(false)` when the runner was placed on a cloudlet (older key shape), which
+    /// needs the full path.
+    async fn delete_by_app_alone(&self, instance: &str, deadline: Deadline) -> Result<bool, Error> {
+        let name = edge_name(instance);
+        let filter = AppKey {
+            organization: self.organization().to_string(),
+            name: name.clone(),
+            version: String::new(),
+        };
+        let apps = retry_transient(deadline, "ShowApp", || {
+            self.client
+                .show_apps_where(&filter, None, |a: &edge_connect::models::App| {
+                    a.key.name == name
+                })
+        })
+        .await?;
+        let owned: Vec<_> = apps
+            .iter()
+            .filter_map(|app| self.owned(app).map(|vars| (app.key.clone(), vars)))
+            .collect();
+        if owned.is_empty() {
+            if !apps.is_empty() {
+                tracing::warn!(app = %name, "an App with this name exists but belongs to another controller or was not made by this provider; not touching it");
+            }
+            tracing::info!(instance, "nothing to delete");
+            return Ok(true);
+        }
+        if owned.iter().any(|(_, vars)| {
+            vars.placements()
+                .iter()
+                .any(|p| matches!(p, Placement::Cloudlet(_)))
+        }) {
+            return Ok(false);
+        }
+        let key = AppInstKey {
+            name: name.clone(),
+            organization: self.organization().to_string(),
+            cloudlet_key: None,
+        };
+        self.delete_app_inst(&key, deadline).await?;
+        for (app_key, _) in &owned {
+            self.delete_app(app_key, deadline).await?;
+        }
+        tracing::info!(instance, "deleted");
+        Ok(true)
+    }
+
+    /// RemoveAll: every runner of this controller, any pool, `remove_all_concurrency` calls at
+    /// once at most (fewer while the controller answers 429 / 503).
     pub(super) async fn remove_all(&self, deadline: Deadline) -> Result<(), Error> {
         use futures_util::stream::{self, StreamExt};
         let runners = self.runners(None, deadline).await?;
         let total = runners.len();
+        let throttle = Throttle::new(self.remove_all_concurrency);
+        let throttle = &throttle;
         let failures: Vec<String> = stream::iter(runners)
             .map(|r| async move {
-                self.remove_runner(&r.app, r.app_inst.as_ref(), deadline)
+                self.remove_runner(&r, deadline, Some(throttle))
                     .await
-                    .map_err(|e| format!("{}: {e}", r.owner.instance_name))
+                    .map_err(|e| format!("{}: {e}", r.vars.owner.instance_name))
             })
-            .buffer_unordered(8)
+            .buffer_unordered(self.remove_all_concurrency.max(1))
             .filter_map(|r| async move { r.err() })
             .collect()
             .await;
-        if failures.is_empty() {
-            tracing::info!(total, "removed all instances of this controller");
-            Ok(())
-        } else {
-            Err(Error::Other(format!(
-                "{} of {total} instances could not be removed; first: {}",
-                failures.len(),
-                failures[0]
-            )))
+        match failures.first() {
+            None => {
+                tracing::info!(total, "removed all instances of this controller");
+                Ok(())
+            }
+            Some(first) => Err(Error::Other(format!(
+                "{} of {total} instances could not be removed; first: {first}",
+                failures.len()
+            ))),
         }
+    }
+}
+
+/// True when `inst` is the AppInst `key` names (with its cloudlet in the older key shape).
+fn same_key(inst: &AppInst, key: &AppInstKey) -> bool {
+    inst.key.name == key.name
+        && (key.cloudlet_key.is_none() || inst.key.cloudlet_key == key.cloudlet_key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(status: u16) -> Result<(), ApiError> {
+        Err(ApiError::from_status("DeleteApp", status, "x"))
+    }
+
+    #[test]
+    fn overload_halves_once_per_pause_and_success_grows_back() {
+        let t = Throttle::new(64);
+        let start = Instant::now();
+        for _ in 0..60 {
+            t.observe_at(&err(429), start);
+        }
+        assert_eq!(t.limit(), 32, "sixty answers of one moment are one signal");
+        let later = start + OVERLOAD_PAUSE * 2;
+        t.observe_at(&err(503), later);
+        assert_eq!(t.limit(), 16);
+        t.observe_at(&err(400), later);
+        assert_eq!(t.limit(), 16, "a refusal is not overload");
+        t.observe_at(&Ok::<(), ApiError>(()), later);
+        assert_eq!(t.limit(), 17);
+        for _ in 0..10 {
+            t.observe_at(&err(429), later + OVERLOAD_PAUSE * 4);
+        }
+        assert_eq!(t.limit(), 8);
+        let t = Throttle::new(1);
+        t.observe_at(&err(429), start);
+        assert_eq!(t.limit(), 1, "never below one");
+    }
+
+    #[tokio::test]
+    async fn permits_never_exceed_the_limit() {
+        let t = Throttle::new(2);
+        let a = t.acquire().await;
+        let _b = t.acquire().await;
+        let third = tokio::time::timeout(Duration::from_millis(20), t.acquire()).await;
+        assert!(third.is_err(), "a third call waits");
+        drop(a);
+        let _c = tokio::time::timeout(Duration::from_secs(5), t.acquire())
+            .await
+            .expect("a released place is handed on");
+    }
+
+    #[test]
+    fn the_older_key_names_its_cloudlet() {
+        let site = |n: &str| edge_connect::models::SiteRef {
+            federated_organization: String::new(),
+            organization: "op".into(),
+            name: n.into(),
+        };
+        let inst = AppInst {
+            key: AppInstKey {
+                name: "r".into(),
+                organization: "o".into(),
+                cloudlet_key: Some(site("a")),
+            },
+            ..Default::default()
+        };
+        let mut key = inst.key.clone();
+        assert!(same_key(&inst, &key));
+        key.cloudlet_key = Some(site("b"));
+        assert!(!same_key(&inst, &key));
+        key.cloudlet_key = None;
+        assert!(same_key(&inst, &key));
     }
 }

@@ -16,7 +16,7 @@ impl Provider {
             .find_runner(instance, deadline)
             .await?
             .ok_or_else(|| Error::NotFound(format!("instance {instance} not found")))?;
-        if let Some(inst) = &runner.app_inst {
+        if let Some(inst) = runner.app_inst() {
             self.report(&format!("removing AppInst {}", inst.key.name));
             self.delete_app_inst(&inst.key, deadline).await?;
         }
@@ -29,7 +29,7 @@ impl Provider {
             .find_runner(instance, deadline)
             .await?
             .ok_or_else(|| Error::NotFound(format!("instance {instance} not found")))?;
-        if let Some(inst) = &runner.app_inst {
+        if let Some(inst) = runner.app_inst() {
             if super::status::garm_status(Some(inst)).0 == crate::garm::InstanceStatus::Running {
                 tracing::info!(instance, state = %inst.state, "already started");
                 return Ok(());
@@ -37,8 +37,8 @@ impl Provider {
             // A failed or vanishing AppInst is replaced by a fresh one.
             self.delete_app_inst(&inst.key, deadline).await?;
         }
-        let sites = self.recorded_placements(&runner.app);
-        self.deploy(&runner.app.key.name, &runner.app.key, &sites, deadline)
+        let sites = self.recorded_placements(&runner.vars);
+        self.deploy(&runner.key.name, &runner.key, &sites, deadline)
             .await?;
         tracing::info!(instance, "started");
         Ok(())

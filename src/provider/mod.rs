@@ -21,8 +21,8 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::error::Error;
 use crate::garm::{BootstrapInstance, ProviderInstance};
-use crate::runner_env::Ownership;
-use edge_connect::models::{App, AppInst, AppKey};
+use crate::runner_env::RunnerVars;
+use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
 use wait::Deadline;
 
@@ -129,14 +129,24 @@ pub struct Provider {
     /// ShowCloudlet's answer, fetched once per process when a cloudlet must be mapped to its
     /// zone (Gen3).
     cloudlets: tokio::sync::OnceCell<Vec<edge_connect::models::Site>>,
+    remove_all_concurrency: usize,
+    check_app_inst_on_delete: bool,
 }
 
-/// An App of this controller together with its AppInst (if any).
+/// An App of this controller (its key and what its environment records) together with the
+/// AppInsts that have its name and deploy it: normally none (stopped) or one.
 #[derive(Debug, Clone)]
 struct OwnedRunner {
-    app: App,
-    owner: Ownership,
-    app_inst: Option<AppInst>,
+    key: AppKey,
+    vars: RunnerVars,
+    app_insts: Vec<AppInst>,
+}
+
+impl OwnedRunner {
+    /// The runner's AppInst, if it has one.
+    fn app_inst(&self) -> Option<&AppInst> {
+        self.app_insts.first()
+    }
 }
 
 impl Provider {
@@ -157,7 +167,27 @@ impl Provider {
             progress,
             poll_interval: Duration::from_secs(2),
             cloudlets: tokio::sync::OnceCell::new(),
+            remove_all_concurrency: delete::DEFAULT_REMOVE_ALL_CONCURRENCY,
+            check_app_inst_on_delete: true,
         }
+    }
+
+    /// Sets how many Edge Connect calls RemoveAllInstances has in flight at most
+    /// (`edge_connect.remove_all_concurrency`; default 100, at
+    /// least 1). The controller's 429 / 503 answers lower it while they last.
+    pub fn with_remove_all_concurrency(mut self, concurrency: usize) -> Self {
+        self.remove_all_concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Whether DeleteInstance reads the AppInst before deleting it (default: yes). On the zones
+    /// API, `false` deletes in three requests (ShowApp, DeleteAppInst, DeleteApp) instead of
+    /// four, but then an AppInst of another App that has the runner's name (possible only while
+    /// the runner has no AppInst of its own, e.g. stopped) is deleted too. Cloudlet placements
+    /// always read it: there the AppInst's key holds its cloudlet.
+    pub fn with_app_inst_check_on_delete(mut self, check: bool) -> Self {
+        self.check_app_inst_on_delete = check;
+        self
     }
 
     /// Overrides how often in-progress AppInsts are polled (tests use a short interval).

@@ -12,7 +12,7 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<ProviderInstance, Error> {
         match self.find_runner(instance, deadline).await? {
-            Some(runner) => Ok(self.instance_of(&runner)),
+            Some(runner) => Ok(self.instance_of(runner)),
             None => Err(Error::NotFound(format!("instance {instance} not found"))),
         }
     }
@@ -24,6 +24,7 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<Vec<ProviderInstance>, Error> {
         let runners = self.runners(pool_id, deadline).await?;
-        Ok(runners.iter().map(|r| self.instance_of(r)).collect())
+        // Each runner is dropped as its view is made.
+        Ok(runners.into_iter().map(|r| self.instance_of(r)).collect())
     }
 }

@@ -20,5 +20,6 @@ mod runner_entrypoint;
 mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
+mod scale;
 mod tls;
 mod trial;

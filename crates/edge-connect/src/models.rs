@@ -295,20 +295,255 @@ impl App {
             .is_some_and(|raw| crate::envmap::string_field(raw.get(), name).is_some())
     }
 
-    /// One variable of the App's environment, without copying the whole map (List checks
-    /// ownership of every App in the organization).
+    /// One variable of the App's environment, without copying the whole map. To read several,
+    /// use [`App::env_vars_named`]: each call here scans the whole environment again.
     pub fn env_var(&self, name: &str) -> Option<String> {
-        if let Some(v) = self
-            .env_vars
-            .as_ref()
-            .and_then(|raw| crate::envmap::string_field(raw.get(), name))
-        {
-            return Some(v);
+        let [value] = self.env_vars_named([name]);
+        value
+    }
+
+    /// Several variables of the App's environment in one pass over its `env_vars` JSON (then
+    /// over its envVarsYaml configs, for names not found there), in the order asked. List reads
+    /// the ownership variables of every candidate App: one scan instead of one per variable.
+    pub fn env_vars_named<const N: usize>(&self, names: [&str; N]) -> [Option<String>; N] {
+        let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
+        if let Some(raw) = &self.env_vars {
+            env_scan::string_fields(raw.get(), &names, &mut found);
         }
-        self.configs
+        if found.iter().any(Option::is_none) {
+            for config in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
+                let mut vars = parse_env_vars_yaml(&config.config);
+                for (slot, name) in found.iter_mut().zip(names) {
+                    if slot.is_none() {
+                        *slot = vars.remove(name);
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
+/// A fixed set of environment variable names, for [`NamedEnv`] and [`AppEnv`].
+pub trait EnvNames {
+    /// The names, in the order their values are kept.
+    const NAMES: &'static [&'static str];
+}
+
+/// The values of [`EnvNames::NAMES`] in an App's `env_vars`, picked out while the Show line is
+/// parsed: one pass, and nothing else of the object is copied or kept.
+pub struct NamedEnv<N: EnvNames> {
+    values: Vec<Option<String>>,
+    names: std::marker::PhantomData<N>,
+}
+
+impl<N: EnvNames> Default for NamedEnv<N> {
+    fn default() -> Self {
+        NamedEnv {
+            values: vec![None; N::NAMES.len()],
+            names: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<N: EnvNames> std::fmt::Debug for NamedEnv<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Only the names: a value may be anything a pool put into the environment.
+        let set: Vec<&str> = N::NAMES
             .iter()
-            .filter(|c| c.kind == "envVarsYaml")
-            .find_map(|c| parse_env_vars_yaml(&c.config).remove(name))
+            .zip(&self.values)
+            .filter(|(_, v)| v.is_some())
+            .map(|(n, _)| *n)
+            .collect();
+        f.debug_struct("NamedEnv").field("set", &set).finish()
+    }
+}
+
+impl<'de, N: EnvNames> Deserialize<'de> for NamedEnv<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut env = NamedEnv::<N>::default();
+        d.deserialize_any(env_scan::Fields {
+            names: N::NAMES,
+            found: &mut env.values,
+        })?;
+        Ok(env)
+    }
+}
+
+/// An App as ShowApp returns it, reduced to its key, the environment variables `N` names and its
+/// envVarsYaml configs (where the environment is when it is delivered that way). Reading Apps
+/// as this instead of [`App`] parses each line once: no raw `env_vars` copy to scan again.
+#[derive(Debug, Deserialize)]
+#[serde(bound = "")]
+pub struct AppEnv<N: EnvNames> {
+    /// Key.
+    #[serde(default)]
+    pub key: AppKey,
+    /// The named variables of `env_vars`.
+    #[serde(default)]
+    pub env_vars: NamedEnv<N>,
+    /// Config files (envVarsYaml delivery).
+    #[serde(default)]
+    pub configs: Vec<ConfigFile>,
+}
+
+impl<N: EnvNames> AppEnv<N> {
+    /// The values of `N::NAMES`, in that order: from `env_vars`, else from an envVarsYaml config.
+    pub fn vars(&self) -> Vec<Option<String>> {
+        let mut values = self.env_vars.values.clone();
+        if values.iter().any(Option::is_none) {
+            for config in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
+                let mut vars = parse_env_vars_yaml(&config.config);
+                for (slot, name) in values.iter_mut().zip(N::NAMES) {
+                    if slot.is_none() {
+                        *slot = vars.remove(*name);
+                    }
+                }
+            }
+        }
+        values
+    }
+}
+
+/// The values of several keys of a JSON object of strings, in one pass and without building the
+/// map (an App's `env_vars` holds dozens of entries; only a few are wanted).
+mod env_scan {
+    use std::fmt;
+
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    use serde::Deserializer;
+
+    /// Fills `found[i]` with the string value of `names[i]`. A value that is not a string leaves
+    /// its slot empty; unreadable JSON ends the scan, keeping what was found before it.
+    pub(super) fn string_fields(raw: &str, names: &[&str], found: &mut [Option<String>]) {
+        let mut de = serde_json::Deserializer::from_str(raw);
+        // An error only means "nothing more to find": the slots filled so far stay.
+        let _ = de.deserialize_map(Fields { names, found });
+    }
+
+    /// Fills `found[i]` with the value of `names[i]` from the object it visits (`null`: none).
+    pub(super) struct Fields<'a, 'k> {
+        pub(super) names: &'a [&'k str],
+        pub(super) found: &'a mut [Option<String>],
+    }
+
+    impl<'de> Visitor<'de> for Fields<'_, '_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object of strings")
+        }
+
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_none<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(index) = map.next_key_seed(KeyIndex { names: self.names })? {
+                match index {
+                    // The first occurrence wins, as in a map built from the object.
+                    Some(i) if self.found[i].is_none() => {
+                        self.found[i] = map.next_value_seed(StringOrNothing)?;
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            // A name asked for twice gets its value in every slot, not only the first.
+            for i in 0..self.names.len() {
+                if self.found[i].is_none() {
+                    if let Some(j) = self.names[..i].iter().position(|n| *n == self.names[i]) {
+                        self.found[i] = self.found[j].clone();
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// The position of a map key among the wanted names, compared without allocating.
+    struct KeyIndex<'a, 'k> {
+        names: &'a [&'k str],
+    }
+
+    impl<'de> DeserializeSeed<'de> for KeyIndex<'_, '_> {
+        type Value = Option<usize>;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for KeyIndex<'_, '_> {
+        type Value = Option<usize>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string key")
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Option<usize>, E> {
+            Ok(self.names.iter().position(|n| *n == v))
+        }
+    }
+
+    /// A string value, or `None` for any other JSON value (which is skipped).
+    struct StringOrNothing;
+
+    impl<'de> DeserializeSeed<'de> for StringOrNothing {
+        type Value = Option<String>;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for StringOrNothing {
+        type Value = Option<String>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Option<String>, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Option<String>, E> {
+            Ok(Some(v))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Option<String>, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
     }
 }
 
@@ -355,6 +590,60 @@ mod tests {
         .into();
         let yaml = env_vars_yaml(&vars);
         assert_eq!(parse_env_vars_yaml(&yaml), vars);
+    }
+
+    fn app_with_env(env: &str, configs: Vec<ConfigFile>) -> App {
+        App {
+            env_vars: Some(serde_json::value::RawValue::from_string(env.to_string()).unwrap()),
+            configs,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn several_env_vars_in_one_pass() {
+        let app = app_with_env(
+            r#"{"A":"1","N":3,"X":{"deep":["B"]},"B":"two \"q\" \u0026 \u003c","A":"later","L":[1]}"#,
+            vec![ConfigFile {
+                kind: "envVarsYaml".into(),
+                config: env_vars_yaml(&[("C".to_string(), "yaml".to_string())].into()),
+            }],
+        );
+        assert_eq!(
+            app.env_vars_named(["B", "A", "C", "N", "missing", "L"]),
+            [
+                Some("two \"q\" & <".to_string()),
+                Some("1".to_string()),
+                Some("yaml".to_string()),
+                None,
+                None,
+                None
+            ]
+        );
+        assert_eq!(app.env_var("A").as_deref(), Some("1"));
+        // Unreadable JSON keeps what came before the fault.
+        let broken = App {
+            env_vars: None,
+            ..Default::default()
+        };
+        assert_eq!(broken.env_vars_named(["A"]), [None]);
+        let mut found = [None, None];
+        env_scan::string_fields(r#"{"A":"1","B":"#, &["A", "B"], &mut found);
+        assert_eq!(found, [Some("1".to_string()), None]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn env_vars_named_agrees_with_a_full_parse(
+            map in proptest::collection::btree_map("[A-Z_]{1,6}", ".*", 0..8),
+            a in "[A-Z_]{1,6}",
+            b in "[A-Z_]{1,6}",
+        ) {
+            let raw = serde_json::to_string(&map).unwrap();
+            let app = app_with_env(&raw, vec![]);
+            let got = app.env_vars_named([a.as_str(), b.as_str()]);
+            proptest::prop_assert_eq!(got, [map.get(&a).cloned(), map.get(&b).cloned()]);
+        }
     }
 
     #[test]

@@ -37,6 +37,19 @@ impl Client {
             .await
     }
 
+    /// `ShowApp` parsed into `T` (any lenient view of an App, e.g. [`crate::models::AppEnv`]),
+    /// keeping only what `keep` accepts; lines without `needle` are skipped unparsed.
+    pub async fn show_apps_as<T: serde::de::DeserializeOwned>(
+        &self,
+        filter: &AppKey,
+        needle: Option<&[u8]>,
+        keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, ApiError> {
+        let filter = json!({ "key": key_filter(filter) });
+        self.show_where("ShowApp", "app", &filter, needle, keep)
+            .await
+    }
+
     /// `CreateAppInst`, stream read to the end.
     pub async fn create_app_inst(
         &self,
@@ -61,6 +74,27 @@ impl Client {
 
     /// `ShowAppInst` with a key filter.
     pub async fn show_app_insts(&self, filter: &AppInstKey) -> Result<Vec<AppInst>, ApiError> {
+        self.show_app_insts_where(filter, |_| true).await
+    }
+
+    /// `ShowAppInst`, handing every AppInst to `keep` as it streams in and holding only those it
+    /// accepts. A `keep` that files what it needs elsewhere and returns `false` holds nothing
+    /// here: the answer for a whole organization is never in memory at once.
+    pub async fn show_app_insts_where(
+        &self,
+        filter: &AppInstKey,
+        keep: impl FnMut(&AppInst) -> bool,
+    ) -> Result<Vec<AppInst>, ApiError> {
+        self.show_app_insts_as(filter, keep).await
+    }
+
+    /// `ShowAppInst` parsed into `T`, a narrower view of an AppInst than [`AppInst`] (fewer
+    /// fields allocated per line: an organization's answer can hold tens of thousands).
+    pub async fn show_app_insts_as<T: serde::de::DeserializeOwned>(
+        &self,
+        filter: &AppInstKey,
+        keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, ApiError> {
         let mut key = serde_json::Map::new();
         if !filter.name.is_empty() {
             key.insert("name".into(), json!(filter.name));
@@ -68,7 +102,7 @@ impl Client {
         if !filter.organization.is_empty() {
             key.insert("organization".into(), json!(filter.organization));
         }
-        self.show("ShowAppInst", "appinst", &json!({ "key": key }))
+        self.show_where("ShowAppInst", "appinst", &json!({ "key": key }), None, keep)
             .await
     }
 

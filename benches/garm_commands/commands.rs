@@ -1,0 +1,114 @@
+//! Steps 1-3: every GARM command, against the thin client, at 0 and 20 ms per call.
+
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+pub(crate) struct CommandResults {
+    pub(crate) latency: Duration,
+    pub(crate) version: Samples,
+    pub(crate) cold_create: Samples,
+    pub(crate) create: Samples,
+    pub(crate) get: Samples,
+    pub(crate) get_without_log: Samples,
+    pub(crate) list: Samples,
+    pub(crate) delete: Samples,
+}
+
+impl CommandResults {
+    /// The round shapes seen, by command key.
+    pub(crate) fn shapes(&self) -> Shapes {
+        [
+            (shape_key("CreateInstance", true), &self.cold_create),
+            (shape_key("CreateInstance", false), &self.create),
+            (shape_key("GetInstance", false), &self.get),
+            (shape_key("ListInstances", false), &self.list),
+            (shape_key("DeleteInstance", false), &self.delete),
+        ]
+        .into_iter()
+        .map(|(key, samples)| (key, samples.shape.clone()))
+        .collect()
+    }
+}
+
+pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults> {
+    let mut r = CommandResults {
+        latency: world.latency,
+        version: Samples::default(),
+        cold_create: Samples::default(),
+        create: Samples::default(),
+        get: Samples::default(),
+        get_without_log: Samples::default(),
+        list: Samples::default(),
+        delete: Samples::default(),
+    };
+    // Iteration 0 warms up (token cache, page cache, the thin client's two connections) and is
+    // not recorded. Everything of one iteration runs back to back, so that a ratio of two figures
+    // of one iteration compares them under the same load of the (shared) machine.
+    for i in 0..=plan.runs {
+        let record = i > 0;
+        let name = format!("garm-bench-{i}");
+        let version = world.version()?;
+        let create = world.create(&name)?;
+        let get = world.get(&name)?;
+        let get_without_log = world.get_without_log(&name)?;
+        let list = world.list(1)?;
+        let delete = world.delete(&name)?;
+
+        // The thin client: the same requests, in the same state (the runner absent, then there).
+        let (limit_create, _) = world.replay(&create.traffic.rounds)?;
+        ensure!(
+            world.has_app(&name) && world.has_app_inst(&name),
+            "replayed CreateInstance did not create {name}"
+        );
+        let (limit_get, _) = world.replay(&get.traffic.rounds)?;
+        let (limit_list, _) = world.replay(&list.traffic.rounds)?;
+        let minimal_delete = delete.traffic.rounds.without_read_only_rounds();
+        let (limit_delete_min, _) = world.replay(&minimal_delete)?;
+        ensure!(
+            !world.has_app(&name),
+            "replayed DeleteInstance (minimal) left {name}"
+        );
+        // Again, for the full delete: the runner must exist for its calls to be the same.
+        world.replay(&create.traffic.rounds)?;
+        let (limit_delete, _) = world.replay(&delete.traffic.rounds)?;
+        ensure!(!world.has_app(&name), "replayed DeleteInstance left {name}");
+
+        if record {
+            r.version.add_proc(&version);
+            r.create.record(&create, "CreateInstance")?;
+            r.get.record(&get, "GetInstance")?;
+            r.get_without_log
+                .record(&get_without_log, "GetInstance without log_file")?;
+            r.list.record(&list, "ListInstances")?;
+            r.delete.record(&delete, "DeleteInstance")?;
+            r.create.add_limit(limit_create);
+            r.get.add_limit(limit_get);
+            r.get_without_log.add_limit(limit_get);
+            r.list.add_limit(limit_list);
+            r.delete.add_limit(limit_delete);
+            r.delete.add_limit_min(limit_delete_min);
+            r.delete.min_rounds = Some(minimal_delete.len());
+        }
+        ensure!(
+            create.logins == 0 || !record,
+            "CreateInstance logged in although the token cache was warm"
+        );
+    }
+
+    for i in 0..plan.cold_runs {
+        let name = format!("garm-cold-{i}");
+        world.forget_token()?;
+        let create = world.create(&name)?;
+        ensure!(
+            create.logins == 1,
+            "cold CreateInstance made {} logins",
+            create.logins
+        );
+        world.delete(&name)?;
+        let (limit, _) = world.replay(&create.traffic.rounds)?;
+        world.delete(&name)?;
+        r.cold_create.record(&create, "cold CreateInstance")?;
+        r.cold_create.add_limit(limit);
+    }
+    Ok(r)
+}

@@ -1,0 +1,406 @@
+//! A simulator, a relay and a provider config: one GARM command run and measured.
+
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+pub(crate) struct World {
+    pub(crate) latency: Duration,
+    pub(crate) sim: SimHandle,
+    pub(crate) relay: Relay,
+    pub(crate) dir: PathBuf,
+    pub(crate) config: PathBuf,
+    /// The same config without `log_file` (the provider then logs warnings to stderr only).
+    pub(crate) config_without_log: PathBuf,
+    pub(crate) token_cache: PathBuf,
+    /// The thin client: its connections stay open between replays.
+    pub(crate) http: reqwest::Client,
+    pub(crate) handle: tokio::runtime::Handle,
+    /// The bootstrap fixture as JSON, to be given a name per run.
+    pub(crate) fixture: Value,
+    /// Round shapes to apply instead of timing (worlds without latency).
+    pub(crate) shapes: Shapes,
+}
+
+/// One provider command with everything measured around it.
+pub(crate) struct Measured {
+    pub(crate) proc: Proc,
+    pub(crate) traffic: Traffic,
+    /// HTTP requests the simulator answered during the run (its request log).
+    pub(crate) requests: usize,
+    pub(crate) logins: usize,
+}
+
+impl World {
+    pub(crate) fn start(
+        runtime: &tokio::runtime::Runtime,
+        base: &Path,
+        latency: Duration,
+        shapes: Shapes,
+    ) -> Result<World> {
+        let sim = sim::spawn(SimConfig {
+            latency,
+            create_delay: Duration::ZERO,
+            ..SimConfig::default()
+        })
+        .context("cannot start the simulator")?;
+        let relay = runtime.block_on(Relay::start(sim.addr()))?;
+        // Inside the run's temporary directory, which goes away at the end.
+        let dir = base.join(format!(
+            "world-{}-{}ms",
+            WORLDS.fetch_add(1, Ordering::Relaxed),
+            latency.as_millis()
+        ));
+        std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let creds = dir.join("credentials.toml");
+        std::fs::write(
+            &creds,
+            format!("username = \"{USER}\"\npassword = \"{PASSWORD}\"\n"),
+        )?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // The provider refuses a credentials file others can read.
+            std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))?;
+        }
+        let token_cache = dir.join("token-cache");
+        // What the tests use (tests/common/mod.rs), with the production log level: a deployed
+        // provider logs at info, and the log line per call is part of its cost.
+        let body = format!(
+            r#"log_level = "info"
+credentials_file = "{creds}"
+token_cache_dir = "{cache}"
+
+[edge_connect]
+organization = "{ORG}"
+region = "EU"
+url = "{url}"
+default_flavor = "EU.small"
+request_timeout_secs = 60
+operation_timeout_secs = 120
+
+[edge_connect.zone]
+organization = "TelekomOP"
+name = "Munich"
+"#,
+            creds = creds.display(),
+            cache = token_cache.display(),
+            url = relay.url(),
+        );
+        let config = dir.join("provider.toml");
+        let log = dir.join("provider.log");
+        std::fs::write(&config, format!("log_file = \"{}\"\n{body}", log.display()))?;
+        let config_without_log = dir.join("provider-without-log.toml");
+        std::fs::write(&config_without_log, body)?;
+        let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(FIXTURE);
+        let fixture: Value = serde_json::from_str(
+            &std::fs::read_to_string(&fixture_path)
+                .with_context(|| format!("cannot read {}", fixture_path.display()))?,
+        )
+        .with_context(|| format!("{} is not JSON", fixture_path.display()))?;
+        Ok(World {
+            latency,
+            sim,
+            relay,
+            dir,
+            config,
+            config_without_log,
+            token_cache,
+            // A hung simulator must fail the run, not hold it (and CI) forever.
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .context("cannot build the thin client")?,
+            handle: runtime.handle().clone(),
+            fixture,
+            shapes,
+        })
+    }
+
+    pub(crate) fn bootstrap(&self, name: &str) -> String {
+        let mut v = self.fixture.clone();
+        v["name"] = name.into();
+        v["pool_id"] = POOL.into();
+        v.to_string()
+    }
+
+    pub(crate) fn config_str(&self) -> String {
+        self.config.display().to_string()
+    }
+
+    /// Runs `binary` as GARM does and measures it; fails unless it exits 0. Its calls are
+    /// grouped into rounds under the key `<command>` (or `<command> (cold)` when the token cache
+    /// is empty, which adds a login).
+    pub(crate) fn garm_with(
+        &self,
+        binary: &Path,
+        args: &[String],
+        config: &Path,
+        command: &str,
+        extra: &[(&str, &str)],
+        stdin: Option<&str>,
+    ) -> Result<Measured> {
+        let config = config.display().to_string();
+        let mut vars = vec![
+            ("GARM_COMMAND", command),
+            ("GARM_CONTROLLER_ID", CONTROLLER),
+            ("GARM_PROVIDER_CONFIG_FILE", config.as_str()),
+        ];
+        vars.extend_from_slice(extra);
+        let key = shape_key(command, !self.has_cached_token());
+        self.relay.take();
+        let log_before = self.sim.request_log().len();
+        let logins_before = self.sim.logins();
+        let proc = run_provider(binary, args, &self.dir, &vars, stdin)?;
+        ensure!(
+            proc.code == 0,
+            "{command} exited {}: {}",
+            proc.code,
+            proc.stderr.trim()
+        );
+        let traffic = Traffic::from_session(self.relay.take(), self.shapes.get(&key))
+            .with_context(|| key.clone())?;
+        let requests = self.sim.request_log().len().saturating_sub(log_before);
+        ensure!(
+            requests == traffic.rounds.calls(),
+            "{command}: the simulator logged {requests} requests, the relay saw {}",
+            traffic.rounds.calls()
+        );
+        Ok(Measured {
+            proc,
+            traffic,
+            requests,
+            logins: self.sim.logins().saturating_sub(logins_before),
+        })
+    }
+
+    pub(crate) fn garm(
+        &self,
+        command: &str,
+        extra: &[(&str, &str)],
+        stdin: Option<&str>,
+    ) -> Result<Measured> {
+        self.garm_with(
+            Path::new(PROVIDER),
+            &[],
+            &self.config,
+            command,
+            extra,
+            stdin,
+        )
+    }
+
+    pub(crate) fn create(&self, name: &str) -> Result<Measured> {
+        let run = self.garm(
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&self.bootstrap(name)),
+        )?;
+        let out: Value = serde_json::from_str(&run.proc.stdout)
+            .with_context(|| format!("CreateInstance stdout: {:?}", run.proc.stdout))?;
+        ensure!(
+            out["status"] == "running" && out["name"] == name,
+            "CreateInstance answered {out}"
+        );
+        Ok(run)
+    }
+
+    pub(crate) fn delete(&self, name: &str) -> Result<Measured> {
+        let run = self.garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], None)?;
+        ensure!(
+            !self.has_app(name),
+            "DeleteInstance {name} left the App behind"
+        );
+        Ok(run)
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Result<Measured> {
+        let run = self.garm("GetInstance", &[("GARM_INSTANCE_ID", name)], None)?;
+        let out: Value = serde_json::from_str(&run.proc.stdout)
+            .with_context(|| format!("GetInstance stdout: {:?}", run.proc.stdout))?;
+        ensure!(out["name"] == name, "GetInstance answered {out}");
+        Ok(run)
+    }
+
+    /// GetInstance with the config without `log_file`: what logging to a file costs.
+    pub(crate) fn get_without_log(&self, name: &str) -> Result<Measured> {
+        let run = self.garm_with(
+            Path::new(PROVIDER),
+            &[],
+            &self.config_without_log,
+            "GetInstance",
+            &[("GARM_INSTANCE_ID", name)],
+            None,
+        )?;
+        let out: Value = serde_json::from_str(&run.proc.stdout)
+            .with_context(|| format!("GetInstance stdout: {:?}", run.proc.stdout))?;
+        ensure!(out["name"] == name, "GetInstance answered {out}");
+        Ok(run)
+    }
+
+    /// GetVersion, the floor: a process that starts, prints and exits, with GARM's variables.
+    pub(crate) fn version(&self) -> Result<Proc> {
+        let config = self.config_str();
+        let vars = [
+            ("GARM_COMMAND", "GetVersion"),
+            ("GARM_CONTROLLER_ID", CONTROLLER),
+            ("GARM_PROVIDER_CONFIG_FILE", config.as_str()),
+        ];
+        let proc = run_provider(Path::new(PROVIDER), &[], &self.dir, &vars, None)?;
+        ensure!(
+            proc.code == 0 && !proc.stdout.trim().is_empty(),
+            "GetVersion exited {}: {}",
+            proc.code,
+            proc.stderr.trim()
+        );
+        Ok(proc)
+    }
+
+    pub(crate) fn list(&self, expect: usize) -> Result<Measured> {
+        self.list_with(Path::new(PROVIDER), expect)
+    }
+
+    pub(crate) fn list_with(&self, binary: &Path, expect: usize) -> Result<Measured> {
+        self.list_run(binary, &[], expect)
+    }
+
+    /// ListInstances of `binary` under valgrind: the instructions it executed.
+    pub(crate) fn list_instructions(&self, binary: &Path, expect: usize) -> Result<u64> {
+        let grind = Cachegrind::new(binary, &self.dir)?;
+        self.list_run(&grind.valgrind, &grind.args, expect)?;
+        grind.instructions()
+    }
+
+    /// ListInstances of `binary` under callgrind, its profile written to `out`.
+    pub(crate) fn list_profile(&self, binary: &Path, expect: usize, out: &Path) -> Result<()> {
+        let grind = Cachegrind::profile(binary, &self.dir, out)?;
+        self.list_run(&grind.valgrind, &grind.args, expect)?;
+        Ok(())
+    }
+
+    /// ListInstances of the pool by `binary` (with `args`), checked to list `expect` runners.
+    fn list_run(&self, binary: &Path, args: &[String], expect: usize) -> Result<Measured> {
+        let run = self.garm_with(
+            binary,
+            args,
+            &self.config,
+            "ListInstances",
+            &[("GARM_POOL_ID", POOL)],
+            None,
+        )?;
+        let out: Value = serde_json::from_str(&run.proc.stdout).with_context(|| {
+            format!(
+                "ListInstances stdout is not JSON ({} bytes)",
+                run.proc.stdout.len()
+            )
+        })?;
+        let listed = out.as_array().map(Vec::len);
+        ensure!(
+            listed == Some(expect),
+            "ListInstances listed {listed:?} runners, expected {expect}"
+        );
+        Ok(run)
+    }
+
+    /// Seeds `pools × per_pool` runners of this controller, each with an AppInst: Apps carrying
+    /// the environment of a real runner App (same keys, same sizes, taken from one the provider
+    /// made), so the bytes per App are the real ones. Pool `k` is [`pool_id`]`(k)`.
+    pub(crate) fn seed_runners(&self, pools: usize, per_pool: usize) -> Result<()> {
+        self.create("garm-template")?;
+        let template = self
+            .sim
+            .apps()
+            .into_iter()
+            .find(|a| a["key"]["name"] == "garm-template")
+            .ok_or_else(|| anyhow!("the template App is missing"))?;
+        self.delete("garm-template")?;
+        let string_map = |v: &Value| -> BTreeMap<String, String> {
+            v.as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let env = string_map(&template["env_vars"]);
+        let secrets = string_map(&template["secret_env_vars"]);
+        ensure!(
+            env.contains_key("GARM_INSTANCE_NAME"),
+            "the template App has no GARM_INSTANCE_NAME in env_vars: {}",
+            template["env_vars"]
+        );
+        let before = self.sim.app_insts().len();
+        // Ownership needs GARM_INSTANCE_NAME to be the App's own name, and a seed call gives
+        // every App the same environment: so one seed call per App, named `p<pool>-r<n>-1`.
+        for k in 0..pools {
+            for n in 0..per_pool {
+                let prefix = format!("p{k}-r{n}-");
+                let name = format!("{prefix}1");
+                let mut env_vars = env.clone();
+                env_vars.insert("GARM_CONTROLLER_ID".into(), CONTROLLER.into());
+                env_vars.insert("GARM_POOL_ID".into(), pool_id(k));
+                env_vars.insert("GARM_INSTANCE_NAME".into(), name);
+                self.sim.seed(Seed {
+                    org: ORG.into(),
+                    count: 1,
+                    app_insts: true,
+                    name_prefix: prefix,
+                    env_vars,
+                    secret_env_vars: secrets.clone(),
+                });
+            }
+        }
+        let made = self.sim.app_insts().len() - before;
+        ensure!(
+            made == pools * per_pool,
+            "seeding made {made} AppInsts, expected {}",
+            pools * per_pool
+        );
+        Ok(())
+    }
+
+    pub(crate) fn has_app(&self, name: &str) -> bool {
+        self.sim.apps().iter().any(|a| a["key"]["name"] == name)
+    }
+
+    pub(crate) fn has_app_inst(&self, name: &str) -> bool {
+        self.sim
+            .app_insts()
+            .iter()
+            .any(|a| a["key"]["name"] == name)
+    }
+
+    /// Replays captured rounds through the relay; wall time and bytes received.
+    pub(crate) fn replay(&self, rounds: &Rounds) -> Result<(Duration, u64)> {
+        self.relay.take();
+        let wall = self
+            .handle
+            .block_on(replay(&self.http, &self.relay.url(), rounds))?;
+        Ok((wall, self.relay.take().received))
+    }
+
+    pub(crate) fn has_cached_token(&self) -> bool {
+        std::fs::read_dir(&self.token_cache).is_ok_and(|mut d| d.next().is_some())
+    }
+
+    pub(crate) fn forget_token(&self) -> Result<()> {
+        match std::fs::remove_dir_all(&self.token_cache) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e).with_context(|| {
+                format!(
+                    "cannot empty the token cache {}",
+                    self.token_cache.display()
+                )
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+pub(crate) fn shape_key(command: &str, cold: bool) -> String {
+    if cold {
+        format!("{command} (cold)")
+    } else {
+        command.to_string()
+    }
+}

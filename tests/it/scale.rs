@@ -1,0 +1,359 @@
+//! Inventory at scale and its edge cases (issue 16, issue 12 items 9 and 10): an AppInst is a
+//! runner's only when it has the runner's name and deploys the runner's App; pool ids that the
+//! Master Controller escapes in JSON are still found; a delete that waits on someone else's
+//! failed delete takes over.
+
+use std::time::{Duration, Instant};
+
+use edge_connect::models::{AppInstKey, AppKey, FlavorKey, NewApp, NewAppInst, SiteRef};
+use edge_connect::{Client, ClientOptions, Credentials, Secret};
+use edge_connect_sim::{ApiGeneration, Fault, FaultKind, SimConfig};
+
+use crate::support::{Site, World, PASSWORD, POOL, USER};
+
+const ORG: &str = "edp-developer-framework";
+
+/// Someone else's App `app` and an AppInst `inst` of it, made directly on the simulator: in the
+/// zone (newer API) or on `cloudlet` (older API).
+fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = Client::new(
+            &ClientOptions {
+                url: w.sim.url(),
+                region: "EU".into(),
+                request_timeout: Duration::from_secs(30),
+                command_timeout: Some(Duration::from_secs(60)),
+                connect_retry: Duration::from_secs(5),
+                ca_bundle: None,
+                insecure_skip_verify: false,
+            },
+            Credentials {
+                username: USER.into(),
+                password: Secret::new(PASSWORD),
+            },
+        )
+        .expect("client");
+        let app_key = AppKey {
+            organization: ORG.into(),
+            name: app.into(),
+            version: "1.0".into(),
+        };
+        client
+            .create_app(&NewApp {
+                key: app_key.clone(),
+                image_type: "Docker",
+                image_path: "docker.io/library/nginx:latest".into(),
+                deployment: "kubernetes",
+                default_flavor: FlavorKey {
+                    name: "EU.small".into(),
+                },
+                command: None,
+                command_args: vec![],
+                configs: vec![],
+                env_vars: Default::default(),
+                secret_env_vars: Default::default(),
+                username: None,
+                credentials: None,
+            })
+            .await
+            .expect("CreateApp");
+        let site = |name: &str| SiteRef {
+            organization: "TelekomOP".into(),
+            name: name.into(),
+            ..Default::default()
+        };
+        let new = NewAppInst {
+            key: AppInstKey {
+                name: inst.into(),
+                organization: ORG.into(),
+                cloudlet_key: cloudlet.map(site),
+            },
+            app_key,
+            zone_key: cloudlet.is_none().then(|| site("Munich")),
+        };
+        client
+            .create_app_inst(&new, &mut |_| {})
+            .await
+            .expect("CreateAppInst");
+    });
+}
+
+/// The `app_key.name` of every AppInst named `inst`.
+fn apps_deployed_as(w: &World, inst: &str) -> Vec<String> {
+    w.sim
+        .app_insts()
+        .iter()
+        .filter(|i| i["key"]["name"] == inst)
+        .map(|i| {
+            i["app_key"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_foreign_appinst_with_a_runners_name_is_never_shown_nor_deleted() {
+    let w = World::new();
+    for name in ["garm-victim1", "garm-victim2"] {
+        assert_eq!(
+            w.create("bootstrap-github-jit.json", name, POOL, &[]).code,
+            0
+        );
+        let stop = w.garm("StopInstance", &[("GARM_INSTANCE_ID", name)], None);
+        assert_eq!(stop.code, 0, "{}", stop.stderr);
+        // On the zones API an AppInst's key is its name: with ours gone, someone else may take
+        // the name for an AppInst of their own App.
+        foreign_app_inst(&w, &format!("their-app-{name}"), name, None);
+    }
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let statuses: Vec<(String, String)> = list
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|i| {
+            (
+                i["name"].as_str().unwrap_or_default().into(),
+                i["status"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("garm-victim1".to_string(), "stopped".to_string()),
+            ("garm-victim2".to_string(), "stopped".to_string())
+        ]
+    );
+    let get = w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-victim1")], None);
+    assert_eq!(get.json()["status"], "stopped", "{}", get.stdout);
+
+    let delete = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-victim1")],
+        None,
+    );
+    assert_eq!(delete.code, 0, "{}", delete.stderr);
+    let rm = w.garm("RemoveAllInstances", &[], None);
+    assert_eq!(rm.code, 0, "{}", rm.stderr);
+    assert_eq!(
+        w.app_names(),
+        ["their-app-garm-victim1", "their-app-garm-victim2"],
+        "our Apps are gone, theirs stay"
+    );
+    assert_eq!(
+        apps_deployed_as(&w, "garm-victim1"),
+        ["their-app-garm-victim1"]
+    );
+    assert_eq!(
+        apps_deployed_as(&w, "garm-victim2"),
+        ["their-app-garm-victim2"]
+    );
+    assert_eq!(
+        w.calls("DeleteAppInst"),
+        2,
+        "only the two Stops deleted AppInsts"
+    );
+}
+
+#[test]
+fn on_cloudlets_a_foreign_twin_beside_a_running_runner_survives() {
+    let sim = SimConfig {
+        api: ApiGeneration::Gen2,
+        cloudlets: vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ],
+        ..SimConfig::default()
+    };
+    let w = World::with_sim(sim, Site::Cloudlet, "");
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-twin", POOL, &[])
+            .code,
+        0
+    );
+    // The older key holds the cloudlet: the same name can exist once per cloudlet.
+    foreign_app_inst(&w, "their-twin-app", "garm-twin", Some("Berlin"));
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(
+        list.json().as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        list.stdout
+    );
+    assert_eq!(list.json()[0]["status"], "running");
+    let delete = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-twin")], None);
+    assert_eq!(delete.code, 0, "{}", delete.stderr);
+    assert_eq!(apps_deployed_as(&w, "garm-twin"), ["their-twin-app"]);
+    assert_eq!(w.app_names(), ["their-twin-app"]);
+}
+
+#[test]
+fn pool_ids_with_characters_the_controller_escapes_are_listed() {
+    // Go's JSON encoder writes & < > as \u0026 \u003c \u003e; whether or not the simulator does,
+    // the pool's runners must be found.
+    let w = World::new();
+    let pool = "Scale & <Set> 6b8e";
+    let r = w.create("bootstrap-github-jit.json", "garm-amp", pool, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-plain", POOL, &[])
+            .code,
+        0
+    );
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", pool)], None);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(
+        list.json().as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        list.stdout
+    );
+    assert_eq!(list.json()[0]["name"], "garm-amp");
+}
+
+#[test]
+fn a_delete_waiting_on_a_failed_delete_takes_over() {
+    let sim = SimConfig {
+        create_delay: Duration::from_secs(4),
+        ..SimConfig::default()
+    };
+    // A regression waits for the AppInst to disappear until this deadline, then fails.
+    let w = World::with_sim(
+        sim,
+        Site::Zone,
+        "request_timeout_secs = 20\noperation_timeout_secs = 40\n",
+    );
+    let name = "garm-twice";
+    let create = w.create("bootstrap-github-jit.json", name, POOL, &[]);
+    assert_eq!(create.code, 0, "{}", create.stderr);
+    // The first delete fails part-way; the controller puts the AppInst back to Ready.
+    w.sim.inject(Fault::new(
+        "DeleteAppInst",
+        FaultKind::StreamError {
+            after_lines: 2,
+            message: "boom".into(),
+            leave_create_error: false,
+        },
+    ));
+    let first = w.spawn_garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], "");
+    // The second starts while the first is under way, so it is told "already under deletion".
+    let since = Instant::now();
+    while !w.sim.app_insts().iter().any(|i| {
+        i["key"]["name"] == name && i["state"].as_str().is_some_and(|s| s.starts_with("Delete"))
+    }) {
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "the first delete never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], None);
+    let first = first.wait_with_output().expect("first delete ends");
+    assert_eq!(first.status.code(), Some(1), "the first delete failed");
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+}
+
+/// The RPCs the simulator answered since entry `from` of its log.
+fn rpcs_since(w: &World, from: usize) -> Vec<String> {
+    w.sim.request_log()[from..]
+        .iter()
+        .map(|e| e.rpc.clone())
+        .filter(|rpc| rpc != "login")
+        .collect()
+}
+
+#[test]
+fn without_the_appinst_check_a_zone_delete_is_three_requests() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "delete_checks_app_inst = false",
+    );
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-three", POOL, &[])
+            .code,
+        0
+    );
+    let from = w.sim.request_log().len();
+    let d = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-three")],
+        None,
+    );
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert_eq!(
+        rpcs_since(&w, from),
+        ["ShowApp", "DeleteAppInst", "DeleteApp"]
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+
+    // On cloudlets the AppInst's key holds its cloudlet: the AppInst is always read first.
+    let w = World::with(
+        ApiGeneration::Gen2,
+        Site::Cloudlet,
+        "delete_checks_app_inst = false",
+    );
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-four", POOL, &[])
+            .code,
+        0
+    );
+    let from = w.sim.request_log().len();
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-four")], None);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let mut calls = rpcs_since(&w, from);
+    calls[..2].sort();
+    assert_eq!(
+        calls,
+        ["ShowApp", "ShowAppInst", "DeleteAppInst", "DeleteApp"]
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn remove_all_backs_off_under_429_and_503_and_removes_everything() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "remove_all_concurrency = 8",
+    );
+    // Runners as the provider makes them: the recorded GARM name is the App's name.
+    for n in 0..30 {
+        let prefix = format!("garm-many-{n}-");
+        w.sim.seed(edge_connect_sim::Seed {
+            count: 1,
+            app_insts: true,
+            name_prefix: prefix.clone(),
+            env_vars: [
+                ("GARM_CONTROLLER_ID", crate::support::CONTROLLER),
+                ("GARM_POOL_ID", POOL),
+                ("GARM_INSTANCE_NAME", &format!("{prefix}1")),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            ..Default::default()
+        });
+    }
+    w.sim
+        .inject(Fault::http_status("DeleteAppInst", 429).times(20));
+    w.sim.inject(Fault::http_status("DeleteApp", 503).times(20));
+    let r = w.garm(
+        "RemoveAllInstances",
+        &[("GARM_INTERFACE_VERSION", "v0.1.1")],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+    assert!(w.app_inst_names().is_empty());
+}
