@@ -278,6 +278,23 @@ impl Provider {
             // Filed above; nothing is collected by the client.
             false
         };
+        // Once our Apps are all known, an AppInst line whose leading key names none of them is
+        // dropped unparsed: most of an organization's AppInsts are not ours, and parsing them
+        // was most of List's work. A line whose name cannot be read for certain is parsed.
+        let skip_inst = |line: &[u8]| {
+            insts_flowing.store(true, Ordering::Relaxed);
+            if !apps_complete.load(Ordering::Acquire) {
+                return false;
+            }
+            let Some(inst_name) = edge_connect::leading_key_name(line) else {
+                return false;
+            };
+            (!name.is_empty() && inst_name != name)
+                || lock(&inventory)
+                    .apps
+                    .binary_search_by(|(k, _)| k.name.as_str().cmp(inst_name))
+                    .is_err()
+        };
         let keep_inst = |inst: &InstLine| {
             insts_flowing.store(true, Ordering::Relaxed);
             if !name.is_empty() && inst.key.name != name {
@@ -337,7 +354,8 @@ impl Provider {
             inv.insts.clear();
             inv.more_insts.clear();
             drop(inv);
-            self.client.show_app_insts_as(&inst_filter, &keep_inst)
+            self.client
+                .show_app_insts_filtered(&inst_filter, &skip_inst, &keep_inst)
         });
         // Both requests go out at once (one round trip). For a whole organization, ShowAppInst's
         // answer then waits (in the socket, not in memory) while ShowApp's is read, so that its

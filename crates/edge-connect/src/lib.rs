@@ -41,6 +41,7 @@ mod transport;
 
 pub use deadline::{backoff, instant_after, scoped_deadline, within_deadline};
 pub use error::{ApiError, ApiErrorKind, Subject};
+pub use lines::leading_key_name;
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use secret::Secret;
 pub use server::{ApiGeneration, ServerFacts, FACTS_LIFETIME_SECS};

@@ -88,9 +88,44 @@ pub(crate) fn for_each_line(
     Ok(())
 }
 
+/// The name in a data line that begins with its object's key, `{"data":{"key":{"name":"X"`, as
+/// the Master Controller writes Show answers (Go encodes struct fields in declaration order and
+/// `key` is the first field of App and AppInst). `None` when the line does not begin that way
+/// or the name holds an escape: then only parsing tells, and a caller must not skip the line.
+pub fn leading_key_name(line: &[u8]) -> Option<&str> {
+    const PREFIX: &[u8] = b"{\"data\":{\"key\":{\"name\":\"";
+    let rest = line.strip_prefix(PREFIX)?;
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_leading_key_name_is_read_only_when_certain() {
+        assert_eq!(
+            leading_key_name(br#"{"data":{"key":{"name":"garm-a","organization":"o"}}}"#),
+            Some("garm-a")
+        );
+        // An escape (Go writes & as \u0026) or another shape: only parsing can tell.
+        assert_eq!(
+            leading_key_name(br#"{"data":{"key":{"name":"a\u0026b"}}}"#),
+            None
+        );
+        assert_eq!(
+            leading_key_name(br#"{"data":{"app_key":{"name":"x"},"key":{"name":"y"}}}"#),
+            None
+        );
+        assert_eq!(
+            leading_key_name(br#"{"data":{"key":{"name":"unterminated"#),
+            None
+        );
+    }
     use crate::ApiErrorKind;
     use proptest::prelude::*;
 

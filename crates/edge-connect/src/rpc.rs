@@ -106,6 +106,24 @@ impl Client {
             .await
     }
 
+    /// [`Client::show_app_insts_as`] with a raw-line pre-filter (see [`Client::show_filtered`]).
+    pub async fn show_app_insts_filtered<T: serde::de::DeserializeOwned>(
+        &self,
+        filter: &AppInstKey,
+        skip: impl FnMut(&[u8]) -> bool,
+        keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, ApiError> {
+        let mut key = serde_json::Map::new();
+        if !filter.name.is_empty() {
+            key.insert("name".into(), json!(filter.name));
+        }
+        if !filter.organization.is_empty() {
+            key.insert("organization".into(), json!(filter.organization));
+        }
+        self.show_filtered("ShowAppInst", "appinst", &json!({ "key": key }), skip, keep)
+            .await
+    }
+
     /// `ShowZone` (newer API). A 404 means the server predates zones.
     pub async fn show_zones(&self) -> Result<Vec<Site>, ApiError> {
         self.show("ShowZone", "zone", &json!({})).await

@@ -678,18 +678,32 @@ impl Client {
         wrapper: &str,
         filter: &Value,
         needle: Option<&[u8]>,
-        mut keep: impl FnMut(&T) -> bool,
+        keep: impl FnMut(&T) -> bool,
     ) -> Result<Vec<T>, ApiError> {
         let finder = needle.map(memchr::memmem::Finder::new);
+        let skip = |line: &[u8]| finder.as_ref().is_some_and(|f| f.find(line).is_none());
+        self.show_filtered(rpc, wrapper, filter, skip, keep).await
+    }
+
+    /// A Show call like [`Client::show_where`] whose data lines first go to `skip`: a line it
+    /// returns true for is dropped unparsed. `skip` must only accept lines that `keep` would
+    /// reject (e.g. a line whose leading key names an object the caller does not hold, see
+    /// [`crate::leading_key_name`]); a `result` trailer never reaches it.
+    pub async fn show_filtered<T: DeserializeOwned>(
+        &self,
+        rpc: &str,
+        wrapper: &str,
+        filter: &Value,
+        mut skip: impl FnMut(&[u8]) -> bool,
+        mut keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<T>, ApiError> {
         let mut response = self.send(rpc, wrapper, filter, self.wait(true)).await?;
         let mut items = Vec::new();
         let mut pending: Vec<u8> = Vec::new();
         let mut take = |line: &[u8]| -> Result<(), ApiError> {
             // Only data lines are skipped: a `result` trailer must always be read.
-            if let Some(finder) = &finder {
-                if line.starts_with(b"{\"data\"") && finder.find(line).is_none() {
-                    return Ok(());
-                }
+            if line.starts_with(b"{\"data\"") && skip(line) {
+                return Ok(());
             }
             if let Some(item) = crate::lines::parse_typed_line::<T>(rpc, line)? {
                 if keep(&item) {
