@@ -48,8 +48,8 @@ pub(crate) fn remove_all_step(
         // Alternating binaries, so both see the same load.
         for ((_, binary), row) in binaries.iter().zip(rows.iter_mut()) {
             world.seed_runners(1, plan.remove_all_runners)?;
-            let run =
-                world.garm_with(binary, &[], &world.config, "RemoveAllInstances", &[], None)?;
+            let config = world.config_for(binary);
+            let run = world.garm_with(binary, &[], config, "RemoveAllInstances", &[], None)?;
             ensure!(
                 world.sim.apps().is_empty() && world.sim.app_insts().is_empty(),
                 "RemoveAllInstances left {} Apps and {} AppInsts",

@@ -12,6 +12,10 @@ pub(crate) struct World {
     /// The same config without `log_file` (the provider then logs warnings to stderr only).
     pub(crate) config_without_log: PathBuf,
     pub(crate) token_cache: PathBuf,
+    /// The config for other builds of the provider (baseline, shipped binary): their own token
+    /// cache, because another release may name or shape its cache files differently, and a
+    /// file it leaves must not make the measured provider's run look warm or cold.
+    pub(crate) config_for_others: PathBuf,
     /// The thin client: its connections stay open between replays.
     pub(crate) http: reqwest::Client,
     pub(crate) handle: tokio::runtime::Handle,
@@ -89,7 +93,20 @@ name = "Munich"
         let log = dir.join("provider.log");
         std::fs::write(&config, format!("log_file = \"{}\"\n{body}", log.display()))?;
         let config_without_log = dir.join("provider-without-log.toml");
-        std::fs::write(&config_without_log, body)?;
+        std::fs::write(&config_without_log, &body)?;
+        let config_for_others = dir.join("provider-other-builds.toml");
+        let others_cache = dir.join("token-cache-other-builds");
+        std::fs::write(
+            &config_for_others,
+            format!(
+                "log_file = \"{}\"\n{}",
+                log.display(),
+                body.replace(
+                    &format!("token_cache_dir = \"{}\"", token_cache.display()),
+                    &format!("token_cache_dir = \"{}\"", others_cache.display()),
+                )
+            ),
+        )?;
         let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples")
             .join(FIXTURE);
@@ -106,6 +123,7 @@ name = "Munich"
             config,
             config_without_log,
             token_cache,
+            config_for_others,
             // A hung simulator must fail the run, not hold it (and CI) forever.
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
@@ -140,6 +158,7 @@ name = "Munich"
         extra: &[(&str, &str)],
         stdin: Option<&str>,
     ) -> Result<Measured> {
+        let cold = !self.has_cached_token_for(config);
         let config = config.display().to_string();
         let mut vars = vec![
             ("GARM_COMMAND", command),
@@ -147,7 +166,7 @@ name = "Munich"
             ("GARM_PROVIDER_CONFIG_FILE", config.as_str()),
         ];
         vars.extend_from_slice(extra);
-        let key = shape_key(command, !self.has_cached_token());
+        let key = shape_key(command, cold);
         self.relay.take();
         let log_before = self.sim.request_log().len();
         let logins_before = self.sim.logins();
@@ -280,10 +299,17 @@ name = "Munich"
 
     /// ListInstances of the pool by `binary` (with `args`), checked to list `expect` runners.
     fn list_run(&self, binary: &Path, args: &[String], expect: usize) -> Result<Measured> {
+        // Under valgrind the provider is one of the arguments.
+        let measured = Path::new(PROVIDER);
+        let config = if args.iter().any(|a| Path::new(a) == measured) {
+            &self.config
+        } else {
+            self.config_for(binary)
+        };
         let run = self.garm_with(
             binary,
             args,
-            &self.config,
+            config,
             "ListInstances",
             &[("GARM_POOL_ID", POOL)],
             None,
@@ -380,8 +406,23 @@ name = "Munich"
         Ok((wall, self.relay.take().received))
     }
 
-    pub(crate) fn has_cached_token(&self) -> bool {
-        std::fs::read_dir(&self.token_cache).is_ok_and(|mut d| d.next().is_some())
+    /// The config `binary` runs with: the measured provider's, or the one of other builds.
+    pub(crate) fn config_for(&self, binary: &Path) -> &Path {
+        if binary == Path::new(PROVIDER) {
+            &self.config
+        } else {
+            &self.config_for_others
+        }
+    }
+
+    /// Whether the token cache that `config` uses holds anything.
+    pub(crate) fn has_cached_token_for(&self, config: &Path) -> bool {
+        let dir = if config == self.config_for_others {
+            self.dir.join("token-cache-other-builds")
+        } else {
+            self.token_cache.clone()
+        };
+        std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some())
     }
 
     pub(crate) fn forget_token(&self) -> Result<()> {
