@@ -790,10 +790,15 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
 
 ## Why more round trips than the minimum
 
-- **CreateInstance: 2 (the minimum).** CreateApp, then CreateAppInst (which names the App and so
-  cannot be sent before it exists). The stream is read to the end: GARM expects `running`.
-- **CreateInstance with an empty token cache: 3.** The login comes first; the token cache makes it
-  once per token lifetime (24 h on Edge Connect) rather than once per command.
+- **CreateInstance: 3, against a minimum of 2.** ShowApp, CreateApp, then CreateAppInst (which
+  names the App and so cannot be sent before it exists). The ShowApp is there on purpose: a
+  CreateApp for a name that exists makes the controller wipe the existing App's secret env vars
+  before it answers "already exists" (spec §13 row 8), so the provider looks first and never sends
+  one that could damage a live runner. The stream is read to the end: GARM expects `running`.
+- **CreateInstance with an empty token cache: 5.** The login comes first (the token cache makes it
+  once per token lifetime, 24 h on Edge Connect), and the first create against a server reads the
+  App back once to confirm the server kept its env vars (spec §13 row 1); the answer is kept
+  beside the token, so later creates skip it.
 - **GetInstance: 1 round trip, 2 calls.** The status lives on the AppInst, the ownership (this
   controller's id and the instance name, in the App's environment) on the App. ShowApp and
   ShowAppInst go out together, so the second call costs bytes, not latency.

@@ -39,7 +39,7 @@ pub fn run() -> u8 {
         ));
     }));
     let (code, guard) = match execute() {
-        Ok((stdout, guard)) => match super::write_stdout(&stdout) {
+        Ok((stdout, guard)) => match stdout.write() {
             Ok(()) => (0, guard),
             Err(e) => {
                 fault(&format!("cannot write the result to stdout: {e}"));
@@ -69,10 +69,36 @@ fn fault(message: &str) {
 // The guard is boxed: it travels with every error, which should stay small.
 type Failure = (Error, Option<Box<LogGuard>>);
 
-fn execute() -> Result<(String, Option<Box<LogGuard>>), Failure> {
+/// What GARM mode prints on success.
+enum Stdout {
+    /// A local command's answer.
+    Text(String),
+    /// An instance command's outcome, encoded straight onto stdout: ListInstances of a large
+    /// pool would otherwise hold its whole JSON text in memory beside the list.
+    Outcome(Outcome),
+}
+
+impl Stdout {
+    fn write(&self) -> std::io::Result<()> {
+        match self {
+            Stdout::Text(text) => super::write_stdout(text),
+            Stdout::Outcome(outcome) => {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                match outcome {
+                    Outcome::Instance(i) => serde_json::to_writer(&mut out, i)?,
+                    Outcome::Instances(list) => serde_json::to_writer(&mut out, list)?,
+                    Outcome::Done => {}
+                }
+                std::io::Write::flush(&mut out)
+            }
+        }
+    }
+}
+
+fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
     let env = GarmEnv::from_process().map_err(|e| (e.into(), None))?;
     if let Some(output) = local_command(&env).map_err(|e| (e, None))? {
-        return Ok((output, None));
+        return Ok((Stdout::Text(output), None));
     }
     let session = crate::pipeline::open(Path::new(&env.config_file)).map_err(|e| (e, None))?;
     let (config, guard) = (session.config, session.log);
@@ -116,18 +142,7 @@ fn execute() -> Result<(String, Option<Box<LogGuard>>), Failure> {
         Ok(Finished { outcome, .. }) => outcome,
         Err(e) => return Err(fail(e, guard)),
     };
-    let stdout = match outcome {
-        Outcome::Instance(i) => serde_json::to_string(&i),
-        Outcome::Instances(list) => serde_json::to_string(&list),
-        Outcome::Done => Ok(String::new()),
-    };
-    match stdout {
-        Ok(s) => Ok((s, Some(Box::new(guard)))),
-        Err(e) => Err(fail(
-            Error::Other(format!("cannot encode the result: {e}")),
-            guard,
-        )),
-    }
+    Ok((Stdout::Outcome(outcome), Some(Box::new(guard))))
 }
 
 /// Commands answered without config or Edge Connect.
