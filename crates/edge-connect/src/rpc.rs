@@ -95,15 +95,7 @@ impl Client {
         filter: &AppInstKey,
         keep: impl FnMut(&T) -> bool,
     ) -> Result<Vec<T>, ApiError> {
-        let mut key = serde_json::Map::new();
-        if !filter.name.is_empty() {
-            key.insert("name".into(), json!(filter.name));
-        }
-        if !filter.organization.is_empty() {
-            key.insert("organization".into(), json!(filter.organization));
-        }
-        self.show_where("ShowAppInst", "appinst", &json!({ "key": key }), None, keep)
-            .await
+        self.show_app_insts_filtered(filter, |_| false, keep).await
     }
 
     /// [`Client::show_app_insts_as`] with a raw-line pre-filter (see [`Client::show_filtered`]).
