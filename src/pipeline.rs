@@ -77,10 +77,12 @@ pub fn provider(
     environment: HashMap<String, String>,
     progress: Progress,
 ) -> Result<Provider, Error> {
+    // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
+    let cache = token_cache(&config, &environment, &credentials);
     let client = Client::new(&config.edge_connect.client_options(), credentials)?
         .with_retry_report(progress.clone());
-    let client = match token_cache(&config, &environment) {
+    let client = match cache {
         Some(cache) => client.with_token_store(Box::new(cache)),
         None => client,
     };
@@ -96,16 +98,19 @@ pub fn provider(
 /// The token cache for this config's URL and the credentials it resolves to (user and
 /// password: a changed password means a new login); `None` when the cache is disabled or no
 /// private directory of this user exists.
-fn token_cache(config: &Config, environment: &HashMap<String, String>) -> Option<TokenCache> {
+fn token_cache(
+    config: &Config,
+    environment: &HashMap<String, String>,
+    credentials: &edge_connect::Credentials,
+) -> Option<TokenCache> {
     if !config.token_cache {
         return None;
     }
-    let credentials = config.credentials(environment).ok()?;
     let dir = config
         .token_cache_dir
         .clone()
         .unwrap_or_else(|| edge_connect::token_cache::default_dir(environment));
-    TokenCache::in_dir(&dir, &config.edge_connect.url, &credentials)
+    TokenCache::in_dir(&dir, &config.edge_connect.url, credentials)
 }
 
 /// Runs one future on a small single-threaded runtime: a provider process does one thing and

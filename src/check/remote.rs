@@ -80,7 +80,10 @@ pub(super) async fn remote_checks(
     };
     // Show omits what the user may not see, so "0 Apps" proves nothing. A delete needs
     // membership: the MC checks it before the controller looks at the key (403 for
-    // non-members), and a name that breaks the key rule cannot exist, so nothing is deleted.
+    // non-members; edgexr/edge-cloud-platform@0414893 `pkg/mc/orm/app.mc2.go`, DeleteApp calls
+    // `authorized(.., ResourceApps, ActionManage)` before the controller), and a name that
+    // breaks the key rule cannot exist, so nothing is deleted. A member gets the controller's
+    // "not found" or "Invalid app name"; either proves membership.
     let probe = edge_connect::models::AppKey {
         organization: ec.organization.clone(),
         name: "-garm-provider-membership-probe".to_string(),

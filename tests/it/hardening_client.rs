@@ -179,35 +179,8 @@ struct Setup {
 impl Setup {
     fn new(url: &str, extra: &str) -> Setup {
         let dir = tempfile::tempdir().expect("tempdir");
-        let creds = dir.path().join("credentials.toml");
-        write_mode(
-            &creds,
-            &format!("username = \"{USER}\"\npassword = \"{PASSWORD}\"\n"),
-            0o600,
-        );
-        let log = dir.path().join("provider.log");
-        let text = format!(
-            r#"log_file = "{log}"
-log_level = "debug"
-credentials_file = "{creds}"
-token_cache_dir = "{cache}"
-
-[edge_connect]
-organization = "edp-developer-framework"
-region = "EU"
-url = "{url}"
-default_flavor = "EU.small"
-{extra}
-[edge_connect.zone]
-organization = "TelekomOP"
-name = "Munich"
-"#,
-            log = log.display(),
-            creds = creds.display(),
-            cache = dir.path().join("token-cache").display(),
-        );
-        let config = dir.path().join("provider.toml");
-        std::fs::write(&config, text).expect("write config");
+        let (config, log) =
+            support::write_provider_config(dir.path(), url, support::Site::Zone, extra);
         Setup {
             _dir: dir,
             config,

@@ -74,39 +74,7 @@ impl World {
     /// A config around an already running simulator.
     pub fn around(sim: SimHandle, site: Site, extra_config: &str) -> World {
         let dir = tempfile::tempdir().expect("tempdir");
-        let creds = dir.path().join("credentials.toml");
-        write_mode(
-            &creds,
-            &format!("username = \"{USER}\"\npassword = \"{PASSWORD}\"\n"),
-            0o600,
-        );
-        let log = dir.path().join("provider.log");
-        let placement = match site {
-            Site::Zone => "[edge_connect.zone]\norganization = \"TelekomOP\"\nname = \"Munich\"\n",
-            Site::Cloudlet => {
-                "[edge_connect.cloudlet]\norganization = \"TelekomOP\"\nname = \"Munich\"\n"
-            }
-        };
-        let text = format!(
-            r#"log_file = "{log}"
-log_level = "debug"
-credentials_file = "{creds}"
-token_cache_dir = "{cache}"
-
-[edge_connect]
-organization = "edp-developer-framework"
-region = "EU"
-url = "{url}"
-default_flavor = "EU.small"
-{extra_config}
-{placement}"#,
-            log = log.display(),
-            creds = creds.display(),
-            cache = dir.path().join("token-cache").display(),
-            url = sim.url(),
-        );
-        let config = dir.path().join("provider.toml");
-        std::fs::write(&config, text).expect("write config");
+        let (config, log) = write_provider_config(dir.path(), &sim.url(), site, extra_config);
         World {
             sim,
             dir,
@@ -317,4 +285,48 @@ pub fn write_mode(path: &Path, text: &str, mode: u32) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
     }
+}
+
+/// Writes `provider.toml` and a 0600 `credentials.toml` into `dir` for an Edge Connect at `url`
+/// (the simulator's user, organization, region and flavor; the log and token cache in `dir`);
+/// `extra_config` is appended to `[edge_connect]`. Returns the config and log paths.
+pub fn write_provider_config(
+    dir: &Path,
+    url: &str,
+    site: Site,
+    extra_config: &str,
+) -> (PathBuf, PathBuf) {
+    let creds = dir.join("credentials.toml");
+    write_mode(
+        &creds,
+        &format!("username = \"{USER}\"\npassword = \"{PASSWORD}\"\n"),
+        0o600,
+    );
+    let log = dir.join("provider.log");
+    let placement = match site {
+        Site::Zone => "[edge_connect.zone]\norganization = \"TelekomOP\"\nname = \"Munich\"\n",
+        Site::Cloudlet => {
+            "[edge_connect.cloudlet]\norganization = \"TelekomOP\"\nname = \"Munich\"\n"
+        }
+    };
+    let text = format!(
+        r#"log_file = "{log}"
+log_level = "debug"
+credentials_file = "{creds}"
+token_cache_dir = "{cache}"
+
+[edge_connect]
+organization = "edp-developer-framework"
+region = "EU"
+url = "{url}"
+default_flavor = "EU.small"
+{extra_config}
+{placement}"#,
+        log = log.display(),
+        creds = creds.display(),
+        cache = dir.join("token-cache").display(),
+    );
+    let config = dir.join("provider.toml");
+    std::fs::write(&config, text).expect("write config");
+    (config, log)
 }

@@ -158,7 +158,11 @@ impl Call {
     }
 
     /// RBAC for create/update/delete: the caller must belong to `org` (unknown and empty
-    /// organizations are refused the same way, so names cannot be probed).
+    /// organizations are refused the same way, so names cannot be probed). The MC checks this
+    /// before it hands the request to the controller, so a key the controller would refuse still
+    /// gets 403 first (edgexr/edge-cloud-platform@0414893 `pkg/mc/orm/app.mc2.go`: every App RPC
+    /// calls `authorized(ctx, user, obj.Key.Organization, ResourceApps, ActionManage)` before
+    /// `ctrlclient.*Obj`).
     pub(crate) fn authorize(&self, org: &str) -> Result<(), ApiError> {
         if self.shared.config.orgs.iter().any(|o| o == org) {
             Ok(())
