@@ -8,7 +8,7 @@ use super::Report;
 use crate::config::{Config, Placement};
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::placement::Target;
-use edge_connect::{ApiErrorKind, ApiGeneration, Client};
+use edge_connect::{ApiErrorKind, Client};
 
 pub(super) async fn remote_checks(
     config: &Config,
@@ -113,25 +113,15 @@ pub(super) async fn remote_checks(
             return;
         }
     }
-    let generation = match client.api_generation().await {
-        Ok(g) => {
+    let (generation, zones) = match client.generation_and_zones().await {
+        Ok((g, zones)) => {
             report.pass("API generation", g.to_string());
-            g
+            (g, zones)
         }
         Err(e) => {
             report.fail("API generation", e.to_string());
             return;
         }
-    };
-    let zones = match generation {
-        ApiGeneration::Gen3 => match client.show_zones().await {
-            Ok(z) => Some(z),
-            Err(e) => {
-                report.fail("zones", e.to_string());
-                None
-            }
-        },
-        ApiGeneration::Gen2 => None,
     };
     let sites = crate::provider::placement::candidates(config, specs, "check");
     let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {

@@ -42,6 +42,8 @@ fn all_good() {
         assert!(lines.contains(&expected), "missing {expected:?} in:\n{out}");
     }
     assert!(w.app_names().is_empty(), "check creates nothing");
+    // The generation and the zones come from one ShowZone.
+    assert_eq!(w.calls("ShowZone"), 1);
 }
 
 #[test]

@@ -88,12 +88,20 @@ impl Client {
         if let Some(generation) = self.facts().generation {
             return Ok(generation);
         }
-        let generation = match self.show_zones().await {
-            Ok(_) => ApiGeneration::Gen3,
-            Err(e) if e.status == Some(404) => ApiGeneration::Gen2,
+        Ok(self.generation_and_zones().await?.0)
+    }
+
+    /// Asks `ShowZone` and learns the API generation from it (as [`Client::api_generation`]),
+    /// returning the zones too (`None` on Gen2), for a caller that needs both.
+    pub async fn generation_and_zones(
+        &self,
+    ) -> Result<(ApiGeneration, Option<Vec<crate::models::Site>>), ApiError> {
+        let answer = match self.show_zones().await {
+            Ok(zones) => (ApiGeneration::Gen3, Some(zones)),
+            Err(e) if e.status == Some(404) => (ApiGeneration::Gen2, None),
             Err(e) => return Err(e),
         };
-        self.learn(|f| f.generation = Some(generation));
-        Ok(generation)
+        self.learn(|f| f.generation = Some(answer.0));
+        Ok(answer)
     }
 }
