@@ -21,7 +21,6 @@
 //! | `token_store`, [`token_cache`] | tokens shared between processes |
 
 mod deadline;
-pub mod envmap;
 pub mod error;
 #[cfg(test)]
 mod hostile_tests;

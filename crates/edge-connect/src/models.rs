@@ -290,9 +290,11 @@ impl App {
     /// True when the App's `env_vars` (not an envVarsYaml config) holds `name`: the server kept
     /// the field (spec §13 row 1).
     pub fn has_plain_env_var(&self, name: &str) -> bool {
-        self.env_vars
-            .as_ref()
-            .is_some_and(|raw| crate::envmap::string_field(raw.get(), name).is_some())
+        let mut found = [None];
+        if let Some(raw) = &self.env_vars {
+            env_scan::string_fields(raw.get(), &[name], &mut found);
+        }
+        found[0].is_some()
     }
 
     /// One variable of the App's environment, without copying the whole map. To read several,
@@ -659,5 +661,18 @@ mod tests {
         .unwrap();
         assert_eq!(gen3.cloudlet().map(|c| c.name.as_str()), Some("c3"));
         assert_eq!(gen3.state, crate::AppInstState::Creating);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_env_scan_agrees_with_a_full_parse(
+            map in proptest::collection::btree_map("[A-Z_]{1,8}", ".*", 0..8),
+            key in "[A-Z_]{1,8}",
+        ) {
+            let raw = serde_json::to_string(&map).unwrap();
+            let mut found = [None];
+            env_scan::string_fields(&raw, &[key.as_str()], &mut found);
+            proptest::prop_assert_eq!(found[0].clone(), map.get(&key).cloned());
+        }
     }
 }
