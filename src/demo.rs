@@ -1,12 +1,12 @@
 //! `demo`: a whole runner lifecycle against the built-in simulator, printed step by step.
 //!
 //! It starts the simulator on 127.0.0.1, writes a throw-away config and credentials file, and
-//! drives the same provider code GARM mode uses: create, list, get, stop, start, delete.
+//! runs create, list, get, stop, start, delete through the one pipeline GARM mode uses.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::Config;
 use crate::error::Error;
 use crate::garm::BootstrapInstance;
 use crate::provider::{Operation, Outcome, Provider};
@@ -14,7 +14,11 @@ use crate::provider::{Operation, Outcome, Provider};
 /// One line of the demo's report on stdout. A closed stdout (`demo | head`) is not an error
 /// worth a panic; the demo goes on and cleans up.
 fn line(text: &str) {
-    let _ = crate::front::write_stdout(&format!("{text}\n"));
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
 }
 
 const CONTROLLER_ID: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
@@ -22,23 +26,14 @@ const POOL_ID: &str = "9dcf590a-1192-4a9c-b3e4-e0902974c2c0";
 
 /// Runs the demo; prints each step on stdout.
 pub fn run() -> Result<(), Error> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Other(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(lifecycle())
-}
-
-async fn lifecycle() -> Result<(), Error> {
     let dir = tempdir()?;
     // Removed whether the demo succeeds or not: nothing of it stays on the machine.
-    let result = lifecycle_in(&dir).await;
+    let result = lifecycle_in(&dir);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-async fn lifecycle_in(dir: &std::path::Path) -> Result<(), Error> {
+fn lifecycle_in(dir: &Path) -> Result<(), Error> {
     let sim_config = edge_connect_sim::SimConfig {
         create_delay: std::time::Duration::from_millis(600),
         ..Default::default()
@@ -47,131 +42,106 @@ async fn lifecycle_in(dir: &std::path::Path) -> Result<(), Error> {
         .users
         .first()
         .cloned()
-        .ok_or_else(|| Error::Other("the simulator has no user".into()))?;
-    let org = sim_config.orgs.first().cloned().unwrap_or_default();
-    let (zone_org, zone) = sim_config.zones.first().cloned().unwrap_or_default();
-    let flavor = sim_config.flavors.first().cloned().unwrap_or_default();
-    let listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let sim = edge_connect_sim::serve(sim_config, listen)
-        .await
-        .map_err(|e| Error::Other(format!("cannot start the simulator: {e}")))?;
+        .ok_or_else(|| Error::failed("the simulator has no user"))?;
+    let sim = edge_connect_sim::spawn(sim_config.clone())
+        .map_err(|e| Error::failed(format!("cannot start the simulator: {e:#}")))?;
     line(&format!(
         "▶ Edge Connect simulator listening on {}",
         sim.url()
     ));
-
-    let creds = dir.join("credentials.toml");
-    write_private(
-        &creds,
-        &format!("username = {user:?}\npassword = {password:?}\n"),
-    )?;
+    let cannot_write = |e: std::io::Error| {
+        Error::caused_by(format!("cannot write the demo's config files: {e}"), e)
+    };
+    let mut config = edge_connect_sim::ProviderConfig::for_sim(&sim.url(), &sim_config, dir)
+        .map_err(cannot_write)?;
+    // Relative paths (resolved against the config's directory) keep the printed copy short;
+    // no token cache: the demo logs in once and leaves nothing behind.
+    config.credentials_file = "credentials.toml".into();
+    config.log_file = Some("provider.log".into());
+    config.log_level = "info";
+    config.token_cache_dir = None;
+    edge_connect_sim::write_credentials(&dir.join("credentials.toml"), &user, &password)
+        .map_err(cannot_write)?;
     let config_path = dir.join("provider.toml");
-    let config_text = format!(
-        r#"log_file = "provider.log"
-credentials_file = "credentials.toml"
-token_cache = false
-
-[edge_connect]
-organization = {org:?}
-region = "EU"
-url = {url:?}
-default_flavor = {flavor:?}
-
-[edge_connect.zone]
-organization = {zone_org:?}
-name = {zone:?}
-"#,
-        url = sim.url(),
-    );
-    std::fs::write(&config_path, &config_text)
-        .map_err(|e| Error::Other(format!("cannot write the demo config: {e}")))?;
+    config.write(&config_path).map_err(cannot_write)?;
     // The files live in a temporary directory that is removed at the end: their paths would
     // only send the reader looking for something that is gone.
     line(&format!(
         "▶ provider config (a throw-away copy, removed when the demo ends):\n{}",
-        indent(&config_text)
+        indent(&config.to_toml())
     ));
 
-    let config = Config::load(&config_path)?;
+    let session = crate::pipeline::open(&config_path)?;
     let bootstrap = BootstrapInstance::from_slice(DEMO_BOOTSTRAP.as_bytes())?;
     let name = bootstrap.name.clone();
-    let progress_name = name.clone();
-    let progress: crate::provider::Progress =
-        Arc::new(move |m: &str| line(&format!("    … [{progress_name}] {m}")));
-    let provider = crate::pipeline::provider(config, CONTROLLER_ID, HashMap::new(), progress)?
-        .with_poll_interval(std::time::Duration::from_millis(200));
-
-    step(
-        &provider,
-        "CreateInstance",
-        Operation::Create {
-            bootstrap: Box::new(bootstrap),
-            pool_id: POOL_ID.to_string(),
-            extra_specs: None,
-        },
-    )
-    .await?;
-    step(
-        &provider,
-        "ListInstances",
-        Operation::List {
-            pool_id: POOL_ID.to_string(),
-        },
-    )
-    .await?;
-    step(
-        &provider,
-        "GetInstance",
-        Operation::Get {
-            instance: name.clone(),
-        },
-    )
-    .await?;
-    step(
-        &provider,
-        "StopInstance",
-        Operation::Stop {
-            instance: name.clone(),
-        },
-    )
-    .await?;
-    step(
-        &provider,
-        "GetInstance (stopped)",
-        Operation::Get {
-            instance: name.clone(),
-        },
-    )
-    .await?;
-    step(
-        &provider,
-        "StartInstance",
-        Operation::Start {
-            instance: name.clone(),
-        },
-    )
-    .await?;
-    step(
-        &provider,
-        "DeleteInstance",
-        Operation::Delete {
-            instance: name.clone(),
-        },
-    )
-    .await?;
-    step(
-        &provider,
-        "ListInstances (empty)",
-        Operation::List {
-            pool_id: POOL_ID.to_string(),
-        },
-    )
-    .await?;
+    let progress: crate::provider::Progress = {
+        let name = name.clone();
+        Arc::new(move |m: &str| line(&format!("    … [{name}] {m}")))
+    };
+    // The user's EDP_EDGE_CONNECT_* must not replace the simulator's credentials.
+    let finished = crate::pipeline::run(
+        session.config,
+        CONTROLLER_ID,
+        HashMap::new(),
+        progress,
+        async |provider| lifecycle(provider, bootstrap).await,
+    )?;
     line(&format!(
         "✓ demo finished: {} Edge Connect requests, {} login(s); the simulator is empty again",
-        provider.client().requests(),
-        provider.client().logins()
+        finished.requests, finished.logins
     ));
+    Ok(())
+}
+
+/// The steps, each printed with its outcome.
+async fn lifecycle(provider: &Provider, bootstrap: BootstrapInstance) -> Result<(), Error> {
+    let name = bootstrap.name.clone();
+    let instance = || name.clone();
+    let list = || Operation::List {
+        pool_id: POOL_ID.to_string(),
+    };
+    let create = Operation::Create {
+        bootstrap: Box::new(bootstrap),
+        pool_id: POOL_ID.to_string(),
+        extra_specs: None,
+    };
+    for (title, operation) in [
+        ("CreateInstance", create),
+        ("ListInstances", list()),
+        (
+            "GetInstance",
+            Operation::Get {
+                instance: instance(),
+            },
+        ),
+        (
+            "StopInstance",
+            Operation::Stop {
+                instance: instance(),
+            },
+        ),
+        (
+            "GetInstance (stopped)",
+            Operation::Get {
+                instance: instance(),
+            },
+        ),
+        (
+            "StartInstance",
+            Operation::Start {
+                instance: instance(),
+            },
+        ),
+        (
+            "DeleteInstance",
+            Operation::Delete {
+                instance: instance(),
+            },
+        ),
+        ("ListInstances (empty)", list()),
+    ] {
+        step(provider, title, operation).await?;
+    }
     Ok(())
 }
 
@@ -183,15 +153,13 @@ async fn step(provider: &Provider, title: &str, operation: Operation) -> Result<
     let before = provider.client().requests();
     let outcome = provider.run(operation).await?;
     let calls = provider.client().requests() - before;
-    match outcome {
-        Outcome::Instance(i) => line(&indent(
-            &serde_json::to_string_pretty(&i).unwrap_or_default(),
-        )),
-        Outcome::Instances(l) => line(&indent(
-            &serde_json::to_string_pretty(&l).unwrap_or_default(),
-        )),
-        Outcome::Done => line("    done"),
+    let json = match outcome {
+        Outcome::Instance(i) => serde_json::to_string_pretty(&i),
+        Outcome::Instances(l) => serde_json::to_string_pretty(&l),
+        Outcome::Done => Ok("done".to_string()),
     }
+    .map_err(|e| Error::caused_by(format!("cannot encode the outcome: {e}"), e))?;
+    line(&indent(&json));
     line(&format!("    ({calls} HTTP requests)"));
     Ok(())
 }
@@ -214,23 +182,8 @@ fn tempdir() -> Result<std::path::PathBuf, Error> {
     }
     builder
         .create(&dir)
-        .map_err(|e| Error::Other(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| Error::caused_by(format!("cannot create {}: {e}", dir.display()), e))?;
     Ok(dir)
-}
-
-fn write_private(path: &std::path::Path, text: &str) -> Result<(), Error> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    use std::io::Write;
-    options
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| Error::Other(format!("cannot write {}: {e}", path.display())))
 }
 
 /// A GitHub JIT bootstrap as GARM sends it (token payload carries `forge_type: github`).

@@ -1,72 +1,69 @@
-//! The provider's error type and its mapping to GARM exit codes.
+//! The provider's error: the four kinds a caller acts on, each with one human-readable line.
+//!
+//! A leaf: it imports nothing of the crate. Which exit code a kind gets is the front doors'
+//! business (`front::exit_code`).
 
 use edge_connect::{ApiError, SetupError};
 
-use crate::garm::{exit, ProtocolError};
+/// What caused a [`Error::Failed`], kept for the log and for callers that look deeper.
+pub type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Everything that can make a provider command fail.
 ///
-/// Each variant carries one human-readable line: it is printed on stderr, which GARM stores as
-/// the instance's `provider_fault`, so it must name the cause and never hold a secret.
+/// The message is printed on stderr, which GARM stores as the instance's `provider_fault`, so
+/// it names the cause and never holds a secret.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The instance does not exist (exit 30).
+    /// The instance does not exist (GARM: exit 30).
     #[error("{0}")]
     NotFound(String),
-    /// An instance with this name already exists (exit 31).
+    /// An instance with this name already exists (GARM: exit 31).
     #[error("{0}")]
     Duplicate(String),
-    /// Bad input from GARM or the user: environment, stdin, arguments, extra specs.
-    #[error("{0}")]
-    Input(String),
-    /// The provider config or credentials are unusable.
-    #[error("{0}")]
-    Config(String),
-    /// Edge Connect refused or failed a call.
-    #[error("{0}")]
-    EdgeConnect(#[from] ApiError),
-    /// Local I/O and anything else.
-    #[error("{0}")]
-    Other(String),
-    /// The user stopped a CLI command (Ctrl-C), exit 130 as shells report SIGINT.
+    /// The user stopped a CLI command (Ctrl-C).
     #[error("{0}")]
     Interrupted(String),
-}
-
-/// Exit code of a CLI command stopped by Ctrl-C (128 + SIGINT, what a shell reports).
-pub const EXIT_INTERRUPTED: u8 = 130;
-
-impl From<SetupError> for Error {
-    fn from(e: SetupError) -> Self {
-        Error::Config(e.0)
-    }
-}
-
-impl From<ProtocolError> for Error {
-    fn from(e: ProtocolError) -> Self {
-        Error::Input(e.0)
-    }
+    /// Anything else: bad input or config, a refusal or failure of Edge Connect, local I/O.
+    #[error("{message}")]
+    Failed {
+        /// The line to print.
+        message: String,
+        /// The error it came from, when there is one.
+        #[source]
+        source: Option<Source>,
+    },
 }
 
 impl Error {
-    /// Bad input.
-    pub fn input(msg: impl Into<String>) -> Self {
-        Error::Input(msg.into())
-    }
-
-    /// Bad config.
-    pub fn config(msg: impl Into<String>) -> Self {
-        Error::Config(msg.into())
-    }
-
-    /// The GARM exit code for this error.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Error::NotFound(_) => exit::NOT_FOUND,
-            Error::Duplicate(_) => exit::DUPLICATE,
-            Error::Interrupted(_) => EXIT_INTERRUPTED,
-            _ => exit::FAILURE,
+    /// A failure described by `message` alone.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Error::Failed {
+            message: message.into(),
+            source: None,
         }
+    }
+
+    /// A failure of `source`, described by `message` (which should include what it says).
+    pub fn caused_by(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Failed {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+impl From<ApiError> for Error {
+    fn from(e: ApiError) -> Self {
+        Error::caused_by(e.to_string(), e)
+    }
+}
+
+impl From<SetupError> for Error {
+    fn from(e: SetupError) -> Self {
+        Error::caused_by(e.to_string(), e)
     }
 }
 
@@ -75,10 +72,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exit_codes_follow_garm_provider_common() {
-        assert_eq!(Error::NotFound("x".into()).exit_code(), 30);
-        assert_eq!(Error::Duplicate("x".into()).exit_code(), 31);
-        assert_eq!(Error::input("x").exit_code(), 1);
-        assert_eq!(Error::config("x").exit_code(), 1);
+    fn a_failure_keeps_its_source_and_prints_its_message() {
+        let io = std::io::Error::other("disk full");
+        let e = Error::caused_by("cannot write the log: disk full", io);
+        assert_eq!(e.to_string(), "cannot write the log: disk full");
+        let source = std::error::Error::source(&e).map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("disk full"));
+        assert!(std::error::Error::source(&Error::failed("x")).is_none());
     }
 }

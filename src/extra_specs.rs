@@ -39,18 +39,6 @@ pub struct ExtraSpecs {
     /// Extra environment variables for the runner container.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Container command (overrides the config).
-    #[serde(default)]
-    pub command: Option<String>,
-    /// Container arguments (override the config).
-    #[serde(default)]
-    pub command_args: Option<Vec<String>>,
-    /// `kubernetes` or `docker` (overrides the config).
-    #[serde(default)]
-    pub deployment: Option<Deployment>,
-    /// `env_vars` or `envvars_yaml` (overrides the config).
-    #[serde(default)]
-    pub env_delivery: Option<EnvDelivery>,
     /// Registry user for a private runner image.
     #[serde(default)]
     pub image_pull_username: Option<String>,
@@ -79,7 +67,7 @@ impl ExtraSpecs {
             Some(v) => {
                 serde_path_to_error::deserialize::<_, ExtraSpecs>(v.clone()).map_err(|e| {
                     let what = crate::text::describe_serde(&e.inner().to_string(), false);
-                    Error::input(format!(
+                    Error::failed(format!(
                         "invalid extra_specs: {}",
                         crate::text::keyed(&e.path().to_string(), &what)
                     ))
@@ -88,7 +76,7 @@ impl ExtraSpecs {
         };
         specs
             .validate()
-            .map_err(|m| Error::input(format!("invalid extra_specs: {m}")))?;
+            .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
         Ok(specs)
     }
 
@@ -129,27 +117,13 @@ impl ExtraSpecs {
                 ));
             }
         }
-        // The deployment may come from the provider config, which ValidatePoolInfo does not
-        // read: check the words against the kubernetes rules always, and the docker rules when
-        // the pool itself says docker. CreateInstance checks the effective combination again.
-        let deployments: &[Deployment] = match self.deployment {
-            Some(d) => &[d][..],
-            None => &[Deployment::Kubernetes][..],
-        };
-        if self.command.is_some() || self.command_args.is_some() {
-            for deployment in deployments {
-                crate::manifest_safety::check_command(
-                    *deployment,
-                    "extra_specs.command",
-                    self.command.as_deref(),
-                    self.command_args.as_deref().unwrap_or_default(),
-                )?;
-            }
-        }
+        // The deployment and delivery are the provider config's, which ValidatePoolInfo does
+        // not read: check the values against the defaults here; CreateInstance checks them
+        // against the configured ones again.
         for (name, value) in &self.env {
             crate::manifest_safety::check_env_value(
-                self.deployment.unwrap_or(Deployment::Kubernetes),
-                self.env_delivery.unwrap_or(EnvDelivery::EnvVars),
+                Deployment::Kubernetes,
+                EnvDelivery::EnvVars,
                 name,
                 value,
             )?;
@@ -157,17 +131,14 @@ impl ExtraSpecs {
         if self.image_pull_username.is_some() != self.image_pull_password_env.is_some() {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }
-        if let (Some(Deployment::Docker), Some(EnvDelivery::EnvvarsYaml)) =
-            (self.deployment, self.env_delivery)
-        {
-            return Err("env_delivery: envvars_yaml needs deployment kubernetes".into());
-        }
         Ok(())
     }
 
     /// The JSON schema, generated from this type.
-    pub fn json_schema() -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(ExtraSpecs)).unwrap_or_default()
+    pub fn json_schema() -> Result<serde_json::Value, Error> {
+        serde_json::to_value(schemars::schema_for!(ExtraSpecs)).map_err(|e| {
+            Error::caused_by(format!("cannot generate the extra specs schema: {e}"), e)
+        })
     }
 }
 

@@ -1,6 +1,8 @@
-//! The one path every provider command takes, whichever front door it came through:
-//! config file → logging → credentials and client → provider → one operation under its deadline.
-//! The front doors only build the [`Operation`] and print the [`Finished`] outcome.
+//! The one path every command that talks to Edge Connect takes, whichever door it came through
+//! (GARM mode, each CLI subcommand, `check`, `demo`): [`open`] reads the config file and installs
+//! logging; [`run`] resolves the credentials, builds the client (with the token cache) and the
+//! provider, runs the caller's work on it and reports the requests and logins it took. The
+//! callers only say what the work is and print what it produced.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,10 +14,10 @@ use edge_connect::Client;
 use crate::config::Config;
 use crate::error::Error;
 use crate::logging::LogGuard;
-use crate::provider::{Operation, Outcome, Progress, Provider};
+use crate::provider::{Progress, Provider};
 
-/// A loaded config with its logging installed. Keep it alive until the process ends: dropping
-/// it flushes the log file.
+/// A loaded config with its logging installed. Keep the log guard alive until the process
+/// ends: dropping it flushes the log file.
 pub struct Session {
     /// The validated provider config.
     pub config: Config,
@@ -23,44 +25,51 @@ pub struct Session {
     pub log: LogGuard,
 }
 
-/// What a finished operation produced, with the counters the front doors report.
+/// What finished work produced, with the Edge Connect traffic it took.
 #[derive(Debug)]
-pub struct Finished {
-    /// The outcome to print.
-    pub outcome: Outcome,
+pub struct Finished<T> {
+    /// What the work returned.
+    pub output: T,
     /// HTTP requests sent to Edge Connect (logins included).
     pub requests: usize,
     /// Logins made (0 when a cached token was used).
     pub logins: usize,
 }
 
-/// Loads and validates the config file and installs logging as it says.
+/// Loads and validates the config file and installs logging as it says. A retired key in the
+/// config is logged as a warning (and otherwise ignored) once logging is there to say it.
 pub fn open(config_file: &Path) -> Result<Session, Error> {
     let config = Config::load(config_file)?;
     let log = crate::logging::init(Some(&config));
+    for (key, why) in config.retired_keys() {
+        tracing::warn!(
+            key,
+            "{key} is retired and ignored ({why}); remove it from the config"
+        );
+    }
     Ok(Session { config, log })
 }
 
-/// Runs `operation` for `controller_id` with the session's config.
-pub fn run(
+/// Runs `work` for `controller_id` with a provider built from `config`: credentials (the
+/// credentials file, overridden by `EDP_EDGE_CONNECT_*` in `environment`), the client with the
+/// token cache, the provider. `environment` also supplies what extra specs name (image pull
+/// passwords). Logs the requests and logins whether the work succeeded or not.
+pub fn run<T>(
     config: Config,
     controller_id: &str,
-    operation: Operation,
+    environment: HashMap<String, String>,
     progress: Progress,
-) -> Result<Finished, Error> {
-    let provider = provider(config, controller_id, process_environment(), progress)?;
-    let outcome = block_on(provider.run(operation))?;
-    let finished = Finished {
-        outcome,
-        requests: provider.client().requests(),
-        logins: provider.client().logins(),
-    };
-    tracing::info!(
-        requests = finished.requests,
-        logins = finished.logins,
-        "done"
-    );
-    Ok(finished)
+    work: impl AsyncFnOnce(&Provider) -> Result<T, Error>,
+) -> Result<Finished<T>, Error> {
+    let provider = provider(config, controller_id, environment, progress)?;
+    let output = block_on(work(&provider));
+    let (requests, logins) = (provider.client().requests(), provider.client().logins());
+    tracing::info!(requests, logins, "done");
+    output.map(|output| Finished {
+        output,
+        requests,
+        logins,
+    })
 }
 
 /// The process environment as a map (credentials overrides, image pull passwords).
@@ -71,7 +80,7 @@ pub fn process_environment() -> HashMap<String, String> {
 }
 
 /// Builds a provider for `controller_id` from a loaded config.
-pub fn provider(
+fn provider(
     config: Config,
     controller_id: &str,
     environment: HashMap<String, String>,
@@ -86,13 +95,13 @@ pub fn provider(
         Some(cache) => client.with_token_store(Box::new(cache)),
         None => client,
     };
-    let remove_all_concurrency = config.edge_connect.remove_all_concurrency;
-    let delete_checks_app_inst = config.edge_connect.delete_checks_app_inst;
-    Ok(
-        Provider::new(client, config, controller_id, environment, progress)
-            .with_remove_all_concurrency(remove_all_concurrency)
-            .with_app_inst_check_on_delete(delete_checks_app_inst),
-    )
+    Ok(Provider::new(
+        client,
+        config,
+        controller_id,
+        environment,
+        progress,
+    ))
 }
 
 /// The token cache for this config's URL and the credentials it resolves to (user and
@@ -115,13 +124,11 @@ fn token_cache(
 
 /// Runs one future on a small single-threaded runtime: a provider process does one thing and
 /// exits, so a multi-threaded runtime would only add start-up cost.
-pub fn block_on<T>(
-    future: impl std::future::Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
+fn block_on<T>(future: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Other(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| Error::caused_by(format!("cannot start the async runtime: {e}"), e))?;
     let result = runtime.block_on(future);
     // Do not wait for lingering connection tasks at exit.
     runtime.shutdown_timeout(Duration::from_millis(100));

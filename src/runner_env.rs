@@ -129,30 +129,6 @@ impl RunnerVars {
         })
     }
 
-    /// Reads the variables in one pass over the App's environment (List does this for every
-    /// candidate App of the organization); `None` when the App was not made by this provider.
-    pub fn of_app(app: &edge_connect::models::App) -> Option<Self> {
-        let [controller_id, pool_id, instance_name, os_type, os_arch, placement] = app
-            .env_vars_named([
-                ENV_CONTROLLER_ID,
-                ENV_POOL_ID,
-                ENV_INSTANCE_NAME,
-                ENV_OS_TYPE,
-                ENV_OS_ARCH,
-                ENV_PLACEMENT,
-            ]);
-        Some(RunnerVars {
-            owner: Ownership {
-                controller_id: controller_id?,
-                pool_id: pool_id.unwrap_or_default(),
-                instance_name: instance_name?,
-            },
-            os_type: os_type.unwrap_or_default(),
-            os_arch: os_arch.unwrap_or_default(),
-            placement: placement.unwrap_or_default(),
-        })
-    }
-
     /// The recorded placements, in order (empty when none was recorded or none is readable).
     pub fn placements(&self) -> Vec<Placement> {
         self.placement

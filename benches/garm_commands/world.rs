@@ -55,58 +55,29 @@ impl World {
             latency.as_millis()
         ));
         std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let creds = dir.join("credentials.toml");
-        std::fs::write(
-            &creds,
-            format!("username = \"{USER}\"\npassword = \"{PASSWORD}\"\n"),
-        )?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            // The provider refuses a credentials file others can read.
-            std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))?;
-        }
+        // The simulator's own config writer, as the tests use it, with the production log
+        // level: a deployed provider logs at info, and the log line per call is part of its cost.
         let token_cache = dir.join("token-cache");
-        // What the tests use (tests/common/mod.rs), with the production log level: a deployed
-        // provider logs at info, and the log line per call is part of its cost.
-        let body = format!(
-            r#"log_level = "info"
-credentials_file = "{creds}"
-token_cache_dir = "{cache}"
-
-[edge_connect]
-organization = "{ORG}"
-region = "EU"
-url = "{url}"
-default_flavor = "EU.small"
-request_timeout_secs = 60
-operation_timeout_secs = 120
-
-[edge_connect.zone]
-organization = "TelekomOP"
-name = "Munich"
-"#,
-            creds = creds.display(),
-            cache = token_cache.display(),
-            url = relay.url(),
-        );
+        let mut provider = sim::ProviderConfig::for_sim(&relay.url(), &SimConfig::default(), &dir)?;
+        provider.log_level = "info";
+        provider.token_cache_dir = Some(token_cache.clone());
+        provider.edge_connect_lines =
+            "request_timeout_secs = 60\noperation_timeout_secs = 120".to_string();
+        sim::write_credentials(&provider.credentials_file, USER, PASSWORD)?;
         let config = dir.join("provider.toml");
-        let log = dir.join("provider.log");
-        std::fs::write(&config, format!("log_file = \"{}\"\n{body}", log.display()))?;
+        provider.write(&config)?;
         let config_without_log = dir.join("provider-without-log.toml");
-        std::fs::write(&config_without_log, &body)?;
+        sim::ProviderConfig {
+            log_file: None,
+            ..provider.clone()
+        }
+        .write(&config_without_log)?;
         let config_for_others = dir.join("provider-other-builds.toml");
-        let others_cache = dir.join("token-cache-other-builds");
-        std::fs::write(
-            &config_for_others,
-            format!(
-                "log_file = \"{}\"\n{}",
-                log.display(),
-                body.replace(
-                    &format!("token_cache_dir = \"{}\"", token_cache.display()),
-                    &format!("token_cache_dir = \"{}\"", others_cache.display()),
-                )
-            ),
-        )?;
+        sim::ProviderConfig {
+            token_cache_dir: Some(dir.join("token-cache-other-builds")),
+            ..provider
+        }
+        .write(&config_for_others)?;
         let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples")
             .join(FIXTURE);

@@ -154,7 +154,7 @@ fn check_image(image: &str) -> Step {
 /// Reads a JSON file for `--extra-specs`.
 pub fn read_json(path: &Path) -> Result<serde_json::Value, Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| Error::failed(format!("cannot read {}: {e}", path.display())))?;
     serde_json::from_str(&text)
-        .map_err(|e| Error::input(format!("{}: not JSON: {e}", path.display())))
+        .map_err(|e| Error::failed(format!("{}: not JSON: {e}", path.display())))
 }

@@ -30,7 +30,7 @@ impl Config {
             if !from_env_complete {
                 check_credentials_permissions(path, self.allow_insecure_credentials_file)?;
                 let unreadable = |e: String| {
-                    Error::config(format!(
+                    Error::failed(format!(
                         "cannot read credentials_file {}: {e}",
                         path.display()
                     ))
@@ -44,7 +44,7 @@ impl Config {
                     toml::Deserializer::new(&text),
                 )
                 .map_err(|e| {
-                    Error::config(format!(
+                    Error::failed(format!(
                         "credentials_file {}: {}",
                         path.display(),
                         toml_error(&e, &text, false)
@@ -65,7 +65,7 @@ impl Config {
         let password = password.filter(|p| !p.is_empty());
         match (username, password, file_read) {
             (Some(username), Some(password), _) => Ok(Credentials { username, password }),
-            (None, None, None) => Err(Error::config(format!(
+            (None, None, None) => Err(Error::failed(format!(
                 "no Edge Connect credentials: set username and password in credentials_file, or {ENV_USERNAME} and {ENV_PASSWORD}"
             ))),
             (u, _, file) => {
@@ -74,7 +74,7 @@ impl Config {
                 } else {
                     ("password", ENV_PASSWORD)
                 };
-                Err(Error::config(match file {
+                Err(Error::failed(match file {
                     Some(path) => format!(
                         "no Edge Connect {what}: credentials_file {} has no `{what}` and {var} is not set",
                         path.display()
@@ -93,14 +93,14 @@ impl Config {
 fn check_credentials_permissions(path: &Path, allow_insecure: bool) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).map_err(|e| {
-        Error::config(format!(
+        Error::failed(format!(
             "cannot read credentials_file {}: {e}",
             path.display()
         ))
     })?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 && !allow_insecure {
-        return Err(Error::config(format!(
+        return Err(Error::failed(format!(
             "credentials_file {} is readable by others (mode {mode:o}); run: chmod 600 {}",
             path.display(),
             path.display()

@@ -1,4 +1,8 @@
-//! Provider config (TOML), credentials, environment overrides, validation and JSON schema.
+//! Provider config (TOML): the type and its schema (here), reading the file (`load`), the value
+//! types (`values`), validation (`validate`), credentials (`credentials`).
+//!
+//! Every setting is read from here under one name; nothing else (pool extra specs, builder
+//! setters) carries a second copy.
 //!
 //! The seed format (`log_file`, `credentials_file`, `[edge_connect]` with `organization`,
 //! `region`, `url`, `default_flavor` and `[edge_connect.cloudlet]`) is a contract with existing
@@ -63,7 +67,8 @@ pub struct EdgeConnectConfig {
     /// Place AppInsts in this zone (newer API shape: `zone_key`). Use instead of `cloudlet`.
     #[serde(default)]
     pub zone: Option<SiteKey>,
-    /// App deployment type: `kubernetes` (default) or `docker`.
+    /// App deployment type: `kubernetes` (default) or `docker`. One provider entry in GARM per
+    /// deployment type: pools do not override it.
     #[serde(default)]
     pub deployment: Deployment,
     /// How the runner's environment reaches the container: `env_vars` (default: plain values in
@@ -75,7 +80,7 @@ pub struct EdgeConnectConfig {
     /// App version used for every runner App.
     #[serde(default = "default_app_version")]
     pub app_version: String,
-    /// Container command; empty runs the image's own entrypoint.
+    /// Container command of every runner of this config; empty runs the image's own entrypoint.
     #[serde(default)]
     pub command: Option<String>,
     /// Container arguments.
@@ -92,15 +97,6 @@ pub struct EdgeConnectConfig {
     /// fails, in seconds: an unreachable URL fails in tens of seconds, not at the deadline.
     #[serde(default = "default_connect_retry")]
     pub connect_retry_secs: u64,
-    /// Edge Connect calls RemoveAllInstances has in flight at most; 429 / 503 answers lower it
-    /// while they last.
-    #[serde(default = "default_remove_all_concurrency")]
-    pub remove_all_concurrency: usize,
-    /// DeleteInstance reads the AppInst before deleting it, so that only the AppInst of our
-    /// App is deleted. `false` saves one request on zones, but may then delete an AppInst of
-    /// another App that has the runner's name (only while the runner has none of its own).
-    #[serde(default = "default_true")]
-    pub delete_checks_app_inst: bool,
     /// PEM file with extra CA certificates to trust for the Edge Connect URL.
     #[serde(default)]
     pub ca_bundle: Option<PathBuf>,
@@ -110,110 +106,28 @@ pub struct EdgeConnectConfig {
     /// Allow a plain `http://` URL that is not on loopback.
     #[serde(default)]
     pub allow_http: bool,
+    /// Retired `remove_all_concurrency`: read so that an existing config still loads, then
+    /// ignored with a warning ([`Config::retired_keys`]).
+    #[serde(default, rename = "remove_all_concurrency")]
+    #[schemars(skip)]
+    retired_remove_all_concurrency: Option<serde::de::IgnoredAny>,
+    /// Retired `delete_checks_app_inst`, as above.
+    #[serde(default, rename = "delete_checks_app_inst")]
+    #[schemars(skip)]
+    retired_delete_checks_app_inst: Option<serde::de::IgnoredAny>,
 }
 
-/// An organization + name pair naming a cloudlet or a zone.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, JsonSchema, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct SiteKey {
-    /// Operator organization, e.g. `TelekomOP`.
-    pub organization: String,
-    /// Cloudlet or zone name, e.g. `Munich`.
-    pub name: String,
-    /// A federation partner's cloudlet: the partner's organization, which a Gen2 AppInst key
-    /// must repeat (c39 `api/edgeproto/cloudletkey.pb.go:34-38`; else `Specified Cloudlet not
-    /// found`). Empty for the operator's own sites.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub federated_organization: String,
-}
+pub use crate::manifest_safety::{Deployment, EnvDelivery};
+pub use credentials::{ENV_PASSWORD, ENV_USERNAME};
+pub use edge_connect::Credentials;
+pub use values::{LogFormat, LogLevel, Placement, SiteKey};
 
-impl From<&SiteKey> for edge_connect::models::SiteRef {
-    fn from(key: &SiteKey) -> Self {
-        edge_connect::models::SiteRef {
-            organization: key.organization.clone(),
-            name: key.name.clone(),
-            federated_organization: key.federated_organization.clone(),
-        }
-    }
-}
+mod credentials;
+mod load;
+mod validate;
+mod values;
 
-/// Where an AppInst goes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Placement {
-    /// A cloudlet (older API shape).
-    Cloudlet(SiteKey),
-    /// A zone (newer API shape).
-    Zone(SiteKey),
-}
-
-impl std::fmt::Display for Placement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Placement::Cloudlet(k) => write!(f, "cloudlet {}/{}", k.organization, k.name),
-            Placement::Zone(k) => write!(f, "zone {}/{}", k.organization, k.name),
-        }
-    }
-}
-
-/// Log level.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum LogLevel {
-    /// Errors only.
-    Error,
-    /// Warnings and errors.
-    Warn,
-    /// One line per Edge Connect call and per outcome.
-    #[default]
-    Info,
-    /// More detail.
-    Debug,
-    /// Everything.
-    Trace,
-}
-
-/// Log format.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    /// Human-readable lines.
-    #[default]
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
-/// App deployment type.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Deployment {
-    /// A Kubernetes Deployment generated by the platform.
-    #[default]
-    Kubernetes,
-    /// A Docker container.
-    Docker,
-}
-
-impl Deployment {
-    /// The name Edge Connect uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Deployment::Kubernetes => "kubernetes",
-            Deployment::Docker => "docker",
-        }
-    }
-}
-
-/// How environment variables reach the runner container.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EnvDelivery {
-    /// `env_vars` + `secret_env_vars`.
-    #[default]
-    EnvVars,
-    /// A `configs` entry of kind `envVarsYaml` (kubernetes only).
-    EnvvarsYaml,
-}
+use load::toml_error;
 
 fn default_true() -> bool {
     true
@@ -227,18 +141,23 @@ fn default_request_timeout() -> u64 {
 fn default_operation_timeout() -> u64 {
     900
 }
-fn default_remove_all_concurrency() -> usize {
-    100
-}
 fn default_connect_retry() -> u64 {
     edge_connect::DEFAULT_CONNECT_RETRY.as_secs()
 }
 
-pub use credentials::{ENV_PASSWORD, ENV_USERNAME};
-pub use edge_connect::Credentials;
-
-mod credentials;
-mod validate;
+/// Keys a config may still hold from older releases, with why they no longer do anything. They
+/// are accepted (an existing deployment's config keeps loading) and each is named in one
+/// warning (see docs/operations.md).
+pub const RETIRED_KEYS: [(&str, &str); 2] = [
+    (
+        "edge_connect.remove_all_concurrency",
+        "RemoveAllInstances keeps a fixed number of calls in flight and backs off on 429 / 503",
+    ),
+    (
+        "edge_connect.delete_checks_app_inst",
+        "DeleteInstance always reads the AppInst first, so that only the runner's own AppInst is deleted",
+    ),
+];
 
 impl EdgeConnectConfig {
     /// What the Edge Connect client is built from.
@@ -263,121 +182,35 @@ impl EdgeConnectConfig {
 pub const MAX_DURATION_SECS: u64 = 24 * 60 * 60;
 
 impl Config {
-    /// Reads, parses and validates a config file. Only a regular file of at most 1 MiB is read
-    /// (a FIFO or `/dev/zero` is refused, not waited on).
-    pub fn load(path: &Path) -> Result<Self, Error> {
-        let shown = absolute(path);
-        let raw =
-            crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES).map_err(|e| {
-                Error::config(format!("cannot read config file {}: {e}", shown.display()))
-            })?;
-        let text = String::from_utf8(raw).map_err(|_| {
-            Error::config(format!(
-                "config {}: not valid UTF-8 (a TOML file is UTF-8 text)",
-                shown.display()
-            ))
-        })?;
-        Self::parse(&text, path)
-    }
-
-    /// Parses and validates config text. `path` names the file in messages, and relative paths
-    /// in the config (`credentials_file`, `log_file`, `token_cache_dir`,
-    /// `edge_connect.ca_bundle`) are resolved against its directory, so the config means the
-    /// same whatever directory GARM starts the provider in.
-    pub fn parse(text: &str, path: &Path) -> Result<Self, Error> {
-        // Messages name the file by its full path: GARM's working directory is not the
-        // operator's.
-        let path = absolute(path);
-        let mut config: Config = serde_path_to_error::deserialize(toml::Deserializer::new(text))
-            .map_err(|e| {
-                Error::config(format!(
-                    "config {}: {}",
-                    path.display(),
-                    toml_error(&e, text, true)
-                ))
-            })?;
-        config
-            .validate()
-            .map_err(|msg| Error::config(format!("config {}: {msg}", path.display())))?;
-        if let Some(dir) = path.parent() {
-            config.resolve_relative_paths(dir);
-        }
-        Ok(config)
-    }
-
-    /// Makes every relative path of the config relative to `dir` (the config file's directory).
-    fn resolve_relative_paths(&mut self, dir: &Path) {
-        for path in [
-            &mut self.credentials_file,
-            &mut self.log_file,
-            &mut self.token_cache_dir,
-            &mut self.edge_connect.ca_bundle,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            if path.is_relative() {
-                *path = dir.join(&*path);
-            }
-        }
-    }
-
     /// The configured placement.
     pub fn placement(&self) -> Placement {
         match (&self.edge_connect.zone, &self.edge_connect.cloudlet) {
             (Some(z), _) => Placement::Zone(z.clone()),
             (None, Some(c)) => Placement::Cloudlet(c.clone()),
             // validate() guarantees one of them; a zone is the newer default shape.
-            (None, None) => Placement::Zone(SiteKey {
-                organization: String::new(),
-                name: String::new(),
-                ..Default::default()
-            }),
+            (None, None) => Placement::Zone(SiteKey::default()),
         }
     }
 
+    /// The retired keys this config holds, each with why it is ignored ([`RETIRED_KEYS`]).
+    pub fn retired_keys(&self) -> Vec<(&'static str, &'static str)> {
+        let ec = &self.edge_connect;
+        let present = [
+            ec.retired_remove_all_concurrency.is_some(),
+            ec.retired_delete_checks_app_inst.is_some(),
+        ];
+        RETIRED_KEYS
+            .into_iter()
+            .zip(present)
+            .filter_map(|(key, present)| present.then_some(key))
+            .collect()
+    }
+
     /// JSON Schema of this config, generated from the types above.
-    pub fn json_schema() -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(Config)).unwrap_or_default()
+    pub fn json_schema() -> Result<serde_json::Value, Error> {
+        serde_json::to_value(schemars::schema_for!(Config))
+            .map_err(|e| Error::caused_by(format!("cannot generate the config schema: {e}"), e))
     }
-}
-
-/// The absolute form of `path` for messages (the path as given when that fails).
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// One line: "line N: key: what was wrong", never the source excerpt that toml's own Display
-/// prints over several lines. With `show_value` false (the credentials file) no value from the
-/// file is repeated, whatever its type; the config file holds no secret, so a short excerpt of a
-/// wrong value is shown there to make the fix obvious.
-fn toml_error(
-    e: &serde_path_to_error::Error<toml::de::Error>,
-    text: &str,
-    show_value: bool,
-) -> String {
-    let inner = e.inner();
-    let message = inner.message().replace('\n', " ");
-    let message = message.trim();
-    let key = e.path().to_string();
-    let is_secs = key.ends_with("_secs");
-    // A syntax error (no key, not one of serde's forms) is toml's own description of the
-    // text, which holds no value except in the credentials file.
-    let described = crate::text::describe_serde(message, show_value);
-    let described = if described == "a value of the wrong form" && show_value {
-        crate::text::echo_max(message, 300)
-    } else if is_secs {
-        described.replace("a whole number (0 or more)", "whole seconds")
-    } else {
-        described
-    };
-    let mut out = String::new();
-    if let Some(span) = inner.span() {
-        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        out.push_str(&format!("line {line}: "));
-    }
-    out.push_str(&crate::text::keyed(&key, &described));
-    out
 }
 
 #[cfg(test)]
@@ -509,7 +342,7 @@ organization = "TelekomOP"
 
     #[test]
     fn schema_lists_seed_keys() {
-        let schema = Config::json_schema().to_string();
+        let schema = Config::json_schema().unwrap().to_string();
         for key in [
             "log_file",
             "credentials_file",
@@ -528,7 +361,7 @@ organization = "TelekomOP"
         assert_eq!(config.edge_connect.region, "EU");
         // Every property of every object in the schema appears in the example (as a key or as a
         // commented-out key), so the reference cannot silently fall behind the type.
-        let schema = Config::json_schema();
+        let schema = Config::json_schema().unwrap();
         let mut keys = Vec::new();
         collect_properties(&schema, &mut keys);
         for key in keys {

@@ -117,9 +117,6 @@ impl Config {
         if ec.operation_timeout_secs < ec.request_timeout_secs {
             return Err("edge_connect.operation_timeout_secs: must not be smaller than request_timeout_secs".into());
         }
-        if !(1..=1000).contains(&ec.remove_all_concurrency) {
-            return Err("edge_connect.remove_all_concurrency: must be between 1 and 1000".into());
-        }
         // A bound above operation_timeout_secs is harmless (the deadline ends the retries
         // first), so only nonsense is refused.
         if ec.connect_retry_secs == 0 || ec.connect_retry_secs > MAX_DURATION_SECS {

@@ -131,7 +131,7 @@ pub fn run() -> u8 {
         Err(Failure::Error(e)) => {
             // One line whatever the message holds (a server's text, an echoed argument).
             say(&format!("error: {}", crate::text::one_line(&e.to_string())));
-            e.exit_code()
+            super::exit_code(&e)
         }
     }
 }
@@ -156,12 +156,14 @@ fn print(text: &str) -> Result<(), Failure> {
     line.push('\n');
     write_stdout(&line).map_err(|e| match e.kind() {
         std::io::ErrorKind::BrokenPipe => Failure::StdoutGone,
-        _ => Failure::Error(Error::Other(format!("cannot write to stdout: {e}"))),
+        _ => Failure::Error(Error::failed(format!("cannot write to stdout: {e}"))),
     })
 }
 
-fn pretty<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_default()
+/// `v` as indented JSON.
+fn pretty<T: serde::Serialize>(v: &T) -> Result<String, Error> {
+    serde_json::to_string_pretty(v)
+        .map_err(|e| Error::caused_by(format!("cannot encode the result as JSON: {e}"), e))
 }
 
 /// What a command run against Edge Connect ended with.
@@ -182,10 +184,10 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         }
         Command::Schema { which } => {
             let schema = match which {
-                SchemaKind::Config => Config::json_schema(),
-                SchemaKind::ExtraSpecs => ExtraSpecs::json_schema(),
+                SchemaKind::Config => Config::json_schema()?,
+                SchemaKind::ExtraSpecs => ExtraSpecs::json_schema()?,
             };
-            return print(&pretty(&schema));
+            return print(&pretty(&schema)?);
         }
         Command::ValidateExtraSpecs { file } => {
             let value = read_json_file(&file, "extra specs file")?;
@@ -201,7 +203,7 @@ fn execute(cli: Cli) -> Result<(), Failure> {
             deploy_test,
         } => {
             let config_path = cli.config.ok_or_else(|| {
-                Error::input("--config (or GARM_PROVIDER_CONFIG_FILE) is required")
+                Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required")
             })?;
             let options = crate::check::CheckOptions {
                 extra_specs: extra_specs
@@ -220,7 +222,7 @@ fn execute(cli: Cli) -> Result<(), Failure> {
             return if failed == 0 {
                 Ok(())
             } else {
-                Err(Error::Other(format!("{failed} check(s) failed")).into())
+                Err(Error::failed(format!("{failed} check(s) failed")).into())
             };
         }
         Command::Create { bootstrap, pool_id } => {
@@ -232,7 +234,7 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Delete { id } => Operation::Delete { instance: id },
         Command::RemoveAll { yes } => {
             if !yes {
-                return Err(Error::input(
+                return Err(Error::failed(
                     "remove-all deletes every runner of this controller; add --yes to confirm",
                 )
                 .into());
@@ -244,27 +246,26 @@ fn execute(cli: Cli) -> Result<(), Failure> {
     };
     let config_path = cli
         .config
-        .ok_or_else(|| Error::input("--config (or GARM_PROVIDER_CONFIG_FILE) is required"))?;
+        .ok_or_else(|| Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required"))?;
     let controller_id = cli
         .controller_id
         .filter(|c| !c.is_empty())
-        .ok_or_else(|| Error::input("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
-    let session = crate::pipeline::open(&config_path)?;
+        .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
+    // Kept to the end: dropping the log guard flushes the log file.
+    let crate::pipeline::Session { config, log: _log } = crate::pipeline::open(&config_path)?;
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
-    let provider = crate::pipeline::provider(
-        session.config,
+    let finished = crate::pipeline::run(
+        config,
         &controller_id,
         crate::pipeline::process_environment(),
         progress,
+        async |provider| run_operation(provider, operation).await,
     )?;
-    let ended = crate::pipeline::block_on(run_operation(&provider, operation))?;
-    let requests = provider.client().requests();
-    tracing::info!(requests, logins = provider.client().logins(), "done");
-    match ended {
-        Ended::Outcome(Outcome::Instance(i)) => print(&pretty(&i))?,
-        Ended::Outcome(Outcome::Instances(list)) => print(&pretty(&list))?,
+    match finished.output {
+        Ended::Outcome(Outcome::Instance(i)) => print(&pretty(&i)?)?,
+        Ended::Outcome(Outcome::Instances(list)) => print(&pretty(&list)?)?,
         Ended::Outcome(Outcome::Done) => {}
         Ended::NothingToDelete => {
             say(&format!(
@@ -273,7 +274,10 @@ fn execute(cli: Cli) -> Result<(), Failure> {
             return Ok(());
         }
     }
-    say(&format!("✓ {summary} ({requests} Edge Connect requests)"));
+    say(&format!(
+        "✓ {summary} ({} Edge Connect requests, {} login(s))",
+        finished.requests, finished.logins
+    ));
     Ok(())
 }
 
@@ -339,14 +343,14 @@ async fn interrupted(provider: &Provider, name: &str) -> Error {
 /// with the file.
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let raw = crate::text::read_regular_file(path, MAX_BOOTSTRAP_BYTES).map_err(|e| {
-        Error::input(format!(
+        Error::failed(format!(
             "cannot read bootstrap file {}: {e}",
             path.display()
         ))
     })?;
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&raw) {
         if e.is_syntax() || e.is_eof() {
-            return Err(Error::input(format!(
+            return Err(Error::failed(format!(
                 "bootstrap file {} is not JSON (line {} column {}); it must be GARM's bootstrap JSON, see examples/",
                 path.display(),
                 e.line(),
@@ -355,15 +359,15 @@ fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
         }
     }
     BootstrapInstance::from_slice(&raw)
-        .map_err(|e| Error::input(format!("bootstrap file {}: {e}", path.display())))
+        .map_err(|e| Error::failed(format!("bootstrap file {}: {e}", path.display())))
 }
 
 /// Reads a JSON file given on the command line, bounded like the bootstrap.
 fn read_json_file(path: &Path, what: &str) -> Result<serde_json::Value, Error> {
     let raw = crate::text::read_regular_file(path, MAX_BOOTSTRAP_BYTES)
-        .map_err(|e| Error::input(format!("cannot read {what} {}: {e}", path.display())))?;
+        .map_err(|e| Error::failed(format!("cannot read {what} {}: {e}", path.display())))?;
     serde_json::from_slice(&raw).map_err(|e| {
-        Error::input(format!(
+        Error::failed(format!(
             "{what} {} is not JSON (line {} column {})",
             path.display(),
             e.line(),

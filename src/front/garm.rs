@@ -10,7 +10,6 @@ use crate::extra_specs::ExtraSpecs;
 use crate::garm::env::{GarmCommand, GarmEnv, SUPPORTED_INTERFACE_VERSIONS};
 use crate::garm::{exit, BootstrapInstance};
 use crate::logging::LogGuard;
-use crate::pipeline::Finished;
 use crate::provider::{Operation, Outcome};
 
 /// Longest stderr line, in characters: GARM stores it as the runner's fault, and an echoed
@@ -53,7 +52,7 @@ pub fn run() -> u8 {
                 None => e.to_string(),
             };
             fault(&line);
-            (e.exit_code(), guard)
+            (super::exit_code(&e), guard)
         }
     };
     // Flush the log before the process ends.
@@ -138,8 +137,15 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
 
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
-    let outcome = match crate::pipeline::run(config, &env.controller_id, operation, progress) {
-        Ok(Finished { outcome, .. }) => outcome,
+    // The pipeline logs the requests and logins the command took.
+    let outcome = match crate::pipeline::run(
+        config,
+        &env.controller_id,
+        crate::pipeline::process_environment(),
+        progress,
+        async |provider| provider.run(operation).await,
+    ) {
+        Ok(finished) => finished.output,
         Err(e) => return Err(fail(e, guard)),
     };
     Ok((Stdout::Outcome(outcome), Some(Box::new(guard))))
@@ -153,8 +159,8 @@ fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
         GarmCommand::GetSupportedInterfaceVersions => {
             json(serde_json::json!(SUPPORTED_INTERFACE_VERSIONS))
         }
-        GarmCommand::GetConfigJSONSchema => json(Config::json_schema()),
-        GarmCommand::GetExtraSpecsJSONSchema => json(ExtraSpecs::json_schema()),
+        GarmCommand::GetConfigJSONSchema => json(Config::json_schema()?),
+        GarmCommand::GetExtraSpecsJSONSchema => json(ExtraSpecs::json_schema()?),
         GarmCommand::ValidatePoolInfo => {
             ExtraSpecs::from_value(env.pool_extra_specs.as_ref())?;
             String::new()
@@ -189,7 +195,7 @@ fn operation(env: &GarmEnv) -> Result<Operation, Error> {
             instance: instance(),
         },
         other => {
-            return Err(Error::input(format!(
+            return Err(Error::failed(format!(
                 "{} is not an instance command",
                 other.as_str()
             )))

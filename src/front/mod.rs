@@ -8,8 +8,32 @@
 
 use std::io::Write;
 
+use crate::error::Error;
+use crate::garm::{exit, ProtocolError};
+
 pub mod cli;
 pub mod garm;
+
+/// Exit code of a CLI command stopped by Ctrl-C (128 + SIGINT, what a shell reports).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// The exit code of a failed command, the same through both doors: GARM's codes for "not
+/// found" (30) and "duplicate" (31), a shell's for Ctrl-C, 1 for everything else.
+pub fn exit_code(e: &Error) -> u8 {
+    match e {
+        Error::NotFound(_) => exit::NOT_FOUND,
+        Error::Duplicate(_) => exit::DUPLICATE,
+        Error::Interrupted(_) => EXIT_INTERRUPTED,
+        Error::Failed { .. } => exit::FAILURE,
+    }
+}
+
+/// GARM's input was not what the protocol promises: a failure with that one line.
+impl From<ProtocolError> for Error {
+    fn from(e: ProtocolError) -> Self {
+        Error::caused_by(e.to_string(), e)
+    }
+}
 
 /// Writes `text` to stdout and flushes; the caller decides what a failure means.
 pub fn write_stdout(text: &str) -> std::io::Result<()> {
@@ -33,5 +57,18 @@ pub fn build_description() -> String {
     match env!("GARM_PROVIDER_GIT_COMMIT") {
         "" => format!("v{}", env!("CARGO_PKG_VERSION")),
         commit => format!("v{} ({commit})", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_garm_provider_common() {
+        assert_eq!(exit_code(&Error::NotFound("x".into())), 30);
+        assert_eq!(exit_code(&Error::Duplicate("x".into())), 31);
+        assert_eq!(exit_code(&Error::Interrupted("x".into())), 130);
+        assert_eq!(exit_code(&Error::failed("x")), 1);
     }
 }

@@ -30,15 +30,11 @@ impl Provider {
             })
             .or_else(|| ec.default_flavor.clone())
             .ok_or_else(|| {
-                Error::input("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
+                Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
             })?;
-        let deployment = specs.deployment.unwrap_or(ec.deployment);
-        let delivery = specs.env_delivery.unwrap_or(ec.env_delivery);
-        if delivery == EnvDelivery::EnvvarsYaml && deployment != Deployment::Kubernetes {
-            return Err(Error::input(
-                "env_delivery envvars_yaml needs deployment kubernetes",
-            ));
-        }
+        // Deployment, delivery and command are the config's alone, checked together when it
+        // was loaded; only the runner's values are new here.
+        let (deployment, delivery) = (ec.deployment, ec.env_delivery);
         let env = runner_env(
             bootstrap,
             &self.controller_id,
@@ -47,29 +43,11 @@ impl Provider {
             &specs.env,
             deployment == Deployment::Docker,
         );
-        let command = specs
-            .command
-            .clone()
-            .or_else(|| ec.command.clone())
-            .filter(|c| !c.is_empty());
-        let command_args = specs
-            .command_args
-            .clone()
-            .unwrap_or_else(|| ec.command_args.clone());
-        // The pool may combine the config's command with its own deployment (or the reverse):
-        // check what will really be sent, values included.
-        let key = if specs.command.is_some() {
-            "extra_specs.command"
-        } else {
-            "edge_connect.command"
-        };
-        crate::manifest_safety::check_command(deployment, key, command.as_deref(), &command_args)
-            .map_err(Error::input)?;
         let plain = env.plain.iter().map(|(k, v)| (k, v.as_str()));
         let secret = env.secret.iter().map(|(k, v)| (k, v.expose()));
         for (name, value) in plain.chain(secret) {
             crate::manifest_safety::check_env_value(deployment, delivery, name, value)
-                .map_err(Error::input)?;
+                .map_err(Error::failed)?;
         }
         let (username, credentials) = match (
             &specs.image_pull_username,
@@ -77,7 +55,7 @@ impl Provider {
         ) {
             (Some(user), Some(var)) => {
                 let password = self.environment.get(var).filter(|v| !v.is_empty()).ok_or_else(|| {
-                    Error::input(format!(
+                    Error::failed(format!(
                         "extra_specs.image_pull_password_env names {var}, which is not set in the provider's environment (add its prefix to GARM's environment_variables)"
                     ))
                 })?;
@@ -110,8 +88,8 @@ impl Provider {
             image_path: bootstrap.image.clone(),
             deployment: deployment.as_str(),
             default_flavor: FlavorKey { name: flavor },
-            command,
-            command_args,
+            command: ec.command.clone().filter(|c| !c.is_empty()),
+            command_args: ec.command_args.clone(),
             configs,
             env_vars,
             secret_env_vars,

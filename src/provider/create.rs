@@ -91,10 +91,10 @@ impl Provider {
     fn refuse_known_drops(&self, needs: Needs) -> Result<(), Error> {
         let facts = self.client.facts();
         if needs.env_vars && facts.keeps_env_vars == Some(false) {
-            return Err(Error::config(ENV_VARS_DROPPED));
+            return Err(Error::failed(ENV_VARS_DROPPED));
         }
         if needs.pull_credentials && facts.keeps_pull_credentials == Some(false) {
-            return Err(Error::config(PULL_CREDENTIALS_DROPPED));
+            return Err(Error::failed(PULL_CREDENTIALS_DROPPED));
         }
         Ok(())
     }
@@ -134,7 +134,7 @@ impl Provider {
         };
         let apps = retry_transient(deadline, "ShowApp", || self.client.show_apps(&filter)).await?;
         let Some(shown) = apps.iter().find(|a| a.key == sent.key) else {
-            return Err(Error::Other(format!(
+            return Err(Error::failed(format!(
                 "App {name} is not listed right after CreateApp succeeded"
             )));
         };
@@ -149,10 +149,10 @@ impl Provider {
             }
         });
         if unknown_env && !env_kept {
-            return Err(Error::config(ENV_VARS_DROPPED));
+            return Err(Error::failed(ENV_VARS_DROPPED));
         }
         if unknown_pull && !pull_kept {
-            return Err(Error::config(PULL_CREDENTIALS_DROPPED));
+            return Err(Error::failed(PULL_CREDENTIALS_DROPPED));
         }
         Ok(())
     }
@@ -182,7 +182,7 @@ impl Provider {
                 let message = format!("{cause}; cleanup of {name} failed too ({cleanup_error}), DeleteInstance will retry it");
                 match cause {
                     Error::Duplicate(_) => Error::Duplicate(message),
-                    _ => Error::Other(message),
+                    _ => Error::failed(message),
                 }
             }
         }

@@ -9,15 +9,13 @@ use edge_connect::{ApiError, ApiErrorKind};
 
 use super::wait::{retry_transient, Deadline};
 use super::{OwnedRunner, Provider};
-use crate::config::Placement;
 use crate::error::Error;
-use crate::naming::edge_name;
 
-/// Default of `edge_connect.remove_all_concurrency`: how many Edge Connect calls RemoveAll has
-/// in flight at most. Each runner is two calls in sequence (DeleteAppInst, DeleteApp), so 200
+/// How many Edge Connect calls RemoveAll has in flight at most (a fixed limit: the retired
+/// `edge_connect.remove_all_concurrency` is ignored). Each runner is two calls in sequence (DeleteAppInst, DeleteApp), so 200
 /// runners take 1 + 2 × ⌈200 / 100⌉ = 5 call latencies (64 would take 9, too close to issue
 /// 16's 10); the controller's 429 / 503 answers lower it while they last (see [`Throttle`]).
-pub(crate) const DEFAULT_REMOVE_ALL_CONCURRENCY: usize = 100;
+const REMOVE_ALL_CONCURRENCY: usize = 100;
 
 /// How long every RemoveAll call holds back after a 429 or 503, on top of the retry's own
 /// backoff: the controller said it is overloaded, so all of them wait, not only the one told.
@@ -271,12 +269,6 @@ impl Provider {
 
     /// Delete: by provider id or GARM name; already gone is success.
     pub(super) async fn delete(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
-        if !self.check_app_inst_on_delete
-            && matches!(self.config.placement(), Placement::Zone(_))
-            && self.delete_by_app_alone(instance, deadline).await?
-        {
-            return Ok(());
-        }
         let Some(runner) = self.find_runner(instance, deadline).await? else {
             tracing::info!(instance, "nothing to delete");
             return Ok(());
@@ -286,64 +278,13 @@ impl Provider {
         Ok(())
     }
 
-    /// Delete in three requests on the zones API (ShowApp, DeleteAppInst, DeleteApp): there the
-    /// AppInst key is just name and organization, so no ShowAppInst is needed to address it. The
-    /// App's ownership is still checked first. What is not checked is which App the AppInst of
-    /// that name deploys: this is only enabled with [`Provider::with_app_inst_check_on_delete`]
-    /// (false). `Ok(false)` when the runner was placed on a cloudlet (older key shape), which
-    /// needs the full path.
-    async fn delete_by_app_alone(&self, instance: &str, deadline: Deadline) -> Result<bool, Error> {
-        let name = edge_name(instance);
-        let filter = AppKey {
-            organization: self.organization().to_string(),
-            name: name.clone(),
-            version: String::new(),
-        };
-        let apps = retry_transient(deadline, "ShowApp", || {
-            self.client
-                .show_apps_where(&filter, None, |a: &edge_connect::models::App| {
-                    a.key.name == name
-                })
-        })
-        .await?;
-        let owned: Vec<_> = apps
-            .iter()
-            .filter_map(|app| self.owned(app).map(|vars| (app.key.clone(), vars)))
-            .collect();
-        if owned.is_empty() {
-            if !apps.is_empty() {
-                tracing::warn!(app = %name, "an App with this name exists but belongs to another controller or was not made by this provider; not touching it");
-            }
-            tracing::info!(instance, "nothing to delete");
-            return Ok(true);
-        }
-        if owned.iter().any(|(_, vars)| {
-            vars.placements()
-                .iter()
-                .any(|p| matches!(p, Placement::Cloudlet(_)))
-        }) {
-            return Ok(false);
-        }
-        let key = AppInstKey {
-            name: name.clone(),
-            organization: self.organization().to_string(),
-            cloudlet_key: None,
-        };
-        self.delete_app_inst(&key, deadline).await?;
-        for (app_key, _) in &owned {
-            self.delete_app(app_key, deadline).await?;
-        }
-        tracing::info!(instance, "deleted");
-        Ok(true)
-    }
-
-    /// RemoveAll: every runner of this controller, any pool, `remove_all_concurrency` calls at
+    /// RemoveAll: every runner of this controller, any pool, [`REMOVE_ALL_CONCURRENCY`] calls at
     /// once at most (fewer while the controller answers 429 / 503).
     pub(super) async fn remove_all(&self, deadline: Deadline) -> Result<(), Error> {
         use futures_util::stream::{self, StreamExt};
         let runners = self.runners(None, deadline).await?;
         let total = runners.len();
-        let throttle = Throttle::new(self.remove_all_concurrency);
+        let throttle = Throttle::new(REMOVE_ALL_CONCURRENCY);
         let throttle = &throttle;
         let failures: Vec<String> = stream::iter(runners)
             .map(|r| async move {
@@ -351,7 +292,7 @@ impl Provider {
                     .await
                     .map_err(|e| format!("{}: {e}", r.vars.owner.instance_name))
             })
-            .buffer_unordered(self.remove_all_concurrency.max(1))
+            .buffer_unordered(REMOVE_ALL_CONCURRENCY)
             .filter_map(|r| async move { r.err() })
             .collect()
             .await;
@@ -360,7 +301,7 @@ impl Provider {
                 tracing::info!(total, "removed all instances of this controller");
                 Ok(())
             }
-            Some(first) => Err(Error::Other(format!(
+            Some(first) => Err(Error::failed(format!(
                 "{} of {total} instances could not be removed; first: {first}",
                 failures.len()
             ))),

@@ -99,14 +99,14 @@ impl Provider {
             }
         }
         Err(match last_refusal {
-            Some(r) if sites.len() > 1 => Error::Other(format!(
+            Some(r) if sites.len() > 1 => Error::failed(format!(
                 "no site could take the AppInst ({} tried); last: {}",
                 sites.len(),
                 r
             )),
             Some(Refusal::Api(e)) => self.explain(e).await,
-            Some(Refusal::Local(why)) => Error::Other(why),
-            None => Error::Other("no site to place the AppInst on".to_string()),
+            Some(Refusal::Local(why)) => Error::failed(why),
+            None => Error::failed("no site to place the AppInst on".to_string()),
         })
     }
 
@@ -172,7 +172,7 @@ impl Provider {
             None
         };
         match listing {
-            Some(listing) => Error::Other(format!("{e}; {listing}")),
+            Some(listing) => Error::failed(format!("{e}; {listing}")),
             None => e.into(),
         }
     }
@@ -189,17 +189,17 @@ impl Provider {
                     } else {
                         i.errors.join("; ")
                     };
-                    return Err(Error::Other(format!("AppInst {name} failed: {detail}")));
+                    return Err(Error::failed(format!("AppInst {name} failed: {detail}")));
                 }
                 Some(_) => {}
                 None => {
-                    return Err(Error::Other(format!(
+                    return Err(Error::failed(format!(
                         "AppInst {name} was not created (Edge Connect undid it)"
                     )))
                 }
             }
             if deadline.remaining() <= self.poll_interval {
-                return Err(Error::Other(format!(
+                return Err(Error::failed(format!(
                     "AppInst {name} not Ready within edge_connect.operation_timeout_secs={}s",
                     self.config.edge_connect.operation_timeout_secs
                 )));

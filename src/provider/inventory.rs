@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use edge_connect::models::{App, AppEnv, AppInst, AppInstKey, AppKey, SiteRef};
+use edge_connect::models::{AppEnv, AppInst, AppInstKey, AppKey, SiteRef};
 use edge_connect::AppInstState;
 
 use super::wait::{retry_transient, Deadline};
@@ -416,13 +416,6 @@ impl Provider {
             .collect()
     }
 
-    /// The runner variables of an App, if it belongs to this controller: its controller id is
-    /// ours and its recorded GARM name is the one its App name was made from (a copied
-    /// environment does not make an App ours).
-    pub(super) fn owned(&self, app: &App) -> Option<RunnerVars> {
-        self.owned_vars(RunnerVars::of_app(app), &app.key)
-    }
-
     fn owned_vars(&self, vars: Option<RunnerVars>, key: &AppKey) -> Option<RunnerVars> {
         let vars = vars?;
         (vars.owner.controller_id == self.controller_id
@@ -590,16 +583,11 @@ mod tests {
         let needle = needle_for(pool).or(needle_for("c"));
         for text in [line, plain.as_str()] {
             assert!(passes(needle, text), "{text}");
-            let app: edge_connect::models::App = serde_json::from_value(
-                serde_json::from_str::<serde_json::Value>(text).unwrap()["data"].clone(),
-            )
-            .unwrap();
-            let vars = RunnerVars::of_app(&app).unwrap();
-            assert_eq!(vars.owner.pool_id, pool);
-            // The same line as List parses it: one pass, the same variables.
+            // The line as List parses it: one pass over the environment.
             let line = serde_json::from_str::<serde_json::Value>(text).unwrap()["data"].clone();
             let env: AppEnv<RunnerVarNames> = serde_json::from_value(line).unwrap();
-            assert_eq!(RunnerVars::of_env(&env), Some(vars));
+            let vars = RunnerVars::of_env(&env).unwrap();
+            assert_eq!(vars.owner.pool_id, pool);
         }
     }
 

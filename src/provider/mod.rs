@@ -125,12 +125,11 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
+    /// How often in-progress AppInsts are polled.
     poll_interval: Duration,
     /// ShowCloudlet's answer, fetched once per process when a cloudlet must be mapped to its
     /// zone (Gen3).
     cloudlets: tokio::sync::OnceCell<Vec<edge_connect::models::Site>>,
-    remove_all_concurrency: usize,
-    check_app_inst_on_delete: bool,
 }
 
 /// An App of this controller (its key and what its environment records) together with the
@@ -167,33 +166,7 @@ impl Provider {
             progress,
             poll_interval: Duration::from_secs(2),
             cloudlets: tokio::sync::OnceCell::new(),
-            remove_all_concurrency: delete::DEFAULT_REMOVE_ALL_CONCURRENCY,
-            check_app_inst_on_delete: true,
         }
-    }
-
-    /// Sets how many Edge Connect calls RemoveAllInstances has in flight at most
-    /// (`edge_connect.remove_all_concurrency`; default 100, at
-    /// least 1). The controller's 429 / 503 answers lower it while they last.
-    pub fn with_remove_all_concurrency(mut self, concurrency: usize) -> Self {
-        self.remove_all_concurrency = concurrency.max(1);
-        self
-    }
-
-    /// Whether DeleteInstance reads the AppInst before deleting it (default: yes). On the zones
-    /// API, `false` deletes in three requests (ShowApp, DeleteAppInst, DeleteApp) instead of
-    /// four, but then an AppInst of another App that has the runner's name (possible only while
-    /// the runner has no AppInst of its own, e.g. stopped) is deleted too. Cloudlet placements
-    /// always read it: there the AppInst's key holds its cloudlet.
-    pub fn with_app_inst_check_on_delete(mut self, check: bool) -> Self {
-        self.check_app_inst_on_delete = check;
-        self
-    }
-
-    /// Overrides how often in-progress AppInsts are polled (tests use a short interval).
-    pub fn with_poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval;
-        self
     }
 
     /// The Edge Connect client (for request counters).
@@ -254,7 +227,7 @@ impl Provider {
     }
     async fn sleep_within(&self, deadline: Deadline) -> Result<(), Error> {
         if deadline.remaining() <= self.poll_interval {
-            return Err(Error::Other(format!(
+            return Err(Error::failed(format!(
                 "gave up after edge_connect.operation_timeout_secs={}s",
                 self.config.edge_connect.operation_timeout_secs
             )));

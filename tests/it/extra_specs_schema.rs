@@ -5,7 +5,7 @@ use garm_provider_edge_connect::extra_specs::ExtraSpecs;
 use serde_json::{json, Value};
 
 fn validator() -> jsonschema::Validator {
-    jsonschema::validator_for(&ExtraSpecs::json_schema())
+    jsonschema::validator_for(&ExtraSpecs::json_schema().unwrap())
         .expect("the schema is a valid JSON Schema")
 }
 

@@ -287,39 +287,29 @@ fn a_name_that_exists_is_reported_without_a_create_app_that_would_wipe_its_secre
 }
 
 #[test]
-fn pool_commands_yaml_would_change_are_refused_by_validate_pool_info() {
-    let w = World::new();
-    for (specs, needle) in [
-        (
-            serde_json::json!({"command_args": ["--once", "yes"]}),
-            "extra_specs.command_args: \"yes\" would not reach the container as written: YAML reads it as a boolean",
-        ),
-        (
-            serde_json::json!({"command": "/run key: value"}),
-            "extra_specs.command: the word \"key:\" would not reach the container as written",
-        ),
-        (
-            serde_json::json!({"deployment": "docker", "command": "/bin/sh -c run"}),
-            "docker deployments pass the command as one word",
-        ),
-        (
-            serde_json::json!({"deployment": "docker", "env": {"MOTD": "one\ntwo"}}),
-            "env MOTD: a line break cannot be stored in a docker env file",
-        ),
-    ] {
-        let encoded = base64_encode(specs.to_string().as_bytes());
-        let r = w.garm(
-            "ValidatePoolInfo",
-            &[
-                ("GARM_INTERFACE_VERSION", "v0.1.1"),
-                ("GARM_POOL_ID", POOL),
-                ("GARM_POOL_EXTRASPECS", &encoded),
-            ],
-            None,
-        );
-        assert_eq!(r.code, 1, "{specs}: {}", r.stdout);
-        assert!(r.stderr.contains(needle), "{specs}: {}", r.stderr);
-    }
+fn a_pool_env_value_docker_would_change_is_refused_before_any_call() {
+    // The deployment is the config's; the pool's values are checked against it at create.
+    let w = World::with(ApiGeneration::Gen3, Site::Zone, "deployment = \"docker\"");
+    let mut bootstrap: serde_json::Value = serde_json::from_str(&crate::support::fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-motd1",
+        POOL,
+    ))
+    .expect("fixture");
+    bootstrap["extra_specs"] = serde_json::json!({"env": {"MOTD": "one\ntwo"}});
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&bootstrap.to_string()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("env MOTD: a line break cannot be stored in a docker env file"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(w.calls("CreateApp"), 0);
 }
 
 #[test]
@@ -338,6 +328,22 @@ fn a_config_command_the_generator_would_mangle_is_refused_at_load() {
         r.stderr
     );
     assert_eq!(w.calls("CreateApp"), 0);
+    for (config, needle) in [
+        (
+            "command = \"/run key: value\"",
+            "edge_connect.command: the word \"key:\" would not reach the container as written",
+        ),
+        (
+            "deployment = \"docker\"\ncommand = \"/bin/sh -c run\"",
+            "docker deployments pass the command as one word",
+        ),
+    ] {
+        let w = World::with(ApiGeneration::Gen3, Site::Zone, config);
+        let r = w.create("bootstrap-github-jit.json", "garm-cmd2", POOL, &[]);
+        assert_eq!(r.code, 1, "{config}");
+        assert!(r.stderr.contains(needle), "{config}: {}", r.stderr);
+        assert_eq!(w.calls("CreateApp"), 0);
+    }
 }
 
 #[test]
@@ -351,11 +357,6 @@ fn a_bad_app_version_is_refused_at_load() {
         "{}",
         r.stderr
     );
-}
-
-fn base64_encode(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[test]

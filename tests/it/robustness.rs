@@ -536,7 +536,8 @@ fn cli_delete_says_when_there_was_nothing_to_delete() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let last = r.stderr.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("✓ deleted garm-ours (") && last.ends_with(" Edge Connect requests)"),
+        last.starts_with("✓ deleted garm-ours (")
+            && last.ends_with(" Edge Connect requests, 0 login(s))"),
         "{}",
         r.stderr
     );

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::support::*;
+use edge_connect_sim::ApiGeneration;
 use serde_json::{json, Value};
 
 fn map_of(v: &Value) -> BTreeMap<String, String> {
@@ -194,53 +195,14 @@ fn each_extra_spec_changes_the_request() {
     let r = create_with_specs(
         &w,
         "garm-specs1",
-        json!({"flavor": "EU.large", "command": "/entrypoint.sh", "command_args": ["--once"], "env": {"TEAM": "edge"}}),
+        json!({"flavor": "EU.large", "env": {"TEAM": "edge"}}),
         &[],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let app = w.app("garm-specs1");
     assert_eq!(app["default_flavor"]["name"], "EU.large");
-    assert_eq!(app["command"], "/entrypoint.sh");
-    assert_eq!(app["command_args"], json!(["--once"]));
     assert_eq!(app["env_vars"]["TEAM"], "edge");
     assert_eq!(app["deployment"], "kubernetes");
-
-    let r = create_with_specs(&w, "garm-specs2", json!({"deployment": "docker"}), &[]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(w.app("garm-specs2")["deployment"], "docker");
-
-    let r = create_with_specs(
-        &w,
-        "garm-specs3",
-        json!({"env_delivery": "envvars_yaml"}),
-        &[],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let app = w.app("garm-specs3");
-    assert!(app
-        .get("env_vars")
-        .is_none_or(|e| e.as_object().is_none_or(|m| m.is_empty())));
-    assert!(app
-        .get("secret_env_vars")
-        .is_none_or(|e| e.as_object().is_none_or(|m| m.is_empty())));
-    let yaml = app["configs"][0]["config"].as_str().unwrap_or_default();
-    assert_eq!(app["configs"][0]["kind"], "envVarsYaml");
-    assert!(
-        yaml.contains(
-            "- name: GARM_CONTROLLER_ID\n  value: \"f9286791-1589-4f39-a106-5b68c2a18af4\"\n"
-        ),
-        "{yaml}"
-    );
-    assert!(
-        yaml.contains("- name: BEARER_TOKEN\n"),
-        "secrets go into the YAML in this mode"
-    );
-    // The instance is still found, listed and deleted through the YAML ownership data.
-    assert_eq!(
-        w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-specs3")], None)
-            .code,
-        0
-    );
 
     let specs = json!({"image_pull_username": "robot$ci", "image_pull_password_env": "EDP_EDGE_CONNECT_REGISTRY_PASSWORD"});
     let r = create_with_specs(
@@ -276,8 +238,84 @@ fn each_extra_spec_changes_the_request() {
         .collect();
     assert_eq!(
         names,
-        ["garm-specs1", "garm-specs2", "garm-specs3", "garm-specs4"]
-            .map(String::from)
-            .into()
+        ["garm-specs1", "garm-specs4"].map(String::from).into()
     );
+}
+
+#[test]
+fn command_deployment_and_delivery_come_from_the_config_alone() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "command = \"/entrypoint.sh\"\ncommand_args = [\"--once\"]",
+    );
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-cfg1", POOL, &[])
+            .code,
+        0
+    );
+    let app = w.app("garm-cfg1");
+    assert_eq!(app["command"], "/entrypoint.sh");
+    assert_eq!(app["command_args"], json!(["--once"]));
+
+    let w = World::with(ApiGeneration::Gen3, Site::Zone, "deployment = \"docker\"");
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-cfg2", POOL, &[])
+            .code,
+        0
+    );
+    assert_eq!(w.app("garm-cfg2")["deployment"], "docker");
+
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "env_delivery = \"envvars_yaml\"",
+    );
+    let r = w.create("bootstrap-github-jit.json", "garm-cfg3", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let app = w.app("garm-cfg3");
+    assert!(app
+        .get("env_vars")
+        .is_none_or(|e| e.as_object().is_none_or(|m| m.is_empty())));
+    assert!(app
+        .get("secret_env_vars")
+        .is_none_or(|e| e.as_object().is_none_or(|m| m.is_empty())));
+    let yaml = app["configs"][0]["config"].as_str().unwrap_or_default();
+    assert_eq!(app["configs"][0]["kind"], "envVarsYaml");
+    assert!(
+        yaml.contains(
+            "- name: GARM_CONTROLLER_ID\n  value: \"f9286791-1589-4f39-a106-5b68c2a18af4\"\n"
+        ),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("- name: BEARER_TOKEN\n"),
+        "secrets go into the YAML in this mode"
+    );
+    // The instance is still found, listed and deleted through the YAML ownership data.
+    assert_eq!(
+        w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-cfg3")], None)
+            .code,
+        0
+    );
+
+    // A pool cannot set them: one place each. ValidatePoolInfo names the key.
+    let encode = |b: &[u8]| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(b)
+    };
+    for key in ["command", "command_args", "deployment", "env_delivery"] {
+        let specs = json!({ key: "x" }).to_string();
+        let r = w.garm(
+            "ValidatePoolInfo",
+            &[
+                ("GARM_INTERFACE_VERSION", "v0.1.1"),
+                ("GARM_POOL_ID", POOL),
+                ("GARM_POOL_EXTRASPECS", &encode(specs.as_bytes())),
+            ],
+            None,
+        );
+        assert_eq!(r.code, 1, "{key}");
+        assert!(r.stderr.contains(key), "{key}: {}", r.stderr);
+    }
 }

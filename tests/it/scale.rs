@@ -273,11 +273,13 @@ fn rpcs_since(w: &World, from: usize) -> Vec<String> {
 }
 
 #[test]
-fn without_the_appinst_check_a_zone_delete_is_three_requests() {
+fn retired_keys_still_load_are_ignored_and_named_in_the_log() {
+    // A config from a release that had the knobs: it loads, the delete still reads the AppInst
+    // first (only the runner's own AppInst is deleted), and the log says each key is ignored.
     let w = World::with(
         ApiGeneration::Gen3,
         Site::Zone,
-        "delete_checks_app_inst = false",
+        "delete_checks_app_inst = false\nremove_all_concurrency = 8",
     );
     assert_eq!(
         w.create("bootstrap-github-jit.json", "garm-three", POOL, &[])
@@ -290,27 +292,7 @@ fn without_the_appinst_check_a_zone_delete_is_three_requests() {
         &[("GARM_INSTANCE_ID", "garm-three")],
         None,
     );
-    assert_eq!(d.code, 0, "{}", d.stderr);
-    assert_eq!(
-        rpcs_since(&w, from),
-        ["ShowApp", "DeleteAppInst", "DeleteApp"]
-    );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
-
-    // On cloudlets the AppInst's key holds its cloudlet: the AppInst is always read first.
-    let w = World::with(
-        ApiGeneration::Gen2,
-        Site::Cloudlet,
-        "delete_checks_app_inst = false",
-    );
-    assert_eq!(
-        w.create("bootstrap-github-jit.json", "garm-four", POOL, &[])
-            .code,
-        0
-    );
-    let from = w.sim.request_log().len();
-    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-four")], None);
-    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert_eq!((d.code, d.stderr.as_str()), (0, ""));
     let mut calls = rpcs_since(&w, from);
     calls[..2].sort();
     assert_eq!(
@@ -318,15 +300,18 @@ fn without_the_appinst_check_a_zone_delete_is_three_requests() {
         ["ShowApp", "ShowAppInst", "DeleteAppInst", "DeleteApp"]
     );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    let log = w.log_text();
+    for key in [
+        "edge_connect.delete_checks_app_inst is retired and ignored (DeleteInstance always reads the AppInst first",
+        "edge_connect.remove_all_concurrency is retired and ignored (RemoveAllInstances keeps a fixed number",
+    ] {
+        assert!(log.contains(key), "{key} not in the log:\n{log}");
+    }
 }
 
 #[test]
 fn remove_all_backs_off_under_429_and_503_and_removes_everything() {
-    let w = World::with(
-        ApiGeneration::Gen3,
-        Site::Zone,
-        "remove_all_concurrency = 8",
-    );
+    let w = World::new();
     // Runners as the provider makes them: the recorded GARM name is the App's name.
     for n in 0..30 {
         let prefix = format!("garm-many-{n}-");

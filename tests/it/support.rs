@@ -288,45 +288,25 @@ pub fn write_mode(path: &Path, text: &str, mode: u32) {
 }
 
 /// Writes `provider.toml` and a 0600 `credentials.toml` into `dir` for an Edge Connect at `url`
-/// (the simulator's user, organization, region and flavor; the log and token cache in `dir`);
-/// `extra_config` is appended to `[edge_connect]`. Returns the config and log paths.
+/// (the default simulator's user, organization, region and flavor; the log and token cache in
+/// `dir`) with the simulator's one config writer; `extra_config` is appended to
+/// `[edge_connect]`. Returns the config and log paths.
 pub fn write_provider_config(
     dir: &Path,
     url: &str,
     site: Site,
     extra_config: &str,
 ) -> (PathBuf, PathBuf) {
-    let creds = dir.join("credentials.toml");
-    write_mode(
-        &creds,
-        &format!("username = \"{USER}\"\npassword = \"{PASSWORD}\"\n"),
-        0o600,
-    );
-    let log = dir.join("provider.log");
-    let placement = match site {
-        Site::Zone => "[edge_connect.zone]\norganization = \"TelekomOP\"\nname = \"Munich\"\n",
-        Site::Cloudlet => {
-            "[edge_connect.cloudlet]\norganization = \"TelekomOP\"\nname = \"Munich\"\n"
-        }
+    let mut config =
+        sim::ProviderConfig::for_sim(url, &SimConfig::default(), dir).expect("a default config");
+    let (_, org, name) = config.site.clone();
+    config.site = match site {
+        Site::Zone => (sim::SiteTable::Zone, org, name),
+        Site::Cloudlet => (sim::SiteTable::Cloudlet, org, name),
     };
-    let text = format!(
-        r#"log_file = "{log}"
-log_level = "debug"
-credentials_file = "{creds}"
-token_cache_dir = "{cache}"
-
-[edge_connect]
-organization = "edp-developer-framework"
-region = "EU"
-url = "{url}"
-default_flavor = "EU.small"
-{extra_config}
-{placement}"#,
-        log = log.display(),
-        creds = creds.display(),
-        cache = dir.join("token-cache").display(),
-    );
-    let config = dir.join("provider.toml");
-    std::fs::write(&config, text).expect("write config");
-    (config, log)
+    config.edge_connect_lines = extra_config.to_string();
+    sim::write_credentials(&config.credentials_file, USER, PASSWORD).expect("write credentials");
+    let path = dir.join("provider.toml");
+    config.write(&path).expect("write config");
+    (path, config.log_file.expect("a log file"))
 }

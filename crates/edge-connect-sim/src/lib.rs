@@ -73,7 +73,9 @@ pub use faults::{Fault, FaultKind};
 pub use handlers::seed::Seed;
 pub use reqlog::RequestLogEntry;
 pub use server::{serve, spawn, SimControl, SimHandle, SimServer};
-pub use trial_config::{write_trial_files, TrialFiles};
+pub use trial_config::{
+    write_credentials, write_trial_files, ProviderConfig, SiteTable, TrialFiles,
+};
 
 /// Locks a mutex, recovering the data if a previous holder panicked: one failed request must
 /// not take the whole simulator down.

@@ -1,0 +1,106 @@
+//! Reading the config file: bounded and UTF-8, parsed with every refusal naming file, line and
+//! key, validated, and its relative paths made relative to the file.
+
+use std::path::{Path, PathBuf};
+
+use super::Config;
+use crate::error::Error;
+
+impl Config {
+    /// Reads, parses and validates a config file. Only a regular file of at most 1 MiB is read
+    /// (a FIFO or `/dev/zero` is refused, not waited on).
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        let shown = absolute(path);
+        let raw =
+            crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES).map_err(|e| {
+                Error::failed(format!("cannot read config file {}: {e}", shown.display()))
+            })?;
+        let text = String::from_utf8(raw).map_err(|_| {
+            Error::failed(format!(
+                "config {}: not valid UTF-8 (a TOML file is UTF-8 text)",
+                shown.display()
+            ))
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates config text. `path` names the file in messages, and relative paths
+    /// in the config (`credentials_file`, `log_file`, `token_cache_dir`,
+    /// `edge_connect.ca_bundle`) are resolved against its directory, so the config means the
+    /// same whatever directory GARM starts the provider in.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, Error> {
+        // Messages name the file by its full path: GARM's working directory is not the
+        // operator's.
+        let path = absolute(path);
+        let mut config: Config = serde_path_to_error::deserialize(toml::Deserializer::new(text))
+            .map_err(|e| {
+                Error::failed(format!(
+                    "config {}: {}",
+                    path.display(),
+                    toml_error(&e, text, true)
+                ))
+            })?;
+        config
+            .validate()
+            .map_err(|msg| Error::failed(format!("config {}: {msg}", path.display())))?;
+        if let Some(dir) = path.parent() {
+            config.resolve_relative_paths(dir);
+        }
+        Ok(config)
+    }
+
+    /// Makes every relative path of the config relative to `dir` (the config file's directory).
+    fn resolve_relative_paths(&mut self, dir: &Path) {
+        for path in [
+            &mut self.credentials_file,
+            &mut self.log_file,
+            &mut self.token_cache_dir,
+            &mut self.edge_connect.ca_bundle,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if path.is_relative() {
+                *path = dir.join(&*path);
+            }
+        }
+    }
+}
+
+/// The absolute form of `path` for messages (the path as given when that fails).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// One line: "line N: key: what was wrong", never the source excerpt that toml's own Display
+/// prints over several lines. With `show_value` false (the credentials file) no value from the
+/// file is repeated, whatever its type; the config file holds no secret, so a short excerpt of a
+/// wrong value is shown there to make the fix obvious.
+pub(super) fn toml_error(
+    e: &serde_path_to_error::Error<toml::de::Error>,
+    text: &str,
+    show_value: bool,
+) -> String {
+    let inner = e.inner();
+    let message = inner.message().replace('\n', " ");
+    let message = message.trim();
+    let key = e.path().to_string();
+    let is_secs = key.ends_with("_secs");
+    // A syntax error (no key, not one of serde's forms) is toml's own description of the
+    // text, which holds no value except in the credentials file.
+    let described = crate::text::describe_serde(message, show_value);
+    let described = if described == "a value of the wrong form" && show_value {
+        crate::text::echo_max(message, 300)
+    } else if is_secs {
+        described.replace("a whole number (0 or more)", "whole seconds")
+    } else {
+        described
+    };
+    let mut out = String::new();
+    if let Some(span) = inner.span() {
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        out.push_str(&format!("line {line}: "));
+    }
+    out.push_str(&crate::text::keyed(&key, &described));
+    out
+}
