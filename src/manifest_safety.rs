@@ -1,7 +1,7 @@
 //! What survives Edge Connect's way of turning an App into a running container.
 //!
 //! The controller does not pass `command`, `command_args` and environment values through as
-//! data. Verified in edgexr/edge-cloud-platform (spec §13 rows 5 and 6):
+//! data. Verified in edgexr/edge-cloud-platform (docs/edge-connect-behaviours.md B5, B6):
 //!
 //! - kubernetes: the `kubernetes-basic` generator splits `command` on spaces outside double
 //!   quotes and pastes every word and every argument unquoted as `- {{.}}` into the manifest's
