@@ -108,7 +108,10 @@ pub fn run(
     if let Some(image) = &options.image {
         report.step("image", check_image(image));
     }
-    let client = match Client::new(&config.edge_connect.client_options(), credentials) {
+    let deadline = edge_connect::Deadline::after(std::time::Duration::from_secs(
+        config.edge_connect.operation_timeout_secs,
+    ));
+    let client = match Client::new(&config.edge_connect.client_options(), credentials, deadline) {
         Ok(c) => c,
         Err(e) => {
             report.fail("client", e.to_string());

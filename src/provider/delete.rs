@@ -171,11 +171,12 @@ impl Provider {
         deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
+        let client = self.client.until(deadline);
         loop {
             let result = retry_transient(deadline, "DeleteAppInst", || {
                 throttled(throttle, async {
                     let mut progress = |m: &str| self.report(m);
-                    self.client.delete_app_inst(key, &mut progress).await
+                    client.delete_app_inst(key, &mut progress).await
                 })
             })
             .await;
@@ -236,9 +237,10 @@ impl Provider {
         deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
+        let client = self.client.until(deadline);
         loop {
             let result = retry_transient(deadline, "DeleteApp", || {
-                throttled(throttle, self.client.delete_app(key))
+                throttled(throttle, client.delete_app(key))
             })
             .await;
             match result {

@@ -174,11 +174,9 @@ impl Provider {
         &self.client
     }
 
-    /// Runs one operation within the configured deadline.
+    /// Runs one operation within the deadline its client was built with.
     pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
-        let deadline = Deadline::after(Duration::from_secs(
-            self.config.edge_connect.operation_timeout_secs,
-        ));
+        let deadline = self.client.deadline();
         match operation {
             Operation::Create {
                 bootstrap,

@@ -6,8 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::client::Client;
 use crate::error::ApiError;
-use crate::session::Client;
 
 /// How long learnt facts are trusted before they are checked again: a controller upgrade must
 /// be noticed within a day.
