@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use edge_connect::models::{AppInst, AppInstKey, AppKey};
-use edge_connect::{ApiError, ApiErrorKind};
+use edge_connect::{ApiError, ApiErrorKind, MAX_COLLECTED};
 
 use super::wait::{retry_transient, Deadline};
 use super::{OwnedRunner, Provider};
@@ -301,13 +301,12 @@ impl Provider {
             name: name.clone(),
             version: String::new(),
         };
-        let client = self.client.until(deadline);
-        let apps = retry_transient(deadline, "ShowApp", || {
-            client.show_apps_where(&filter, None, |a: &edge_connect::models::App| {
-                a.key.name == name
-            })
+        let (client, filter) = (&self.client.until(deadline), &filter);
+        let apps = retry_transient(deadline, "ShowApp", || async move {
+            client.show_apps(filter).await?.collect(MAX_COLLECTED).await
         })
         .await?;
+        let apps: Vec<_> = apps.into_iter().filter(|a| a.key.name == name).collect();
         let owned: Vec<_> = apps
             .iter()
             .filter_map(|app| self.owned(app).map(|vars| (app.key.clone(), vars)))
@@ -381,7 +380,11 @@ mod tests {
     use super::*;
 
     fn err(status: u16) -> Result<(), ApiError> {
-        Err(ApiError::from_status("DeleteApp", status, "x"))
+        Err(ApiError::from_status(
+            edge_connect::Rpc::DeleteApp,
+            status,
+            "x",
+        ))
     }
 
     #[test]

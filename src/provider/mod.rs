@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::garm::{BootstrapInstance, ProviderInstance};
+use crate::garm::BootstrapInstance;
 use crate::runner_env::RunnerVars;
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
@@ -107,10 +107,10 @@ impl Operation {
 /// What an operation produced.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Create / Get.
-    Instance(ProviderInstance),
-    /// List.
-    Instances(Vec<ProviderInstance>),
+    /// Create / Get: serializes as GARM's instance; the operator's fields are for tables.
+    Instance(status::RunnerView),
+    /// List, likewise.
+    Instances(Vec<status::RunnerView>),
     /// Delete / RemoveAll / Start / Stop: nothing to print.
     Done,
 }
@@ -212,7 +212,7 @@ impl Provider {
             } => self
                 .create(&bootstrap, &pool_id, extra_specs.as_ref(), deadline)
                 .await
-                .map(Outcome::Instance),
+                .map(|i| Outcome::Instance(status::RunnerView::of_instance(i))),
             Operation::Delete { instance } => self
                 .delete(&instance, deadline)
                 .await
