@@ -94,29 +94,18 @@ pub struct RunnerVars {
     pub placement: String,
 }
 
-/// The variables [`RunnerVars`] reads, for ShowApp lines parsed as
-/// [`edge_connect::models::AppEnv`].
-pub struct RunnerVarNames;
-
-impl edge_connect::models::EnvNames for RunnerVarNames {
-    const NAMES: &'static [&'static str] = &[
-        ENV_CONTROLLER_ID,
-        ENV_POOL_ID,
-        ENV_INSTANCE_NAME,
-        ENV_OS_TYPE,
-        ENV_OS_ARCH,
-        ENV_PLACEMENT,
-    ];
-}
-
 impl RunnerVars {
-    /// Reads the variables of an App parsed as [`edge_connect::models::AppEnv`] (their one
-    /// pass happened while the line was parsed); `None` when it was not made by this provider.
-    pub fn of_env(app: &edge_connect::models::AppEnv<RunnerVarNames>) -> Option<Self> {
-        let mut values = app.vars().into_iter();
-        let mut next = || values.next().flatten();
-        let (controller_id, pool_id, instance_name) = (next(), next(), next());
-        let (os_type, os_arch, placement) = (next(), next(), next());
+    /// Reads the variables of an App in one pass over its environment (List does this for every
+    /// App of the organization); `None` when the App was not made by this provider.
+    pub fn of_app(app: &edge_connect::models::App) -> Option<Self> {
+        let [controller_id, pool_id, instance_name, os_type, os_arch, placement] = app.env([
+            ENV_CONTROLLER_ID,
+            ENV_POOL_ID,
+            ENV_INSTANCE_NAME,
+            ENV_OS_TYPE,
+            ENV_OS_ARCH,
+            ENV_PLACEMENT,
+        ]);
         Some(RunnerVars {
             owner: Ownership {
                 controller_id: controller_id?,
@@ -127,6 +116,16 @@ impl RunnerVars {
             os_arch: os_arch.unwrap_or_default(),
             placement: placement.unwrap_or_default(),
         })
+    }
+
+    /// The bytes of text these variables hold (what keeping them costs).
+    pub fn len(&self) -> usize {
+        self.owner.controller_id.len()
+            + self.owner.pool_id.len()
+            + self.owner.instance_name.len()
+            + self.os_type.len()
+            + self.os_arch.len()
+            + self.placement.len()
     }
 
     /// The recorded placements, in order (empty when none was recorded or none is readable).

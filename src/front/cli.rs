@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -54,12 +54,18 @@ pub enum Command {
     Get {
         /// Provider id or GARM instance name.
         id: String,
+        /// `table` for people, `json` for scripts (what GARM gets).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// List this controller's runners (of one pool with --pool-id).
     List {
         /// Only this pool.
         #[arg(long)]
         pool_id: Option<String>,
+        /// `table` for people, `json` for scripts (what GARM gets).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// Delete a runner (App and AppInst); succeeds when it is already gone.
     Delete {
@@ -112,6 +118,15 @@ pub enum Command {
     Demo,
 }
 
+/// How `get` and `list` print runners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns: name, pool, site, Edge Connect state, age, fault.
+    Table,
+    /// GARM's JSON, indented.
+    Json,
+}
+
 /// Schemas the CLI prints.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SchemaKind {
@@ -150,11 +165,16 @@ impl From<Error> for Failure {
     }
 }
 
-/// Prints one result to stdout.
+/// Prints one result to stdout, adding the final newline.
 fn print(text: &str) -> Result<(), Failure> {
     let mut line = text.to_string();
     line.push('\n');
-    write_stdout(&line).map_err(|e| match e.kind() {
+    print_text(&line)
+}
+
+/// Prints text to stdout as it is.
+fn print_text(text: &str) -> Result<(), Failure> {
+    write_stdout(text).map_err(|e| match e.kind() {
         std::io::ErrorKind::BrokenPipe => Failure::StdoutGone,
         _ => Failure::Error(Error::failed(format!("cannot write to stdout: {e}"))),
     })
@@ -166,15 +186,12 @@ fn pretty<T: serde::Serialize>(v: &T) -> Result<String, Error> {
         .map_err(|e| Error::caused_by(format!("cannot encode the result as JSON: {e}"), e))
 }
 
-/// What a command run against Edge Connect ended with.
-enum Ended {
-    /// The provider's outcome.
-    Outcome(Outcome),
-    /// `delete` of a name no runner of this controller has.
-    NothingToDelete,
-}
-
 fn execute(cli: Cli) -> Result<(), Failure> {
+    // A created runner is printed as GARM gets it.
+    let format = match &cli.command {
+        Command::Get { format, .. } | Command::List { format, .. } => *format,
+        _ => Format::Json,
+    };
     let operation = match cli.command {
         Command::Version => {
             return print(&format!(
@@ -228,9 +245,11 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Create { bootstrap, pool_id } => {
             Operation::create(read_bootstrap(&bootstrap)?, pool_id, None)
         }
-        Command::Get { id } => Operation::Get { instance: id },
-        Command::List { pool_id: Some(p) } => Operation::List { pool_id: p },
-        Command::List { pool_id: None } => Operation::ListAll,
+        Command::Get { id, .. } => Operation::Get { instance: id },
+        Command::List {
+            pool_id: Some(p), ..
+        } => Operation::List { pool_id: p },
+        Command::List { pool_id: None, .. } => Operation::ListAll,
         Command::Delete { id } => Operation::Delete { instance: id },
         Command::RemoveAll { yes } => {
             if !yes {
@@ -263,11 +282,18 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         progress,
         async |provider| run_operation(provider, operation).await,
     )?;
+    // `None`: a `delete` of a name no runner of this controller has.
     match finished.output {
-        Ended::Outcome(Outcome::Instance(i)) => print(&pretty(&i)?)?,
-        Ended::Outcome(Outcome::Instances(list)) => print(&pretty(&list)?)?,
-        Ended::Outcome(Outcome::Done) => {}
-        Ended::NothingToDelete => {
+        Some(Outcome::Instance(i)) => match format {
+            Format::Table => print_text(&super::table::render(&[*i], SystemTime::now()))?,
+            Format::Json => print(&pretty(&i)?)?,
+        },
+        Some(Outcome::Instances(list)) => match format {
+            Format::Table => print_text(&super::table::render(&list, SystemTime::now()))?,
+            Format::Json => print(&pretty(&list)?)?,
+        },
+        Some(Outcome::Done) => {}
+        None => {
             say(&format!(
                 "nothing to delete: {target} (no runner of this controller has that name)"
             ));
@@ -282,13 +308,16 @@ fn execute(cli: Cli) -> Result<(), Failure> {
 }
 
 /// Runs one operation for a person at a terminal: a `create` can be interrupted (Ctrl-C) and
-/// then removes what it made; a `delete` says when there was nothing to delete.
-async fn run_operation(provider: &Provider, operation: Operation) -> Result<Ended, Error> {
+/// then removes what it made; a `delete` of a name nothing has is `None`, to say so.
+async fn run_operation(
+    provider: &Provider,
+    operation: Operation,
+) -> Result<Option<Outcome>, Error> {
     match operation {
         Operation::Create { .. } => {
             let name = operation.instance().unwrap_or_default().to_string();
             tokio::select! {
-                result = provider.run(operation) => result.map(Ended::Outcome),
+                result = provider.run(operation) => result.map(Some),
                 // Dropping the create future stops it where it is; what it made is removed by
                 // name, as GARM's DeleteInstance would, including an AppInst still creating.
                 _ = tokio::signal::ctrl_c() => Err(interrupted(provider, &name).await),
@@ -301,16 +330,13 @@ async fn run_operation(provider: &Provider, operation: Operation) -> Result<Ende
                 instance: instance.clone(),
             };
             match provider.run(lookup).await {
-                Err(Error::NotFound(_)) => return Ok(Ended::NothingToDelete),
+                Err(Error::NotFound(_)) => return Ok(None),
                 Err(e) => return Err(e),
                 Ok(_) => {}
             }
-            provider
-                .run(Operation::Delete { instance })
-                .await
-                .map(Ended::Outcome)
+            provider.run(Operation::Delete { instance }).await.map(Some)
         }
-        other => provider.run(other).await.map(Ended::Outcome),
+        other => provider.run(other).await.map(Some),
     }
 }
 

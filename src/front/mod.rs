@@ -13,6 +13,7 @@ use crate::garm::{exit, ProtocolError};
 
 pub mod cli;
 pub mod garm;
+mod table;
 
 /// Exit code of a CLI command stopped by Ctrl-C (128 + SIGINT, what a shell reports).
 pub const EXIT_INTERRUPTED: u8 = 130;

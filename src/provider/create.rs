@@ -10,7 +10,7 @@ use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
 use crate::naming::edge_name;
 use edge_connect::models::{AppKey, NewApp};
-use edge_connect::{ApiError, ApiErrorKind};
+use edge_connect::{ApiError, ApiErrorKind, Rpc, MAX_COLLECTED};
 
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
 const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
@@ -106,7 +106,15 @@ impl Provider {
             name: name.to_string(),
             version: String::new(),
         };
-        let apps = retry_transient(deadline, "ShowApp", || self.client.show_apps(&filter)).await?;
+        let filter = &filter;
+        let apps = retry_transient(deadline, "ShowApp", || async move {
+            self.client
+                .show_apps(filter)
+                .await?
+                .collect(MAX_COLLECTED)
+                .await
+        })
+        .await?;
         Ok(apps.iter().any(|a| a.key.name == name))
     }
 
@@ -132,7 +140,15 @@ impl Provider {
             name: name.to_string(),
             version: String::new(),
         };
-        let apps = retry_transient(deadline, "ShowApp", || self.client.show_apps(&filter)).await?;
+        let filter = &filter;
+        let apps = retry_transient(deadline, "ShowApp", || async move {
+            self.client
+                .show_apps(filter)
+                .await?
+                .collect(MAX_COLLECTED)
+                .await
+        })
+        .await?;
         let Some(shown) = apps.iter().find(|a| a.key == sent.key) else {
             return Err(Error::failed(format!(
                 "App {name} is not listed right after CreateApp succeeded"
@@ -205,5 +221,5 @@ const PULL_CREDENTIALS_DROPPED: &str = "this Edge Connect drops App image pull c
 /// Whether a failed CreateApp certainly never reached the server: its login failed first, or
 /// the host could not be reached at all (the client marks those errors `unreachable`).
 fn never_sent(e: &ApiError) -> bool {
-    e.unreachable || e.rpc == "login"
+    e.unreachable || e.rpc == Rpc::Login
 }

@@ -12,9 +12,10 @@ use super::{OwnedRunner, Provider};
 use crate::error::Error;
 
 /// How many Edge Connect calls RemoveAll has in flight at most (a fixed limit: the retired
-/// `edge_connect.remove_all_concurrency` is ignored). Each runner is two calls in sequence (DeleteAppInst, DeleteApp), so 200
-/// runners take 1 + 2 × ⌈200 / 100⌉ = 5 call latencies (64 would take 9, too close to issue
-/// 16's 10); the controller's 429 / 503 answers lower it while they last (see [`Throttle`]).
+/// `edge_connect.remove_all_concurrency` is ignored). Each runner is two calls in sequence
+/// (DeleteAppInst, DeleteApp), so 200 runners take 1 + 2 × ⌈200 / 100⌉ = 5 call latencies (64
+/// would take 9, too close to issue 16's 10); the controller's 429 / 503 answers lower it while
+/// they last (see [`Throttle`]).
 const REMOVE_ALL_CONCURRENCY: usize = 100;
 
 /// How long every RemoveAll call holds back after a 429 or 503, on top of the retry's own
@@ -322,7 +323,11 @@ mod tests {
     use super::*;
 
     fn err(status: u16) -> Result<(), ApiError> {
-        Err(ApiError::from_status("DeleteApp", status, "x"))
+        Err(ApiError::from_status(
+            edge_connect::Rpc::DeleteApp,
+            status,
+            "x",
+        ))
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Provider {
                 let result = match tokio::time::timeout(left, call).await {
                     Ok(r) => r,
                     Err(_) => Err(ApiError::transport(
-                        "CreateAppInst",
+                        edge_connect::Rpc::CreateAppInst,
                         "deadline reached while the stream was running",
                     )),
                 };
@@ -130,7 +130,8 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<(), Error> {
         for inst in self.app_insts_named(name, deadline).await? {
-            if inst.app_key.as_ref().is_none_or(|k| k == app_key) {
+            // An AppInst that names no App cannot be confirmed as ours: never deleted.
+            if inst.app_key.as_ref() == Some(app_key) {
                 self.delete_app_inst(&inst.key, deadline).await?;
             }
         }

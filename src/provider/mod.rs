@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::garm::{BootstrapInstance, ProviderInstance};
+use crate::garm::BootstrapInstance;
 use crate::runner_env::RunnerVars;
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
@@ -107,10 +107,10 @@ impl Operation {
 /// What an operation produced.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Create / Get.
-    Instance(ProviderInstance),
-    /// List.
-    Instances(Vec<ProviderInstance>),
+    /// Create / Get: serializes as GARM's instance; the operator's fields are for tables.
+    Instance(Box<status::RunnerView>),
+    /// List, likewise.
+    Instances(Vec<status::RunnerView>),
     /// Delete / RemoveAll / Start / Stop: nothing to print.
     Done,
 }
@@ -185,14 +185,15 @@ impl Provider {
             } => self
                 .create(&bootstrap, &pool_id, extra_specs.as_ref(), deadline)
                 .await
-                .map(Outcome::Instance),
+                .map(|i| Outcome::Instance(Box::new(status::RunnerView::of_instance(i)))),
             Operation::Delete { instance } => self
                 .delete(&instance, deadline)
                 .await
                 .map(|_| Outcome::Done),
-            Operation::Get { instance } => {
-                self.get(&instance, deadline).await.map(Outcome::Instance)
-            }
+            Operation::Get { instance } => self
+                .get(&instance, deadline)
+                .await
+                .map(|view| Outcome::Instance(Box::new(view))),
             Operation::List { pool_id } => self
                 .list(Some(&pool_id), deadline)
                 .await

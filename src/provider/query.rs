@@ -1,18 +1,18 @@
 //! GetInstance and ListInstances.
 
+use super::status::RunnerView;
 use super::wait::Deadline;
 use super::Provider;
 use crate::error::Error;
-use crate::garm::ProviderInstance;
 
 impl Provider {
     pub(super) async fn get(
         &self,
         instance: &str,
         deadline: Deadline,
-    ) -> Result<ProviderInstance, Error> {
+    ) -> Result<RunnerView, Error> {
         match self.find_runner(instance, deadline).await? {
-            Some(runner) => Ok(self.instance_of(runner)),
+            Some(runner) => Ok(self.view_of(runner)),
             None => Err(Error::NotFound(format!("instance {instance} not found"))),
         }
     }
@@ -22,9 +22,9 @@ impl Provider {
         &self,
         pool_id: Option<&str>,
         deadline: Deadline,
-    ) -> Result<Vec<ProviderInstance>, Error> {
+    ) -> Result<Vec<RunnerView>, Error> {
         let runners = self.runners(pool_id, deadline).await?;
         // Each runner is dropped as its view is made.
-        Ok(runners.into_iter().map(|r| self.instance_of(r)).collect())
+        Ok(runners.into_iter().map(|r| self.view_of(r)).collect())
     }
 }

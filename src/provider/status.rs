@@ -1,33 +1,163 @@
-//! Edge Connect states → the four statuses GARM accepts.
+//! What a runner looks like from outside: the status GARM accepts for an AppInst (and its fault),
+//! GARM's [`ProviderInstance`], and the [`RunnerView`] an operator's table shows.
 
-use crate::garm::InstanceStatus;
+use std::fmt;
+
+use serde::Serialize;
+
+use super::{OwnedRunner, Provider};
+use crate::garm::{Address, InstanceStatus, ProviderInstance};
 use edge_connect::models::AppInst;
 use edge_connect::AppInstState;
 
 /// Maps an AppInst (or its absence, for an App whose instance was stopped) to a GARM status and
-/// an optional fault text.
+/// an optional fault text. An AppInst in an error state, or one with errors recorded while it is
+/// not Ready, is `error`, with the errors as its fault: what GARM shows as the runner's
+/// `provider_fault`.
 pub fn garm_status(app_inst: Option<&AppInst>) -> (InstanceStatus, Option<String>) {
     let Some(inst) = app_inst else {
         return (InstanceStatus::Stopped, None);
     };
     use AppInstState::*;
+    let fault = || {
+        if inst.errors.is_empty() {
+            inst.state.to_string()
+        } else {
+            format!("{}: {}", inst.state, inst.errors.join("; "))
+        }
+    };
     match &inst.state {
+        CreateError | UpdateError | DeleteError => (InstanceStatus::Error, Some(fault())),
+        // Errors recorded while the controller still works on it (or with a state it does not
+        // name): they are why it is not Ready.
+        state if !inst.errors.is_empty() && *state != Ready => {
+            (InstanceStatus::Error, Some(fault()))
+        }
         // Still deploying counts as running: GARM has no pending slot, and `running` is the only
         // status that keeps GARM from "starting" the instance again during reconciliation.
         Ready | CreateRequested | Creating | CreatingDependencies | UpdateRequested | Updating
         | CrmInitOk => (InstanceStatus::Running, None),
-        state @ (CreateError | UpdateError | DeleteError) => {
-            let detail = if inst.errors.is_empty() {
-                state.to_string()
-            } else {
-                format!("{state}: {}", inst.errors.join("; "))
-            };
-            (InstanceStatus::Error, Some(detail))
-        }
         DeletePrepare | DeleteRequested | Deleting | DeleteDone | NotPresent => {
             (InstanceStatus::Stopped, None)
         }
         Unknown | Other(_) => (InstanceStatus::Unknown, None),
+    }
+}
+
+/// One runner as an operator's table shows it (the CLI's `list` and `get`): GARM's view and what
+/// a person needs besides, where it runs, in which Edge Connect state, since when, and why it is
+/// broken. It serializes exactly as its [`ProviderInstance`] (what GARM reads); the other fields
+/// are for tables only.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunnerView {
+    /// GARM's view of the runner (status `error` with the AppInst's errors, base64, as
+    /// `provider_fault`).
+    #[serde(flatten)]
+    pub instance: ProviderInstance,
+    /// GARM pool id recorded on the App; empty when not known (a view made by CreateInstance).
+    #[serde(skip)]
+    pub pool: String,
+    /// `ORG/NAME` of the cloudlet the AppInst runs on; empty when it has none (stopped).
+    #[serde(skip)]
+    pub site: String,
+    /// The AppInst's Edge Connect state (`Ready`, `CreateError`, ...); empty when it has none.
+    #[serde(skip)]
+    pub state: String,
+    /// When the AppInst was created, as the server wrote it (RFC 3339); empty when unknown.
+    #[serde(skip)]
+    pub created_at: String,
+    /// The fault in words (the AppInst's state and errors); empty when none.
+    #[serde(skip)]
+    pub fault: String,
+}
+
+impl RunnerView {
+    /// A view with GARM's part only (CreateInstance knows no more).
+    pub fn of_instance(instance: ProviderInstance) -> Self {
+        RunnerView {
+            instance,
+            pool: String::new(),
+            site: String::new(),
+            state: String::new(),
+            created_at: String::new(),
+            fault: String::new(),
+        }
+    }
+}
+
+impl fmt::Display for RunnerView {
+    /// One line: name, pool, site, state, creation time and fault, `-` for what is empty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let or_dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        write!(
+            f,
+            "{} {} {} {} {} {}",
+            self.instance.name,
+            or_dash(&self.pool),
+            or_dash(&self.site),
+            or_dash(&self.state),
+            or_dash(&self.created_at),
+            or_dash(&self.fault)
+        )
+    }
+}
+
+impl Provider {
+    /// The views of a runner, made of its parts (List converts a thousand runners: moving their
+    /// strings instead of copying them keeps one copy alive, not two).
+    pub(super) fn view_of(&self, runner: OwnedRunner) -> RunnerView {
+        let OwnedRunner {
+            key,
+            vars,
+            app_insts,
+        } = runner;
+        let app_inst = app_insts.into_iter().next();
+        let (status, fault) = garm_status(app_inst.as_ref());
+        let fault = fault.unwrap_or_default();
+        let (site, state, created_at, address) = match app_inst {
+            Some(i) => (
+                i.cloudlet()
+                    .or(i.zone_key.as_ref())
+                    .map(|s| format!("{}/{}", s.organization, s.name))
+                    .unwrap_or_default(),
+                i.state.to_string(),
+                i.created_at,
+                Some(i.uri).filter(|u| !u.is_empty()),
+            ),
+            None => Default::default(),
+        };
+        let instance = ProviderInstance {
+            provider_id: key.name,
+            name: vars.owner.instance_name,
+            os_type: vars.os_type,
+            os_name: String::new(),
+            os_version: String::new(),
+            os_arch: vars.os_arch,
+            addresses: address
+                .map(|address| Address {
+                    address,
+                    kind: "public".to_string(),
+                })
+                .into_iter()
+                .collect(),
+            status,
+            provider_fault: None,
+        }
+        .with_fault(&fault);
+        RunnerView {
+            instance,
+            pool: vars.owner.pool_id,
+            site,
+            state,
+            created_at,
+            fault,
+        }
     }
 }
 
@@ -64,6 +194,17 @@ mod tests {
             assert_eq!(garm_status(Some(&inst(state, &[]))).0, want, "{state}");
         }
         assert_eq!(garm_status(None), (Stopped, None));
+    }
+
+    #[test]
+    fn errors_recorded_before_ready_make_it_an_error() {
+        let (s, fault) = garm_status(Some(&inst("Creating", &["pod x: ErrImagePull"])));
+        assert_eq!(s, InstanceStatus::Error);
+        assert_eq!(fault.as_deref(), Some("Creating: pod x: ErrImagePull"));
+        assert_eq!(
+            garm_status(Some(&inst("Ready", &["an old failure"]))),
+            (InstanceStatus::Running, None)
+        );
     }
 
     #[test]

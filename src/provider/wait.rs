@@ -79,9 +79,17 @@ mod tests {
                 let n = calls;
                 async move {
                     if n < 3 {
-                        Err(ApiError::from_status("ShowApp", 503, "Service unavailable"))
+                        Err(ApiError::from_status(
+                            edge_connect::Rpc::ShowApp,
+                            503,
+                            "Service unavailable",
+                        ))
                     } else {
-                        Err(ApiError::from_status("ShowApp", 400, "Invalid"))
+                        Err(ApiError::from_status(
+                            edge_connect::Rpc::ShowApp,
+                            400,
+                            "Invalid",
+                        ))
                     }
                 }
             },

@@ -5,6 +5,7 @@
 mod support;
 
 mod cli_check;
+mod cli_table;
 mod deploy_manifests;
 mod docs_links;
 mod extra_specs_schema;

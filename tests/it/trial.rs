@@ -49,7 +49,7 @@ fn the_files_the_simulator_writes_work_unedited_on_both_generations() {
         );
         assert_eq!(code, 0, "{api:?} create: {err}");
         assert_eq!(sim.app_insts().len(), 1);
-        let (code, out, err) = cli(&files.config, &["list"]);
+        let (code, out, err) = cli(&files.config, &["list", "--format", "json"]);
         assert_eq!(code, 0, "{api:?} list: {err}");
         let listed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
         let name = listed[0]["name"].as_str().expect("one runner").to_string();

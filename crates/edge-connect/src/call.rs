@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::client::{host_port, Client};
 use crate::error::ApiError;
+use crate::rpc::Rpc;
 use crate::secret::Secret;
 use crate::transport::Wait;
 
@@ -18,7 +19,7 @@ impl Client {
     /// answer but a redirect, which is refused.
     pub(crate) async fn post(
         &self,
-        rpc: &str,
+        rpc: Rpc,
         url: &reqwest::Url,
         body: &Value,
         token: Option<&Secret>,
@@ -47,7 +48,7 @@ impl Client {
                             .and_then(|l| url.join(l).ok())
                             .map(|u| host_port(&u));
                         tracing::warn!(
-                            rpc,
+                            rpc = rpc.name(),
                             status = status.as_u16(),
                             target = target.as_deref().unwrap_or("?"),
                             "redirect refused"
@@ -107,12 +108,11 @@ impl Client {
     /// bounds the wait for the answer's headers.
     pub(crate) async fn send(
         &self,
-        rpc: &str,
-        wrapper: &str,
+        rpc: Rpc,
         object: &Value,
         headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
-        let body = json!({ "region": self.shared.region, wrapper: object });
+        let body = json!({ "region": self.shared.region, rpc.wrapper(): object });
         let url = self.url(&format!("/api/v1/auth/ctrl/{rpc}"));
         let mut token = self.token().await?;
         let mut relogged = false;
@@ -124,7 +124,7 @@ impl Client {
             let status = response.status().as_u16();
             if status == 200 {
                 tracing::info!(
-                    rpc,
+                    rpc = rpc.name(),
                     status,
                     ms = started.elapsed().as_millis() as u64,
                     "edge connect call"
@@ -133,7 +133,7 @@ impl Client {
             }
             let bytes = crate::transport::read_error_body(response, rpc, self.wait(true)).await;
             let message = self.scrub(&crate::transport::error_message(&bytes, status));
-            tracing::info!(rpc, status, ms = started.elapsed().as_millis() as u64, error = %message, "edge connect call");
+            tracing::info!(rpc = rpc.name(), status, ms = started.elapsed().as_millis() as u64, error = %message, "edge connect call");
             if status == 401 && !relogged {
                 relogged = true;
                 token = self.renew_token(&token).await?;
@@ -143,9 +143,9 @@ impl Client {
         }
     }
 
-    /// A unary call (CreateApp, DeleteApp, UpdateApp): success is HTTP 200 with `{}`.
-    pub async fn unary(&self, rpc: &str, wrapper: &str, object: &Value) -> Result<(), ApiError> {
-        let response = self.send(rpc, wrapper, object, self.wait(true)).await?;
+    /// A unary call (CreateApp, DeleteApp): success is HTTP 200 with `{}`.
+    pub(crate) async fn unary(&self, rpc: Rpc, object: &Value) -> Result<(), ApiError> {
+        let response = self.send(rpc, object, self.wait(true)).await?;
         crate::transport::read_body(response, rpc, self.wait(true)).await?;
         Ok(())
     }

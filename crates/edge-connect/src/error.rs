@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::rpc::Rpc;
+
 /// What went wrong, as far as the provider's decisions go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiErrorKind {
@@ -62,8 +64,8 @@ pub enum Subject {
 pub struct ApiError {
     /// Classification.
     pub kind: ApiErrorKind,
-    /// The RPC that failed (`CreateApp`, `login`, ...).
-    pub rpc: String,
+    /// The RPC that failed.
+    pub rpc: Rpc,
     /// HTTP status, when there was a response.
     pub status: Option<u16>,
     /// The server's message (or the transport error), one line.
@@ -76,9 +78,9 @@ pub struct ApiError {
 
 impl ApiError {
     /// Builds an error from an HTTP status and the server's `message`.
-    pub fn from_status(rpc: &str, status: u16, message: &str) -> Self {
+    pub fn from_status(rpc: Rpc, status: u16, message: &str) -> Self {
         let mut message = one_line(message);
-        if rpc == "login" && status == 511 {
+        if rpc == Rpc::Login && status == 511 {
             message = format!(
             "the Edge Connect user has two-factor authentication; use a user or API key without it ({message})"
         );
@@ -87,18 +89,18 @@ impl ApiError {
             401 => ApiErrorKind::Auth,
             // The Master Controller's "Missing OTP": the user has two-factor authentication.
             // Not a server fault: retrying cannot help.
-            511 if rpc == "login" => ApiErrorKind::Auth,
+            511 if rpc == Rpc::Login => ApiErrorKind::Auth,
             300..=399 => ApiErrorKind::Redirect,
             403 => ApiErrorKind::Forbidden,
             429 => ApiErrorKind::RateLimited,
             500..=599 => ApiErrorKind::Server,
             // Login refuses wrong credentials with 400.
-            400 if rpc == "login" => ApiErrorKind::Auth,
+            400 if rpc == Rpc::Login => ApiErrorKind::Auth,
             _ => classify_message(&message),
         };
         ApiError {
             kind,
-            rpc: rpc.to_string(),
+            rpc,
             status: Some(status),
             message,
             unreachable: false,
@@ -106,17 +108,17 @@ impl ApiError {
     }
 
     /// A `{"result": {...}}` trailer at the end of a stream.
-    pub fn from_stream_result(rpc: &str, code: u16, message: &str) -> Self {
+    pub fn from_stream_result(rpc: Rpc, code: u16, message: &str) -> Self {
         let mut e = Self::from_status(rpc, if code == 0 { 400 } else { code }, message);
         e.status = Some(200);
         e
     }
 
     /// A transport failure (no usable response).
-    pub fn transport(rpc: &str, message: impl Into<String>) -> Self {
+    pub fn transport(rpc: Rpc, message: impl Into<String>) -> Self {
         ApiError {
             kind: ApiErrorKind::Transport,
-            rpc: rpc.to_string(),
+            rpc,
             status: None,
             message: one_line(&message.into()),
             unreachable: false,
@@ -125,11 +127,11 @@ impl ApiError {
 
     /// A redirect answer (never followed). Names the status and the target's host and port only:
     /// a `Location` query can carry anything.
-    pub fn redirect(rpc: &str, status: u16, target: Option<&str>) -> Self {
+    pub fn redirect(rpc: Rpc, status: u16, target: Option<&str>) -> Self {
         let target = target.map_or_else(|| "an unreadable location".to_string(), |t| t.to_string());
         ApiError {
             kind: ApiErrorKind::Redirect,
-            rpc: rpc.to_string(),
+            rpc,
             status: Some(status),
             unreachable: false,
             message: one_line(&format!(
@@ -144,7 +146,7 @@ impl ApiError {
     /// for `tried` until `bound` (what ended the retries, e.g. `edge_connect.connect_retry_secs`);
     /// `None`: one attempt. Final ([`ApiError::is_transient`] is false).
     pub fn host_unreachable(
-        rpc: &str,
+        rpc: Rpc,
         host: &str,
         detail: &str,
         tried: Option<(std::time::Duration, &str)>,
@@ -154,7 +156,7 @@ impl ApiError {
         });
         ApiError {
             kind: ApiErrorKind::Transport,
-            rpc: rpc.to_string(),
+            rpc,
             status: None,
             message: one_line(&format!("cannot connect to {host}: {detail}{tried}")),
             unreachable: true,
@@ -162,10 +164,10 @@ impl ApiError {
     }
 
     /// An answer we could not parse.
-    pub fn protocol(rpc: &str, message: impl Into<String>) -> Self {
+    pub fn protocol(rpc: Rpc, message: impl Into<String>) -> Self {
         ApiError {
             kind: ApiErrorKind::Protocol,
-            rpc: rpc.to_string(),
+            rpc,
             status: None,
             message: one_line(&message.into()),
             unreachable: false,
@@ -299,7 +301,7 @@ mod tests {
 
     #[test]
     fn classifies_the_masters_400_messages() {
-        let k = |m: &str| ApiError::from_status("X", 400, m).kind;
+        let k = |m: &str| ApiError::from_status(Rpc::ShowApp, 400, m).kind;
         assert_eq!(
             k(r#"App key {"organization":"o","name":"n","version":"1"} already exists"#),
             ApiErrorKind::AlreadyExists
@@ -319,18 +321,18 @@ mod tests {
         );
         assert_eq!(k("Invalid app name"), ApiErrorKind::Rejected);
         assert_eq!(
-            ApiError::from_status("login", 400, "Invalid username or password").kind,
+            ApiError::from_status(Rpc::Login, 400, "Invalid username or password").kind,
             ApiErrorKind::Auth
         );
         assert_eq!(
-            ApiError::from_status("X", 503, "x").kind,
+            ApiError::from_status(Rpc::ShowApp, 503, "x").kind,
             ApiErrorKind::Server
         );
     }
 
     #[test]
     fn names_what_is_missing() {
-        let missing = |m: &str| ApiError::from_status("X", 400, m).missing();
+        let missing = |m: &str| ApiError::from_status(Rpc::ShowApp, 400, m).missing();
         assert_eq!(
             missing(r#"Zone key {"organization":"o","name":"z"} not found"#),
             Some(Subject::Zone)
@@ -345,12 +347,14 @@ mod tests {
         );
         assert_eq!(missing(r#"Region "XX" not found"#), Some(Subject::Region));
         assert_eq!(missing("AppInst busy, cannot be deleted"), None);
-        assert!(ApiError::from_status("X", 400, "Zone not specified").zone_not_specified());
+        assert!(
+            ApiError::from_status(Rpc::ShowApp, 400, "Zone not specified").zone_not_specified()
+        );
     }
 
     #[test]
     fn two_factor_login_is_final_and_says_so() {
-        let e = ApiError::from_status("login", 511, "Missing OTP");
+        let e = ApiError::from_status(Rpc::Login, 511, "Missing OTP");
         assert_eq!(e.kind, ApiErrorKind::Auth);
         assert!(!e.is_transient());
         assert!(
@@ -359,20 +363,20 @@ mod tests {
         );
         // A 511 elsewhere (a captive portal in front of a Show) stays a server error.
         assert_eq!(
-            ApiError::from_status("ShowApp", 511, "x").kind,
+            ApiError::from_status(Rpc::ShowApp, 511, "x").kind,
             ApiErrorKind::Server
         );
     }
 
     #[test]
     fn redirects_and_unreachable_hosts_are_final() {
-        let e = ApiError::redirect("login", 307, Some("evil.example:8443"));
+        let e = ApiError::redirect(Rpc::Login, 307, Some("evil.example:8443"));
         assert_eq!(e.kind, ApiErrorKind::Redirect);
         assert!(!e.is_transient());
         assert!(e.to_string().contains("HTTP 307"), "{e}");
         assert!(e.to_string().contains("evil.example:8443"), "{e}");
         let e = ApiError::host_unreachable(
-            "ShowApp",
+            Rpc::ShowApp,
             "h:1",
             "connection refused",
             Some((
@@ -386,16 +390,16 @@ mod tests {
 
     #[test]
     fn server_texts_become_one_clean_bounded_line() {
-        let e = ApiError::from_status("X", 400, "a\u{1b}[31mred\nline\r\n");
+        let e = ApiError::from_status(Rpc::ShowApp, 400, "a\u{1b}[31mred\nline\r\n");
         assert_eq!(e.message, "a [31mred line");
-        let e = ApiError::from_stream_result("X", 400, &"word ".repeat(1000));
+        let e = ApiError::from_stream_result(Rpc::ShowApp, 400, &"word ".repeat(1000));
         assert_eq!(e.message.chars().count(), MAX_MESSAGE_CHARS + 1);
         assert!(e.message.ends_with('…'));
     }
 
     #[test]
     fn auth_errors_say_what_to_check() {
-        let e = ApiError::from_status("login", 400, "Invalid username or password");
+        let e = ApiError::from_status(Rpc::Login, 400, "Invalid username or password");
         assert!(e.to_string().contains("check credentials_file"), "{e}");
     }
 }

@@ -186,6 +186,22 @@ fn client_until(url: &str, deadline: Deadline) -> Client {
     .unwrap()
 }
 
+/// Every App of a ShowApp answer.
+async fn apps(c: &Client) -> Result<Vec<crate::models::App>, crate::ApiError> {
+    c.show_apps(&Default::default())
+        .await?
+        .collect(100_000)
+        .await
+}
+
+/// Every AppInst of a ShowAppInst answer.
+async fn insts(c: &Client) -> Result<Vec<crate::models::AppInst>, crate::ApiError> {
+    c.show_app_insts(&Default::default())
+        .await?
+        .collect(100_000)
+        .await
+}
+
 fn assert_secret_free(text: &str) {
     assert!(!text.contains(PASSWORD), "password in: {text}");
     assert!(!text.contains("eyJhbGciOi"), "token in: {text}");
@@ -267,7 +283,7 @@ async fn a_redirect_from_create_app_sends_the_app_nowhere() {
     .await;
     let e = client(&server.url).create_app(&app()).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Redirect, "{e}");
-    assert_eq!(e.rpc, "CreateApp");
+    assert_eq!(e.rpc, crate::Rpc::CreateApp);
     assert!(elsewhere.seen().is_empty());
     assert_secret_free(&e.to_string());
 }
@@ -282,10 +298,7 @@ async fn an_endless_error_body_is_cut_and_the_status_kept() {
         ],
     })
     .await;
-    let e = client(&server.url)
-        .show_apps(&Default::default())
-        .await
-        .unwrap_err();
+    let e = apps(&client(&server.url)).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Rejected, "{e}");
     assert_eq!(e.status, Some(400));
     assert!(e.message.len() < 200, "{}", e.message);
@@ -302,10 +315,7 @@ async fn a_stream_line_without_newline_is_a_protocol_error_naming_the_cap() {
         ],
     })
     .await;
-    let e = client(&server.url)
-        .show_apps(&Default::default())
-        .await
-        .unwrap_err();
+    let e = apps(&client(&server.url)).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Protocol, "{e}");
     let text = e.to_string();
     assert!(text.contains("ShowApp"), "{text}");
@@ -326,10 +336,7 @@ async fn an_endless_show_answer_is_cut_at_the_object_cap() {
         ],
     })
     .await;
-    let e = client(&server.url)
-        .show_app_insts(&Default::default())
-        .await
-        .unwrap_err();
+    let e = insts(&client(&server.url)).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Protocol, "{e}");
     assert!(e.to_string().contains("ShowAppInst"), "{e}");
     assert!(e.to_string().contains("100000 objects"), "{e}");
@@ -359,9 +366,7 @@ async fn drip_feeding_does_not_outlive_the_deadline() {
     })
     .await;
     let c = client(&server.url);
-    let e = c
-        .until(Deadline::after(Duration::from_secs(2)))
-        .show_apps(&Default::default())
+    let e = apps(&c.until(Deadline::after(Duration::from_secs(2))))
         .await
         .unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Transport, "{e}");
@@ -382,7 +387,7 @@ async fn a_drip_fed_login_ends_by_the_deadline() {
     })
     .await;
     let c = client_until(&server.url, Deadline::after(Duration::from_secs(2)));
-    let e = c.show_apps(&Default::default()).await.unwrap_err();
+    let e = apps(&c).await.unwrap_err();
     assert!(e.message.contains("deadline"), "{e}");
     // The diagnostic single attempt as well.
     let e = c.login().await.unwrap_err();
@@ -431,10 +436,7 @@ async fn a_quiet_app_inst_stream_is_not_closed_before_the_deadline() {
         _ => vec![head("200 OK", ""), Step::Sleep(Duration::from_secs(5))],
     })
     .await;
-    let e = client(&server.url)
-        .show_apps(&Default::default())
-        .await
-        .unwrap_err();
+    let e = apps(&client(&server.url)).await.unwrap_err();
     assert!(e.message.contains("request_timeout_secs"), "{e}");
 }
 
@@ -458,8 +460,7 @@ async fn transient_login_failures_are_retried() {
     let c = client(&server.url).with_retry_report(Arc::new(move |l: &str| {
         sink.lock().unwrap().push(l.to_string())
     }));
-    let apps = c.show_apps(&Default::default()).await.unwrap();
-    assert!(apps.is_empty());
+    assert!(apps(&c).await.unwrap().is_empty());
     assert_eq!(c.logins(), 1);
     let reports = reports.lock().unwrap();
     assert_eq!(reports.len(), 2, "{reports:?}");
@@ -476,7 +477,7 @@ async fn a_slow_login_answer_is_retried() {
     })
     .await;
     let c = client(&server.url);
-    c.show_apps(&Default::default()).await.unwrap();
+    apps(&c).await.unwrap();
     assert_eq!(c.logins(), 1);
 }
 
@@ -503,13 +504,13 @@ async fn refused_and_two_factor_logins_are_final() {
         let body = format!(r#"{{"message":"{message} for {PASSWORD}"}}"#);
         let server = Server::start(move |_, _| reply(status, &body)).await;
         let c = client(&server.url);
-        let e = c.show_apps(&Default::default()).await.unwrap_err();
+        let e = apps(&c).await.unwrap_err();
         assert_eq!(e.kind, ApiErrorKind::Auth, "{e}");
         let text = e.to_string();
         assert!(text.contains(kind_text), "{text}");
         assert_secret_free(&text);
         // A second call of the same command does not try again either.
-        assert!(c.show_apps(&Default::default()).await.is_err());
+        assert!(apps(&c).await.is_err());
         assert_eq!(server.seen().len(), 1, "{status}: {:?}", server.seen());
     }
 }
@@ -527,7 +528,7 @@ async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
         client(&format!("http://127.0.0.1:{port}")).with_retry_report(Arc::new(move |l: &str| {
             sink.lock().unwrap().push(l.to_string())
         }));
-    let e = c.show_apps(&Default::default()).await.unwrap_err();
+    let e = apps(&c).await.unwrap_err();
     assert!(e.unreachable, "{e}");
     assert!(!e.is_transient());
     let text = e.to_string();
@@ -543,14 +544,14 @@ async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
     );
     // A login that failed for good is not tried again by the next call of the command.
     let before = c.requests();
-    assert!(c.show_apps(&Default::default()).await.is_err());
+    assert!(apps(&c).await.is_err());
     assert_eq!(c.requests(), before);
 
     // With a token in hand: the call itself is retried for the bound, then the next call fails
     // at its first refused connection (a rollback does not wait the bound out again).
     let c = client(&format!("http://127.0.0.1:{port}")).with_token_store(Box::new(FixedToken));
-    let e = c.show_apps(&Default::default()).await.unwrap_err();
-    assert!(e.unreachable && e.rpc == "ShowApp", "{e}");
+    let e = apps(&c).await.unwrap_err();
+    assert!(e.unreachable && e.rpc == crate::Rpc::ShowApp, "{e}");
     assert!(c.requests() > 1);
     let before = c.requests();
     assert!(c.delete_app(&app_key()).await.unwrap_err().unreachable);
@@ -574,7 +575,7 @@ impl crate::TokenStore for FixedToken {
 #[tokio::test]
 async fn a_name_that_does_not_resolve_fails_after_the_connect_bound() {
     let c = client("https://edge-connect.does-not-exist.invalid");
-    let e = c.show_apps(&Default::default()).await.unwrap_err();
+    let e = apps(&c).await.unwrap_err();
     assert!(e.unreachable, "{e}");
     assert!(e.to_string().contains("tried for 1 s"), "{e}");
     assert!(
@@ -631,4 +632,54 @@ fn debug_output_of_credentials_and_client_parts_hides_secrets() {
     let text = format!("{options:?}");
     assert_secret_free(&text);
     assert!(text.contains("ec.example"), "{text}");
+}
+
+#[tokio::test]
+async fn a_show_answer_cut_inside_its_last_line_is_an_error_not_a_short_list() {
+    // One whole App, then the first bytes of the next and a clean end of the body: Go's encoder
+    // ends every object with a newline, so the answer was cut short.
+    let server = Server::start(|path, _| match path {
+        "/api/v1/login" => token_reply(),
+        _ => vec![
+            head("200 OK", ""),
+            Step::Write(
+                b"{\"data\":{\"key\":{\"name\":\"a\"}}}\n{\"data\":{\"key\":{\"na".to_vec(),
+            ),
+        ],
+    })
+    .await;
+    let e = apps(&client(&server.url)).await.unwrap_err();
+    assert_eq!(e.kind, ApiErrorKind::Transport, "{e}");
+    assert!(e.is_transient(), "retried by the caller: {e}");
+    assert_eq!(
+        e.to_string(),
+        "Edge Connect ShowApp: the answer ended inside a line (19 bytes after the last newline): it was cut short"
+    );
+    // The same for an AppInst operation: never a completed create.
+    let server = Server::start(|path, _| match path {
+        "/api/v1/login" => token_reply(),
+        _ => vec![
+            head("200 OK", ""),
+            Step::Write(b"{\"data\":{\"message\":\"Creating\"}}\n{\"data\":{\"mess".to_vec()),
+        ],
+    })
+    .await;
+    let e = client(&server.url)
+        .delete_app_inst(&Default::default(), &mut |_: &str| {})
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ApiErrorKind::Transport, "{e}");
+    assert!(e.message.contains("ended inside a line"), "{e}");
+    // A last line that ends with its newline is a complete answer.
+    let server = Server::start(|path, _| match path {
+        "/api/v1/login" => token_reply(),
+        _ => vec![
+            head("200 OK", ""),
+            Step::Write(b"{\"data\":{\"key\":{\"name\":\"a\"}}}\n".to_vec()),
+        ],
+    })
+    .await;
+    let all = apps(&client(&server.url)).await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].key.name, "a");
 }

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::client::Client;
 use crate::error::ApiError;
+use crate::rpc::Rpc;
 use crate::secret::Secret;
 use crate::token_store::LoginLock;
 
@@ -52,7 +53,7 @@ impl Client {
         });
         let response = self
             .post(
-                "login",
+                Rpc::Login,
                 &self.url("/api/v1/login"),
                 &body,
                 None,
@@ -62,12 +63,13 @@ impl Client {
             .await?;
         let status = response.status().as_u16();
         if status != 200 {
-            let bytes = crate::transport::read_error_body(response, "login", self.wait(true)).await;
+            let bytes =
+                crate::transport::read_error_body(response, Rpc::Login, self.wait(true)).await;
             let message = self.scrub(&crate::transport::error_message(&bytes, status));
             tracing::info!(rpc = "login", status, ms = started.elapsed().as_millis() as u64, error = %message, "edge connect call");
-            return Err(ApiError::from_status("login", status, &message));
+            return Err(ApiError::from_status(Rpc::Login, status, &message));
         }
-        let bytes = crate::transport::read_body(response, "login", self.wait(true)).await?;
+        let bytes = crate::transport::read_body(response, Rpc::Login, self.wait(true)).await?;
         tracing::info!(
             rpc = "login",
             status,
@@ -79,10 +81,10 @@ impl Client {
             token: String,
         }
         let token: TokenBody = serde_json::from_slice(&bytes)
-            .map_err(|_| ApiError::protocol("login", "login answer has no token"))?;
+            .map_err(|_| ApiError::protocol(Rpc::Login, "login answer has no token"))?;
         if token.token.is_empty() {
             return Err(ApiError::protocol(
-                "login",
+                Rpc::Login,
                 "login answer has an empty token",
             ));
         }

@@ -1,154 +1,178 @@
-//! Typed Edge Connect calls built on [`Client`]: one function per RPC the provider uses.
+//! The RPCs this client makes, by name, and one function per RPC on [`Client`].
 
-use serde_json::{json, Value};
+use std::fmt;
+
+use serde_json::{json, Map, Value};
 
 use crate::client::Client;
 use crate::error::ApiError;
 use crate::models::{App, AppInst, AppInstKey, AppKey, Flavor, NewApp, NewAppInst, Site, SiteRef};
-use crate::stream::StreamEnd;
+use crate::stream::{Show, StreamEnd};
+
+/// An RPC of the Master Controller (and its login), as named in its URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rpc {
+    /// `POST /api/v1/login`.
+    Login,
+    /// `CreateApp`.
+    CreateApp,
+    /// `DeleteApp`.
+    DeleteApp,
+    /// `ShowApp`.
+    ShowApp,
+    /// `CreateAppInst`.
+    CreateAppInst,
+    /// `DeleteAppInst`.
+    DeleteAppInst,
+    /// `ShowAppInst`.
+    ShowAppInst,
+    /// `ShowZone` (Gen3 only).
+    ShowZone,
+    /// `ShowCloudlet`.
+    ShowCloudlet,
+    /// `ShowFlavor`.
+    ShowFlavor,
+    /// `ShowFlavorsForZone`.
+    ShowFlavorsForZone,
+}
+
+impl Rpc {
+    /// The name as in the URL (`login` for the login).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rpc::Login => "login",
+            Rpc::CreateApp => "CreateApp",
+            Rpc::DeleteApp => "DeleteApp",
+            Rpc::ShowApp => "ShowApp",
+            Rpc::CreateAppInst => "CreateAppInst",
+            Rpc::DeleteAppInst => "DeleteAppInst",
+            Rpc::ShowAppInst => "ShowAppInst",
+            Rpc::ShowZone => "ShowZone",
+            Rpc::ShowCloudlet => "ShowCloudlet",
+            Rpc::ShowFlavor => "ShowFlavor",
+            Rpc::ShowFlavorsForZone => "ShowFlavorsForZone",
+        }
+    }
+
+    /// The key the request object is wrapped in (`{"region": ..., "<wrapper>": {...}}`).
+    pub(crate) fn wrapper(self) -> &'static str {
+        match self {
+            Rpc::Login => "",
+            Rpc::CreateApp | Rpc::DeleteApp | Rpc::ShowApp => "app",
+            Rpc::CreateAppInst | Rpc::DeleteAppInst | Rpc::ShowAppInst => "appinst",
+            Rpc::ShowZone => "zone",
+            Rpc::ShowCloudlet => "cloudlet",
+            Rpc::ShowFlavor => "flavor",
+            Rpc::ShowFlavorsForZone => "zonekey",
+        }
+    }
+}
+
+impl fmt::Display for Rpc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// At most this many objects of a Show answer are collected when all of it is wanted (zones,
+/// cloudlets, flavors of a region; the Apps of one name): a region has tens, a name one; an
+/// endless answer ends in an error naming the bound.
+pub const MAX_COLLECTED: usize = 10_000;
 
 impl Client {
     /// `CreateApp`.
     pub async fn create_app(&self, app: &NewApp) -> Result<(), ApiError> {
         let body = serde_json::to_value(app)
-            .map_err(|e| ApiError::protocol("CreateApp", e.to_string()))?;
-        self.unary("CreateApp", "app", &body).await
+            .map_err(|e| ApiError::protocol(Rpc::CreateApp, e.to_string()))?;
+        self.unary(Rpc::CreateApp, &body).await
     }
 
     /// `DeleteApp` (key only).
     pub async fn delete_app(&self, key: &AppKey) -> Result<(), ApiError> {
-        self.unary("DeleteApp", "app", &json!({ "key": key })).await
+        self.unary(Rpc::DeleteApp, &json!({ "key": key })).await
     }
 
-    /// `ShowApp` with a key filter (empty parts are wildcards).
-    pub async fn show_apps(&self, filter: &AppKey) -> Result<Vec<App>, ApiError> {
-        self.show_apps_where(filter, None, |_| true).await
+    /// `ShowApp` with a key filter (empty parts are wildcards): the Apps as they arrive, for the
+    /// caller to keep what it needs.
+    pub async fn show_apps(&self, filter: &AppKey) -> Result<Show<App>, ApiError> {
+        let key = non_empty([
+            ("organization", &filter.organization),
+            ("name", &filter.name),
+            ("version", &filter.version),
+        ]);
+        self.show(Rpc::ShowApp, &json!({ "key": key })).await
     }
 
-    /// `ShowApp`, keeping only the Apps `keep` accepts (as they stream in); lines without
-    /// `needle` are skipped unparsed.
-    pub async fn show_apps_where(
-        &self,
-        filter: &AppKey,
-        needle: Option<&[u8]>,
-        keep: impl FnMut(&App) -> bool,
-    ) -> Result<Vec<App>, ApiError> {
-        let filter = json!({ "key": key_filter(filter) });
-        self.show_where("ShowApp", "app", &filter, needle, keep)
-            .await
-    }
-
-    /// `ShowApp` parsed into `T` (any lenient view of an App, e.g. [`crate::models::AppEnv`]),
-    /// keeping only what `keep` accepts; lines without `needle` are skipped unparsed.
-    pub async fn show_apps_as<T: serde::de::DeserializeOwned>(
-        &self,
-        filter: &AppKey,
-        needle: Option<&[u8]>,
-        keep: impl FnMut(&T) -> bool,
-    ) -> Result<Vec<T>, ApiError> {
-        let filter = json!({ "key": key_filter(filter) });
-        self.show_where("ShowApp", "app", &filter, needle, keep)
-            .await
-    }
-
-    /// `CreateAppInst`, stream read to the end.
+    /// `CreateAppInst`, its stream read to the end; progress messages go to `progress`.
     pub async fn create_app_inst(
         &self,
         inst: &NewAppInst,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
         let body = serde_json::to_value(inst)
-            .map_err(|e| ApiError::protocol("CreateAppInst", e.to_string()))?;
-        self.stream("CreateAppInst", "appinst", &body, progress)
-            .await
+            .map_err(|e| ApiError::protocol(Rpc::CreateAppInst, e.to_string()))?;
+        self.operation(Rpc::CreateAppInst, &body, progress).await
     }
 
-    /// `DeleteAppInst` (key only), stream read to the end.
+    /// `DeleteAppInst` (key only), its stream read to the end.
     pub async fn delete_app_inst(
         &self,
         key: &AppInstKey,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
-        self.stream("DeleteAppInst", "appinst", &json!({ "key": key }), progress)
+        self.operation(Rpc::DeleteAppInst, &json!({ "key": key }), progress)
             .await
     }
 
-    /// `ShowAppInst` with a key filter.
-    pub async fn show_app_insts(&self, filter: &AppInstKey) -> Result<Vec<AppInst>, ApiError> {
-        self.show_app_insts_where(filter, |_| true).await
+    /// `ShowAppInst` with a key filter (name and organization; empty parts are wildcards): the
+    /// AppInsts as they arrive.
+    pub async fn show_app_insts(&self, filter: &AppInstKey) -> Result<Show<AppInst>, ApiError> {
+        let key = non_empty([
+            ("name", &filter.name),
+            ("organization", &filter.organization),
+        ]);
+        self.show(Rpc::ShowAppInst, &json!({ "key": key })).await
     }
 
-    /// `ShowAppInst`, handing every AppInst to `keep` as it streams in and holding only those it
-    /// accepts. A `keep` that files what it needs elsewhere and returns `false` holds nothing
-    /// here: the answer for a whole organization is never in memory at once.
-    pub async fn show_app_insts_where(
-        &self,
-        filter: &AppInstKey,
-        keep: impl FnMut(&AppInst) -> bool,
-    ) -> Result<Vec<AppInst>, ApiError> {
-        self.show_app_insts_as(filter, keep).await
-    }
-
-    /// `ShowAppInst` parsed into `T`, a narrower view of an AppInst than [`AppInst`] (fewer
-    /// fields allocated per line: an organization's answer can hold tens of thousands).
-    pub async fn show_app_insts_as<T: serde::de::DeserializeOwned>(
-        &self,
-        filter: &AppInstKey,
-        keep: impl FnMut(&T) -> bool,
-    ) -> Result<Vec<T>, ApiError> {
-        self.show_app_insts_filtered(filter, |_| false, keep).await
-    }
-
-    /// [`Client::show_app_insts_as`] with a raw-line pre-filter (see [`Client::show_filtered`]).
-    pub async fn show_app_insts_filtered<T: serde::de::DeserializeOwned>(
-        &self,
-        filter: &AppInstKey,
-        skip: impl FnMut(&[u8]) -> bool,
-        keep: impl FnMut(&T) -> bool,
-    ) -> Result<Vec<T>, ApiError> {
-        let mut key = serde_json::Map::new();
-        if !filter.name.is_empty() {
-            key.insert("name".into(), json!(filter.name));
-        }
-        if !filter.organization.is_empty() {
-            key.insert("organization".into(), json!(filter.organization));
-        }
-        self.show_filtered("ShowAppInst", "appinst", &json!({ "key": key }), skip, keep)
-            .await
-    }
-
-    /// `ShowZone` (newer API). A 404 means the server predates zones.
+    /// `ShowZone` (Gen3). A 404 means the server predates zones.
     pub async fn show_zones(&self) -> Result<Vec<Site>, ApiError> {
-        self.show("ShowZone", "zone", &json!({})).await
+        self.show(Rpc::ShowZone, &json!({}))
+            .await?
+            .collect(MAX_COLLECTED)
+            .await
     }
 
     /// `ShowCloudlet`.
     pub async fn show_cloudlets(&self) -> Result<Vec<Site>, ApiError> {
-        self.show("ShowCloudlet", "cloudlet", &json!({})).await
+        self.show(Rpc::ShowCloudlet, &json!({}))
+            .await?
+            .collect(MAX_COLLECTED)
+            .await
     }
 
     /// `ShowFlavor`: every flavor of the region.
     pub async fn show_flavors(&self) -> Result<Vec<Flavor>, ApiError> {
-        self.show("ShowFlavor", "flavor", &json!({})).await
+        self.show(Rpc::ShowFlavor, &json!({}))
+            .await?
+            .collect(MAX_COLLECTED)
+            .await
     }
 
     /// `ShowFlavorsForZone`.
     pub async fn show_flavors_for_zone(&self, zone: &SiteRef) -> Result<Vec<Flavor>, ApiError> {
-        self.show("ShowFlavorsForZone", "zonekey", &json!(zone))
+        self.show(Rpc::ShowFlavorsForZone, &json!(zone))
+            .await?
+            .collect(MAX_COLLECTED)
             .await
     }
 }
 
-fn key_filter(key: &AppKey) -> Value {
-    let mut map = serde_json::Map::new();
-    for (k, v) in [
-        ("organization", &key.organization),
-        ("name", &key.name),
-        ("version", &key.version),
-    ] {
-        if !v.is_empty() {
-            map.insert(k.to_string(), json!(v));
-        }
-    }
+/// A key filter of the parts that are set (an empty string would match only empty names).
+fn non_empty<const N: usize>(parts: [(&str, &String); N]) -> Value {
+    let map: Map<String, Value> = parts
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
     Value::Object(map)
 }

@@ -121,21 +121,36 @@ impl fmt::Display for AppInstState {
 }
 
 impl<'de> Deserialize<'de> for AppInstState {
+    /// Read straight from the name or number as it comes (an untagged enum would buffer every
+    /// value first, a cost paid for every line of a large ShowAppInst answer); `null` is unknown.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Name(String),
-            Number(u64),
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = AppInstState;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a state name or number")
+            }
+            fn visit_str<E>(self, name: &str) -> Result<AppInstState, E> {
+                Ok(AppInstState::from_name(name))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<AppInstState, E> {
+                Ok(usize::try_from(n)
+                    .ok()
+                    .and_then(|i| NAMES.get(i))
+                    .map(|(_, s)| s.clone())
+                    .unwrap_or_else(|| AppInstState::Other(n.to_string())))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<AppInstState, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => Ok(AppInstState::Other(n.to_string())),
+                }
+            }
+            fn visit_unit<E>(self) -> Result<AppInstState, E> {
+                Ok(AppInstState::Unknown)
+            }
         }
-        Ok(match Raw::deserialize(deserializer)? {
-            Raw::Name(name) => AppInstState::from_name(&name),
-            Raw::Number(n) => usize::try_from(n)
-                .ok()
-                .and_then(|i| NAMES.get(i))
-                .map(|(_, s)| s.clone())
-                .unwrap_or_else(|| AppInstState::Other(n.to_string())),
-        })
+        deserializer.deserialize_any(Visit)
     }
 }
 
@@ -154,6 +169,8 @@ mod tests {
             AppInstState::Other("Hibernating".into())
         );
         assert_eq!(read("99"), AppInstState::Other("99".into()));
+        assert_eq!(read("-1"), AppInstState::Other("-1".into()));
+        assert_eq!(read("null"), AppInstState::Unknown);
         for (name, state) in NAMES {
             assert_eq!(AppInstState::from_name(name), state);
             assert_eq!(state.name(), name);

@@ -8,21 +8,13 @@ use serde::Deserialize;
 
 use crate::deadline::Deadline;
 use crate::error::ApiError;
+use crate::rpc::Rpc;
 
 /// At most this much of a refused call's body is read: the message is one short line, and a
 /// hostile or broken server must not make the process hold an endless body.
 pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
 /// A unary answer (`{}`, a login token) larger than this is a protocol error.
 pub(crate) const MAX_UNARY_BODY: usize = 1024 * 1024;
-/// One stream line (one App or AppInst) larger than this is a protocol error. An App with many
-/// environment variables and configs is tens of KiB; 8 MiB leaves room for any real object.
-pub(crate) const MAX_LINE: usize = 8 * 1024 * 1024;
-
-/// A Show answer may bring at most this many objects that the caller keeps (an endless answer
-/// must not grow memory until the deadline); lines the caller skips are not counted. A real
-/// organization has a few thousand; at about 2 kB each this bounds a Show to some 200 MB.
-pub(crate) const MAX_SHOW_OBJECTS: usize = 100_000;
-
 /// How long the next piece of an answer may take.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Wait {
@@ -46,7 +38,7 @@ impl Wait {
     /// Runs `future` within this wait; `what` names what was awaited in the error.
     pub(crate) async fn run<T>(
         &self,
-        rpc: &str,
+        rpc: Rpc,
         what: &str,
         future: impl std::future::Future<Output = T>,
     ) -> Result<T, ApiError> {
@@ -76,7 +68,7 @@ struct MessageBody {
 /// A whole unary answer; more than `MAX_UNARY_BODY` bytes is a protocol error.
 pub(crate) async fn read_body(
     mut response: reqwest::Response,
-    rpc: &str,
+    rpc: Rpc,
     wait: Wait,
 ) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::new();
@@ -100,7 +92,7 @@ pub(crate) async fn read_body(
 /// only cost the message, never the status, which is what the caller acts on.
 pub(crate) async fn read_error_body(
     mut response: reqwest::Response,
-    rpc: &str,
+    rpc: Rpc,
     wait: Wait,
 ) -> Vec<u8> {
     let mut body = Vec::new();
@@ -119,7 +111,7 @@ pub(crate) async fn read_error_body(
 /// connection is a transport error.
 pub(crate) async fn next_chunk(
     response: &mut reqwest::Response,
-    rpc: &str,
+    rpc: Rpc,
     wait: Wait,
 ) -> Result<Option<bytes::Bytes>, ApiError> {
     wait.run(rpc, "the next part of the answer", response.chunk())
@@ -152,13 +144,13 @@ pub(crate) fn is_unreachable(e: &reqwest::Error) -> bool {
 
 /// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
 /// transport error worth retrying.
-pub(crate) fn request_error(rpc: &str, e: &reqwest::Error) -> ApiError {
+pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> ApiError {
     let message = transport_message(e);
     let lower = message.to_ascii_lowercase();
     if lower.contains("certificate") || lower.contains("handshake") {
         ApiError {
             kind: crate::ApiErrorKind::Tls,
-            rpc: rpc.to_string(),
+            rpc,
             status: None,
             message: format!("{message} (set edge_connect.ca_bundle for a private CA)"),
             unreachable: false,

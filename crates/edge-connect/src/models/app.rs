@@ -1,0 +1,262 @@
+//! An App: as CreateApp takes it, as ShowApp shows it, and its environment read back.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::env_scan;
+use super::{AppKey, FlavorKey};
+
+/// `ConfigFile` (`{kind, config}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigFile {
+    /// `envVarsYaml`, `helmCustomizationYaml`, ...
+    #[serde(default)]
+    pub kind: String,
+    /// The content.
+    #[serde(default)]
+    pub config: String,
+}
+
+/// The body of a CreateApp request. Its `Debug` names secret variables but never shows their
+/// values.
+#[derive(Clone, Serialize)]
+pub struct NewApp {
+    /// Key.
+    pub key: AppKey,
+    /// Always `Docker` for runner images.
+    pub image_type: &'static str,
+    /// Container image.
+    pub image_path: String,
+    /// `kubernetes` or `docker`.
+    pub deployment: &'static str,
+    /// Flavor.
+    pub default_flavor: FlavorKey,
+    /// Container command (empty: the image's entrypoint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Container args.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command_args: Vec<String>,
+    /// envVarsYaml configs (fallback delivery).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<ConfigFile>,
+    /// Plain environment.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_vars: BTreeMap<String, String>,
+    /// Secret environment (values exposed only here, on the way to the server).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_env_vars: BTreeMap<String, String>,
+    /// Private registry user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Private registry password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+}
+
+impl std::fmt::Debug for NewApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewApp")
+            .field("key", &self.key)
+            .field("image_path", &self.image_path)
+            .field("deployment", &self.deployment)
+            .field("default_flavor", &self.default_flavor)
+            .field("command", &self.command)
+            .field("command_args", &self.command_args)
+            .field("env_vars", &self.env_vars.keys().collect::<Vec<_>>())
+            .field(
+                "secret_env_vars",
+                &self.secret_env_vars.keys().collect::<Vec<_>>(),
+            )
+            .field(
+                "configs",
+                &self.configs.iter().map(|c| &c.kind).collect::<Vec<_>>(),
+            )
+            .field("username", &self.username)
+            .field("credentials", &self.credentials.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// An App as ShowApp returns it, reduced to what is read back: its key, its environment (see
+/// [`App::env`]) and its image pull user. Everything else of the line is skipped, not copied.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct App {
+    /// Key.
+    #[serde(default)]
+    pub key: AppKey,
+    /// Plain environment, kept as the JSON text it came as: only [`App::env`] reads it, and only
+    /// for the few names asked.
+    #[serde(default)]
+    env_vars: Option<Box<serde_json::value::RawValue>>,
+    /// Config files (where the environment is when it is delivered as envVarsYaml).
+    #[serde(default)]
+    configs: Vec<ConfigFile>,
+    /// Image pull user (servers from 2025-10-17 on; older ones drop it).
+    #[serde(default)]
+    pub username: String,
+}
+
+impl App {
+    /// The values of `names` in the App's environment, in the order asked, in one pass over its
+    /// `env_vars` (then over its envVarsYaml configs, for names not found there). The one way
+    /// to read an App's environment.
+    pub fn env<const N: usize>(&self, names: [&str; N]) -> [Option<String>; N] {
+        let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
+        if let Some(raw) = &self.env_vars {
+            env_scan::string_fields(raw.get(), &names, &mut found);
+        }
+        if found.iter().any(Option::is_none) {
+            for config in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
+                let mut vars = parse_env_vars_yaml(&config.config);
+                for (slot, name) in found.iter_mut().zip(names) {
+                    if slot.is_none() {
+                        *slot = vars.remove(name);
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// True when `name` is in the App's `env_vars` itself (not in an envVarsYaml config): the
+    /// server kept that field (docs/edge-connect-behaviours.md B1).
+    pub fn has_plain_env_var(&self, name: &str) -> bool {
+        let mut found = [None];
+        if let Some(raw) = &self.env_vars {
+            env_scan::string_fields(raw.get(), &[name], &mut found);
+        }
+        found[0].is_some()
+    }
+}
+
+/// Renders environment variables as an envVarsYaml config (a YAML list of Kubernetes `EnvVar`).
+///
+/// Values are written as JSON strings, which are valid YAML double-quoted scalars, so no value can
+/// break out of its field.
+pub fn env_vars_yaml(vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    for (name, value) in vars {
+        let quoted = serde_json::Value::String(value.clone()).to_string();
+        out.push_str(&format!("- name: {name}\n  value: {quoted}\n"));
+    }
+    out
+}
+
+/// Reads back an envVarsYaml config written by [`env_vars_yaml`]. Entries in any other layout
+/// are skipped: they were not written by this provider.
+pub fn parse_env_vars_yaml(yaml: &str) -> BTreeMap<String, String> {
+    let mut vars = BTreeMap::new();
+    let mut lines = yaml.lines();
+    while let Some(line) = lines.next() {
+        let Some(name) = line.strip_prefix("- name: ") else {
+            continue;
+        };
+        let Some(value) = lines.next().and_then(|l| l.strip_prefix("  value: ")) else {
+            continue;
+        };
+        if let Ok(serde_json::Value::String(v)) = serde_json::from_str(value) {
+            vars.insert(name.trim().to_string(), v);
+        }
+    }
+    vars
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_app_debug_hides_secret_values() {
+        let app = NewApp {
+            key: AppKey::default(),
+            image_type: "Docker",
+            image_path: "img".into(),
+            deployment: "kubernetes",
+            default_flavor: FlavorKey::default(),
+            command: None,
+            command_args: vec![],
+            configs: vec![ConfigFile {
+                kind: "envVarsYaml".into(),
+                config: "- name: BEARER_TOKEN\n  value: \"tok-123\"\n".into(),
+            }],
+            env_vars: BTreeMap::new(),
+            secret_env_vars: [("BEARER_TOKEN".to_string(), "tok-123".to_string())].into(),
+            username: Some("u".into()),
+            credentials: Some("pw-456".into()),
+        };
+        let debug = format!("{app:?}");
+        assert!(debug.contains("BEARER_TOKEN"), "{debug}");
+        assert!(
+            !debug.contains("tok-123") && !debug.contains("pw-456"),
+            "{debug}"
+        );
+    }
+
+    #[test]
+    fn env_yaml_round_trips_awkward_values() {
+        let vars: BTreeMap<String, String> = [
+            ("A".to_string(), "plain".to_string()),
+            (
+                "B".to_string(),
+                "quote \" colon: newline\n#hash".to_string(),
+            ),
+        ]
+        .into();
+        let yaml = env_vars_yaml(&vars);
+        assert_eq!(parse_env_vars_yaml(&yaml), vars);
+    }
+
+    /// An App as a Show line holds it.
+    fn app(env: &str, configs: &[ConfigFile]) -> App {
+        let line = format!(
+            r#"{{"key":{{"name":"a"}},"env_vars":{env},"configs":{},"image_path":"i"}}"#,
+            serde_json::to_string(configs).unwrap()
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn several_variables_in_one_pass_then_from_env_vars_yaml() {
+        let yaml = ConfigFile {
+            kind: "envVarsYaml".into(),
+            config: env_vars_yaml(&[("C".to_string(), "yaml".to_string())].into()),
+        };
+        let app = app(
+            r#"{"A":"1","N":3,"X":{"deep":["B"]},"B":"two \"q\" \u0026 \u003c","A":"later","L":[1]}"#,
+            &[yaml],
+        );
+        assert_eq!(
+            app.env(["B", "A", "C", "N", "missing", "L", "A"]),
+            [
+                Some("two \"q\" & <".to_string()),
+                Some("1".to_string()),
+                Some("yaml".to_string()),
+                None,
+                None,
+                None,
+                Some("1".to_string()),
+            ]
+        );
+        assert!(app.has_plain_env_var("A"));
+        assert!(!app.has_plain_env_var("C"), "C is only in the yaml config");
+        assert_eq!(App::default().env(["A"]), [None]);
+        // JSON cut inside the environment keeps what came before the fault.
+        let mut found = [None, None];
+        env_scan::string_fields(r#"{"A":"1","B":"#, &["A", "B"], &mut found);
+        assert_eq!(found, [Some("1".to_string()), None]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn env_agrees_with_a_full_parse(
+            map in proptest::collection::btree_map("[A-Z_]{1,6}", ".*", 0..8),
+            a in "[A-Z_]{1,6}",
+            b in "[A-Z_]{1,6}",
+        ) {
+            let app = app(&serde_json::to_string(&map).unwrap(), &[]);
+            proptest::prop_assert_eq!(app.env([a.as_str(), b.as_str()]), [map.get(&a).cloned(), map.get(&b).cloned()]);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! An AppInst: as CreateAppInst takes it and as ShowAppInst shows it (both key shapes).
+
+use serde::{Deserialize, Serialize};
+
+use super::{AppInstKey, AppKey, SiteRef};
+
+/// The body of a CreateAppInst request.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewAppInst {
+    /// Key (with `cloudlet_key` inside for the older shape).
+    pub key: AppInstKey,
+    /// The App to deploy.
+    pub app_key: AppKey,
+    /// The zone (newer shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_key: Option<SiteRef>,
+}
+
+/// An AppInst as ShowAppInst returns it (either shape).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AppInst {
+    /// Key.
+    #[serde(default)]
+    pub key: AppInstKey,
+    /// Deployed App (absent in the oldest shape).
+    #[serde(default)]
+    pub app_key: Option<AppKey>,
+    /// Zone (newer shape).
+    #[serde(default)]
+    pub zone_key: Option<SiteRef>,
+    /// Chosen cloudlet (newer shape: output only).
+    #[serde(default)]
+    pub cloudlet_key: Option<SiteRef>,
+    /// Tracked state.
+    #[serde(default)]
+    pub state: crate::AppInstState,
+    /// Errors the controller recorded for it (with an `*Error` state, or while it retries).
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Base FQDN, when the App has ports.
+    #[serde(default)]
+    pub uri: String,
+    /// Creation time as the server writes it (RFC 3339); empty when absent or in another form
+    /// (an older server's `{seconds, nanos}`), which must not make the whole line unreadable.
+    #[serde(default, deserialize_with = "text_or_nothing")]
+    pub created_at: String,
+}
+
+fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => text,
+        _ => String::new(),
+    })
+}
+
+impl AppInst {
+    /// The cloudlet the instance runs on, whichever shape the server used.
+    pub fn cloudlet(&self) -> Option<&SiteRef> {
+        self.cloudlet_key.as_ref().filter(|c| !c.is_empty()).or(self
+            .key
+            .cloudlet_key
+            .as_ref()
+            .filter(|c| !c.is_empty()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AppInstState;
+
+    #[test]
+    fn reads_both_key_shapes_and_any_created_at() {
+        let gen2: AppInst = serde_json::from_str(
+            r#"{"key":{"name":"r","organization":"o","cloudlet_key":{"organization":"TDG","name":"c"}},"state":"Ready","created_at":{"seconds":5}}"#,
+        )
+        .unwrap();
+        assert_eq!(gen2.cloudlet().map(|c| c.name.as_str()), Some("c"));
+        assert_eq!(gen2.created_at, "");
+        let gen3: AppInst = serde_json::from_str(
+            r#"{"key":{"name":"r","organization":"o"},"zone_key":{"organization":"TDG","name":"z"},"cloudlet_key":{"organization":"TDG","name":"c3"},"mapped_ports":null,"state":"Creating","created_at":"2026-01-02T03:04:05Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(gen3.cloudlet().map(|c| c.name.as_str()), Some("c3"));
+        assert_eq!(gen3.state, AppInstState::Creating);
+        assert_eq!(gen3.created_at, "2026-01-02T03:04:05Z");
+    }
+}

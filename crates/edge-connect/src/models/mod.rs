@@ -1,0 +1,83 @@
+//! Edge Connect objects, as sent and as shown.
+//!
+//! Requests are built from small `Serialize` types that carry only what the MC accepts on create
+//! (it rejects output-only fields such as `state` or `mapped_ports`). Answers are read into lean
+//! views, leniently: every field defaults, so both API generations and future additions parse,
+//! and fields nobody reads are skipped, not copied.
+//!
+//! | Module | Job |
+//! |---|---|
+//! | this one | keys: [`AppKey`], [`AppInstKey`], [`SiteRef`], [`FlavorKey`] |
+//! | `app` | [`NewApp`] as sent, [`App`] as shown, reading an App's environment |
+//! | `app_inst` | [`NewAppInst`] as sent, [`AppInst`] as shown |
+//! | `site` | [`Site`] (zone or cloudlet) and [`Flavor`] as shown |
+//! | `env_scan` | a few values of a JSON object of strings, in one pass |
+
+use serde::{Deserialize, Serialize};
+
+mod app;
+mod app_inst;
+mod env_scan;
+mod site;
+
+pub use app::{env_vars_yaml, parse_env_vars_yaml, App, ConfigFile, NewApp};
+pub use app_inst::{AppInst, NewAppInst};
+pub use site::{Flavor, Site};
+
+/// `AppKey`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AppKey {
+    /// Owning organization.
+    #[serde(default)]
+    pub organization: String,
+    /// App name.
+    #[serde(default)]
+    pub name: String,
+    /// App version.
+    #[serde(default)]
+    pub version: String,
+}
+
+/// `CloudletKey` / `ZoneKey`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteRef {
+    /// Operator organization.
+    #[serde(default)]
+    pub organization: String,
+    /// Cloudlet or zone name.
+    #[serde(default)]
+    pub name: String,
+    /// Set on the cloudlet keys of federated cloudlets; a delete must send it back or the
+    /// AppInst is "not found" (c39 `cloudletkey.pb.go:34-38`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub federated_organization: String,
+}
+
+impl SiteRef {
+    /// True when no part is set (the server emits `{}` for unset keys).
+    pub fn is_empty(&self) -> bool {
+        self.organization.is_empty() && self.name.is_empty()
+    }
+}
+
+/// `AppInstKey`: `{name, organization}`, plus `cloudlet_key` in the older (Gen2) shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppInstKey {
+    /// AppInst name.
+    #[serde(default)]
+    pub name: String,
+    /// Owning organization.
+    #[serde(default)]
+    pub organization: String,
+    /// Cloudlet, in the older key shape only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloudlet_key: Option<SiteRef>,
+}
+
+/// `FlavorKey`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlavorKey {
+    /// Flavor name.
+    #[serde(default)]
+    pub name: String,
+}
