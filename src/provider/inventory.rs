@@ -201,7 +201,7 @@ impl Provider {
         let insts = retry_transient(deadline, "ShowAppInst", || async move {
             let mut kept = Kept::default();
             let mut named = Vec::new();
-            let mut insts = client.show_app_insts(&filter).await?;
+            let mut insts = client.show_app_insts(filter).await?;
             while let Some(inst) = insts.try_next().await? {
                 if inst.key.name == name {
                     kept.take(Rpc::ShowAppInst, inst_len(&inst))?;

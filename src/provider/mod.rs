@@ -108,7 +108,7 @@ impl Operation {
 #[derive(Debug)]
 pub enum Outcome {
     /// Create / Get: serializes as GARM's instance; the operator's fields are for tables.
-    Instance(status::RunnerView),
+    Instance(Box<status::RunnerView>),
     /// List, likewise.
     Instances(Vec<status::RunnerView>),
     /// Delete / RemoveAll / Start / Stop: nothing to print.
@@ -212,14 +212,15 @@ impl Provider {
             } => self
                 .create(&bootstrap, &pool_id, extra_specs.as_ref(), deadline)
                 .await
-                .map(|i| Outcome::Instance(status::RunnerView::of_instance(i))),
+                .map(|i| Outcome::Instance(Box::new(status::RunnerView::of_instance(i)))),
             Operation::Delete { instance } => self
                 .delete(&instance, deadline)
                 .await
                 .map(|_| Outcome::Done),
-            Operation::Get { instance } => {
-                self.get(&instance, deadline).await.map(Outcome::Instance)
-            }
+            Operation::Get { instance } => self
+                .get(&instance, deadline)
+                .await
+                .map(|v| Outcome::Instance(Box::new(v))),
             Operation::List { pool_id } => self
                 .list(Some(&pool_id), deadline)
                 .await

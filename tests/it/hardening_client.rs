@@ -627,3 +627,183 @@ fn a_planted_link_for_the_cache_is_not_followed() {
     assert!(w.log_text().contains("symbolic link"), "{}", w.log_text());
     w.assert_no_secrets(&[&r]);
 }
+
+// Answers that are incomplete, endless or of an older shape (issue 20 items 2, 4 and 8; issue
+// 21 item 3): the runner "hardened-runner" of this controller as ShowApp and ShowAppInst show it.
+
+const RUNNER: &str = "hardened-runner";
+
+/// The runner's App as one ShowApp line (with its newline).
+fn owned_app_line() -> String {
+    format!(
+        "{{\"data\":{{\"key\":{{\"organization\":\"edp-developer-framework\",\"name\":\"{RUNNER}\",\"version\":\"1\"}},\"env_vars\":{{\"GARM_CONTROLLER_ID\":\"{CONTROLLER}\",\"GARM_POOL_ID\":\"{POOL}\",\"GARM_INSTANCE_NAME\":\"{RUNNER}\",\"RUNNER_OS_TYPE\":\"linux\",\"RUNNER_ARCH\":\"amd64\"}}}}}}\n"
+    )
+}
+
+/// An AppInst named like the runner, as one ShowAppInst line; `app_key` is written as given.
+fn app_inst_line(app_key: &str, state: &str, errors: &str) -> String {
+    format!(
+        "{{\"data\":{{\"key\":{{\"name\":\"{RUNNER}\",\"organization\":\"edp-developer-framework\"}},{app_key}\"cloudlet_key\":{{\"organization\":\"TelekomOP\",\"name\":\"Munich\"}},\"state\":\"{state}\",\"errors\":[{errors}],\"created_at\":\"2026-12-01T10:00:00Z\"}}}}\n"
+    )
+}
+
+const OUR_APP_KEY: &str =
+    "\"app_key\":{\"organization\":\"edp-developer-framework\",\"name\":\"hardened-runner\",\"version\":\"1\"},";
+
+/// A Show answer of `body`, ended by closing the connection (a clean end of the body).
+fn show_answer(body: String) -> Vec<Step> {
+    vec![head("200 OK", ""), Step::Write(body.into_bytes())]
+}
+
+/// At most this much memory (heap and other private writable mappings) for the provider under
+/// [`garm_within_memory`]: the bound the issue sets for any hostile answer.
+const MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Runs the provider as GARM does, with its data memory limited to [`MEMORY_LIMIT`]
+/// (`RLIMIT_DATA`): a provider that grows past it cannot allocate and aborts instead of
+/// printing its one line. (`wait4`'s peak RSS cannot tell: a child forked from this large test
+/// process records the parent's pages as its own peak.)
+fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
+    cmd.env_clear()
+        .current_dir("/")
+        .env("GARM_COMMAND", command)
+        .env("GARM_CONTROLLER_ID", CONTROLLER)
+        .env("GARM_POOL_ID", POOL)
+        .env("GARM_PROVIDER_CONFIG_FILE", &s.config);
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: MEMORY_LIMIT as libc::rlim_t,
+                rlim_max: MEMORY_LIMIT as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("provider runs");
+    support::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
+    let endless = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => vec![
+            head("200 OK", ""),
+            Step::Forever(owned_app_line().repeat(100).into_bytes()),
+        ],
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&endless.url(), "operation_timeout_secs = 600\n");
+    let r = garm_within_memory(&s, "ListInstances");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        one_line(&r),
+        "Edge Connect ShowApp: the answer holds more of this controller's runners than one command keeps (50000 objects, 32 MiB); not read further"
+    );
+    // Not retried: the same answer would end the same way.
+    assert_eq!(endless.count("/api/v1/auth/ctrl/ShowApp"), 1);
+}
+
+#[test]
+fn a_show_answer_cut_inside_its_last_line_is_never_a_short_list() {
+    // First answer: our App, then the first 60 bytes of the next line and a clean end of the
+    // body. The second answer is whole.
+    let cut = Fake::start(|p, n| match (p, n) {
+        ("/api/v1/auth/ctrl/ShowApp", 1) => {
+            let mut body = owned_app_line();
+            body.push_str(&owned_app_line()[..60]);
+            show_answer(body)
+        }
+        ("/api/v1/auth/ctrl/ShowApp", _) => show_answer(owned_app_line()),
+        (p, _) => empty_controller(p),
+    });
+    let s = Setup::new(&cut.url(), "");
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let list: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert_eq!(list[0]["name"], RUNNER, "{}", r.stdout);
+    assert_eq!(list[0]["status"], "stopped");
+    assert_eq!(cut.count("/api/v1/auth/ctrl/ShowApp"), 2, "retried");
+
+    // Cut every time: an error naming the cut, never `[]`.
+    let always_cut = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => {
+            let mut body = owned_app_line();
+            body.push_str(&owned_app_line()[..60]);
+            show_answer(body)
+        }
+        p => empty_controller(p),
+    });
+    let s = Setup::new(
+        &always_cut.url(),
+        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
+    );
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        one_line(&r),
+        "Edge Connect ShowApp: the answer ended inside a line (60 bytes after the last newline): it was cut short"
+    );
+}
+
+#[test]
+fn an_app_inst_that_names_no_app_is_never_deleted() {
+    // The runner is stopped (its App has no AppInst); another App's AppInst has its name, and
+    // the answers lack `app_key` (an older shape): nothing confirms that AppInst is ours.
+    let server = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(owned_app_line()),
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(app_inst_line("", "Ready", "")),
+        "/api/v1/auth/ctrl/DeleteApp" => reply("200 OK", "{}"),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), "");
+    let get = s.garm("GetInstance", &[]);
+    assert_eq!(get.code, 0, "{}", get.stderr);
+    let get: serde_json::Value = serde_json::from_str(&get.stdout).expect("JSON");
+    assert_eq!(
+        get["status"], "stopped",
+        "the foreign AppInst is not the runner's"
+    );
+    let r = s.garm("DeleteInstance", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(server.count("/api/v1/auth/ctrl/DeleteAppInst"), 0);
+    assert_eq!(server.count("/api/v1/auth/ctrl/DeleteApp"), 1);
+}
+
+#[test]
+fn app_inst_errors_are_the_runners_fault() {
+    use base64::Engine;
+    let server = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(owned_app_line()),
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(app_inst_line(
+            OUR_APP_KEY,
+            "CreateError",
+            "\"pod r-0: Pending (0/1), container r: ImagePullBackOff\"",
+        )),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), "");
+    let want = "CreateError: pod r-0: Pending (0/1), container r: ImagePullBackOff";
+    for command in ["GetInstance", "ListInstances"] {
+        let r = s.garm(command, &[]);
+        assert_eq!(r.code, 0, "{command}: {}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+        let instance = if v.is_array() { &v[0] } else { &v };
+        assert_eq!(instance["status"], "error", "{command}: {}", r.stdout);
+        let fault = base64::engine::general_purpose::STANDARD
+            .decode(instance["provider_fault"].as_str().expect("a fault"))
+            .expect("base64");
+        assert_eq!(String::from_utf8(fault).unwrap(), want, "{command}");
+    }
+}
