@@ -4,154 +4,17 @@
 //! run is bounded by a watchdog; the assertions are on exit codes, one-line messages, what the
 //! servers received, and that no secret reached stdout, stderr or the log.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The misbehaving servers and proxies (shared with the client's unit tests).
+use hostile_server::{head, reply, token_reply, Server as Fake, Step};
+
 use crate::support::{self, fixture_with, write_mode, World, CONTROLLER, PASSWORD, POOL, USER};
-
-/// A JWT-shaped token (exp in 2100) the fake servers hand out; must never be printed.
-const TOKEN: &str = "eyJhbGciOiJIUzUxMiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.c2lnbmF0dXJl";
-
-/// One thing a fake server does while answering.
-#[derive(Clone)]
-enum Step {
-    Write(Vec<u8>),
-    Sleep(Duration),
-    /// Write these bytes again and again until the client hangs up.
-    Forever(Vec<u8>),
-    /// Write these bytes with a pause between each, until the client hangs up.
-    Drip(Vec<u8>, Duration),
-}
-
-type Handler = dyn Fn(&str, usize) -> Vec<Step> + Send + Sync;
-
-/// A server on 127.0.0.1: each request (one per connection) is answered as
-/// `handler(path, nth request to that path)` says; the paths are recorded. (For a proxy the
-/// "path" is the CONNECT target.)
-struct Fake {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl Fake {
-    fn start(handler: impl Fn(&str, usize) -> Vec<Step> + Send + Sync + 'static) -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let handler: Arc<Handler> = Arc::new(handler);
-        let log = seen.clone();
-        std::thread::spawn(move || {
-            for socket in listener.incoming() {
-                let Ok(mut socket) = socket else { continue };
-                let handler = handler.clone();
-                let log = log.clone();
-                std::thread::spawn(move || {
-                    let Some(path) = read_request(&mut socket) else {
-                        return;
-                    };
-                    let nth = {
-                        let mut log = log.lock().unwrap();
-                        log.push(path.clone());
-                        log.iter().filter(|p| **p == path).count()
-                    };
-                    for step in handler(&path, nth) {
-                        let ok = match step {
-                            Step::Write(b) => socket.write_all(&b).is_ok(),
-                            Step::Sleep(d) => {
-                                std::thread::sleep(d);
-                                true
-                            }
-                            Step::Forever(b) => {
-                                while socket.write_all(&b).is_ok() {}
-                                false
-                            }
-                            Step::Drip(b, every) => {
-                                while socket.write_all(&b).is_ok() {
-                                    std::thread::sleep(every);
-                                }
-                                false
-                            }
-                        };
-                        if !ok {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        Fake { port, seen }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn count(&self, path: &str) -> usize {
-        self.seen().iter().filter(|p| *p == path).count()
-    }
-}
-
-fn read_request(socket: &mut TcpStream) -> Option<String> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = socket.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        match socket.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    Some(head.split_whitespace().nth(1)?.to_string())
-}
-
-/// Status line and headers of an answer whose body runs until the connection closes.
-fn head(status: &str, extra: &str) -> Step {
-    Step::Write(
-        format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\nConnection: close\r\n{extra}\r\n")
-            .into_bytes(),
-    )
-}
-
-/// A whole answer.
-fn reply(status: &str, body: &str) -> Vec<Step> {
-    vec![Step::Write(
-        format!(
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes(),
-    )]
-}
-
-fn token_reply() -> Vec<Step> {
-    reply("200 OK", &format!(r#"{{"token":"{TOKEN}"}}"#))
-}
 
 /// What a well-behaved controller with no Apps answers.
 fn empty_controller(path: &str) -> Vec<Step> {
@@ -289,9 +152,9 @@ fn redirecting(status: &'static str, to: String) -> impl Fn(&str, usize) -> Vec<
 fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Fake::start(|p, _| empty_controller(p));
-        let to = format!("{}/api/v1/login?rd=secret-query", elsewhere.url());
+        let to = format!("{}/api/v1/login?rd=secret-query", elsewhere.url);
         let server = Fake::start(redirecting(status, to));
-        let s = Setup::new(&server.url(), "");
+        let s = Setup::new(&server.url, "");
         let r = s.garm("ListInstances", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         let line = one_line(&r);
@@ -311,13 +174,13 @@ fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
 fn a_redirect_from_create_app_sends_the_app_nowhere() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Fake::start(|p, _| empty_controller(p));
-        let to = format!("{}{CTRL}CreateApp", elsewhere.url());
+        let to = format!("{}{CTRL}CreateApp", elsewhere.url);
         let redirect = redirecting(status, to);
         let server = Fake::start(move |p, n| match p {
             p if p.ends_with("/CreateApp") => redirect(p, n),
             p => empty_controller(p),
         });
-        let s = Setup::new(&server.url(), "");
+        let s = Setup::new(&server.url, "");
         let r = s.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         let line = one_line(&r);
@@ -347,7 +210,7 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
         p if p.ends_with("/ShowApp") => drip(),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), SHORT);
+    let s = Setup::new(&server.url, SHORT);
     for command in ["ListInstances", "GetInstance", "DeleteInstance"] {
         let r = s.garm(command, &[]);
         assert_eq!(r.code, 1, "{command}: {}", r.stderr);
@@ -359,12 +222,12 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
         p if p.ends_with("/CreateApp") => drip(),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), SHORT);
+    let s = Setup::new(&server.url, SHORT);
     let r = s.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
     let server = Fake::start(move |_, _| drip());
-    let s = Setup::new(&server.url(), SHORT);
+    let s = Setup::new(&server.url, SHORT);
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
@@ -380,7 +243,7 @@ fn endless_bodies_fail_fast_and_hold_nothing() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&endless_error.url(), "");
+    let s = Setup::new(&endless_error.url, "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("HTTP 400"), "{}", r.stderr);
@@ -393,7 +256,7 @@ fn endless_bodies_fail_fast_and_hold_nothing() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&no_newline.url(), "");
+    let s = Setup::new(&no_newline.url, "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let line = one_line(&r);
@@ -416,7 +279,7 @@ fn transient_login_failures_are_retried() {
         (LOGIN, 3) => vec![Step::Sleep(Duration::from_secs(2))],
         (p, _) => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), "request_timeout_secs = 1\n");
+    let s = Setup::new(&server.url, "request_timeout_secs = 1\n");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "[]");
@@ -441,7 +304,7 @@ fn refused_and_two_factor_logins_are_final() {
         // A hostile server that echoes the password back.
         let body = format!(r#"{{"message":"{message} ({PASSWORD})"}}"#);
         let server = Fake::start(move |_, _| reply(status, &body));
-        let s = Setup::new(&server.url(), "");
+        let s = Setup::new(&server.url, "");
         let r = s.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(one_line(&r).contains(says), "{}", r.stderr);
@@ -484,7 +347,7 @@ fn the_proxy_environment_is_honoured_and_plain_http_through_a_proxy_refused() {
     let proxy = Fake::start(|_, _| reply("502 Bad Gateway", ""));
     let server = Fake::start(|p, _| empty_controller(p));
     let proxy_url = format!("http://proxy-user:proxy-pass@127.0.0.1:{}", proxy.port);
-    let s = Setup::new(&server.url(), "");
+    let s = Setup::new(&server.url, "");
     for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
         let r = s.garm("ListInstances", &[(var, &proxy_url)]);
         assert_eq!(r.code, 1, "{var}: {}", r.stderr);
@@ -551,7 +414,7 @@ fn a_url_with_credentials_is_refused_without_echoing_them() {
 #[test]
 fn a_numeric_password_is_not_echoed_by_the_parse_error() {
     let server = Fake::start(|p, _| empty_controller(p));
-    let s = Setup::new(&server.url(), "");
+    let s = Setup::new(&server.url, "");
     let creds = s.config.with_file_name("credentials.toml");
     write_mode(
         &creds,
@@ -702,7 +565,7 @@ fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&endless.url(), "operation_timeout_secs = 600\n");
+    let s = Setup::new(&endless.url, "operation_timeout_secs = 600\n");
     let r = garm_within_memory(&s, "ListInstances");
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stdout, "");
@@ -727,7 +590,7 @@ fn a_show_answer_cut_inside_its_last_line_is_never_a_short_list() {
         ("/api/v1/auth/ctrl/ShowApp", _) => show_answer(owned_app_line()),
         (p, _) => empty_controller(p),
     });
-    let s = Setup::new(&cut.url(), "");
+    let s = Setup::new(&cut.url, "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let list: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
@@ -745,7 +608,7 @@ fn a_show_answer_cut_inside_its_last_line_is_never_a_short_list() {
         p => empty_controller(p),
     });
     let s = Setup::new(
-        &always_cut.url(),
+        &always_cut.url,
         "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
     );
     let r = s.garm("ListInstances", &[]);
@@ -767,7 +630,7 @@ fn an_app_inst_that_names_no_app_is_never_deleted() {
         "/api/v1/auth/ctrl/DeleteApp" => reply("200 OK", "{}"),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), "");
+    let s = Setup::new(&server.url, "");
     let get = s.garm("GetInstance", &[]);
     assert_eq!(get.code, 0, "{}", get.stderr);
     let get: serde_json::Value = serde_json::from_str(&get.stdout).expect("JSON");
@@ -793,7 +656,7 @@ fn app_inst_errors_are_the_runners_fault() {
         )),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), "");
+    let s = Setup::new(&server.url, "");
     let want = "CreateError: pod r-0: Pending (0/1), container r: ImagePullBackOff";
     for command in ["GetInstance", "ListInstances"] {
         let r = s.garm(command, &[]);
