@@ -52,14 +52,6 @@ pub(super) async fn apps(c: &Client) -> Result<Vec<crate::models::App>, crate::A
         .await
 }
 
-/// Every AppInst of a ShowAppInst answer.
-pub(super) async fn insts(c: &Client) -> Result<Vec<crate::models::AppInst>, crate::ApiError> {
-    c.show_app_insts(&Default::default())
-        .await?
-        .collect(100_000)
-        .await
-}
-
 pub(super) fn assert_secret_free(text: &str) {
     assert!(!text.contains(PASSWORD), "password in: {text}");
     assert!(!text.contains("eyJhbGciOi"), "token in: {text}");
