@@ -144,7 +144,11 @@ impl Client {
             if let Some(password) = p.url.password() {
                 // As written in the variable and as sent (percent-decoded).
                 redact.push(password.to_string());
-                redact.push(percent_encoding::percent_decode_str(password).decode_utf8_lossy().into_owned());
+                redact.push(
+                    percent_encoding::percent_decode_str(password)
+                        .decode_utf8_lossy()
+                        .into_owned(),
+                );
             }
             tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
         }

@@ -63,7 +63,9 @@ async fn an_endless_show_answer_collected_whole_ends_at_the_bound() {
         .await
         .unwrap();
     for _ in 0..12_000 {
-        let inst = futures_util::TryStreamExt::try_next(&mut endless).await.unwrap();
+        let inst = futures_util::TryStreamExt::try_next(&mut endless)
+            .await
+            .unwrap();
         assert!(inst.is_some_and(|i| i.key.name == "z"));
     }
 }
