@@ -90,15 +90,13 @@ fn create_steps(pod_wait: Option<&PodWait>) -> Vec<Step> {
     if let Some(wait) = pod_wait {
         // A pod that starts is seen once on its way (timed like the other lines); one that
         // does not is timed by the CRM's wait (`domain::startup`).
-        let timed = !wait.ready_after.is_zero() || wait.lines.len() > 1;
+        let timed = wait.gives_up_after.is_some();
         for status in &wait.lines {
             let mut s = step(Action::Keep, Some(&status.line));
             s.wait = timed.then_some(status.after);
             steps.push(s);
         }
-        if timed {
-            ready.wait = Some(wait.ready_after);
-        }
+        ready.wait = wait.gives_up_after;
     }
     steps.push(ready);
     steps.push(step(Action::Keep, Some("Created AppInst successfully")));
@@ -118,7 +116,7 @@ fn delete_steps() -> Vec<Step> {
 /// `pkg/crmutil/controller-data.go:488-489`: `SendState(CREATE_ERROR)` adds the state's name to
 /// the status messages, which the controller forwards before it returns the error,
 /// `api/edgeproto/appinst.pb.go:9704-9716`); the controller then undoes the create
-/// (`pkg/controller/appinst_api.go:1329-1335`).
+/// (`pkg/controller/appinst_api.go:1336-1338`).
 fn failure_steps(kind: OpKind, message: &str, leave_create_error: bool, by_crm: bool) -> Vec<Step> {
     let err = |state| Action::Error(state, message.to_string());
     match kind {

@@ -14,7 +14,7 @@
 //! `status_info.go:53-69`), and the controller sends every new message as a `Result`
 //! (`appinst.pb.go:9704-9708` for CRMs on the edge, `pkg/cloudcommon/grpc.go:176-194` for the
 //! central one), which the MC writes as `{"data":{"message":…}}` (c39 `pkg/mc/orm/appinst.mc2.go:66-70`,
-//! `server.go:1444-1468`).
+//! `server.go:1444-1466`).
 //!
 //! What the pods report follows the kubelet: an image pull is retried after a back-off of
 //! 10 s that doubles up to 300 s (kubernetes `pkg/kubelet/kubelet.go`: `backOffPeriod`,
@@ -48,8 +48,10 @@ pub(crate) struct PodStatus {
 pub(crate) struct PodWait {
     /// Status lines in order.
     pub lines: Vec<PodStatus>,
-    /// Time from the last line until the CRM stops waiting and the AppInst becomes Ready.
-    pub ready_after: Duration,
+    /// For a pod that never runs: the time from the last line until the CRM stops waiting
+    /// and the AppInst becomes Ready. `None` for a pod that starts (its line is timed like
+    /// every other progress line).
+    pub gives_up_after: Option<Duration>,
 }
 
 /// The kubelet's first back-off and its limit (kubernetes `pkg/kubelet/kubelet.go`).
@@ -90,7 +92,7 @@ pub(crate) fn pod_wait(
                     after: Duration::ZERO,
                     line: timeline.remove(0).1,
                 }],
-                ready_after: Duration::ZERO,
+                gives_up_after: None,
             }
         }
         Some(ImageFault::Unschedulable) => {
@@ -128,7 +130,7 @@ pub(crate) fn pod_wait(
         .collect();
     PodWait {
         lines,
-        ready_after: scale(limit - previous),
+        gives_up_after: Some(scale(limit - previous)),
     }
 }
 
@@ -176,7 +178,7 @@ mod tests {
         let afters: Vec<u64> = wait.lines.iter().map(|l| l.after.as_secs()).collect();
         assert_eq!(&afters[..7], [0, 2, 2, 10, 2, 20, 2]);
         let total: Duration =
-            wait.lines.iter().map(|l| l.after).sum::<Duration>() + wait.ready_after;
+            wait.lines.iter().map(|l| l.after).sum::<Duration>() + wait.gives_up_after.unwrap();
         assert_eq!(total, CRM_MAX_WAIT);
     }
 
@@ -189,7 +191,7 @@ mod tests {
             "Status: pod p: Running (0/1), container c: Error"
         );
         let total: Duration =
-            wait.lines.iter().map(|l| l.after).sum::<Duration>() + wait.ready_after;
+            wait.lines.iter().map(|l| l.after).sum::<Duration>() + wait.gives_up_after.unwrap();
         assert!(total.abs_diff(Duration::from_secs(9)) < Duration::from_millis(1));
     }
 
@@ -198,10 +200,10 @@ mod tests {
         let wait = pod_wait(Some(ImageFault::Unschedulable), "p", "c", CRM_MAX_WAIT);
         assert_eq!(wait.lines.len(), 1);
         assert_eq!(wait.lines[0].line, "Status: pod p: Pending (0/0), ");
-        assert_eq!(wait.ready_after, CRM_MAX_WAIT);
+        assert_eq!(wait.gives_up_after, Some(CRM_MAX_WAIT));
         let runs = pod_wait(None, "p", "c", CRM_MAX_WAIT);
         assert_eq!(runs.lines.len(), 1);
-        assert_eq!(runs.ready_after, Duration::ZERO);
+        assert_eq!(runs.gives_up_after, None);
     }
 
     #[test]

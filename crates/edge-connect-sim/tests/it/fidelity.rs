@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use edge_connect_sim::{ApiGeneration, CloudletPool, CloudletSettings, ServerRelease};
+use edge_connect_sim::{
+    ApiGeneration, CloudletPool, CloudletSettings, ImageFault, ImageRule, ServerRelease,
+};
 use serde_json::json;
 
 use crate::support::*;
@@ -177,15 +179,17 @@ async fn gen2_federated_cloudlet_keys_must_carry_the_federated_organization() {
 
 #[tokio::test]
 async fn a_client_leaving_a_create_on_a_central_crm_site_makes_the_controller_undo_it() {
+    // The held image keeps the create from finishing before the client leaves.
     let sim = sim_with(|c| {
-        c.create_delay = Duration::from_millis(700);
+        c.images = vec![ImageRule::new(HELD_IMAGE, ImageFault::CannotPull)];
+        c.crm_max_wait = Duration::from_secs(3600);
         c.cloudlet_settings = vec![CloudletSettings {
             crm_on_edge: false,
             ..CloudletSettings::new("TelekomOP", "Munich")
         }];
     });
     let c = Client::login(&sim.url()).await;
-    create_app(&c, "r1").await;
+    c.post("CreateApp", app_req(held_app("r1"))).await;
     let resp = c.open("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
     let mut lines = LineReader::new(resp);
     assert_eq!(

@@ -108,7 +108,7 @@ async fn an_unschedulable_pod_shows_no_containers_and_does_not_fail() {
 
 #[tokio::test]
 async fn during_the_wait_the_app_inst_is_creating_and_cannot_be_deleted() {
-    let sim = sim_with(failing(ImageFault::CannotPull, Duration::from_secs(3600)));
+    let sim = sim_with(failing(ImageFault::CannotPull, Duration::from_secs(90)));
     let c = Client::login(&sim.url()).await;
     create_app(&c, "r1").await;
     let resp = c.open("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
@@ -130,7 +130,7 @@ async fn during_the_wait_the_app_inst_is_creating_and_cannot_be_deleted() {
 #[tokio::test]
 async fn a_client_leaving_the_wait_on_a_central_crm_site_undoes_the_create() {
     let sim = sim_with(|c| {
-        failing(ImageFault::CannotPull, Duration::from_secs(3600))(c);
+        failing(ImageFault::CannotPull, Duration::from_secs(90))(c);
         c.cloudlet_settings = vec![CloudletSettings {
             crm_on_edge: false,
             ..CloudletSettings::new("TelekomOP", "Munich")
@@ -147,7 +147,7 @@ async fn a_client_leaving_the_wait_on_a_central_crm_site_undoes_the_create() {
         }
     }
     drop(lines);
-    // Undone at once, not after the hour the CRM would otherwise wait.
+    // Undone at once, not after the 90 s the CRM would otherwise wait.
     while c.show_inst("r1").await.is_some() {
         tokio::task::yield_now().await;
     }
@@ -196,10 +196,10 @@ async fn a_docker_image_that_cannot_be_pulled_fails_the_create() {
 
 #[tokio::test]
 async fn a_failed_docker_create_shows_create_error_with_its_error_until_undone() {
-    // 10 untimed steps share the delay, so each state lasts long enough to be looked at.
+    // The untimed steps take 400 ms each; CreateError lasts two of them.
     let sim = sim_with(|c| {
         c.images = vec![ImageRule::new(IMAGE, ImageFault::CannotPull)];
-        c.create_delay = Duration::from_secs(10);
+        c.create_delay = Duration::from_secs(4);
     });
     let c = Client::login(&sim.url()).await;
     c.post("CreateApp", app_req(docker_app(IMAGE))).await;
