@@ -1,4 +1,4 @@
-//! Harness for `tests/runner_entrypoint.rs`: runs the real
+//! Harness for `tests/it/runner_entrypoint.rs`: runs the real
 //! `examples/runner-image/entrypoint.sh` against a fake GARM (metadata and
 //! callback endpoints, optionally over HTTPS with a throw-away CA), an optional
 //! recording HTTP proxy, and stub runner programs that write down how they were
@@ -854,8 +854,9 @@ register)
   done) ;;
   exit=*) exit "${{mode#exit=}}" ;;
   busy)
-    # A job in progress: runs until the runner is stopped, as the real
-    # runners stop on SIGTERM (and note that they were).
+    # A job in progress, until the runner is stopped: the real runners end
+    # on SIGTERM (forgejo-runner and gitea-runner main.go l. 15,
+    # signal.NotifyContext with SIGINT and SIGTERM). The stub notes the signal.
     sleeper=""
     trap 'echo TERM > "$LOG/$sub.signal"; kill "$sleeper" 2>/dev/null; exit 143' TERM
     : > "$LOG/$sub.busy"
@@ -1165,21 +1166,35 @@ impl Running {
 
     /// Reads the rest of the output and waits for the exit.
     pub async fn finish(mut self) -> Run {
-        while let Some(line) = self.lines.recv().await {
-            self.stderr.push(line);
-        }
-        let status = self.child.wait().await.expect("wait for the entrypoint");
-        let stdout = self.stdout.await.expect("stdout reader");
-        let mut stderr = self.stderr.join("\n");
-        if !stderr.is_empty() {
-            stderr.push('\n');
-        }
-        Run {
-            stayed_up: false,
-            status,
-            stdout,
-            stderr,
-            environ: BTreeMap::new(),
+        within_hang_guard("the entrypoint to exit", async {
+            while let Some(line) = self.lines.recv().await {
+                self.stderr.push(line);
+            }
+            let status = self.child.wait().await.expect("wait for the entrypoint");
+            let stdout = (&mut self.stdout).await.expect("stdout reader");
+            let mut stderr = self.stderr.join("\n");
+            if !stderr.is_empty() {
+                stderr.push('\n');
+            }
+            Run {
+                stayed_up: false,
+                status,
+                stdout,
+                stderr,
+                environ: BTreeMap::new(),
+            }
+        })
+        .await
+    }
+}
+
+impl Drop for Running {
+    /// A test that fails half-way leaves no runner stub or `sleep` behind:
+    /// while the entrypoint is not reaped, its pid is its process group's.
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
+            // SAFETY: kill(2) on the process group of our own unreaped child.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
     }
 }
