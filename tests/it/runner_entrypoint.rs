@@ -796,9 +796,8 @@ entrypoint_test!(runner_bin_overrides_the_runner_found_on_path, async {
     assert_eq!(w.sandbox.argv("register"), None);
 });
 
-// The entrypoint (and the image's download check) are lint-clean. CI
-// installs shellcheck (Debian package `shellcheck`) and sets CI=true, so
-// there a missing linter fails; elsewhere the test says it skipped.
+// The entrypoint (and the image's download check) are lint-clean
+// (shellcheck: Debian package `shellcheck`, which .ci/run installs).
 entrypoint_test!(entrypoint_passes_shellcheck, &["shellcheck"], async {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/runner-image");
     for script in ["entrypoint.sh", "fetch-verified.sh"] {
