@@ -359,12 +359,13 @@ mod tests {
         let t = Throttle::new(2);
         let a = t.acquire().await;
         let _b = t.acquire().await;
-        let third = tokio::time::timeout(Duration::from_millis(20), t.acquire()).await;
-        assert!(third.is_err(), "a third call waits");
+        use futures_util::FutureExt;
+        assert!(t.acquire().now_or_never().is_none(), "a third call waits");
         drop(a);
-        let _c = tokio::time::timeout(Duration::from_secs(5), t.acquire())
-            .await
-            .expect("a released place is handed on");
+        assert!(
+            t.acquire().now_or_never().is_some(),
+            "a released place is handed on"
+        );
     }
 
     #[test]

@@ -193,7 +193,7 @@ impl Provider {
             Operation::Get { instance } => self
                 .get(&instance, deadline)
                 .await
-                .map(|view| Outcome::Instance(Box::new(view))),
+                .map(|v| Outcome::Instance(Box::new(v))),
             Operation::List { pool_id } => self
                 .list(Some(&pool_id), deadline)
                 .await

@@ -4,154 +4,17 @@
 //! run is bounded by a watchdog; the assertions are on exit codes, one-line messages, what the
 //! servers received, and that no secret reached stdout, stderr or the log.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The misbehaving servers and proxies (shared with the client's unit tests).
+use hostile_server::{head, reply, token_reply, Server as Fake, Step};
+
 use crate::support::{self, fixture_with, write_mode, World, CONTROLLER, PASSWORD, POOL, USER};
-
-/// A JWT-shaped token (exp in 2100) the fake servers hand out; must never be printed.
-const TOKEN: &str = "eyJhbGciOiJIUzUxMiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.c2lnbmF0dXJl";
-
-/// One thing a fake server does while answering.
-#[derive(Clone)]
-enum Step {
-    Write(Vec<u8>),
-    Sleep(Duration),
-    /// Write these bytes again and again until the client hangs up.
-    Forever(Vec<u8>),
-    /// Write these bytes with a pause between each, until the client hangs up.
-    Drip(Vec<u8>, Duration),
-}
-
-type Handler = dyn Fn(&str, usize) -> Vec<Step> + Send + Sync;
-
-/// A server on 127.0.0.1: each request (one per connection) is answered as
-/// `handler(path, nth request to that path)` says; the paths are recorded. (For a proxy the
-/// "path" is the CONNECT target.)
-struct Fake {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl Fake {
-    fn start(handler: impl Fn(&str, usize) -> Vec<Step> + Send + Sync + 'static) -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let handler: Arc<Handler> = Arc::new(handler);
-        let log = seen.clone();
-        std::thread::spawn(move || {
-            for socket in listener.incoming() {
-                let Ok(mut socket) = socket else { continue };
-                let handler = handler.clone();
-                let log = log.clone();
-                std::thread::spawn(move || {
-                    let Some(path) = read_request(&mut socket) else {
-                        return;
-                    };
-                    let nth = {
-                        let mut log = log.lock().unwrap();
-                        log.push(path.clone());
-                        log.iter().filter(|p| **p == path).count()
-                    };
-                    for step in handler(&path, nth) {
-                        let ok = match step {
-                            Step::Write(b) => socket.write_all(&b).is_ok(),
-                            Step::Sleep(d) => {
-                                std::thread::sleep(d);
-                                true
-                            }
-                            Step::Forever(b) => {
-                                while socket.write_all(&b).is_ok() {}
-                                false
-                            }
-                            Step::Drip(b, every) => {
-                                while socket.write_all(&b).is_ok() {
-                                    std::thread::sleep(every);
-                                }
-                                false
-                            }
-                        };
-                        if !ok {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        Fake { port, seen }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn count(&self, path: &str) -> usize {
-        self.seen().iter().filter(|p| *p == path).count()
-    }
-}
-
-fn read_request(socket: &mut TcpStream) -> Option<String> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = socket.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        match socket.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    Some(head.split_whitespace().nth(1)?.to_string())
-}
-
-/// Status line and headers of an answer whose body runs until the connection closes.
-fn head(status: &str, extra: &str) -> Step {
-    Step::Write(
-        format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\nConnection: close\r\n{extra}\r\n")
-            .into_bytes(),
-    )
-}
-
-/// A whole answer.
-fn reply(status: &str, body: &str) -> Vec<Step> {
-    vec![Step::Write(
-        format!(
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes(),
-    )]
-}
-
-fn token_reply() -> Vec<Step> {
-    reply("200 OK", &format!(r#"{{"token":"{TOKEN}"}}"#))
-}
 
 /// What a well-behaved controller with no Apps answers.
 fn empty_controller(path: &str) -> Vec<Step> {
@@ -289,9 +152,9 @@ fn redirecting(status: &'static str, to: String) -> impl Fn(&str, usize) -> Vec<
 fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Fake::start(|p, _| empty_controller(p));
-        let to = format!("{}/api/v1/login?rd=secret-query", elsewhere.url());
+        let to = format!("{}/api/v1/login?rd=secret-query", elsewhere.url);
         let server = Fake::start(redirecting(status, to));
-        let s = Setup::new(&server.url(), "");
+        let s = Setup::new(&server.url, "");
         let r = s.garm("ListInstances", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         let line = one_line(&r);
@@ -311,13 +174,13 @@ fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
 fn a_redirect_from_create_app_sends_the_app_nowhere() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Fake::start(|p, _| empty_controller(p));
-        let to = format!("{}{CTRL}CreateApp", elsewhere.url());
+        let to = format!("{}{CTRL}CreateApp", elsewhere.url);
         let redirect = redirecting(status, to);
         let server = Fake::start(move |p, n| match p {
             p if p.ends_with("/CreateApp") => redirect(p, n),
             p => empty_controller(p),
         });
-        let s = Setup::new(&server.url(), "");
+        let s = Setup::new(&server.url, "");
         let r = s.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         let line = one_line(&r);
@@ -347,7 +210,7 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
         p if p.ends_with("/ShowApp") => drip(),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), SHORT);
+    let s = Setup::new(&server.url, SHORT);
     for command in ["ListInstances", "GetInstance", "DeleteInstance"] {
         let r = s.garm(command, &[]);
         assert_eq!(r.code, 1, "{command}: {}", r.stderr);
@@ -359,12 +222,12 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
         p if p.ends_with("/CreateApp") => drip(),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), SHORT);
+    let s = Setup::new(&server.url, SHORT);
     let r = s.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
     let server = Fake::start(move |_, _| drip());
-    let s = Setup::new(&server.url(), SHORT);
+    let s = Setup::new(&server.url, SHORT);
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
@@ -380,7 +243,7 @@ fn endless_bodies_fail_fast_and_hold_nothing() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&endless_error.url(), "");
+    let s = Setup::new(&endless_error.url, "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("HTTP 400"), "{}", r.stderr);
@@ -393,7 +256,7 @@ fn endless_bodies_fail_fast_and_hold_nothing() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&no_newline.url(), "");
+    let s = Setup::new(&no_newline.url, "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let line = one_line(&r);
@@ -416,7 +279,7 @@ fn transient_login_failures_are_retried() {
         (LOGIN, 3) => vec![Step::Sleep(Duration::from_secs(2))],
         (p, _) => empty_controller(p),
     });
-    let s = Setup::new(&server.url(), "request_timeout_secs = 1\n");
+    let s = Setup::new(&server.url, "request_timeout_secs = 1\n");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "[]");
@@ -441,7 +304,7 @@ fn refused_and_two_factor_logins_are_final() {
         // A hostile server that echoes the password back.
         let body = format!(r#"{{"message":"{message} ({PASSWORD})"}}"#);
         let server = Fake::start(move |_, _| reply(status, &body));
-        let s = Setup::new(&server.url(), "");
+        let s = Setup::new(&server.url, "");
         let r = s.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(one_line(&r).contains(says), "{}", r.stderr);
@@ -484,7 +347,7 @@ fn the_proxy_environment_is_honoured_and_plain_http_through_a_proxy_refused() {
     let proxy = Fake::start(|_, _| reply("502 Bad Gateway", ""));
     let server = Fake::start(|p, _| empty_controller(p));
     let proxy_url = format!("http://proxy-user:proxy-pass@127.0.0.1:{}", proxy.port);
-    let s = Setup::new(&server.url(), "");
+    let s = Setup::new(&server.url, "");
     for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
         let r = s.garm("ListInstances", &[(var, &proxy_url)]);
         assert_eq!(r.code, 1, "{var}: {}", r.stderr);
@@ -551,7 +414,7 @@ fn a_url_with_credentials_is_refused_without_echoing_them() {
 #[test]
 fn a_numeric_password_is_not_echoed_by_the_parse_error() {
     let server = Fake::start(|p, _| empty_controller(p));
-    let s = Setup::new(&server.url(), "");
+    let s = Setup::new(&server.url, "");
     let creds = s.config.with_file_name("credentials.toml");
     write_mode(
         &creds,
@@ -626,4 +489,184 @@ fn a_planted_link_for_the_cache_is_not_followed() {
     );
     assert!(w.log_text().contains("symbolic link"), "{}", w.log_text());
     w.assert_no_secrets(&[&r]);
+}
+
+// Answers that are incomplete, endless or of an older shape (issue 20 items 2, 4 and 8; issue
+// 21 item 3): the runner "hardened-runner" of this controller as ShowApp and ShowAppInst show it.
+
+const RUNNER: &str = "hardened-runner";
+
+/// The runner's App as one ShowApp line (with its newline).
+fn owned_app_line() -> String {
+    format!(
+        "{{\"data\":{{\"key\":{{\"organization\":\"edp-developer-framework\",\"name\":\"{RUNNER}\",\"version\":\"1\"}},\"env_vars\":{{\"GARM_CONTROLLER_ID\":\"{CONTROLLER}\",\"GARM_POOL_ID\":\"{POOL}\",\"GARM_INSTANCE_NAME\":\"{RUNNER}\",\"RUNNER_OS_TYPE\":\"linux\",\"RUNNER_ARCH\":\"amd64\"}}}}}}\n"
+    )
+}
+
+/// An AppInst named like the runner, as one ShowAppInst line; `app_key` is written as given.
+fn app_inst_line(app_key: &str, state: &str, errors: &str) -> String {
+    format!(
+        "{{\"data\":{{\"key\":{{\"name\":\"{RUNNER}\",\"organization\":\"edp-developer-framework\"}},{app_key}\"cloudlet_key\":{{\"organization\":\"TelekomOP\",\"name\":\"Munich\"}},\"state\":\"{state}\",\"errors\":[{errors}],\"created_at\":\"2026-12-01T10:00:00Z\"}}}}\n"
+    )
+}
+
+const OUR_APP_KEY: &str =
+    "\"app_key\":{\"organization\":\"edp-developer-framework\",\"name\":\"hardened-runner\",\"version\":\"1\"},";
+
+/// A Show answer of `body`, ended by closing the connection (a clean end of the body).
+fn show_answer(body: String) -> Vec<Step> {
+    vec![head("200 OK", ""), Step::Write(body.into_bytes())]
+}
+
+/// At most this much memory (heap and other private writable mappings) for the provider under
+/// [`garm_within_memory`]: the bound the issue sets for any hostile answer.
+const MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Runs the provider as GARM does, with its data memory limited to [`MEMORY_LIMIT`]
+/// (`RLIMIT_DATA`): a provider that grows past it cannot allocate and aborts instead of
+/// printing its one line. (`wait4`'s peak RSS cannot tell: a child forked from this large test
+/// process records the parent's pages as its own peak.)
+fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
+    cmd.env_clear()
+        .current_dir("/")
+        .env("GARM_COMMAND", command)
+        .env("GARM_CONTROLLER_ID", CONTROLLER)
+        .env("GARM_POOL_ID", POOL)
+        .env("GARM_PROVIDER_CONFIG_FILE", &s.config);
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: MEMORY_LIMIT as libc::rlim_t,
+                rlim_max: MEMORY_LIMIT as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("provider runs");
+    support::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
+    let endless = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => vec![
+            head("200 OK", ""),
+            Step::Forever(owned_app_line().repeat(100).into_bytes()),
+        ],
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&endless.url, "operation_timeout_secs = 600\n");
+    let r = garm_within_memory(&s, "ListInstances");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        one_line(&r),
+        "Edge Connect ShowApp: the answer holds more of this controller's runners than one command keeps (50000 objects, 32 MiB); not read further"
+    );
+    // Not retried: the same answer would end the same way.
+    assert_eq!(endless.count("/api/v1/auth/ctrl/ShowApp"), 1);
+}
+
+#[test]
+fn a_show_answer_cut_inside_its_last_line_is_never_a_short_list() {
+    // First answer: our App, then the first 60 bytes of the next line and a clean end of the
+    // body. The second answer is whole.
+    let cut = Fake::start(|p, n| match (p, n) {
+        ("/api/v1/auth/ctrl/ShowApp", 1) => {
+            let mut body = owned_app_line();
+            body.push_str(&owned_app_line()[..60]);
+            show_answer(body)
+        }
+        ("/api/v1/auth/ctrl/ShowApp", _) => show_answer(owned_app_line()),
+        (p, _) => empty_controller(p),
+    });
+    let s = Setup::new(&cut.url, "");
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let list: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert_eq!(list[0]["name"], RUNNER, "{}", r.stdout);
+    assert_eq!(list[0]["status"], "stopped");
+    assert_eq!(cut.count("/api/v1/auth/ctrl/ShowApp"), 2, "retried");
+
+    // Cut every time: an error naming the cut, never `[]`.
+    let always_cut = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => {
+            let mut body = owned_app_line();
+            body.push_str(&owned_app_line()[..60]);
+            show_answer(body)
+        }
+        p => empty_controller(p),
+    });
+    let s = Setup::new(
+        &always_cut.url,
+        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
+    );
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        one_line(&r),
+        "Edge Connect ShowApp: the answer ended inside a line (60 bytes after the last newline): it was cut short"
+    );
+}
+
+#[test]
+fn an_app_inst_that_names_no_app_is_never_deleted() {
+    // The runner is stopped (its App has no AppInst); another App's AppInst has its name, and
+    // the answers lack `app_key` (an older shape): nothing confirms that AppInst is ours.
+    let server = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(owned_app_line()),
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(app_inst_line("", "Ready", "")),
+        "/api/v1/auth/ctrl/DeleteApp" => reply("200 OK", "{}"),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url, "");
+    let get = s.garm("GetInstance", &[]);
+    assert_eq!(get.code, 0, "{}", get.stderr);
+    let get: serde_json::Value = serde_json::from_str(&get.stdout).expect("JSON");
+    assert_eq!(
+        get["status"], "stopped",
+        "the foreign AppInst is not the runner's"
+    );
+    let r = s.garm("DeleteInstance", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(server.count("/api/v1/auth/ctrl/DeleteAppInst"), 0);
+    assert_eq!(server.count("/api/v1/auth/ctrl/DeleteApp"), 1);
+}
+
+#[test]
+fn app_inst_errors_are_the_runners_fault() {
+    use base64::Engine;
+    let server = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(owned_app_line()),
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(app_inst_line(
+            OUR_APP_KEY,
+            "CreateError",
+            "\"pod r-0: Pending (0/1), container r: ImagePullBackOff\"",
+        )),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url, "");
+    let want = "CreateError: pod r-0: Pending (0/1), container r: ImagePullBackOff";
+    for command in ["GetInstance", "ListInstances"] {
+        let r = s.garm(command, &[]);
+        assert_eq!(r.code, 0, "{command}: {}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+        let instance = if v.is_array() { &v[0] } else { &v };
+        assert_eq!(instance["status"], "error", "{command}: {}", r.stdout);
+        let fault = base64::engine::general_purpose::STANDARD
+            .decode(instance["provider_fault"].as_str().expect("a fault"))
+            .expect("base64");
+        assert_eq!(String::from_utf8(fault).unwrap(), want, "{command}");
+    }
 }

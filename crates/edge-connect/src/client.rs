@@ -83,27 +83,6 @@ fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
     Ok(base)
 }
 
-/// `%XX` sequences decoded (lossily, for redaction only).
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 pub(crate) fn host_port(url: &reqwest::Url) -> String {
     let host = url.host_str().unwrap_or("?");
     match url.port_or_known_default() {
@@ -165,7 +144,11 @@ impl Client {
             if let Some(password) = p.url.password() {
                 // As written in the variable and as sent (percent-decoded).
                 redact.push(password.to_string());
-                redact.push(percent_decode(password));
+                redact.push(
+                    percent_encoding::percent_decode_str(password)
+                        .decode_utf8_lossy()
+                        .into_owned(),
+                );
             }
             tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
         }

@@ -1,9 +1,10 @@
 //! A client for the Edge Connect (EdgeXR Master Controller) REST API.
 //!
 //! It knows nothing of GARM or of any config file: it takes [`ClientOptions`], [`Credentials`]
-//! and a [`Deadline`], logs in, sends one POST per RPC under that deadline, reads unary answers, Show
-//! streams and AppInst operation streams line by line, and returns typed objects ([`models`]) or
-//! an [`ApiError`] whose [`ApiErrorKind`] says what happened. This crate is the only place that
+//! and a [`Deadline`], logs in, sends one POST per RPC under that deadline, reads unary answers,
+//! Show answers (as a typed [`Show`] stream the caller filters while it streams) and AppInst
+//! operation streams line by line, and returns typed objects ([`models`]) or an [`ApiError`]
+//! (naming its [`Rpc`]) whose [`ApiErrorKind`] says what happened. This crate is the only place that
 //! reads the controller's message texts.
 //!
 //! | Module | Job |
@@ -12,12 +13,12 @@
 //! | `client` | what a client is made of and shares between its handles; scrubbing messages |
 //! | `login` | login with retries, one refusal per command, one login shared between processes |
 //! | `call` | one POST (retried while unreachable, re-login on 401); unary calls |
-//! | `stream` | Show answers and AppInst operation streams |
+//! | `stream` | Show answers as a typed [`Show`] stream; AppInst operation streams |
 //! | `deadline` | the command's [`Deadline`], backoff |
 //! | `proxy` | which proxy the environment selects for the URL |
 //! | `transport` | bodies and chunks under the silence bound and the deadline, size caps, transport errors |
-//! | `lines` | the NDJSON line splitter and line parser |
-//! | `rpc` | one function per RPC |
+//! | `lines` | one stream line at a time: split, parsed with serde, a body cut inside a line refused |
+//! | `rpc` | the RPCs by name ([`Rpc`]) and one function per RPC |
 //! | `server` | facts learnt about the server: API generation, fields Apps keep |
 //! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
 //! | [`error`] | typed errors from status codes and controller texts |

@@ -2,9 +2,9 @@
 //! `{"result": {"message", "code"}}` (an error trailer), or blank.
 //!
 //! The controller writes every object of a stream with Go's `json.Encoder`, which ends each one
-//! with a newline (EdgeXR `pkg/mc/orm/server.go` `WriteStream`, c39faca8f). So a body that ends
-//! inside a line was cut short: that is a transport error (retried or reported), never the end of
-//! a shorter answer.
+//! with a newline (docs/edge-connect-behaviours.md B15; EdgeXR `pkg/mc/orm/server.go`
+//! `WriteStream`, c39faca8f). So a body that ends inside a line was cut short: that is a transport
+//! error (retried or reported), never the end of a shorter answer.
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;

@@ -1,0 +1,255 @@
+//! Logging in and reaching the server: redirects, transient, slow and refused logins,
+//! unreachable hosts, secrets in URLs and in debug output.
+
+use std::sync::{Arc, Mutex};
+
+use hostile_server::{head, reply, token_reply, Server, Step, TOKEN};
+
+use super::*;
+use crate::{ApiErrorKind, Client, Credentials, Deadline, Secret};
+
+#[tokio::test]
+async fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
+    for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
+        let elsewhere = Server::start(|_, _| token_reply());
+        let target = format!("{}/steal?password=x", elsewhere.url);
+        let server = Server::start(move |_, _| {
+            let mut r = reply(status, "{}");
+            if let Step::Write(b) = &mut r[0] {
+                let text = String::from_utf8_lossy(b).replace(
+                    "Connection: close\r\n",
+                    &format!("Connection: close\r\nLocation: {target}\r\n"),
+                );
+                *b = text.into_bytes();
+            }
+            r
+        });
+        let c = client(&server.url);
+        let e = c.login().await.unwrap_err();
+        assert_eq!(e.kind, ApiErrorKind::Redirect, "{e}");
+        let text = e.to_string();
+        assert!(text.contains(&status[..3]), "{text}");
+        assert!(
+            text.contains(&format!("127.0.0.1:{}", elsewhere.port)),
+            "{text}"
+        );
+        assert!(
+            !text.contains("steal"),
+            "the target's path and query stay out: {text}"
+        );
+        assert_secret_free(&text);
+        assert!(elsewhere.seen().is_empty(), "{:?}", elsewhere.seen());
+        assert_eq!(server.seen().len(), 1, "a redirect is final, not retried");
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_from_create_app_sends_the_app_nowhere() {
+    let elsewhere = Server::start(|_, _| reply("200 OK", "{}"));
+    let location = format!("Location: {}/api/v1/auth/ctrl/CreateApp\r\n", elsewhere.url);
+    let server = Server::start(move |path, _| match path {
+        "/api/v1/login" => token_reply(),
+        _ => {
+            let mut steps = vec![head("307 Temporary Redirect", &location)];
+            steps.push(Step::Write(b"{}".to_vec()));
+            steps
+        }
+    });
+    let e = client(&server.url).create_app(&app()).await.unwrap_err();
+    assert_eq!(e.kind, ApiErrorKind::Redirect, "{e}");
+    assert_eq!(e.rpc, crate::Rpc::CreateApp);
+    assert!(elsewhere.seen().is_empty());
+    assert_secret_free(&e.to_string());
+}
+
+#[tokio::test]
+async fn transient_login_failures_are_retried() {
+    let server = Server::start(|path, nth| match (path, nth) {
+        ("/api/v1/login", 1) => reply(
+            "503 Service Unavailable",
+            r#"{"message":"Service temporarily unavailable"}"#,
+        ),
+        ("/api/v1/login", 2) => reply(
+            "429 Too Many Requests",
+            r#"{"message":"rejected, please retry later"}"#,
+        ),
+        ("/api/v1/login", _) => token_reply(),
+        _ => reply("200 OK", ""),
+    });
+    let reports = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = reports.clone();
+    let c = client(&server.url).with_retry_report(Arc::new(move |l: &str| {
+        sink.lock().unwrap().push(l.to_string())
+    }));
+    assert!(apps(&c).await.unwrap().is_empty());
+    assert_eq!(c.logins(), 1);
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert!(reports[0].starts_with("retrying login: "), "{reports:?}");
+    assert!(reports[1].ends_with("(attempt 3)"), "{reports:?}");
+}
+
+#[tokio::test]
+async fn a_slow_login_answer_is_retried() {
+    let server = Server::start(|path, nth| match (path, nth) {
+        ("/api/v1/login", 1) => vec![Step::Sleep(Duration::from_secs(3))],
+        ("/api/v1/login", _) => token_reply(),
+        _ => reply("200 OK", ""),
+    });
+    let c = client(&server.url);
+    apps(&c).await.unwrap();
+    assert_eq!(c.logins(), 1);
+}
+
+#[tokio::test]
+async fn refused_and_two_factor_logins_are_final() {
+    for (status, message, kind_text) in [
+        (
+            "400 Bad Request",
+            "Invalid username or password",
+            "check credentials_file",
+        ),
+        (
+            "401 Unauthorized",
+            "Invalid username or password",
+            "check credentials_file",
+        ),
+        (
+            "511 Network Authentication Required",
+            "Missing OTP",
+            "the Edge Connect user has two-factor authentication; use a user or API key without it",
+        ),
+    ] {
+        // A hostile server echoes the password: it must still not reach the message.
+        let body = format!(r#"{{"message":"{message} for {PASSWORD}"}}"#);
+        let server = Server::start(move |_, _| reply(status, &body));
+        let c = client(&server.url);
+        let e = apps(&c).await.unwrap_err();
+        assert_eq!(e.kind, ApiErrorKind::Auth, "{e}");
+        let text = e.to_string();
+        assert!(text.contains(kind_text), "{text}");
+        assert_secret_free(&text);
+        // A second call of the same command does not try again either.
+        assert!(apps(&c).await.is_err());
+        assert_eq!(server.seen().len(), 1, "{status}: {:?}", server.seen());
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let reports = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = reports.clone();
+    // A long deadline: the 1 s connect bound, not the deadline, ends it.
+    let c =
+        client(&format!("http://127.0.0.1:{port}")).with_retry_report(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }));
+    let e = apps(&c).await.unwrap_err();
+    assert!(e.unreachable, "{e}");
+    assert!(!e.is_transient());
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+        "{text}"
+    );
+    assert!(!text.contains('\n'));
+    let first = reports.lock().unwrap().first().cloned().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!("retrying login: cannot connect to 127.0.0.1:{port} (attempt 2)")
+    );
+    // A login that failed for good is not tried again by the next call of the command.
+    let before = c.requests();
+    assert!(apps(&c).await.is_err());
+    assert_eq!(c.requests(), before);
+
+    // With a token in hand: the call itself is retried for the bound, then the next call fails
+    // at its first refused connection (a rollback does not wait the bound out again).
+    let c = client(&format!("http://127.0.0.1:{port}")).with_token_store(Box::new(FixedToken));
+    let e = apps(&c).await.unwrap_err();
+    assert!(e.unreachable && e.rpc == crate::Rpc::ShowApp, "{e}");
+    assert!(c.requests() > 1);
+    let before = c.requests();
+    assert!(c.delete_app(&app_key()).await.unwrap_err().unreachable);
+    assert_eq!(c.requests(), before + 1);
+}
+
+/// A store that always has a token.
+struct FixedToken;
+
+impl crate::TokenStore for FixedToken {
+    fn load(&self) -> Option<Secret> {
+        Some(Secret::new(TOKEN))
+    }
+    fn save(&self, _: &Secret) {}
+    fn discard(&self, _: &Secret) {}
+    fn try_login_lock(&self) -> crate::LoginLock {
+        crate::LoginLock::Unavailable
+    }
+}
+
+#[tokio::test]
+async fn a_name_that_does_not_resolve_fails_after_the_connect_bound() {
+    let c = client("https://edge-connect.does-not-exist.invalid");
+    let e = apps(&c).await.unwrap_err();
+    assert!(e.unreachable, "{e}");
+    assert!(e.to_string().contains("tried for 1 s"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("cannot connect to edge-connect.does-not-exist.invalid:443"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn the_diagnostic_login_is_one_attempt() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let c = client(&format!("http://127.0.0.1:{port}"));
+    let e = c.login().await.unwrap_err();
+    assert_eq!(e.kind, ApiErrorKind::Transport);
+    assert!(
+        e.message
+            .starts_with(&format!("cannot connect to 127.0.0.1:{port}: ")),
+        "{e}"
+    );
+    assert_eq!(c.requests(), 1);
+}
+
+#[test]
+fn a_url_with_credentials_is_refused_without_echoing_them() {
+    let e = Client::new(
+        &options(&format!("https://user:{PASSWORD}@ec.example")),
+        Credentials {
+            username: "u".into(),
+            password: Secret::new("p"),
+        },
+        Deadline::after(Duration::from_secs(20)),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.0.contains("must not contain a user name or password"),
+        "{e}"
+    );
+    assert_secret_free(&e.0);
+}
+
+#[test]
+fn debug_output_of_credentials_and_client_parts_hides_secrets() {
+    let creds = Credentials {
+        username: "u".into(),
+        password: Secret::new(PASSWORD),
+    };
+    assert_secret_free(&format!("{creds:?}"));
+    let options = options(&format!("https://u:{PASSWORD}@ec.example"));
+    let text = format!("{options:?}");
+    assert_secret_free(&text);
+    assert!(text.contains("ec.example"), "{text}");
+}
