@@ -58,8 +58,11 @@ pub struct ProviderInstance {
 }
 
 impl ProviderInstance {
-    /// Sets `provider_fault` from plain text, base64-encoding it as GARM expects.
+    /// Sets `provider_fault` from plain text, base64-encoding it as GARM expects. The text is
+    /// a server's (an AppInst's errors) and is scrubbed first: base64 would hide a secret from
+    /// any later look.
     pub fn with_fault(mut self, fault: &str) -> Self {
+        let fault = edge_connect::Secret::scrub(fault);
         self.provider_fault = (!fault.is_empty())
             .then(|| base64::engine::general_purpose::STANDARD.encode(fault.as_bytes()));
         self

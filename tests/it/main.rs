@@ -21,5 +21,6 @@ mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
 mod scale;
+mod secrets_scrubbed;
 mod tls;
 mod trial;
