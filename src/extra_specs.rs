@@ -120,7 +120,8 @@ impl ExtraSpecs {
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
                 return Err(format!(
-                    "env: `{name}` is not a valid environment variable name"
+                    "env: `{}` is not a valid environment variable name",
+                    crate::text::echo(name)
                 ));
             }
             if crate::runner_env::RESERVED.contains(&name.as_str()) {

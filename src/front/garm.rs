@@ -123,7 +123,8 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
         (e, Some(Box::new(guard)))
     };
 
-    let operation = match operation(&env) {
+    let stdin_within = std::time::Duration::from_secs(config.edge_connect.operation_timeout_secs);
+    let operation = match operation(&env, stdin_within) {
         Ok(op) => op,
         Err(e) => return Err(fail(e, guard)),
     };
@@ -170,12 +171,13 @@ fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
     }))
 }
 
-/// The operation for an instance command (reads stdin for CreateInstance).
-fn operation(env: &GarmEnv) -> Result<Operation, Error> {
+/// The operation for an instance command (reads stdin for CreateInstance, for at most
+/// `stdin_within`).
+fn operation(env: &GarmEnv, stdin_within: std::time::Duration) -> Result<Operation, Error> {
     let instance = || env.instance_id.clone();
     Ok(match env.command {
         GarmCommand::CreateInstance => Operation::create(
-            BootstrapInstance::from_reader(std::io::stdin().lock())?,
+            BootstrapInstance::from_reader_within(std::io::stdin(), stdin_within)?,
             env.pool_id.clone(),
             env.pool_extra_specs.clone(),
         ),

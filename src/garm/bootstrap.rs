@@ -153,6 +153,27 @@ impl BootstrapInstance {
         Self::from_slice(&raw)
     }
 
+    /// Reads the bootstrap document from `reader` (stdin), giving up after `within` (the
+    /// command's deadline, `edge_connect.operation_timeout_secs`): GARM writes the document
+    /// and closes stdin, but a wrapper that keeps it open, or feeds it a byte at a time, must
+    /// not hold the command past its deadline. The reading thread is left blocked in `read`;
+    /// the process ends with the error.
+    pub fn from_reader_within(
+        reader: impl Read + Send + 'static,
+        within: std::time::Duration,
+    ) -> Result<Self, ProtocolError> {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(Self::from_reader(reader));
+        });
+        receiver.recv_timeout(within).unwrap_or_else(|_| {
+            Err(ProtocolError::new(format!(
+                "the bootstrap params on stdin were not complete within {} s (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
+                within.as_secs()
+            )))
+        })
+    }
+
     /// Parses the bootstrap document.
     pub fn from_slice(raw: &[u8]) -> Result<Self, ProtocolError> {
         if raw.iter().all(u8::is_ascii_whitespace) {

@@ -81,7 +81,8 @@ impl Provider {
                 )?;
                 let password = self.environment.get(var).filter(|v| !v.is_empty()).ok_or_else(|| {
                     Error::input(format!(
-                        "extra_specs.image_pull_password_env names {var}, which is not set in the provider's environment (add its prefix to GARM's environment_variables)"
+                        "extra_specs.image_pull_password_env names {}, which is not set in the provider's environment (add its prefix to GARM's environment_variables)",
+                        crate::text::echo(var)
                     ))
                 })?;
                 // Known to the scrubber from here on: a refusal may echo the request.

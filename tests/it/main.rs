@@ -12,6 +12,7 @@ mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
 mod hardening_client;
+mod input_bounds;
 mod logging;
 mod reliability_faults;
 mod reliability_load;
