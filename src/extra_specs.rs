@@ -187,10 +187,6 @@ impl ExtraSpecs {
     }
 }
 
-/// Prefix of the provider's own variables (its credentials: `EDP_EDGE_CONNECT_USERNAME`,
-/// `EDP_EDGE_CONNECT_PASSWORD`, read by config/credentials.rs).
-const OWN_PREFIX: &str = "EDP_EDGE_CONNECT_";
-
 /// Proxy variables the client reads (crates/edge-connect/src/proxy.rs); their URLs may hold
 /// the proxy's user and password.
 const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
@@ -200,9 +196,10 @@ const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
 /// when the operator set one.
 fn check_pull_password_env(var: &str, prefix: Option<&str>) -> Result<(), String> {
     let shown = crate::text::echo(var);
+    // The credentials config/credentials.rs reads. Other `EDP_EDGE_CONNECT_*` names stay
+    // usable: the documented setup passes registry passwords under the same GARM prefix.
     let upper = var.to_ascii_uppercase();
-    if upper.starts_with(OWN_PREFIX)
-        || upper == crate::config::ENV_USERNAME
+    if upper == crate::config::ENV_USERNAME
         || upper == crate::config::ENV_PASSWORD
         || PROXY_VARIABLES.contains(&upper.as_str())
     {
@@ -257,7 +254,6 @@ mod tests {
             "EDP_EDGE_CONNECT_PASSWORD",
             "EDP_EDGE_CONNECT_USERNAME",
             "edp_edge_connect_password",
-            "EDP_EDGE_CONNECT_ANYTHING",
             "HTTPS_PROXY",
             "all_proxy",
         ] {
@@ -271,6 +267,13 @@ mod tests {
                 format!("invalid extra_specs: image_pull_password_env: {var} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password")
             );
         }
+        let ok = ExtraSpecs::from_value(Some(
+            &json!({"image_pull_username":"x","image_pull_password_env":"EDP_EDGE_CONNECT_REGISTRY_PASSWORD"}),
+        ))
+        .unwrap();
+        assert!(ok
+            .check_pull_password_env(Some("EDP_EDGE_CONNECT_REGISTRY_"))
+            .is_ok());
         let ok = ExtraSpecs::from_value(Some(
             &json!({"image_pull_username":"x","image_pull_password_env":"REGISTRY_PASSWORD"}),
         ))

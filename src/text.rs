@@ -358,6 +358,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// An echo is the escaped input when it is short, else its first 64 characters
+        /// escaped and the marker with the full size; always one line.
+        #[test]
+        fn echo_is_the_input_cut_at_64_characters(v in ".{0,100}") {
+            let e = echo(&v);
+            proptest::prop_assert!(!e.contains('\n') && !e.contains('\r'), "{}", e);
+            if v.chars().count() <= ECHO_CHARS {
+                proptest::prop_assert_eq!(e, one_line(&v));
+            } else {
+                let head: String = v.chars().take(ECHO_CHARS).collect();
+                proptest::prop_assert_eq!(e, format!("{}… ({} bytes in all)", one_line(&head), v.len()));
+            }
+        }
+
         #[test]
         fn describe_never_repeats_a_value(v in "[a-z0-9:@/]{8,40}") {
             for msg in [

@@ -358,16 +358,52 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Any bytes are a bootstrap with a name and an image, or one refusal line that says
+        /// what is wrong with the params.
         #[test]
-        fn any_bytes_are_an_error_or_a_bootstrap_never_a_panic(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
-            let _ = BootstrapInstance::from_slice(&raw);
+        fn any_bytes_are_a_usable_bootstrap_or_a_named_refusal(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            match BootstrapInstance::from_slice(&raw) {
+                Ok(b) => {
+                    proptest::prop_assert!(!b.name.trim().is_empty());
+                    proptest::prop_assert!(!b.image.trim().is_empty());
+                }
+                Err(e) => {
+                    proptest::prop_assert!(
+                        e.0.starts_with("invalid bootstrap params") || e.0.starts_with("no bootstrap params"),
+                        "{}", e.0
+                    );
+                    proptest::prop_assert!(!e.0.contains('\n') && e.0.chars().count() <= 400, "{}", e.0);
+                }
+            }
         }
 
+        /// Field values come through as sent; a refusal names the field and never repeats
+        /// the instance token.
         #[test]
-        fn any_field_values_are_handled(name in ".*", image in ".*", bundle in ".*", token in ".*", labels in proptest::collection::vec(".*", 0..4)) {
+        fn field_values_come_through_or_the_field_is_named(
+            name in ".*",
+            image in ".*",
+            bundle in "(|LS0tLS1CRUdJTg==|.*)",
+            token in "[A-Za-z0-9]{12,24}",
+            labels in proptest::collection::vec(".*", 0..4),
+        ) {
             let doc = serde_json::json!({"name": name, "image": image, "ca-cert-bundle": bundle, "instance-token": token, "labels": labels});
-            if let Ok(b) = BootstrapInstance::from_slice(doc.to_string().as_bytes()) {
-                let _ = (b.forge_type(), b.ca_bundle_pem(), b.matching_tool());
+            match BootstrapInstance::from_slice(doc.to_string().as_bytes()) {
+                Ok(b) => {
+                    proptest::prop_assert_eq!(&b.name, &name);
+                    proptest::prop_assert_eq!(&b.image, &image);
+                    proptest::prop_assert_eq!(b.instance_token.expose(), token.as_str());
+                    proptest::prop_assert_eq!(b.labels, Some(labels));
+                    proptest::prop_assert_eq!(b.ca_cert_bundle.as_deref(), Some(bundle.as_str()));
+                }
+                Err(e) => {
+                    let named = ["`name`", "`image`", "`ca-cert-bundle`"].iter().any(|f| e.0.contains(f));
+                    proptest::prop_assert!(named, "{}", e.0);
+                    proptest::prop_assert!(!e.0.contains(&token), "{}", e.0);
+                    if name.trim().is_empty() {
+                        proptest::prop_assert!(e.0.contains("`name`"), "{}", e.0);
+                    }
+                }
             }
         }
     }
