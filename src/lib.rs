@@ -21,7 +21,6 @@ mod manifest_safety;
 mod naming;
 mod pipeline;
 mod provider;
-mod redact;
 mod runner_env;
 mod text;
 

@@ -215,8 +215,7 @@ fn execute(cli: Cli) -> Result<(), Failure> {
                 &config_path,
                 &options,
                 &crate::pipeline::process_environment(),
-                // Its lines quote the server's answers: scrubbed like every other output.
-                &mut crate::redact::ScrubbedLines::new(std::io::stdout()),
+                &mut std::io::stdout(),
             );
             return if failed == 0 {
                 Ok(())

@@ -97,4 +97,24 @@ mod tests {
             .unwrap();
         assert_eq!(decoded, b"image pull failed");
     }
+
+    #[test]
+    fn a_fault_is_scrubbed_before_it_is_encoded() {
+        let i = ProviderInstance {
+            provider_id: "garm-a".into(),
+            name: "garm-a".into(),
+            os_type: String::new(),
+            os_name: String::new(),
+            os_version: String::new(),
+            os_arch: String::new(),
+            addresses: vec![],
+            status: InstanceStatus::Error,
+            provider_fault: None,
+        }
+        .with_fault("pull refused: Authorization: Bearer abcdefghijklmnopqrstuvwxyz");
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(i.provider_fault.as_deref().unwrap_or_default())
+            .unwrap();
+        assert_eq!(decoded, b"pull refused: Authorization: Bearer ***");
+    }
 }

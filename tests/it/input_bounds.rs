@@ -310,6 +310,27 @@ fn echoed_input_is_cut_at_64_characters() {
             "{command}"
         );
     }
+    // A name GARM sends on stdin, repeated in the refusal of a second create.
+    let bootstrap = fixture_with("bootstrap-github-jit.json", &long, POOL);
+    let first = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&bootstrap),
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let app = first.json()["provider_id"].as_str().unwrap().to_string();
+    let again = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&bootstrap),
+    );
+    assert_eq!(
+        (again.code, again.stderr),
+        (
+            31,
+            format!("instance {cut} already exists on Edge Connect (App {app})\n")
+        )
+    );
     let r = w.garm("GetInstance", &[("GARM_COMMAND", &long)], None);
     assert_eq!(
         (r.code, r.stderr),

@@ -26,8 +26,13 @@ const FRAGMENTS: [&str; 5] = [
     "eyJhbGciOi",
 ];
 
-/// How the hostile front quotes a request in its 400.
-type Echo = fn(&Request) -> String;
+/// How the hostile front answers a request it quotes: HTTP status and JSON body.
+type Echo = fn(&Request) -> (u16, String);
+
+/// A 400 whose message is `message`, as the Master Controller refuses a request.
+fn refusal(message: String) -> (u16, String) {
+    (400, serde_json::json!({ "message": message }).to_string())
+}
 
 /// One HTTP request as received.
 struct Request {
@@ -57,8 +62,8 @@ impl Request {
     }
 }
 
-/// Forwards every request to the simulator, except those to `target`, answered with a 400
-/// whose message is `echo(request)`.
+/// Forwards every request to the simulator, except those to `target`, answered as
+/// `echo(request)` says.
 fn hostile_front(sim_port: u16, target: &'static str, echo: Echo) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
@@ -86,10 +91,10 @@ fn serve(mut client: TcpStream, sim_port: u16, target: &str, echo: Echo) {
             head: head.clone(),
             body: serde_json::from_slice(&raw_body).unwrap_or_default(),
         };
-        let body = serde_json::json!({ "message": echo(&request) }).to_string();
+        let (status, body) = echo(&request);
         let _ = write!(
             client,
-            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "HTTP/1.1 {status} Echo\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         return;
@@ -239,12 +244,12 @@ fn assert_scrubbed(w: &World, r: &Run, starts: &str) {
 
 #[test]
 fn an_echoed_authorization_header_is_masked() {
-    fn echo(r: &Request) -> String {
-        format!(
+    fn echo(r: &Request) -> (u16, String) {
+        refusal(format!(
             "invalid request: header Authorization: {} (path {})",
             r.header("authorization"),
             r.path
-        )
+        ))
     }
     let w = world("CreateApp", echo, "text");
     let r = create(&w);
@@ -258,7 +263,7 @@ fn an_echoed_authorization_header_is_masked() {
 #[test]
 fn an_echoed_create_app_body_is_masked_in_every_encoding() {
     // What the body carried, quoted as serde_json and Go (ASCII only) write it and URL-encoded.
-    fn echo(r: &Request) -> String {
+    fn echo(r: &Request) -> (u16, String) {
         let fields = [
             r.app("/credentials"),
             r.app("/secret_env_vars/HTTPS_PROXY"),
@@ -273,7 +278,7 @@ fn an_echoed_create_app_body_is_masked_in_every_encoding() {
                 url_encoded(field)
             ));
         }
-        message
+        refusal(message)
     }
     for format in ["text", "json"] {
         let w = world("CreateApp", echo, format);
@@ -289,14 +294,14 @@ fn an_echoed_create_app_body_is_masked_in_every_encoding() {
 
 #[test]
 fn an_echoed_login_body_with_quote_backslash_and_umlaut_is_masked() {
-    fn echo(r: &Request) -> String {
+    fn echo(r: &Request) -> (u16, String) {
         let password = r.body["password"].as_str().unwrap_or_default().to_string();
-        format!(
+        refusal(format!(
             "bad login {} go={} url={}",
             r.body,
             go_ascii(&password),
             url_encoded(&password)
-        )
+        ))
     }
     let w = world("login", echo, "json");
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
@@ -310,11 +315,109 @@ fn an_echoed_login_body_with_quote_backslash_and_umlaut_is_masked() {
 /// The front itself forwards faithfully: without an echo the create succeeds through it.
 #[test]
 fn the_hostile_front_forwards_everything_else() {
-    fn echo(_: &Request) -> String {
-        String::new()
+    fn echo(_: &Request) -> (u16, String) {
+        refusal(String::new())
     }
     let w = world("NoSuchRpc", echo, "text");
     let r = create(&w);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(w.app_names(), vec!["garm-echoed".to_string()]);
+}
+
+/// `check` quotes the server's answers in its report on stdout: scrubbed like the rest.
+#[test]
+fn checks_report_of_an_echoed_login_is_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        let password = r.body["password"].as_str().unwrap_or_default().to_string();
+        refusal(format!(
+            "bad login {} url={}",
+            r.body,
+            url_encoded(&password)
+        ))
+    }
+    let w = world("login", echo, "text");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .arg("--config")
+        .arg(&w.config)
+        .arg("check")
+        .output()
+        .expect("check runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("bad login {\"password\":\"***\",\"username\":\"garm\"} url=***"),
+        "{stdout}"
+    );
+    for text in [&stdout, &stderr] {
+        for fragment in FRAGMENTS {
+            assert!(!text.contains(fragment), "holds {fragment}: {text}");
+        }
+    }
+}
+
+/// Progress lines of the CreateAppInst stream are the server's words too; they reach the log
+/// (GARM mode) and stderr (the CLI's progress) without being an error message.
+#[test]
+fn an_echo_in_the_create_streams_progress_is_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        let progress = serde_json::json!({"data": {"message": format!(
+            "Creating with {} and the token {}",
+            r.header("authorization"),
+            r.header("authorization").trim_start_matches("Bearer ")
+        )}});
+        let result =
+            serde_json::json!({"result": {"message": "Create App Inst failed: no", "code": 400}});
+        (200, format!("{progress}\n{result}\n"))
+    }
+    let w = world("CreateAppInst", echo, "text");
+    let r = create(&w);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let log = w.log_text();
+    assert!(
+        log.contains("Creating with Bearer *** and the token ***"),
+        "{log}"
+    );
+    for fragment in FRAGMENTS {
+        assert!(!log.contains(fragment), "log holds {fragment}: {log}");
+        assert!(
+            !r.stderr.contains(fragment),
+            "stderr holds {fragment}: {}",
+            r.stderr
+        );
+    }
+
+    // The CLI shows the same progress on stderr.
+    let bootstrap = w.dir.path().join("bootstrap.json");
+    std::fs::write(
+        &bootstrap,
+        fixture_with("bootstrap-github-jit.json", "garm-cli-echo", POOL),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .arg("--config")
+        .arg(&w.config)
+        .args([
+            "--controller-id",
+            crate::support::CONTROLLER,
+            "create",
+            "--bootstrap",
+        ])
+        .arg(&bootstrap)
+        .output()
+        .expect("cli runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Creating with Bearer *** and the token ***"),
+        "{stderr}"
+    );
+    for fragment in FRAGMENTS {
+        assert!(
+            !stderr.contains(fragment),
+            "CLI stderr holds {fragment}: {stderr}"
+        );
+    }
 }
