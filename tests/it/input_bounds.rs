@@ -113,6 +113,22 @@ fn the_operator_restricts_pull_passwords_to_a_prefix() {
         None,
     );
     assert_eq!((r.code, r.stderr.as_str()), (1, outside));
+    let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .arg("--config")
+        .arg(&w.config)
+        .arg("validate-extra-specs")
+        .arg(write_specs(
+            &w,
+            r#"{"image_pull_username":"x","image_pull_password_env":"OTHER_SECRET"}"#,
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("error: {outside}")
+    );
     let r = w.garm(
         "CreateInstance",
         &[("GARM_POOL_ID", POOL), ("OTHER_SECRET", "registry-pw-1")],
