@@ -249,8 +249,8 @@ fn classify_message(message: &str) -> ApiErrorKind {
 const MAX_MESSAGE_CHARS: usize = 500;
 
 /// One line: secrets masked, control characters (newlines, terminal escape sequences) become
-/// spaces, runs of spaces one, and a long text is cut. Most messages are the server's, so nothing in them may
-/// reach a terminal or a log raw.
+/// spaces, runs of spaces one, and a long text is cut. Most messages are the server's, so
+/// nothing in them may reach a terminal or a log raw.
 fn one_line(s: &str) -> String {
     // Scrubbed before it is cut: a secret cut in half no longer matches the scrubber.
     let s = crate::Secret::scrub(s);
