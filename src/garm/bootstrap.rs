@@ -408,6 +408,36 @@ mod tests {
         }
     }
 
+    /// A reader that never answers (stdin held open by a caller that writes nothing).
+    struct Silent(std::sync::mpsc::Receiver<()>);
+
+    impl Read for Silent {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_reader_that_never_ends_is_refused_at_the_deadline() {
+        let (_held, never) = std::sync::mpsc::channel();
+        let err = BootstrapInstance::from_reader_within(
+            Silent(never),
+            std::time::Duration::from_millis(50),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.0,
+            "the bootstrap params on stdin were not complete within 0 s (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
+        );
+        let done = BootstrapInstance::from_reader_within(
+            std::io::Cursor::new(minimal("").into_bytes()),
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+        assert_eq!(done.name, "garm-abc");
+    }
+
     #[test]
     fn oversized_input_is_refused() {
         let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
