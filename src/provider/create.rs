@@ -42,7 +42,7 @@ impl Provider {
         if self.app_exists(&name, deadline).await? {
             return Err(Error::Duplicate(format!(
                 "instance {} already exists on Edge Connect (App {name})",
-                bootstrap.name
+                crate::text::echo(&bootstrap.name)
             )));
         }
 
@@ -52,7 +52,7 @@ impl Provider {
             return Err(match e.kind {
                 ApiErrorKind::AlreadyExists => Error::Duplicate(format!(
                     "instance {} already exists on Edge Connect (App {name})",
-                    bootstrap.name
+                    crate::text::echo(&bootstrap.name)
                 )),
                 // Login failed or no connection was made: CreateApp never left this process,
                 // so there is nothing to roll back (and an unreachable server would only make

@@ -13,6 +13,7 @@ mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
 mod hardening_client;
+mod input_bounds;
 mod layers;
 mod logging;
 mod reliability_faults;
@@ -23,5 +24,6 @@ mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
 mod scale;
+mod secrets_scrubbed;
 mod tls;
 mod trial;

@@ -44,8 +44,6 @@ pub(crate) struct Shared {
     /// that a rollback after an unreachable create does not wait out the bound again.
     pub(crate) unreachable_since: std::sync::Mutex<Option<Instant>>,
     pub(crate) proxy: Option<ProxyChoice>,
-    /// Values that must not appear in any message, whatever a server or a library echoes.
-    pub(crate) redact: Vec<String>,
     pub(crate) token: Mutex<Option<Secret>>,
     /// A login that failed for good, remembered so that concurrent calls of one command do not
     /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
@@ -132,7 +130,6 @@ impl Client {
                 env!("CARGO_PKG_VERSION")
             ))
             .use_rustls_tls();
-        let mut redact = vec![credentials.password.expose().to_string()];
         if let Some(p) = &proxy {
             let reqwest_proxy = reqwest::Proxy::all(p.url.as_str()).map_err(|_| {
                 SetupError(format!(
@@ -141,20 +138,10 @@ impl Client {
                 ))
             })?;
             builder = builder.proxy(reqwest_proxy);
-            if let Some(password) = p.url.password() {
-                // As written in the variable and as sent (percent-decoded).
-                redact.push(password.to_string());
-                redact.push(
-                    percent_encoding::percent_decode_str(password)
-                        .decode_utf8_lossy()
-                        .into_owned(),
-                );
-            }
+            // The scrubber learns the URL and its password (as written and decoded).
+            let _ = Secret::new(p.url.as_str());
             tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
         }
-        // Too short a value would blank out ordinary words of every message.
-        redact.retain(|r| r.len() >= 4);
-        redact.dedup();
         if let Some(path) = &config.ca_bundle {
             let pem = std::fs::read(path).map_err(|e| {
                 SetupError(format!(
@@ -195,7 +182,6 @@ impl Client {
                 connect_retry: config.connect_retry,
                 unreachable_since: std::sync::Mutex::new(None),
                 proxy,
-                redact,
                 token: Mutex::new(None),
                 refused_login: std::sync::Mutex::new(None),
                 facts: std::sync::Mutex::new(crate::ServerFacts::default()),
@@ -297,16 +283,10 @@ impl Client {
         }
     }
 
-    /// `text` with every value that must stay secret replaced by `***`: a server may echo what
-    /// it was sent, a library may print what it was given.
+    /// `text` with every secret of the process masked ([`Secret::scrub`], the one scrubber): a
+    /// server may echo what it was sent, a library may print what it was given.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in &self.shared.redact {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "***");
-            }
-        }
-        out
+        Secret::scrub(text).into_owned()
     }
 
     pub(crate) fn scrubbed(&self, mut e: ApiError) -> ApiError {
