@@ -368,13 +368,6 @@ fn echoed_input_is_cut_at_64_characters() {
                 "x".repeat(64)
             ),
         ),
-        (
-            format!(r#"{{"command":"/run {}"}}"#, "y".repeat(100) + ":"),
-            format!(
-                "invalid extra_specs: extra_specs.command: the word \"{}\"… (101 bytes in all) would not reach the container as written",
-                "y".repeat(64)
-            ),
-        ),
     ] {
         let r = w.garm(
             "ValidatePoolInfo",
@@ -385,4 +378,23 @@ fn echoed_input_is_cut_at_64_characters() {
         assert!(r.stderr.starts_with(&want), "{}", r.stderr);
         assert!(r.stderr.len() < 600, "{} bytes: {}", r.stderr.len(), r.stderr);
     }
+    // The container command is the config's: a refused word is cut the same way.
+    let w = World::with(
+        edge_connect_sim::ApiGeneration::Gen3,
+        Site::Zone,
+        &format!("command = \"/run {}:\"", "y".repeat(100)),
+    );
+    let r = w.create("bootstrap-github-jit.json", "garm-cut1", POOL, &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let want = format!(
+        "edge_connect.command: the word \"{}\"… (101 bytes in all) would not reach the container as written",
+        "y".repeat(64)
+    );
+    assert!(r.stderr.contains(&want), "{}", r.stderr);
+    assert!(
+        r.stderr.len() < 600,
+        "{} bytes: {}",
+        r.stderr.len(),
+        r.stderr
+    );
 }
