@@ -92,6 +92,12 @@ pub struct EdgeConnectConfig {
     /// fails, in seconds: an unreachable URL fails in tens of seconds, not at the deadline.
     #[serde(default = "default_connect_retry")]
     pub connect_retry_secs: u64,
+    /// How long CreateInstance waits, after Edge Connect reports a failed image pull
+    /// (`ErrImagePull`) that may clear by itself, before it gives up on the runner, in seconds.
+    /// A repeated failure, or a reason that cannot clear (`ImagePullBackOff`, `CrashLoopBackOff`,
+    /// ...), ends the create at once.
+    #[serde(default = "default_start_failure_grace")]
+    pub start_failure_grace_secs: u64,
     /// Edge Connect calls RemoveAllInstances has in flight at most; 429 / 503 answers lower it
     /// while they last.
     #[serde(default = "default_remove_all_concurrency")]
@@ -230,6 +236,10 @@ fn default_operation_timeout() -> u64 {
 fn default_remove_all_concurrency() -> usize {
     100
 }
+fn default_start_failure_grace() -> u64 {
+    30
+}
+
 fn default_connect_retry() -> u64 {
     edge_connect::DEFAULT_CONNECT_RETRY.as_secs()
 }

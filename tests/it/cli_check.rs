@@ -47,16 +47,23 @@ fn all_good() {
 }
 
 #[test]
-fn deploy_test_creates_and_removes_a_throwaway_app() {
+fn deploy_test_runs_the_commands_create_and_delete_on_a_throwaway_runner() {
     let w = World::new();
     let (code, out) = check(&w, &["--deploy-test"]);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.lines()
-            .any(|l| l.starts_with("✓ deploy test: CreateApp ")),
+        out.lines().any(|l| l.starts_with(
+            "✓ deploy test zone TelekomOP/Munich: docker.io/library/nginx:1.27-alpine runs there (CreateInstance "
+        )),
         "{out}"
     );
+    // CreateInstance's own path: the name is looked up before CreateApp (a second create path
+    // would not), and DeleteInstance reads the AppInst before deleting it.
+    assert_eq!(w.calls("CreateApp"), 1);
     assert_eq!(w.calls("CreateAppInst"), 1);
+    assert_eq!(w.calls("DeleteAppInst"), 1);
+    assert_eq!(w.calls("DeleteApp"), 2, "the membership probe and the runner's App");
+    assert!(w.calls("ShowApp") >= 2, "exists check and the delete's lookup");
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
 

@@ -15,11 +15,12 @@
 //! | `transport` | bodies and chunks under the silence bound and the deadline, size caps, transport errors |
 //! | `lines` | the NDJSON line splitter and line parser |
 //! | `rpc` | one function per RPC |
-//! | `server` | facts learnt about the server: API generation, fields Apps keep |
+//! | [`appinst_start`] | what a CreateAppInst stream says about the start: success line, pod status reasons, docker pull failures |
 //! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
 //! | [`error`] | typed errors from status codes and controller texts |
 //! | `token_store`, [`token_cache`] | tokens shared between processes |
 
+pub mod appinst_start;
 mod deadline;
 pub mod error;
 #[cfg(test)]
@@ -31,7 +32,6 @@ mod options;
 mod proxy;
 mod rpc;
 mod secret;
-mod server;
 mod session;
 mod state;
 pub mod token_cache;
@@ -43,7 +43,6 @@ pub use error::{ApiError, ApiErrorKind, Subject};
 pub use lines::leading_key_name;
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use secret::Secret;
-pub use server::{ApiGeneration, ServerFacts, FACTS_LIFETIME_SECS};
 pub use session::{proxy_for, Client, RetryReport, StreamEnd};
 pub use state::AppInstState;
 pub use token_store::{LoginLock, TokenStore};

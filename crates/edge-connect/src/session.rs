@@ -58,8 +58,6 @@ pub struct Client {
     /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
     refused_login: std::sync::Mutex<Option<ApiError>>,
     store: Option<Box<dyn TokenStore>>,
-    /// What is known about the server (see [`crate::ServerFacts`]).
-    facts: std::sync::Mutex<crate::ServerFacts>,
     logins: AtomicUsize,
     requests: AtomicUsize,
 }
@@ -218,18 +216,13 @@ impl Client {
             token: Mutex::new(None),
             refused_login: std::sync::Mutex::new(None),
             store: None,
-            facts: std::sync::Mutex::new(crate::ServerFacts::default()),
             logins: AtomicUsize::new(0),
             requests: AtomicUsize::new(0),
         })
     }
 
-    /// Uses a token store (cache) for tokens across processes; facts it kept about the server
-    /// are taken over while they are fresh.
+    /// Uses a token store (cache) for tokens across processes.
     pub fn with_token_store(mut self, store: Box<dyn TokenStore>) -> Self {
-        if let Some(facts) = store.load_facts().filter(crate::ServerFacts::is_fresh) {
-            *self.facts_slot() = facts;
-        }
         self.store = Some(store);
         self
     }
@@ -256,16 +249,6 @@ impl Client {
     /// `host:port` of the Edge Connect URL.
     pub fn host(&self) -> &str {
         &self.host
-    }
-
-    pub(crate) fn token_store(&self) -> Option<&dyn TokenStore> {
-        self.store.as_deref()
-    }
-
-    pub(crate) fn facts_slot(&self) -> std::sync::MutexGuard<'_, crate::ServerFacts> {
-        self.facts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Number of logins this client made.
