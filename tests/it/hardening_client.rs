@@ -18,7 +18,7 @@ const TOKEN: &str = "eyJhbGciOiJIUzUxMiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.c2lnbmF0dXJl"
 
 /// One thing a fake server does while answering.
 #[derive(Clone)]
-enum Step {
+pub(crate) enum Step {
     Write(Vec<u8>),
     Sleep(Duration),
     /// Write these bytes again and again until the client hangs up.
@@ -32,13 +32,13 @@ type Handler = dyn Fn(&str, usize) -> Vec<Step> + Send + Sync;
 /// A server on 127.0.0.1: each request (one per connection) is answered as
 /// `handler(path, nth request to that path)` says; the paths are recorded. (For a proxy the
 /// "path" is the CONNECT target.)
-struct Fake {
+pub(crate) struct Fake {
     port: u16,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Fake {
-    fn start(handler: impl Fn(&str, usize) -> Vec<Step> + Send + Sync + 'static) -> Fake {
+    pub(crate) fn start(handler: impl Fn(&str, usize) -> Vec<Step> + Send + Sync + 'static) -> Fake {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -86,15 +86,15 @@ impl Fake {
         Fake { port, seen }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn seen(&self) -> Vec<String> {
+    pub(crate) fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
 
-    fn count(&self, path: &str) -> usize {
+    pub(crate) fn count(&self, path: &str) -> usize {
         self.seen().iter().filter(|p| *p == path).count()
     }
 }
@@ -131,7 +131,7 @@ fn read_request(socket: &mut TcpStream) -> Option<String> {
 }
 
 /// Status line and headers of an answer whose body runs until the connection closes.
-fn head(status: &str, extra: &str) -> Step {
+pub(crate) fn head(status: &str, extra: &str) -> Step {
     Step::Write(
         format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\nConnection: close\r\n{extra}\r\n")
             .into_bytes(),
@@ -139,7 +139,7 @@ fn head(status: &str, extra: &str) -> Step {
 }
 
 /// A whole answer.
-fn reply(status: &str, body: &str) -> Vec<Step> {
+pub(crate) fn reply(status: &str, body: &str) -> Vec<Step> {
     vec![Step::Write(
         format!(
             "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -149,7 +149,7 @@ fn reply(status: &str, body: &str) -> Vec<Step> {
     )]
 }
 
-fn token_reply() -> Vec<Step> {
+pub(crate) fn token_reply() -> Vec<Step> {
     reply("200 OK", &format!(r#"{{"token":"{TOKEN}"}}"#))
 }
 
@@ -165,11 +165,11 @@ fn empty_controller(path: &str) -> Vec<Step> {
     }
 }
 
-const LOGIN: &str = "/api/v1/login";
-const CTRL: &str = "/api/v1/auth/ctrl/";
+pub(crate) const LOGIN: &str = "/api/v1/login";
+pub(crate) const CTRL: &str = "/api/v1/auth/ctrl/";
 
 /// A provider config around `url`, in its own directory.
-struct Setup {
+pub(crate) struct Setup {
     /// Kept alive for the run: dropping it removes the config and the log.
     _dir: tempfile::TempDir,
     config: PathBuf,
@@ -177,7 +177,7 @@ struct Setup {
 }
 
 impl Setup {
-    fn new(url: &str, extra: &str) -> Setup {
+    pub(crate) fn new(url: &str, extra: &str) -> Setup {
         let dir = tempfile::tempdir().expect("tempdir");
         let (config, log) =
             support::write_provider_config(dir.path(), url, support::Site::Zone, extra);
@@ -188,7 +188,7 @@ impl Setup {
         }
     }
 
-    fn garm(&self, command: &str, vars: &[(&str, &str)]) -> support::Run {
+    pub(crate) fn garm(&self, command: &str, vars: &[(&str, &str)]) -> support::Run {
         let stdin = (command == "CreateInstance")
             .then(|| fixture_with("bootstrap-github-jit.json", "hardened-runner", POOL));
         let mut all = vec![
@@ -210,7 +210,7 @@ impl Setup {
     }
 
     /// No secret in the runs' output nor in the log.
-    fn assert_no_secrets(&self, runs: &[&support::Run]) {
+    pub(crate) fn assert_no_secrets(&self, runs: &[&support::Run]) {
         let log = self.log_text();
         let mut texts = vec![("log", log.as_str())];
         for r in runs {
@@ -270,7 +270,7 @@ fn run_bounded(vars: &[(String, String)], stdin: Option<&str>) -> support::Run {
     }
 }
 
-fn one_line(r: &support::Run) -> &str {
+pub(crate) fn one_line(r: &support::Run) -> &str {
     let text = r.stderr.trim_end();
     assert!(!text.contains('\n'), "stderr is one line: {:?}", r.stderr);
     text

@@ -5,6 +5,7 @@
 mod support;
 
 mod cli_check;
+mod create_decisions;
 mod deploy_manifests;
 mod docs_links;
 mod extra_specs_schema;
