@@ -233,3 +233,24 @@ fn full_sites_are_named_each_with_its_refusal() {
     );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
+
+#[test]
+fn requests_per_create_with_a_cached_token() {
+    for (api, site, expected) in [
+        (ApiGeneration::Gen3, Site::Zone, 3),
+        (ApiGeneration::Gen3, Site::Cloudlet, 4),
+        (ApiGeneration::Gen2, Site::Cloudlet, 5),
+    ] {
+        let w = World::with(api, site, "");
+        let first = w.create("bootstrap-github-jit.json", "garm-count1", POOL, &[]);
+        assert_eq!(first.code, 0, "{}", first.stderr);
+        let before = w.sim.request_log().len();
+        let r = w.create("bootstrap-github-jit.json", "garm-count2", POOL, &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let rpcs: Vec<String> = w.sim.request_log()[before..]
+            .iter()
+            .map(|e| e.rpc.clone())
+            .collect();
+        assert_eq!(rpcs.len(), expected, "{api:?} {site:?}: {rpcs:?}");
+    }
+}

@@ -1,5 +1,5 @@
 //! The provider against a simulator that behaves like the real Master Controller where the two
-//! used to disagree (spec §13): the seed config on both API generations, servers that drop
+//! used to disagree (docs/edge-connect-behaviours.md): the seed config on both API generations, servers that drop
 //! fields, Gen2 failover, duplicate names and values the manifest generators would mangle.
 //! Each test fails without the provider's handling of that behaviour.
 
