@@ -29,9 +29,7 @@ pub(super) async fn deploy_test(
             }
         };
         let started = Instant::now();
-        let created = provider
-            .run(Operation::create(bootstrap, None, None))
-            .await;
+        let created = provider.run(Operation::create(bootstrap, None, None)).await;
         let t_create = started.elapsed();
         if let Err(e) = created {
             // A failed create has rolled back (or says that it could not).

@@ -113,18 +113,14 @@ pub fn run(
     // The deploy test's runners belong to no GARM controller: no ListInstances ever sees them.
     let controller = format!("garm-provider-edge-connect-check-{}", std::process::id());
     let quiet: crate::provider::Progress = std::sync::Arc::new(|_: &str| {});
-    let provider = match crate::pipeline::provider(
-        config.clone(),
-        &controller,
-        environment.clone(),
-        quiet,
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            report.fail("client", e.to_string());
-            return report.failed;
-        }
-    };
+    let provider =
+        match crate::pipeline::provider(config.clone(), &controller, environment.clone(), quiet) {
+            Ok(p) => p,
+            Err(e) => {
+                report.fail("client", e.to_string());
+                return report.failed;
+            }
+        };
     let ran = crate::pipeline::block_on(async {
         remote::remote_checks(&config, &provider, &specs, options, &mut report).await;
         Ok(())

@@ -119,8 +119,13 @@ impl Provider {
                         StreamEnd::Completed(m) | StreamEnd::StillInProgress(m) => m,
                     };
                     tracing::warn!(last = %last, "CreateAppInst ended without its result; reading the AppInst");
-                    self.report("the CreateAppInst stream ended without its result; checking the AppInst");
-                    return self.await_ready(name, deadline).await.map(|()| Placed::Running);
+                    self.report(
+                        "the CreateAppInst stream ended without its result; checking the AppInst",
+                    );
+                    return self
+                        .await_ready(name, deadline)
+                        .await
+                        .map(|()| Placed::Running);
                 }
                 Err(e) => e,
             };
@@ -129,7 +134,10 @@ impl Provider {
                 // instead of creating it a second time.
                 tracing::warn!(error = %e, "CreateAppInst stream broke; polling the AppInst");
                 self.report("stream interrupted; checking the AppInst state");
-                return self.await_ready(name, deadline).await.map(|()| Placed::Running);
+                return self
+                    .await_ready(name, deadline)
+                    .await
+                    .map(|()| Placed::Running);
             }
             if e.zone_not_specified() {
                 if let (Placement::Cloudlet(key), false) = (site, redecided) {
@@ -358,7 +366,10 @@ fn site_name(site: &Placement) -> String {
 }
 
 fn image_words(image: Option<&str>) -> String {
-    image.map_or_else(|| "the runner's image".to_string(), |i| format!("image {i}"))
+    image.map_or_else(
+        || "the runner's image".to_string(),
+        |i| format!("image {i}"),
+    )
 }
 
 /// One line naming the image, the site, the reason and what to check.

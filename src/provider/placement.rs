@@ -164,10 +164,8 @@ impl super::Provider {
         deadline: super::wait::Deadline,
     ) -> Result<Vec<Site>, crate::error::Error> {
         Ok(
-            super::wait::retry_transient(deadline, "ShowCloudlet", || {
-                self.client.show_cloudlets()
-            })
-            .await?,
+            super::wait::retry_transient(deadline, "ShowCloudlet", || self.client.show_cloudlets())
+                .await?,
         )
     }
 }

@@ -62,8 +62,15 @@ fn deploy_test_runs_the_commands_create_and_delete_on_a_throwaway_runner() {
     assert_eq!(w.calls("CreateApp"), 1);
     assert_eq!(w.calls("CreateAppInst"), 1);
     assert_eq!(w.calls("DeleteAppInst"), 1);
-    assert_eq!(w.calls("DeleteApp"), 2, "the membership probe and the runner's App");
-    assert!(w.calls("ShowApp") >= 2, "exists check and the delete's lookup");
+    assert_eq!(
+        w.calls("DeleteApp"),
+        2,
+        "the membership probe and the runner's App"
+    );
+    assert!(
+        w.calls("ShowApp") >= 2,
+        "exists check and the delete's lookup"
+    );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
 

@@ -118,7 +118,11 @@ fn a_gen3_cloudlet_without_a_zone_is_re_decided_once_and_check_says_the_same() {
     let expected = "cloudlet TelekomOP/Munich belongs to no zone, and this Edge Connect places AppInsts only through zones: ask its operator to assign the cloudlet to a zone, or configure [edge_connect.zone]";
     assert!(r.stderr.contains(expected), "{}", r.stderr);
     assert_eq!(w.calls("CreateAppInst"), 1);
-    assert_eq!(w.calls("ShowCloudlet"), 2, "read again after the contradiction");
+    assert_eq!(
+        w.calls("ShowCloudlet"),
+        2,
+        "read again after the contradiction"
+    );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
     // `check` comes to the same conclusion with the same words: never green while creates fail.
     let (code, out) = check(&w);
@@ -163,8 +167,16 @@ fn a_create_stream_that_ends_without_its_result_is_decided_by_show_app_inst() {
             "{body:?}: {}",
             r.stderr
         );
-        assert_eq!(fake.count(&format!("{CTRL}CreateAppInst")), 1, "never twice");
-        assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1, "the App is removed");
+        assert_eq!(
+            fake.count(&format!("{CTRL}CreateAppInst")),
+            1,
+            "never twice"
+        );
+        assert_eq!(
+            fake.count(&format!("{CTRL}DeleteApp")),
+            1,
+            "the App is removed"
+        );
         setup.assert_no_secrets(&[&r]);
     }
     // Still creating, then Ready: running, after waiting within the deadline.

@@ -88,7 +88,11 @@ fn the_seed_config_runs_a_runner_on_gen3_through_the_cloudlets_zone() {
     // ShowCloudlet's answer tells how to address the cloudlet: no ShowZone, no read-back.
     assert_eq!(w.calls("ShowZone"), 0);
     assert_eq!(w.calls("ShowCloudlet"), 1);
-    assert_eq!(w.calls("ShowApp"), 3, "exists check, then list, then delete");
+    assert_eq!(
+        w.calls("ShowApp"),
+        3,
+        "exists check, then list, then delete"
+    );
 }
 
 #[test]
@@ -148,7 +152,11 @@ fn a_server_that_drops_env_vars_leaves_nothing_and_each_create_finds_out_anew() 
         again.stderr
     );
     assert_eq!(w.calls("CreateApp"), 2);
-    assert_eq!(w.calls("CreateAppInst"), 0, "no runner without its environment");
+    assert_eq!(
+        w.calls("CreateAppInst"),
+        0,
+        "no runner without its environment"
+    );
     assert!(w.app_names().is_empty());
     // The fix the message names works on that server.
     let text = std::fs::read_to_string(&w.config).expect("config");

@@ -38,7 +38,9 @@ pub(crate) struct Fake {
 }
 
 impl Fake {
-    pub(crate) fn start(handler: impl Fn(&str, usize) -> Vec<Step> + Send + Sync + 'static) -> Fake {
+    pub(crate) fn start(
+        handler: impl Fn(&str, usize) -> Vec<Step> + Send + Sync + 'static,
+    ) -> Fake {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));

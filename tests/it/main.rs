@@ -22,5 +22,6 @@ mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
 mod scale;
+mod start_failures;
 mod tls;
 mod trial;

@@ -180,7 +180,9 @@ mod tests {
             pod_reasons(two),
             [StartReason::CrashLoopBackOff, StartReason::ErrImagePull]
         );
-        assert!(pod_reasons("Status: pod p: Pending (0/1), container c: ContainerCreating").is_empty());
+        assert!(
+            pod_reasons("Status: pod p: Pending (0/1), container c: ContainerCreating").is_empty()
+        );
         assert!(pod_reasons("Creating App Inst").is_empty());
         // A prefix of a known reason is not that reason.
         assert!(pod_reasons("Status: pod p: Pending (0/1), container c: ErrImagePullX").is_empty());
@@ -200,7 +202,9 @@ mod tests {
         assert!(!docker_pull_failed(
             "Error running docker run, docker: Error response from daemon: Conflict. The container name is already in use, exit status 125"
         ));
-        assert!(!docker_pull_failed("Create App Inst failed: no space left on device"));
+        assert!(!docker_pull_failed(
+            "Create App Inst failed: no space left on device"
+        ));
     }
 
     #[test]
