@@ -93,9 +93,10 @@ pub struct EdgeConnectConfig {
     #[serde(default = "default_connect_retry")]
     pub connect_retry_secs: u64,
     /// How long CreateInstance waits, after Edge Connect reports a failed image pull
-    /// (`ErrImagePull`) that may clear by itself, before it gives up on the runner, in seconds.
-    /// A repeated failure, or a reason that cannot clear (`ImagePullBackOff`, `CrashLoopBackOff`,
-    /// ...), ends the create at once.
+    /// (`ErrImagePull`) or a pod that no node has taken (`Pending (0/0)`), which may clear by
+    /// themselves, before it gives up on the runner on that site, in seconds. A repeated pull
+    /// failure, or a reason that cannot clear (`ImagePullBackOff`, `CrashLoopBackOff`, ...),
+    /// ends the create at once.
     #[serde(default = "default_start_failure_grace")]
     pub start_failure_grace_secs: u64,
     /// Edge Connect calls RemoveAllInstances has in flight at most; 429 / 503 answers lower it

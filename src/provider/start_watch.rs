@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use edge_connect::appinst_start::{pod_reasons, StartReason};
+use edge_connect::appinst_start::{pod_reasons, pod_unscheduled, StartReason};
 use tokio::sync::watch;
 
 /// What the status lines said so far.
@@ -48,9 +48,13 @@ impl StartWatch {
     /// Takes one progress line of the stream.
     pub(super) fn observe(&mut self, message: &str) {
         let reasons = pod_reasons(message);
-        if reasons.is_empty() {
+        if pod_unscheduled(message) {
+            // No node has taken the pod yet: normal for a moment, a full site if it lasts.
+            self.wait_for(StartReason::Unschedulable);
+        } else if reasons.is_empty() {
             if message.starts_with("Status: ") {
-                // The pods moved on to a state that names no failure: a failed pull cleared.
+                // The pods moved on to a state that names no failure: what was waited on
+                // cleared.
                 self.failed_pulls = 0;
                 self.seen.send_modify(|s| s.pending = None);
             }
@@ -63,15 +67,20 @@ impl StartWatch {
                 if self.failed_pulls >= 2 {
                     self.decide(reason);
                 } else {
-                    let until = Instant::now() + self.grace;
-                    self.seen.send_modify(|s| {
-                        s.pending.get_or_insert((reason, until));
-                    });
+                    self.wait_for(reason);
                 }
             } else {
                 self.decide(reason);
             }
         }
+    }
+
+    /// Gives a reason that may clear by itself the grace, from its first sighting.
+    fn wait_for(&self, reason: StartReason) {
+        let until = Instant::now() + self.grace;
+        self.seen.send_modify(|s| {
+            s.pending.get_or_insert((reason, until));
+        });
     }
 
     fn decide(&self, reason: StartReason) {
@@ -155,6 +164,15 @@ mod tests {
         watch.observe(PULL);
         assert_eq!(verdict.decided(), Some(StartReason::ErrImagePull));
         assert_eq!(verdict.reason().await, StartReason::ErrImagePull);
+    }
+
+    #[test]
+    fn a_pod_that_stays_unscheduled_counts_after_the_grace_unless_it_is_placed() {
+        let (mut watch, verdict) = start_watch(Duration::from_secs(30));
+        watch.observe("Status: pod r-1: Pending (0/0), ");
+        assert_eq!(pending(&verdict), Some(StartReason::Unschedulable));
+        watch.observe(CREATING);
+        assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
     }
 
     #[test]

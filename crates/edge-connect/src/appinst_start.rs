@@ -143,6 +143,19 @@ pub fn pod_reasons(message: &str) -> Vec<StartReason> {
     found
 }
 
+/// True for a CRM pod status line with a pod that has no container status yet (`Pending
+/// (0/0)`): the pod is not on a node. Kubernetes reports a pod no node can take only in the
+/// pod's `PodScheduled` condition (reason `Unschedulable`), never as a container reason, so the
+/// CRM's own check for it (`pkg/k8smgmt/appinst.go:169-176`) does not fire and the line stays
+/// like this until the CRM's wait ends; while a pod is being scheduled it is the same line, for
+/// a moment.
+pub fn pod_unscheduled(message: &str) -> bool {
+    message.starts_with("Status: ")
+        && message
+            .split("; ")
+            .any(|pod| pod.contains(": Pending (0/0)"))
+}
+
 /// True when a failed create's error says docker could not get the image: `docker run` (or the
 /// forced `docker image pull`) failed with a pull error (main `pkg/dockermgmt/dockerapp.go:433,
 /// 454`; `CreateAppInstLocal`, `:342`, words it `error running app`). Docker's own words for a
@@ -191,6 +204,18 @@ mod tests {
             pod_reasons("Invalid pod state, pod p: Pending (0/1), container c: Unschedulable"),
             [StartReason::Unschedulable]
         );
+    }
+
+    #[test]
+    fn a_pod_without_container_statuses_is_unscheduled() {
+        assert!(pod_unscheduled("Status: pod p-1: Pending (0/0), "));
+        assert!(pod_unscheduled(
+            "Status: pod a: Running (1/1), ; pod b: Pending (0/0), "
+        ));
+        assert!(!pod_unscheduled(
+            "Status: pod p-1: Pending (0/1), container c: ContainerCreating"
+        ));
+        assert!(!pod_unscheduled("Pending (0/0)"));
     }
 
     #[test]
