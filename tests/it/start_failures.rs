@@ -1,5 +1,5 @@
 //! A runner that cannot start says why at once (issue 21 items 1 and 2): the CRM's pod status
-//! lines, as main `pkg/k8smgmt/appinst.go:178, 310-313` words them, end the create as soon as
+//! lines, as main `pkg/k8smgmt/appinst.go:175, 311-312` words them, end the create as soon as
 //! one names a reason that will not clear; the create is rolled back and the one stderr line
 //! names the image, the site and the reason. A controller that keeps the stream open (as the
 //! real one does for up to 15 minutes) is played by a fake server; site refusals by the
@@ -139,7 +139,8 @@ fn create_on_two_zones(w: &World, name: &str) -> Run {
     )
 }
 
-/// The CRM's error for a pod no node can take (`pkg/k8smgmt/appinst.go:216-218`).
+/// The CRM's error for a pod whose container reports `Unschedulable`
+/// (`pkg/k8smgmt/appinst.go:169-171, 220-221`).
 const UNSCHEDULABLE: &str =
     "invalid pod state, pod garm-us1-5c9-p2: Pending (0/1), container garm-us1: Unschedulable";
 

@@ -4,8 +4,9 @@
 //! (docs/edge-connect-behaviours.md B12, B13).
 
 /// The last line of a CreateAppInst stream that created the AppInst (main
-/// `pkg/controller/appinst_api.go:1290, 1300, 1331`). A stream that ends without it (and
-/// without an error result) did not say whether the AppInst exists.
+/// `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends without it (and
+/// without an error result, e.g. `Failed to get progress messages. Please use ShowAppInst …`,
+/// `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
 pub const CREATED: &str = "Created AppInst successfully";
 
 /// True when a stream's last progress line is the controller's success line.
@@ -15,7 +16,7 @@ pub fn created(last: &str) -> bool {
 
 /// A container or pod reason the CRM reports that means "will not start without a change"
 /// (Kubernetes' waiting reasons, as kubelet names them; the CRM copies them into its status
-/// line, main `pkg/k8smgmt/appinst.go:160-176`).
+/// line, main `pkg/k8smgmt/appinst.go:160-176`; docs/edge-connect-behaviours.md B12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartReason {
     /// The image pull failed (may clear by itself: a registry hiccup).
@@ -33,7 +34,8 @@ pub enum StartReason {
     /// The container starts and exits again and again.
     CrashLoopBackOff,
     /// No node can take the pod (the only reason the CRM itself fails on,
-    /// `pkg/k8smgmt/appinst.go:172-174, 216-218`).
+    /// `pkg/k8smgmt/appinst.go:169-171, 220-221`; in practice Kubernetes never reports it as a
+    /// container reason, see [`pod_unscheduled`]).
     Unschedulable,
 }
 
@@ -105,11 +107,11 @@ impl std::fmt::Display for StartReason {
 ///
 /// The CRM words each change of pod state as `Status: pod <pod>: <phase> (<running>/<total>),
 /// container <name>: <reason>[, container <name>: <reason>]`, pods joined by `; `
-/// (main `pkg/k8smgmt/appinst.go:178, 310-313`), sent as a task of the AppInst's status, which
-/// the controller forwards as one stream message (`api/edgeproto/appinst.pb.go:9700-9705`;
+/// (main `pkg/k8smgmt/appinst.go:175, 311-312`), sent as a task of the AppInst's status, which
+/// the controller forwards as one stream message (`api/edgeproto/appinst.pb.go:9705-9706`;
 /// `api/edgeproto/status_info.go:23-37` may append `(n of m)`). A pod that cannot be
 /// scheduled is not sent as a status but ends the create with `invalid pod state, <statuses>`
-/// (`pkg/k8smgmt/appinst.go:216-218`; the MC capitalises the first letter). Other lines name
+/// (`pkg/k8smgmt/appinst.go:220-221`; the MC capitalises the first letter). Other lines name
 /// nothing.
 pub fn pod_reasons(message: &str) -> Vec<StartReason> {
     const FAILED: &str = "invalid pod state, ";
