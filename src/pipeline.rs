@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use edge_connect::token_cache::TokenCache;
-use edge_connect::Client;
+use edge_connect::{Client, Deadline};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -80,8 +80,14 @@ pub fn provider(
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
     let cache = token_cache(&config, &environment, &credentials);
-    let client = Client::new(&config.edge_connect.client_options(), credentials)?
-        .with_retry_report(progress.clone());
+    let client = Client::new(
+        &config.edge_connect.client_options(),
+        credentials,
+        Deadline::after(Duration::from_secs(
+            config.edge_connect.operation_timeout_secs,
+        )),
+    )?
+    .with_retry_report(progress.clone());
     let client = match cache {
         Some(cache) => client.with_token_store(Box::new(cache)),
         None => client,

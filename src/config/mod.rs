@@ -258,9 +258,6 @@ impl EdgeConnectConfig {
             url: self.url.clone(),
             region: self.region.clone(),
             request_timeout: std::time::Duration::from_secs(self.request_timeout_secs),
-            // Every call ends by the command's deadline; a create's rollback gets its extra time
-            // from the provider's `within_deadline` scope (src/provider/wait.rs).
-            command_timeout: Some(std::time::Duration::from_secs(self.operation_timeout_secs)),
             connect_retry: std::time::Duration::from_secs(self.connect_retry_secs),
             ca_bundle: self.ca_bundle.clone(),
             insecure_skip_verify: self.insecure_skip_verify,

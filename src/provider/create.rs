@@ -52,7 +52,7 @@ impl Provider {
 
         tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
         self.report(&format!("creating App {name}"));
-        if let Err(e) = self.client.create_app(&app).await {
+        if let Err(e) = self.client.until(deadline).create_app(&app).await {
             return Err(match e.kind {
                 ApiErrorKind::AlreadyExists => Error::Duplicate(format!(
                     "instance {} already exists on Edge Connect (App {name})",
@@ -111,7 +111,8 @@ impl Provider {
             name: name.to_string(),
             version: String::new(),
         };
-        let apps = retry_transient(deadline, "ShowApp", || self.client.show_apps(&filter)).await?;
+        let client = self.client.until(deadline);
+        let apps = retry_transient(deadline, "ShowApp", || client.show_apps(&filter)).await?;
         Ok(apps.iter().any(|a| a.key.name == name))
     }
 
@@ -134,7 +135,8 @@ impl Provider {
             name: name.to_string(),
             version: String::new(),
         };
-        let apps = retry_transient(deadline, "ShowApp", || self.client.show_apps(&filter)).await?;
+        let client = self.client.until(deadline);
+        let apps = retry_transient(deadline, "ShowApp", || client.show_apps(&filter)).await?;
         let Some(shown) = apps.iter().find(|a| a.key == sent.key) else {
             return Err(Error::Other(format!(
                 "App {name} is not listed right after CreateApp succeeded"

@@ -173,11 +173,12 @@ impl Provider {
         deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
+        let client = self.client.until(deadline);
         loop {
             let result = retry_transient(deadline, "DeleteAppInst", || {
                 throttled(throttle, async {
                     let mut progress = |m: &str| self.report(m);
-                    self.client.delete_app_inst(key, &mut progress).await
+                    client.delete_app_inst(key, &mut progress).await
                 })
             })
             .await;
@@ -238,9 +239,10 @@ impl Provider {
         deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
+        let client = self.client.until(deadline);
         loop {
             let result = retry_transient(deadline, "DeleteApp", || {
-                throttled(throttle, self.client.delete_app(key))
+                throttled(throttle, client.delete_app(key))
             })
             .await;
             match result {
@@ -299,11 +301,11 @@ impl Provider {
             name: name.clone(),
             version: String::new(),
         };
+        let client = self.client.until(deadline);
         let apps = retry_transient(deadline, "ShowApp", || {
-            self.client
-                .show_apps_where(&filter, None, |a: &edge_connect::models::App| {
-                    a.key.name == name
-                })
+            client.show_apps_where(&filter, None, |a: &edge_connect::models::App| {
+                a.key.name == name
+            })
         })
         .await?;
         let owned: Vec<_> = apps

@@ -201,6 +201,7 @@ impl Provider {
         let grace =
             std::time::Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
         let (mut watch, mut verdict) = start_watch(grace);
+        let client = self.client.until(deadline);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -209,7 +210,7 @@ impl Provider {
                     self.report(m);
                     watch.observe(m);
                 };
-                let call = deadline.bound(self.client.create_app_inst(request, &mut progress));
+                let call = client.create_app_inst(request, &mut progress);
                 tokio::select! {
                     biased;
                     // Closing the stream makes a central CRM's controller undo the create
@@ -225,7 +226,7 @@ impl Provider {
                 Err(e)
                     if e.is_transient()
                         && e.status.is_some_and(|s| s != 200)
-                        && deadline.remaining() > backoff(attempt) =>
+                        && deadline.has_room_for(backoff(attempt)) =>
                 {
                     tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");
                     tokio::time::sleep(backoff(attempt)).await;
@@ -347,7 +348,7 @@ impl Provider {
                     )))
                 }
             }
-            if deadline.remaining() <= self.poll_interval {
+            if !deadline.has_room_for(self.poll_interval) {
                 return Err(Error::Other(format!(
                     "AppInst {name} not Ready within edge_connect.operation_timeout_secs={}s",
                     self.config.edge_connect.operation_timeout_secs

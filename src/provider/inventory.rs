@@ -258,6 +258,7 @@ impl Provider {
             organization: organization.to_string(),
             cloudlet_key: None,
         };
+        let client = self.client.until(deadline);
         let inventory = Mutex::new(Inventory::default());
         // Once every App is known, AppInsts of no App of ours are not even recorded.
         let apps_complete = AtomicBool::new(false);
@@ -336,8 +337,7 @@ impl Provider {
                 inv.apps.clear();
                 inv.foreign_apps = 0;
                 drop(inv);
-                self.client
-                    .show_apps_as(&app_filter, needle.map(str::as_bytes), &keep_app)
+                client.show_apps_as(&app_filter, needle.map(str::as_bytes), &keep_app)
             })
             .await;
             if result.is_ok() {
@@ -354,8 +354,7 @@ impl Provider {
             inv.insts.clear();
             inv.more_insts.clear();
             drop(inv);
-            self.client
-                .show_app_insts_filtered(&inst_filter, &skip_inst, &keep_inst)
+            client.show_app_insts_filtered(&inst_filter, &skip_inst, &keep_inst)
         });
         // Both requests go out at once (one round trip). For a whole organization, ShowAppInst's
         // answer then waits (in the socket, not in memory) while ShowApp's is read, so that its
@@ -441,9 +440,9 @@ impl Provider {
             organization: self.organization().to_string(),
             cloudlet_key: None,
         };
+        let client = self.client.until(deadline);
         let insts = retry_transient(deadline, "ShowAppInst", || {
-            self.client
-                .show_app_insts_where(&filter, |i: &AppInst| i.key.name == name)
+            client.show_app_insts_where(&filter, |i: &AppInst| i.key.name == name)
         })
         .await?;
         Ok(insts)

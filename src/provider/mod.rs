@@ -202,11 +202,9 @@ impl Provider {
         &self.client
     }
 
-    /// Runs one operation within the configured deadline.
+    /// Runs one operation within the deadline its client was built with.
     pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
-        let deadline = Deadline::after(Duration::from_secs(
-            self.config.edge_connect.operation_timeout_secs,
-        ));
+        let deadline = self.client.deadline();
         match operation {
             Operation::Create {
                 bootstrap,
@@ -254,7 +252,7 @@ impl Provider {
         (self.progress)(message);
     }
     async fn sleep_within(&self, deadline: Deadline) -> Result<(), Error> {
-        if deadline.remaining() <= self.poll_interval {
+        if !deadline.has_room_for(self.poll_interval) {
             return Err(Error::Other(format!(
                 "gave up after edge_connect.operation_timeout_secs={}s",
                 self.config.edge_connect.operation_timeout_secs

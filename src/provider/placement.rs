@@ -163,8 +163,9 @@ impl super::Provider {
         &self,
         deadline: super::wait::Deadline,
     ) -> Result<Vec<Site>, crate::error::Error> {
+        let client = self.client.until(deadline);
         Ok(
-            super::wait::retry_transient(deadline, "ShowCloudlet", || self.client.show_cloudlets())
+            super::wait::retry_transient(deadline, "ShowCloudlet", || client.show_cloudlets())
                 .await?,
         )
     }

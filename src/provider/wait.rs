@@ -2,61 +2,15 @@
 //! Connect calls.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
 
 use edge_connect::ApiError;
 
-pub use edge_connect::backoff;
-
-/// The time budget of one provider command.
-#[derive(Debug, Clone, Copy)]
-pub struct Deadline {
-    end: Instant,
-}
-
-impl Deadline {
-    /// A deadline `budget` from now (a budget too large for the clock means "far away", never a
-    /// panic).
-    pub fn after(budget: Duration) -> Self {
-        Deadline {
-            end: edge_connect::instant_after(budget),
-        }
-    }
-
-    /// The instant it passes.
-    #[cfg(test)]
-    pub fn instant(&self) -> Instant {
-        self.end
-    }
-
-    /// Time left (zero once passed).
-    pub fn remaining(&self) -> Duration {
-        self.end.saturating_duration_since(Instant::now())
-    }
-
-    /// True once the deadline has passed.
-    pub fn expired(&self) -> bool {
-        self.remaining().is_zero()
-    }
-
-    /// A later deadline, for cleanup after the main budget is spent.
-    pub fn extended(&self, grace: Duration) -> Self {
-        let from = self.end.max(Instant::now());
-        Deadline {
-            end: from.checked_add(grace).unwrap_or(from),
-        }
-    }
-
-    /// Runs `future` with every Edge Connect call in it (logins included) ending by this
-    /// deadline, whatever the server does.
-    pub async fn bound<F: Future>(&self, future: F) -> F::Output {
-        edge_connect::within_deadline(self.end, future).await
-    }
-}
+pub use edge_connect::{backoff, Deadline};
 
 /// Runs an idempotent call, retrying transient failures (transport, 429, 5xx) with backoff
-/// until it succeeds, fails for good, or the deadline leaves no room for another attempt. Every
-/// attempt runs under the deadline (see [`Deadline::bound`]).
+/// until it succeeds, fails for good, or `deadline` leaves no room for another attempt. The
+/// calls themselves end by the deadline of the client that makes them: a caller with a later
+/// deadline than the command's (a rollback) calls through `client.until(deadline)`.
 pub async fn retry_transient<T, F, Fut>(
     deadline: Deadline,
     what: &str,
@@ -85,10 +39,10 @@ where
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match deadline.bound(call()).await {
+        match call().await {
             Err(e) if e.is_transient() => {
                 let wait = backoff(attempt);
-                if deadline.remaining() <= wait {
+                if !deadline.has_room_for(wait) {
                     return Err(e);
                 }
                 tracing::warn!(call = what, attempt, wait_ms = wait.as_millis() as u64, error = %e, "transient failure, retrying");
@@ -108,23 +62,7 @@ where
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
-
-    #[test]
-    fn backoff_grows_and_is_capped() {
-        for attempt in 1..20 {
-            let d = backoff(attempt);
-            assert!(d <= Duration::from_millis(8_000), "{attempt}: {d:?}");
-        }
-        assert!(backoff(1) <= Duration::from_millis(250));
-        assert!(backoff(6) >= Duration::from_millis(4_000));
-    }
-
-    #[test]
-    fn huge_budgets_and_graces_do_not_panic() {
-        let d = Deadline::after(Duration::from_secs(u64::MAX));
-        assert!(!d.expired());
-        assert!(!d.extended(Duration::MAX).expired());
-    }
+    use std::time::Duration;
 
     #[tokio::test]
     async fn retries_are_reported_and_final_errors_end_them() {
@@ -159,16 +97,5 @@ mod tests {
                 "retrying ShowApp: Service unavailable (attempt 3)"
             ]
         );
-    }
-
-    #[tokio::test]
-    async fn every_attempt_runs_under_the_deadline() {
-        let deadline = Deadline::after(Duration::from_secs(30));
-        let seen = retry_transient(deadline, "X", || async {
-            Ok::<_, ApiError>(edge_connect::scoped_deadline())
-        })
-        .await
-        .unwrap();
-        assert_eq!(seen, Some(deadline.instant()));
     }
 }

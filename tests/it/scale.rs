@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use edge_connect::models::{AppInstKey, AppKey, FlavorKey, NewApp, NewAppInst, SiteRef};
-use edge_connect::{Client, ClientOptions, Credentials, Secret};
+use edge_connect::{Client, ClientOptions, Credentials, Deadline, Secret};
 use edge_connect_sim::{ApiGeneration, Fault, FaultKind, SimConfig};
 
 use crate::support::{Site, World, PASSWORD, POOL, USER};
@@ -26,7 +26,6 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
                 url: w.sim.url(),
                 region: "EU".into(),
                 request_timeout: Duration::from_secs(30),
-                command_timeout: Some(Duration::from_secs(60)),
                 connect_retry: Duration::from_secs(5),
                 ca_bundle: None,
                 insecure_skip_verify: false,
@@ -35,6 +34,7 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
                 username: USER.into(),
                 password: Secret::new(PASSWORD),
             },
+            Deadline::after(Duration::from_secs(60)),
         )
         .expect("client");
         let app_key = AppKey {

@@ -1,40 +1,58 @@
-//! The deadline a call runs under, and the backoff between retries.
+//! The one deadline of a command, and the backoff between retries.
 //!
-//! A deadline travels with the future (a task-local value) rather than as a parameter of every
-//! RPC function, so that a caller's retry helper can put every call it makes, and every login
-//! those calls trigger, under its own deadline without each call site passing it on.
+//! A [`Client`](crate::Client) is built with the command's [`Deadline`]: every call it makes,
+//! every retry and login inside a call, and every wait for an answer ends by it. Extra time (a
+//! failed create's rollback) is another, later `Deadline`, given explicitly through
+//! [`Client::until`](crate::Client::until): nothing travels implicitly with a future.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
-tokio::task_local! {
-    static DEADLINE: Instant;
+/// The time budget of one command: the instant by which everything it does must end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline {
+    end: Instant,
 }
 
-/// Runs `future` with every Edge Connect call inside it ending by `deadline`. It replaces, for
-/// that future, the client's own deadline ([`ClientOptions::command_timeout`](crate::ClientOptions)):
-/// a rollback that was granted extra time after the command's budget runs under its later
-/// deadline. Nested calls replace the outer deadline in the same way.
-pub async fn within_deadline<F: Future>(deadline: Instant, future: F) -> F::Output {
-    DEADLINE.scope(deadline, future).await
-}
+impl Deadline {
+    /// A deadline `budget` from now (a budget too large for the clock means "far away", never a
+    /// panic).
+    pub fn after(budget: Duration) -> Self {
+        let now = Instant::now();
+        let end = now
+            .checked_add(budget)
+            .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+            .unwrap_or(now);
+        Deadline { end }
+    }
 
-/// The deadline of the enclosing [`within_deadline`], if any.
-pub fn scoped_deadline() -> Option<Instant> {
-    scoped()
-}
+    /// The instant it passes.
+    pub fn instant(&self) -> Instant {
+        self.end
+    }
 
-pub(crate) fn scoped() -> Option<Instant> {
-    DEADLINE.try_with(|d| *d).ok()
-}
+    /// Time left (zero once passed).
+    pub fn remaining(&self) -> Duration {
+        self.end.saturating_duration_since(Instant::now())
+    }
 
-/// `now + budget`, or a far-away instant when that does not fit (a budget of `u64::MAX`
-/// seconds must not panic).
-pub fn instant_after(budget: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(budget)
-        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
-        .unwrap_or(now)
+    /// True once the deadline has passed.
+    pub fn expired(&self) -> bool {
+        self.remaining().is_zero()
+    }
+
+    /// True when there is time to wait `pause` and still try once more.
+    pub fn has_room_for(&self, pause: Duration) -> bool {
+        self.remaining() > pause
+    }
+
+    /// A later deadline, `grace` after this one (or after now, if this one has passed): the
+    /// budget of cleanup work after the main budget is spent.
+    pub fn extended(&self, grace: Duration) -> Self {
+        let from = self.end.max(Instant::now());
+        Deadline {
+            end: from.checked_add(grace).unwrap_or(from),
+        }
+    }
 }
 
 /// Backoff delay before retry `attempt` (1-based): exponential from 250 ms, capped at 8 s, with
@@ -65,19 +83,24 @@ mod tests {
     }
 
     #[test]
-    fn huge_budgets_do_not_panic() {
-        assert!(instant_after(Duration::MAX) > Instant::now());
+    fn huge_budgets_and_graces_do_not_panic() {
+        let d = Deadline::after(Duration::MAX);
+        assert!(d.instant() > Instant::now());
+        assert!(!d.expired());
+        assert!(!d.extended(Duration::MAX).expired());
     }
 
-    #[tokio::test]
-    async fn the_innermost_scope_wins() {
-        assert_eq!(scoped(), None);
-        let outer = Instant::now() + Duration::from_secs(10);
-        let inner = Instant::now() + Duration::from_secs(100);
-        within_deadline(outer, async {
-            assert_eq!(scoped(), Some(outer));
-            within_deadline(inner, async { assert_eq!(scoped(), Some(inner)) }).await;
-        })
-        .await;
+    #[test]
+    fn a_grace_counts_from_the_later_of_the_deadline_and_now() {
+        let passed = Deadline::after(Duration::ZERO);
+        assert!(passed.expired());
+        assert!(!passed.has_room_for(Duration::ZERO));
+        let grace = passed.extended(Duration::from_secs(60));
+        assert!(grace.remaining() > Duration::from_secs(59));
+        let far = Deadline::after(Duration::from_secs(600));
+        assert!(
+            far.extended(Duration::from_secs(60)).instant()
+                >= far.instant() + Duration::from_secs(60)
+        );
     }
 }

@@ -4,12 +4,12 @@
 //! that regressed would hang or run out of memory instead of passing).
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::{within_deadline, ApiErrorKind, Client, ClientOptions, Credentials, Secret};
+use crate::{ApiErrorKind, Client, ClientOptions, Credentials, Deadline, Secret};
 
 const PASSWORD: &str = "hostile-test-password";
 /// A JWT-shaped token (exp in 2100) that must never be printed either.
@@ -164,7 +164,6 @@ fn options(url: &str) -> ClientOptions {
         url: url.to_string(),
         region: "EU".into(),
         request_timeout: Duration::from_secs(1),
-        command_timeout: Some(Duration::from_secs(20)),
         connect_retry: Duration::from_secs(1),
         ca_bundle: None,
         insecure_skip_verify: false,
@@ -172,16 +171,17 @@ fn options(url: &str) -> ClientOptions {
 }
 
 fn client(url: &str) -> Client {
-    client_with(options(url))
+    client_until(url, Deadline::after(Duration::from_secs(20)))
 }
 
-fn client_with(options: ClientOptions) -> Client {
+fn client_until(url: &str, deadline: Deadline) -> Client {
     Client::new(
-        &options,
+        &options(url),
         Credentials {
             username: "u".into(),
             password: Secret::new(PASSWORD),
         },
+        deadline,
     )
     .unwrap()
 }
@@ -359,17 +359,15 @@ async fn drip_feeding_does_not_outlive_the_deadline() {
     })
     .await;
     let c = client(&server.url);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let e = within_deadline(deadline, c.show_apps(&Default::default()))
+    let e = c
+        .until(Deadline::after(Duration::from_secs(2)))
+        .show_apps(&Default::default())
         .await
         .unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Transport, "{e}");
     assert!(e.message.contains("deadline"), "{e}");
-    // The same under the client's own deadline (no scope), for a stream and a unary call.
-    let c = client_with(ClientOptions {
-        command_timeout: Some(Duration::from_secs(2)),
-        ..options(&server.url)
-    });
+    // The same under the deadline the client was built with, for a unary call.
+    let c = client_until(&server.url, Deadline::after(Duration::from_secs(2)));
     let e = c.create_app(&app()).await.unwrap_err();
     assert!(e.message.contains("deadline"), "{e}");
 }
@@ -383,10 +381,7 @@ async fn a_drip_fed_login_ends_by_the_deadline() {
         ]
     })
     .await;
-    let c = client_with(ClientOptions {
-        command_timeout: Some(Duration::from_secs(2)),
-        ..options(&server.url)
-    });
+    let c = client_until(&server.url, Deadline::after(Duration::from_secs(2)));
     let e = c.show_apps(&Default::default()).await.unwrap_err();
     assert!(e.message.contains("deadline"), "{e}");
     // The diagnostic single attempt as well.
@@ -614,6 +609,7 @@ fn a_url_with_credentials_is_refused_without_echoing_them() {
             username: "u".into(),
             password: Secret::new("p"),
         },
+        Deadline::after(Duration::from_secs(20)),
     )
     .err()
     .unwrap();

@@ -1,7 +1,7 @@
 //! A client for the Edge Connect (EdgeXR Master Controller) REST API.
 //!
-//! It knows nothing of GARM or of any config file: it takes [`ClientOptions`] and
-//! [`Credentials`], logs in, sends one POST per RPC under a deadline, reads unary answers, Show
+//! It knows nothing of GARM or of any config file: it takes [`ClientOptions`], [`Credentials`]
+//! and a [`Deadline`], logs in, sends one POST per RPC under that deadline, reads unary answers, Show
 //! streams and AppInst operation streams line by line, and returns typed objects ([`models`]) or
 //! an [`ApiError`] whose [`ApiErrorKind`] says what happened. This crate is the only place that
 //! reads the controller's message texts.
@@ -9,8 +9,11 @@
 //! | Module | Job |
 //! |---|---|
 //! | `options` | what a client is built from |
-//! | `session` | login, token reuse and renewal, one POST per call with counters |
-//! | `deadline` | the deadline a call runs under ([`within_deadline`]), backoff |
+//! | `client` | what a client is made of and shares between its handles; scrubbing messages |
+//! | `login` | login with retries, one refusal per command, one login shared between processes |
+//! | `call` | one POST (retried while unreachable, re-login on 401); unary calls |
+//! | `stream` | Show answers and AppInst operation streams |
+//! | `deadline` | the command's [`Deadline`], backoff |
 //! | `proxy` | which proxy the environment selects for the URL |
 //! | `transport` | bodies and chunks under the silence bound and the deadline, size caps, transport errors |
 //! | `lines` | the NDJSON line splitter and line parser |
@@ -21,28 +24,32 @@
 //! | `token_store`, [`token_cache`] | tokens shared between processes |
 
 pub mod appinst_start;
+mod call;
+mod client;
 mod deadline;
 pub mod error;
 #[cfg(test)]
 mod hostile_tests;
 pub mod jwt;
 mod lines;
+mod login;
 pub mod models;
 mod options;
 mod proxy;
 mod rpc;
 mod secret;
-mod session;
 mod state;
+mod stream;
 pub mod token_cache;
 mod token_store;
 mod transport;
 
-pub use deadline::{backoff, instant_after, scoped_deadline, within_deadline};
+pub use client::{proxy_for, Client, RetryReport};
+pub use deadline::{backoff, Deadline};
 pub use error::{ApiError, ApiErrorKind, Subject};
 pub use lines::leading_key_name;
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use secret::Secret;
-pub use session::{proxy_for, Client, RetryReport, StreamEnd};
 pub use state::AppInstState;
+pub use stream::StreamEnd;
 pub use token_store::{LoginLock, TokenStore};

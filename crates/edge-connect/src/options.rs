@@ -16,14 +16,9 @@ pub struct ClientOptions {
     pub region: String,
     /// Bound for the wait for an answer's headers, and for the silence between two chunks of a
     /// unary or Show answer. (CreateAppInst and DeleteAppInst streams, headers included, are not
-    /// closed for silence: closing one makes the controller undo the work; only the deadline
-    /// ends them, or this bound when there is no deadline.)
+    /// closed for silence: closing one makes the controller undo the work; only the client's
+    /// [`Deadline`](crate::Deadline) ends them.)
     pub request_timeout: Duration,
-    /// The command's time budget, counted from [`Client::new`](crate::Client::new): every call
-    /// (login and its retries included) ends by then, whatever the server does, unless it runs
-    /// inside [`within_deadline`](crate::within_deadline), whose deadline then applies. `None`:
-    /// no overall bound (the silence bound still applies to every answer).
-    pub command_timeout: Option<Duration>,
     /// How long a host that cannot be reached at all (connection refused, name not resolved)
     /// is retried before the call fails with an error whose [`ApiError::unreachable`](crate::ApiError) is set.
     /// Short on purpose: an unreachable address is usually a configuration error, and the
@@ -49,7 +44,6 @@ impl std::fmt::Debug for ClientOptions {
             .field("url", &url)
             .field("region", &self.region)
             .field("request_timeout", &self.request_timeout)
-            .field("command_timeout", &self.command_timeout)
             .field("connect_retry", &self.connect_retry)
             .field("ca_bundle", &self.ca_bundle)
             .field("insecure_skip_verify", &self.insecure_skip_verify)

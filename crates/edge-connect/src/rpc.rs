@@ -2,9 +2,10 @@
 
 use serde_json::{json, Value};
 
+use crate::client::Client;
 use crate::error::ApiError;
 use crate::models::{App, AppInst, AppInstKey, AppKey, Flavor, NewApp, NewAppInst, Site, SiteRef};
-use crate::session::{Client, StreamEnd};
+use crate::stream::StreamEnd;
 
 impl Client {
     /// `CreateApp`.

@@ -2,10 +2,11 @@
 //! call's deadline, with a cap on what is held, the error message of a refused call, and reqwest
 //! errors turned into one-line [`ApiError`]s.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::deadline::Deadline;
 use crate::error::ApiError;
 
 /// At most this much of a refused call's body is read: the message is one short line, and a
@@ -28,21 +29,17 @@ pub(crate) struct Wait {
     /// Longest silence between two chunks (`None`: silence is not timed, only the deadline).
     pub(crate) silence: Option<Duration>,
     /// The call's deadline.
-    pub(crate) deadline: Option<Instant>,
+    pub(crate) deadline: Deadline,
 }
 
 impl Wait {
     /// The time allowed for the next event, and whether running out of it means the deadline
-    /// (rather than silence) was reached. `None` when nothing bounds it.
-    fn budget(&self) -> Option<(Duration, bool)> {
-        let left = self
-            .deadline
-            .map(|d| d.saturating_duration_since(Instant::now()));
-        match (self.silence, left) {
-            (Some(s), Some(l)) if l <= s => Some((l, true)),
-            (Some(s), _) => Some((s, false)),
-            (None, Some(l)) => Some((l, true)),
-            (None, None) => None,
+    /// (rather than silence) was reached.
+    fn budget(&self) -> (Duration, bool) {
+        let left = self.deadline.remaining();
+        match self.silence {
+            Some(s) if s < left => (s, false),
+            _ => (left, true),
         }
     }
 
@@ -53,24 +50,20 @@ impl Wait {
         what: &str,
         future: impl std::future::Future<Output = T>,
     ) -> Result<T, ApiError> {
-        match self.budget() {
-            None => Ok(future.await),
-            Some((budget, is_deadline)) => {
-                tokio::time::timeout(budget, future).await.map_err(|_| {
-                    if is_deadline {
-                        ApiError::transport(
-                            rpc,
-                            format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}"),
-                        )
-                    } else {
-                        ApiError::transport(
-                            rpc,
-                            format!("no {what} within edge_connect.request_timeout_secs"),
-                        )
-                    }
-                })
+        let (budget, is_deadline) = self.budget();
+        tokio::time::timeout(budget, future).await.map_err(|_| {
+            if is_deadline {
+                ApiError::transport(
+                    rpc,
+                    format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}"),
+                )
+            } else {
+                ApiError::transport(
+                    rpc,
+                    format!("no {what} within edge_connect.request_timeout_secs"),
+                )
             }
-        }
+        })
     }
 }
 
@@ -201,22 +194,21 @@ mod tests {
 
     #[test]
     fn the_earlier_bound_wins() {
-        let soon = Instant::now() + Duration::from_secs(1);
         let w = Wait {
             silence: Some(Duration::from_secs(60)),
-            deadline: Some(soon),
+            deadline: Deadline::after(Duration::from_secs(1)),
         };
-        assert!(matches!(w.budget(), Some((d, true)) if d <= Duration::from_secs(1)));
+        assert!(matches!(w.budget(), (d, true) if d <= Duration::from_secs(1)));
         let w = Wait {
             silence: Some(Duration::from_secs(1)),
-            deadline: Some(Instant::now() + Duration::from_secs(60)),
+            deadline: Deadline::after(Duration::from_secs(60)),
         };
-        assert!(matches!(w.budget(), Some((d, false)) if d == Duration::from_secs(1)));
+        assert_eq!(w.budget(), (Duration::from_secs(1), false));
         let w = Wait {
             silence: None,
-            deadline: None,
+            deadline: Deadline::after(Duration::from_secs(60)),
         };
-        assert!(w.budget().is_none());
+        assert!(matches!(w.budget(), (d, true) if d > Duration::from_secs(59)));
     }
 
     #[test]

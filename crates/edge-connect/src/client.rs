@@ -1,0 +1,323 @@
+//! The client itself: what it is built from, what its calls share (connection pool, token,
+//! counters), its deadline, and how every message it makes is kept free of secrets.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+
+use crate::deadline::Deadline;
+use crate::error::ApiError;
+use crate::options::{ClientOptions, Credentials, SetupError};
+use crate::proxy::ProxyChoice;
+use crate::secret::Secret;
+use crate::token_store::TokenStore;
+use crate::transport::Wait;
+
+/// A hook that is told, in one line, about each retry the client makes (so that a CLI can show
+/// "retrying login: ... (attempt 3)" instead of sitting silent).
+pub type RetryReport = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A client for one Edge Connect URL, region and user, bound to one [`Deadline`]: every call,
+/// retry, login and wait ends by it. [`Client::until`] gives the same client (same connections,
+/// token and counters) under another deadline.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) store: Option<Arc<dyn TokenStore>>,
+    pub(crate) report: Option<RetryReport>,
+    pub(crate) deadline: Deadline,
+}
+
+/// What every handle of one client shares.
+pub(crate) struct Shared {
+    pub(crate) http: reqwest::Client,
+    pub(crate) base: reqwest::Url,
+    /// `host:port` of the URL, for messages (never the path or query).
+    pub(crate) host: String,
+    pub(crate) region: String,
+    pub(crate) credentials: Credentials,
+    pub(crate) request_timeout: Duration,
+    pub(crate) connect_retry: Duration,
+    /// Since when every connection attempt failed (reset by any answer). Shared by all calls, so
+    /// that a rollback after an unreachable create does not wait out the bound again.
+    pub(crate) unreachable_since: std::sync::Mutex<Option<Instant>>,
+    pub(crate) proxy: Option<ProxyChoice>,
+    /// Values that must not appear in any message, whatever a server or a library echoes.
+    pub(crate) redact: Vec<String>,
+    pub(crate) token: Mutex<Option<Secret>>,
+    /// A login that failed for good, remembered so that concurrent calls of one command do not
+    /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
+    pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
+    pub(crate) logins: AtomicUsize,
+    pub(crate) requests: AtomicUsize,
+}
+
+/// The proxy (`host:port`, never its credentials) that a client for `url` would use under the
+/// current process environment, or `None` for a direct connection. Errors are the ones
+/// [`Client::new`] would return for the proxy environment.
+pub fn proxy_for(url: &str) -> Result<Option<String>, SetupError> {
+    let base = parse_url(url)?;
+    Ok(crate::proxy::choose(&base, &env_var)?.map(|p| p.address))
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
+    // The parser's message does not repeat the URL, which may hold a password.
+    let base = reqwest::Url::parse(url.trim_end_matches('/'))
+        .map_err(|e| SetupError(format!("edge_connect.url: {e}")))?;
+    if !base.username().is_empty() || base.password().is_some() {
+        return Err(SetupError(
+            "edge_connect.url: must not contain a user name or password (`user:password@`); put the credentials in credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD".into(),
+        ));
+    }
+    if base.host_str().is_none() {
+        return Err(SetupError("edge_connect.url: has no host".into()));
+    }
+    Ok(base)
+}
+
+/// `%XX` sequences decoded (lossily, for redaction only).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub(crate) fn host_port(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or("?");
+    match url.port_or_known_default() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    }
+}
+
+impl Client {
+    /// Builds a client; nothing is sent until the first call.
+    ///
+    /// Refused here: a URL with `user:password@`, a proxy environment that cannot be used, and
+    /// a plain `http://` URL that the proxy environment would send through a proxy (the
+    /// password and tokens would cross it unencrypted).
+    ///
+    /// `deadline` is the command's: every call of the client ends by it (see [`Client::until`]
+    /// for cleanup work granted more time).
+    pub fn new(
+        config: &ClientOptions,
+        credentials: Credentials,
+        deadline: Deadline,
+    ) -> Result<Self, SetupError> {
+        let base = parse_url(&config.url)?;
+        let host = host_port(&base);
+        let proxy = crate::proxy::choose(&base, &env_var)?;
+        if let Some(p) = &proxy {
+            if base.scheme() == "http" {
+                return Err(SetupError(format!(
+                    "edge_connect.url is plain http and {} sends it through the proxy {}: the password and tokens would cross it unencrypted; use https, or exempt {} in NO_PROXY",
+                    p.variable,
+                    p.address,
+                    base.host_str().unwrap_or("the host")
+                )));
+            }
+        }
+        let request_timeout = config.request_timeout;
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(request_timeout.min(Duration::from_secs(15)))
+            // A redirect would resend the login's password or an App's secrets to wherever the
+            // Location points; the Master Controller never redirects an API call.
+            .redirect(reqwest::redirect::Policy::none())
+            // The proxy is decided above from the same environment, so that what `check`
+            // reports is what is used.
+            .no_proxy()
+            .user_agent(concat!(
+                "garm-provider-edge-connect/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .use_rustls_tls();
+        let mut redact = vec![credentials.password.expose().to_string()];
+        if let Some(p) = &proxy {
+            let reqwest_proxy = reqwest::Proxy::all(p.url.as_str()).map_err(|_| {
+                SetupError(format!(
+                    "{}: not a usable proxy URL (value not shown)",
+                    p.variable
+                ))
+            })?;
+            builder = builder.proxy(reqwest_proxy);
+            if let Some(password) = p.url.password() {
+                // As written in the variable and as sent (percent-decoded).
+                redact.push(password.to_string());
+                redact.push(percent_decode(password));
+            }
+            tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
+        }
+        // Too short a value would blank out ordinary words of every message.
+        redact.retain(|r| r.len() >= 4);
+        redact.dedup();
+        if let Some(path) = &config.ca_bundle {
+            let pem = std::fs::read(path).map_err(|e| {
+                SetupError(format!(
+                    "edge_connect.ca_bundle: cannot read {}: {e}",
+                    path.display()
+                ))
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                SetupError(format!("edge_connect.ca_bundle: {}: {e}", path.display()))
+            })?;
+            if certs.is_empty() {
+                return Err(SetupError(format!(
+                    "edge_connect.ca_bundle: {} holds no PEM certificate",
+                    path.display()
+                )));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if config.insecure_skip_verify {
+            tracing::warn!(
+                "edge_connect.insecure_skip_verify is set: TLS certificates are NOT verified"
+            );
+            builder = builder.danger_accept_invalid_certs(true);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| SetupError(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Client {
+            shared: Arc::new(Shared {
+                http,
+                base,
+                host,
+                region: config.region.clone(),
+                credentials,
+                request_timeout,
+                connect_retry: config.connect_retry,
+                unreachable_since: std::sync::Mutex::new(None),
+                proxy,
+                redact,
+                token: Mutex::new(None),
+                refused_login: std::sync::Mutex::new(None),
+                logins: AtomicUsize::new(0),
+                requests: AtomicUsize::new(0),
+            }),
+            store: None,
+            report: None,
+            deadline,
+        })
+    }
+
+    /// Uses a token store (cache) for tokens across processes.
+    pub fn with_token_store(mut self, store: Box<dyn TokenStore>) -> Self {
+        self.store = Some(Arc::from(store));
+        self
+    }
+
+    /// Tells `report` about every retry the client makes by itself (login, unreachable host).
+    pub fn with_retry_report(mut self, report: RetryReport) -> Self {
+        self.report = Some(report);
+        self
+    }
+
+    /// This client (its connections, token and counters) under another deadline: a failed
+    /// create's rollback runs its calls with `client.until(deadline.extended(grace))`.
+    pub fn until(&self, deadline: Deadline) -> Client {
+        Client {
+            deadline,
+            ..self.clone()
+        }
+    }
+
+    /// The deadline every call of this client ends by.
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// The proxy used for the Edge Connect URL, as `host:port` (never its credentials), or
+    /// `None` for a direct connection.
+    pub fn proxy(&self) -> Option<&str> {
+        self.shared.proxy.as_ref().map(|p| p.address.as_str())
+    }
+
+    /// `host:port` of the Edge Connect URL.
+    pub fn host(&self) -> &str {
+        &self.shared.host
+    }
+
+    /// Number of logins this client made (all its handles together).
+    pub fn logins(&self) -> usize {
+        self.shared.logins.load(Ordering::Relaxed)
+    }
+
+    /// Number of HTTP requests this client sent (logins included; all its handles together).
+    pub fn requests(&self) -> usize {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
+    /// The configured region.
+    pub fn region(&self) -> &str {
+        &self.shared.region
+    }
+
+    pub(crate) fn url(&self, path: &str) -> reqwest::Url {
+        let mut url = self.shared.base.clone();
+        let joined = format!("{}{}", url.path().trim_end_matches('/'), path);
+        url.set_path(&joined);
+        url
+    }
+
+    /// Bounds for reading an answer: the silence bound (if `silence`) and the deadline.
+    pub(crate) fn wait(&self, silence: bool) -> Wait {
+        Wait {
+            silence: silence.then_some(self.shared.request_timeout),
+            deadline: self.deadline,
+        }
+    }
+
+    pub(crate) fn tell(&self, line: &str) {
+        tracing::warn!("{line}");
+        if let Some(report) = &self.report {
+            report(line);
+        }
+    }
+
+    /// `text` with every value that must stay secret replaced by `***`: a server may echo what
+    /// it was sent, a library may print what it was given.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in &self.shared.redact {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "***");
+            }
+        }
+        out
+    }
+
+    pub(crate) fn scrubbed(&self, mut e: ApiError) -> ApiError {
+        e.message = self.scrub(&e.message);
+        e
+    }
+
+    /// Where the connection goes, for "cannot connect" messages.
+    pub(crate) fn destination(&self) -> String {
+        match &self.shared.proxy {
+            Some(p) => format!("the proxy {} (for {})", p.address, self.shared.host),
+            None => self.shared.host.clone(),
+        }
+    }
+}
