@@ -192,3 +192,20 @@ fn a_docker_pull_failure_names_the_image() {
     assert!(r.stderr.contains("manifest unknown"), "{}", r.stderr);
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
+
+#[test]
+fn a_pod_no_node_takes_is_a_refusal_of_the_site_after_the_grace() {
+    // Kubernetes keeps an unschedulable pod `Pending` without container statuses; the CRM says
+    // so once and waits (docs/edge-connect-behaviours.md B12).
+    let fake = stuck_with(&["Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/0), "]);
+    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
+    let r = setup.garm("CreateInstance", &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r)
+            .starts_with("the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): "),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
+}
