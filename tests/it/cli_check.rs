@@ -233,3 +233,59 @@ fn bad_extra_specs_and_image() {
         "{out}"
     );
 }
+
+#[test]
+fn deploy_test_reports_an_image_that_cannot_run_on_each_site() {
+    let w = World::with_sim(
+        edge_connect_sim::SimConfig {
+            zones: vec![
+                ("TelekomOP".into(), "Munich".into()),
+                ("TelekomOP".into(), "Berlin".into()),
+            ],
+            cloudlets: vec![
+                ("TelekomOP".into(), "Munich".into()),
+                ("TelekomOP".into(), "Berlin".into()),
+            ],
+            ..Default::default()
+        },
+        Site::Zone,
+        "deployment = \"docker\"",
+    );
+    let specs = w.dir.path().join("specs.json");
+    std::fs::write(
+        &specs,
+        r#"{"zones":[{"organization":"TelekomOP","name":"Munich"},{"organization":"TelekomOP","name":"Berlin"}]}"#,
+    )
+    .unwrap();
+    // Munich's docker cannot pull the image (docs/edge-connect-behaviours.md B13); Berlin can.
+    let image = "registry.example.com/ci/runner:13";
+    w.sim.inject(edge_connect_sim::Fault::stream_error(
+        "CreateAppInst",
+        3,
+        format!("Create App Inst failed: error pulling docker image: {image}, Error response from daemon: manifest for {image} not found: manifest unknown: manifest unknown, Process exited with status 1"),
+    ));
+    let (code, out) = check(
+        &w,
+        &[
+            "--extra-specs",
+            &specs.display().to_string(),
+            "--image",
+            image,
+            "--deploy-test",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with(&format!(
+            "✗ deploy test zone TelekomOP/Munich: image {image} cannot be pulled on TelekomOP/Munich ("
+        )) && l.ends_with("check the image name and tag, and image_pull_username / image_pull_password_env for a private registry")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with(&format!(
+            "✓ deploy test zone TelekomOP/Berlin: {image} runs there (CreateInstance "
+        ))),
+        "{out}"
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
