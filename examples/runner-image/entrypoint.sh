@@ -9,7 +9,8 @@
 #   GitHub JIT:      GET <metadata>/credentials/{runner,credentials,credentials_rsaparams}
 #   otherwise:       GET <metadata>/runner-registration-token, then register the runner
 #   POST <callback>/system-info and <callback>/status idle (with the forge's runner id)
-#   unset the GARM secrets, exec the runner for one job
+#   unset the GARM secrets, run the runner for one job, then stay up, idle and
+#   quiet, until the instance is deleted (see "After the bootstrap" below)
 #
 # Forgejo and Gitea endpoints both arrive as FORGE_TYPE=gitea. Which runner CLI
 # is installed is found out by asking it (`register --help`, `one-job --help`,
@@ -19,7 +20,9 @@
 #                  (--token-file where it exists), then daemon --once
 #
 # Any failure before the runner starts is reported as status "failed" with one
-# line saying what to fix, and the script exits non-zero. It needs bash, curl,
+# line saying what to fix, and the script exits non-zero. A container that
+# starts again after its runner was registered (a restart) says so in one line
+# and stays up without doing anything. It needs bash, curl,
 # jq and coreutils (and tar, only to unpack a downloaded GitHub runner).
 #
 # Knobs that are not part of the provider contract (defaults in brackets):
@@ -42,8 +45,85 @@ set +x
 set -euo pipefail
 
 readonly SELF=garm-entrypoint
+# This file, for the exec into its second half (the bootstrap changes directory).
+SCRIPT=${BASH_SOURCE[0]}
+[[ $SCRIPT == /* ]] || SCRIPT=$PWD/$SCRIPT
+readonly SCRIPT
 
 log() { printf '%s: %s\n' "$SELF" "$*" >&2; }
+
+# --- after the bootstrap ---------------------------------------------------------
+# Edge Connect restarts a container that exits, whatever its exit code: docker
+# deployments run it with --restart=unless-stopped, kubernetes deployments as a
+# Deployment, whose pods always restart (docs/edge-connect-behaviours.md B13;
+# edgexr/edge-cloud-platform pkg/dockermgmt/dockerapp.go:436,
+# pkg/deploygen/kube.go:264-269). A runner container is good for one job, so
+# after it the container never exits on its own: it stays up, printing nothing,
+# until GARM deletes the instance.
+
+# stay_up: never returns. A stop request (docker stop, pod deletion) ends it
+# with exit code 0 at once; PID 1 ignores the signals it has no handler for.
+STAY_UP_SLEEP=""
+stay_up() {
+	trap 'kill "$STAY_UP_SLEEP" 2>/dev/null || true; exit 0' TERM INT
+	while :; do
+		sleep 3600 &
+		STAY_UP_SLEEP=$!
+		wait "$STAY_UP_SLEEP" || true
+	done
+}
+
+# run_one_job COMMAND...: the second half of the entrypoint, which the first
+# half execs once the GARM secrets are unset, so that they are neither in this
+# process's environment (/proc/1/environ, readable by the job) nor the job's.
+# Runs the runner as a child, passes a stop request on to it, and once the
+# runner has taken its one job and exited, stays up.
+RUNNER_PID=""
+STOPPING=false
+stop_runner() {
+	STOPPING=true
+	# TERM for INT too: the runner, started in the background, ignores INT.
+	if [[ -n $RUNNER_PID ]]; then
+		kill -TERM "$RUNNER_PID" 2>/dev/null || true
+	fi
+}
+run_one_job() {
+	local rc
+	trap stop_runner TERM INT
+	"$@" &
+	RUNNER_PID=$!
+	while :; do
+		if wait "$RUNNER_PID"; then rc=0; else rc=$?; fi
+		# wait also returns when a trapped signal arrives; the runner may
+		# still be shutting down then.
+		kill -0 "$RUNNER_PID" 2>/dev/null || break
+	done
+	if [[ $STOPPING == true ]]; then
+		log "stopped while the runner was running (exit code $rc)"
+		exit "$rc"
+	fi
+	log "the runner finished its one job (exit code $rc); nothing more to do, staying up until GARM deletes this instance"
+	stay_up
+}
+
+if [[ ${1-} == --run-one-job ]]; then
+	shift
+	run_one_job "$@"
+fi
+
+# A container that starts again after its runner was registered (a crash, a
+# node restart, the platform restarting it) has nothing left to do: its
+# registration is spent and GARM no longer accepts its token. The marker is
+# written when the runner is registered, into the container's own filesystem,
+# which a docker restart keeps (a node restart included) and a new container
+# never has. Kubernetes restarts a container with a fresh filesystem (the
+# generated Deployment mounts no volume, pkg/deploygen/kube.go:287); there
+# GARM's refusal of the token tells the same (see "reporting installing").
+USED_MARKER="${RUNNER_HOME:-/home/runner}/.garm-runner-registered"
+if [[ -e $USED_MARKER ]]; then
+	log "this container already registered its runner ($USED_MARKER exists) and takes no second job; nothing to do, staying up until GARM deletes this instance"
+	stay_up
+fi
 
 # --- failure handling --------------------------------------------------------
 # STEP names what is being done, so that an unexpected error (set -e) still
@@ -70,7 +150,7 @@ on_exit() {
 		local msg=${FAIL_MSG:-"$STEP failed (exit code $rc)"}
 		log "error: $msg"
 		if [[ $CAN_REPORT == true ]]; then
-			post_status failed "$msg" || log "could not report the failure to GARM"
+			post_status failed "$msg" || log "could not report the failure to GARM ($HTTP_ERROR)"
 		fi
 	fi
 	exit "$rc"
@@ -126,7 +206,8 @@ is_permanent_curl_error() {
 #   AUTH: garm (instance token) or download (RUNNER_DOWNLOAD_TOKEN if set).
 # Succeeds on a 2xx answer. Transport errors, 408, 429 and 5xx are retried with
 # exponential back-off; other answers fail at once (a 401 will not heal).
-# Sets HTTP_CODE and, on failure, HTTP_ERROR.
+# Sets HTTP_CODE and, on failure, HTTP_ERROR, which the caller's one line about
+# the failure names.
 http() {
 	local method=$1 url=$2 out=$3 auth=$4 body=${5-}
 	local token="" attempt=1 delay=$RETRY_DELAY rc code retry
@@ -178,7 +259,6 @@ http() {
 			esac
 		fi
 		if [[ $retry != true ]] || ((attempt >= RETRIES)); then
-			log "$method $shown failed: $HTTP_ERROR"
 			return 1
 		fi
 		log "$method $shown failed: $HTTP_ERROR; attempt $attempt of $RETRIES, retrying in ${delay}s"
@@ -311,10 +391,13 @@ os_release() {
 	done
 }
 
-# report_registered AGENT_ID: system-info, then idle. After idle GARM no
-# longer accepts the instance token.
+# report_registered AGENT_ID: marks the container as used (see USED_MARKER),
+# then reports system-info and idle. After idle GARM no longer accepts the
+# instance token.
 report_registered() {
 	local agent_id=$1 body
+	STEP="writing $USED_MARKER"
+	: >"$USED_MARKER"
 	log "runner registered with id $agent_id; reporting system information and idle"
 	STEP="reporting system information"
 	body=$(jq -cn --arg n "$(os_release NAME)" --arg v "$(os_release VERSION_ID)" --argjson id "$agent_id" \
@@ -401,6 +484,14 @@ drop_secrets() {
 	STATE_DIR=""
 }
 
+# start_runner COMMAND...: drops the secrets and execs the second half of this
+# script (run_one_job), which runs COMMAND for one job and then stays up.
+start_runner() {
+	drop_secrets
+	log "starting the runner for one job: $*"
+	exec "$BASH" -- "$SCRIPT" --run-one-job "$@"
+}
+
 # --- GitHub actions/runner -------------------------------------------------------
 run_github() {
 	local home=${RUNNER_HOME:-/home/runner}
@@ -450,9 +541,7 @@ run_github() {
 
 	read_agent_id "$home/.runner" agentId
 	report_registered "$AGENT_ID"
-	drop_secrets
-	log "starting the runner for one job"
-	exec ./run.sh
+	start_runner ./run.sh
 }
 
 # --- Forgejo runner / Gitea runner --------------------------------------------------
@@ -611,9 +700,7 @@ run_forge_runner() {
 
 	read_agent_id "$home/.runner" id
 	report_registered "$AGENT_ID"
-	drop_secrets
-	log "starting the runner for one job: ${run_args[*]}"
-	exec "$bin" "${run_args[@]}"
+	start_runner "$bin" "${run_args[@]}"
 }
 
 # --- main ------------------------------------------------------------------------------
@@ -623,7 +710,18 @@ setup_ca_bundle
 STEP="reporting installing"
 log "reporting installing to GARM"
 if ! post_status installing "runner container started; registering ${RUNNER_NAME:-the runner}"; then
-	# GARM is unreachable or rejects the token: there is nobody to report to.
+	# GARM answers 401 to an instance token, the same answer whatever the
+	# reason (cloudbase/garm auth/instance_middleware.go:206-266,
+	# auth/jwt.go:89), once the runner reported idle or failed, once the
+	# instance is gone, for an earlier create attempt of it, and once the
+	# token expired. Nothing this container does, now or after a restart, can
+	# change that, and GARM reaps the instance in each case: say so and stay
+	# up rather than exit into a restart loop. There is nobody to report to.
+	if [[ $HTTP_CODE == 401 ]]; then
+		log "GARM no longer accepts this instance's token (HTTP 401 from $STATUS_URL): its runner was already registered by an earlier start of this container, or its bootstrap failed, or the instance is gone or the token expired; nothing to do, staying up until GARM deletes this instance"
+		stay_up
+	fi
+	# GARM is unreachable: there is nobody to report to either.
 	die "GARM did not accept the installing status at $STATUS_URL ($HTTP_ERROR)"
 fi
 CAN_REPORT=true

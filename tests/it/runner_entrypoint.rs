@@ -1,17 +1,38 @@
 //! Process-level tests of `examples/runner-image/entrypoint.sh`, without Docker:
 //! the real script runs under bash against a fake GARM on 127.0.0.1 and stub
 //! runner programs, and the tests assert the exact HTTP calls in order, the
-//! exact runner command lines, and that no secret reaches the job or the log.
+//! exact runner command lines, that no secret reaches the job or the log, and
+//! what the container does after its one job and when it starts again.
 //!
 //! The runner stubs speak the exact command lines of the real programs (see
 //! `RunnerCli` in the harness, with the upstream source of every flag list).
 //!
-//! Needs bash, curl, jq, coreutils and tar (and shellcheck for the lint test).
-//! Where one is missing a test prints `skipped: <test>: <tool> is not
-//! installed` and passes, except under `CI=true`, where it fails.
+//! Every test here needs programs outside the Rust toolchain (bash, curl, jq,
+//! coreutils; tar and shellcheck for two of them), so each is declared with
+//! [`entrypoint_test!`]: a plain `cargo test` lists them as ignored, and
+//! `cargo test -- --include-ignored` runs them and fails any whose tools are
+//! missing, naming the tool.
 
 use crate::runner_harness::*;
 use sha2::Digest as _;
+
+/// Declares an entrypoint test, in the manner of ripgrep's `rgtest!`: a tokio
+/// test, `#[ignore]`d because it needs `$tools` (by default
+/// [`ENTRYPOINT_TOOLS`]), whose body starts by requiring them. The setup every
+/// test shares is [`World`].
+macro_rules! entrypoint_test {
+    ($name:ident, $body:expr) => {
+        entrypoint_test!($name, ENTRYPOINT_TOOLS, $body);
+    };
+    ($name:ident, $tools:expr, $body:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        #[ignore = "needs bash, curl, jq, tar, shellcheck: cargo test -- --include-ignored"]
+        async fn $name() {
+            require_tools($tools);
+            $body.await
+        }
+    };
+}
 
 const STATUS: &str = "/api/v1/callbacks/status";
 const SYSTEM_INFO: &str = "/api/v1/callbacks/system-info";
@@ -37,7 +58,7 @@ fn get(path: &str) -> String {
 }
 
 /// What every entrypoint run needs on the machine (tar only for the GitHub
-/// download test, which checks for it itself).
+/// download test, which names it itself).
 const ENTRYPOINT_TOOLS: &[&str] = &["bash", "curl", "jq", "timeout"];
 
 /// The contract's labels as the entrypoint registers them with a Forgejo or
@@ -65,6 +86,59 @@ fn assert_messages_clean(garm: &FakeGarm) {
     }
 }
 
+/// The GARM calls of a successful non-JIT bootstrap.
+fn registered(agent_id: u64) -> Vec<String> {
+    vec![
+        installing(),
+        get("/runner-registration-token"),
+        system_info(agent_id),
+        idle(agent_id),
+    ]
+}
+
+/// Where the entrypoint notes that this container's runner is registered.
+fn used_marker(sandbox: &Sandbox) -> std::path::PathBuf {
+    sandbox.home.join(".garm-runner-registered")
+}
+
+/// The line with which the entrypoint goes idle after the runner's job.
+fn finished_line(exit_code: i32) -> String {
+    format!(
+        "garm-entrypoint: the runner finished its one job (exit code {exit_code}); nothing more to \
+         do, {STAYING_UP}"
+    )
+}
+
+/// The whole log of a container that starts again with its filesystem.
+fn already_registered_log(sandbox: &Sandbox) -> String {
+    format!(
+        "garm-entrypoint: this container already registered its runner ({} exists) and takes no \
+         second job; nothing to do, {STAYING_UP}\n",
+        used_marker(sandbox).display()
+    )
+}
+
+/// The whole log of a container whose instance token GARM refuses.
+fn token_refused_log(garm: &FakeGarm) -> String {
+    format!(
+        "garm-entrypoint: reporting installing to GARM\n\
+         garm-entrypoint: GARM no longer accepts this instance's token (HTTP 401 from {}{STATUS}): \
+         its runner was already registered by an earlier start of this container, or its \
+         bootstrap failed, or the instance is gone or the token expired; nothing to do, \
+         {STAYING_UP}\n",
+        garm.base_url
+    )
+}
+
+/// How many times a runner stub was started for a job (`one-job`).
+fn jobs_started(sandbox: &Sandbox) -> usize {
+    sandbox
+        .runner_runs()
+        .iter()
+        .filter(|c| c.starts_with("one-job"))
+        .count()
+}
+
 fn last_status_message(garm: &FakeGarm) -> String {
     garm.calls()
         .iter()
@@ -74,257 +148,236 @@ fn last_status_message(garm: &FakeGarm) -> String {
         .unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_jit_fetches_credentials_reports_idle_and_runs_one_job() {
-    if !tools_present(
-        "github_jit_fetches_credentials_reports_idle_and_runs_one_job",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    // GARM hands out the callback URL both with and without /status.
-    for callback_with_status in [false, true] {
-        let garm = FakeGarm::start(Behaviour {
-            jit: true,
-            ..Behaviour::default()
-        })
-        .await;
-        let sandbox = Sandbox::new();
-        sandbox.install_github_stubs();
-        let env = sandbox.contract_env(Forge::GitHub, &garm, true, callback_with_status);
+entrypoint_test!(
+    github_jit_fetches_credentials_reports_idle_and_runs_one_job,
+    async {
+        // GARM hands out the callback URL both with and without /status.
+        for callback_with_status in [false, true] {
+            let mut w = World::new(
+                Forge::GitHub,
+                Behaviour {
+                    jit: true,
+                    ..Behaviour::default()
+                },
+            )
+            .await;
+            if callback_with_status {
+                w.use_status_callback_url();
+            }
+            w.sandbox.install_github_stubs();
 
-        let run = sandbox.run_entrypoint(&env).await;
-        run.assert_success();
+            let run = w.run().await;
+            run.assert_stayed_up();
+            run.assert_no_secrets_in_output();
+
+            assert_eq!(
+                w.garm.summaries(),
+                vec![
+                    installing(),
+                    get("/credentials/runner"),
+                    get("/credentials/credentials"),
+                    get("/credentials/credentials_rsaparams"),
+                    system_info(GITHUB_AGENT_ID),
+                    idle(GITHUB_AGENT_ID),
+                ],
+                "callback URL with /status: {callback_with_status}"
+            );
+            assert_messages_clean(&w.garm);
+
+            // The credential files land byte for byte in the runner directory.
+            for (file, content) in [
+                (".runner", JIT_RUNNER_FILE),
+                (".credentials", JIT_CREDENTIALS_FILE),
+                (".credentials_rsaparams", JIT_RSA_FILE),
+            ] {
+                assert_eq!(
+                    std::fs::read_to_string(w.sandbox.home.join(file)).unwrap(),
+                    content,
+                    "{file}"
+                );
+            }
+            // JIT needs no registration: config.sh never runs.
+            assert_eq!(w.sandbox.argv("config"), None);
+            assert_eq!(w.sandbox.argv("run"), Some(vec![]));
+            assert_eq!(
+                w.sandbox.recorded("run.cwd").unwrap().trim_end(),
+                w.sandbox.home.display().to_string()
+            );
+            assert_job_env_clean(&w.sandbox.recorded_env("run"));
+            // The JIT config has its own work folder: RUNNER_WORKDIR is unused
+            // and must not be created.
+            assert!(!w.sandbox.work.exists(), "RUNNER_WORKDIR created under JIT");
+        }
+    }
+);
+
+entrypoint_test!(
+    github_registration_token_configures_ephemeral_runner_in_group,
+    async {
+        let mut w = World::new(Forge::GitHub, Behaviour::default()).await;
+        w.sandbox.install_github_stubs();
+        w.set("RUNNER_GROUP", "edge runners");
+
+        let run = w.run().await;
+        run.assert_stayed_up();
         run.assert_no_secrets_in_output();
 
         assert_eq!(
-            garm.summaries(),
+            w.garm.summaries(),
             vec![
                 installing(),
+                get("/runner-registration-token"),
+                system_info(GITHUB_AGENT_ID),
+                idle(GITHUB_AGENT_ID),
+            ]
+        );
+        assert_messages_clean(&w.garm);
+        let work = w.sandbox.work.display().to_string();
+        let labels =
+            format!("edge,linux,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}");
+        assert_eq!(
+            w.sandbox.argv("config").unwrap(),
+            strings(&[
+                "--unattended",
+                "--url",
+                "https://github.com/example-org",
+                "--token",
+                REGISTRATION_TOKEN,
+                "--name",
+                RUNNER_NAME,
+                "--labels",
+                &labels,
+                "--work",
+                &work,
+                "--ephemeral",
+                "--disableupdate",
+                "--no-default-labels",
+                "--runnergroup",
+                "edge runners",
+            ])
+        );
+        assert!(w.sandbox.work.is_dir(), "RUNNER_WORKDIR is created");
+        assert_eq!(w.sandbox.argv("run"), Some(vec![]));
+        assert_job_env_clean(&w.sandbox.recorded_env("run"));
+    }
+);
+
+entrypoint_test!(
+    github_registration_without_group_omits_runnergroup_and_retries_config,
+    async {
+        let mut w = World::new(Forge::GitHub, Behaviour::default()).await;
+        w.use_status_callback_url();
+        w.sandbox.install_github_stubs();
+        // The forge is briefly unreachable: config.sh fails once.
+        w.sandbox.set_config_failures(1);
+
+        let run = w.run().await;
+        run.assert_stayed_up();
+        run.assert_no_secrets_in_output();
+
+        // The single-use registration token is fetched once, not per attempt.
+        assert_eq!(
+            w.garm.summaries(),
+            vec![
+                installing(),
+                get("/runner-registration-token"),
+                system_info(GITHUB_AGENT_ID),
+                idle(GITHUB_AGENT_ID),
+            ]
+        );
+        assert_eq!(w.sandbox.recorded("config.count").unwrap().trim(), "2");
+        let argv = w.sandbox.argv("config").unwrap();
+        assert!(!argv.iter().any(|a| a == "--runnergroup"), "{argv:?}");
+        assert_eq!(argv.last().map(String::as_str), Some("--no-default-labels"));
+    }
+);
+
+entrypoint_test!(
+    github_runner_is_downloaded_and_verified_when_not_bundled,
+    &["bash", "curl", "jq", "timeout", "tar"],
+    async {
+        let sandbox = Sandbox::new();
+        // Pack the stubs as the runner release tarball; RUNNER_HOME stays empty.
+        let staging = sandbox.root.join("release");
+        std::fs::create_dir_all(&staging).unwrap();
+        for (name, text) in sandbox.github_stub_scripts() {
+            write_executable(&staging.join(name), &text);
+        }
+        let tarball = sandbox.root.join("actions-runner.tar.gz");
+        let status = std::process::Command::new("tar")
+            .arg("-czf")
+            .arg(&tarball)
+            .arg("-C")
+            .arg(&staging)
+            .args(["config.sh", "run.sh"])
+            .status()
+            .expect("tar");
+        assert!(status.success());
+        let body = std::fs::read(&tarball).unwrap();
+        let sha = format!("{:x}", sha2::Sha256::digest(&body));
+        let name = "actions-runner-linux-x64-2.336.0.tar.gz";
+        let behaviour = Behaviour {
+            jit: true,
+            download: Some(Download {
+                name: name.into(),
+                body,
+            }),
+            ..Behaviour::default()
+        };
+        let mut w = World::in_sandbox(sandbox, Forge::GitHub, behaviour).await;
+        w.set("RUNNER_DOWNLOAD_URL", w.garm.download_url(name));
+        w.set("RUNNER_DOWNLOAD_FILENAME", name);
+        w.set("RUNNER_DOWNLOAD_SHA256", sha.to_uppercase());
+        w.set("RUNNER_DOWNLOAD_TOKEN", DOWNLOAD_TOKEN);
+
+        let run = w.run().await;
+        run.assert_stayed_up();
+        run.assert_no_secrets_in_output();
+
+        // The download uses its own token, never the GARM instance token.
+        assert_eq!(
+            w.garm.summaries(),
+            vec![
+                installing(),
+                format!("GET /downloads/{name} auth=Download"),
+                format!("GET /blobs/{name} auth=Download"),
                 get("/credentials/runner"),
                 get("/credentials/credentials"),
                 get("/credentials/credentials_rsaparams"),
                 system_info(GITHUB_AGENT_ID),
                 idle(GITHUB_AGENT_ID),
-            ],
-            "callback URL with /status: {callback_with_status}"
+            ]
         );
-        assert_messages_clean(&garm);
-
-        // The credential files land byte for byte in the runner directory.
-        for (file, content) in [
-            (".runner", JIT_RUNNER_FILE),
-            (".credentials", JIT_CREDENTIALS_FILE),
-            (".credentials_rsaparams", JIT_RSA_FILE),
-        ] {
-            assert_eq!(
-                std::fs::read_to_string(sandbox.home.join(file)).unwrap(),
-                content,
-                "{file}"
-            );
-        }
-        // JIT needs no registration: config.sh never runs.
-        assert_eq!(sandbox.argv("config"), None);
-        assert_eq!(sandbox.argv("run"), Some(vec![]));
-        assert_eq!(
-            sandbox.recorded("run.cwd").unwrap().trim_end(),
-            sandbox.home.display().to_string()
-        );
-        assert_job_env_clean(&sandbox.recorded_env("run"));
-        // The JIT config has its own work folder: RUNNER_WORKDIR is unused
-        // and must not be created.
-        assert!(!sandbox.work.exists(), "RUNNER_WORKDIR created under JIT");
+        assert!(w.sandbox.home.join("config.sh").is_file());
+        assert_eq!(w.sandbox.argv("run"), Some(vec![]));
+        assert_job_env_clean(&w.sandbox.recorded_env("run"));
     }
-}
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_registration_token_configures_ephemeral_runner_in_group() {
-    if !tools_present(
-        "github_registration_token_configures_ephemeral_runner_in_group",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, false, false);
-    env.insert("RUNNER_GROUP".into(), "edge runners".into());
-
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    run.assert_no_secrets_in_output();
-
-    assert_eq!(
-        garm.summaries(),
-        vec![
-            installing(),
-            get("/runner-registration-token"),
-            system_info(GITHUB_AGENT_ID),
-            idle(GITHUB_AGENT_ID),
-        ]
-    );
-    assert_messages_clean(&garm);
-    let work = sandbox.work.display().to_string();
-    let labels =
-        format!("edge,linux,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}");
-    assert_eq!(
-        sandbox.argv("config").unwrap(),
-        strings(&[
-            "--unattended",
-            "--url",
-            "https://github.com/example-org",
-            "--token",
-            REGISTRATION_TOKEN,
-            "--name",
-            RUNNER_NAME,
-            "--labels",
-            &labels,
-            "--work",
-            &work,
-            "--ephemeral",
-            "--disableupdate",
-            "--no-default-labels",
-            "--runnergroup",
-            "edge runners",
-        ])
-    );
-    assert!(sandbox.work.is_dir(), "RUNNER_WORKDIR is created");
-    assert_eq!(sandbox.argv("run"), Some(vec![]));
-    assert_job_env_clean(&sandbox.recorded_env("run"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_registration_without_group_omits_runnergroup_and_retries_config() {
-    if !tools_present(
-        "github_registration_without_group_omits_runnergroup_and_retries_config",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    // The forge is briefly unreachable: config.sh fails once.
-    sandbox.set_config_failures(1);
-    let env = sandbox.contract_env(Forge::GitHub, &garm, false, true);
-
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    run.assert_no_secrets_in_output();
-
-    // The single-use registration token is fetched once, not per attempt.
-    assert_eq!(
-        garm.summaries(),
-        vec![
-            installing(),
-            get("/runner-registration-token"),
-            system_info(GITHUB_AGENT_ID),
-            idle(GITHUB_AGENT_ID),
-        ]
-    );
-    assert_eq!(sandbox.recorded("config.count").unwrap().trim(), "2");
-    let argv = sandbox.argv("config").unwrap();
-    assert!(!argv.iter().any(|a| a == "--runnergroup"), "{argv:?}");
-    assert_eq!(argv.last().map(String::as_str), Some("--no-default-labels"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_runner_is_downloaded_and_verified_when_not_bundled() {
-    if !tools_present(
-        "github_runner_is_downloaded_and_verified_when_not_bundled",
-        &["bash", "curl", "jq", "timeout", "tar"],
-    ) {
-        return;
-    }
-    let sandbox = Sandbox::new();
-    // Pack the stubs as the runner release tarball; RUNNER_HOME stays empty.
-    let staging = sandbox.root.join("release");
-    std::fs::create_dir_all(&staging).unwrap();
-    for (name, text) in sandbox.github_stub_scripts() {
-        write_executable(&staging.join(name), &text);
-    }
-    let tarball = sandbox.root.join("actions-runner.tar.gz");
-    let status = std::process::Command::new("tar")
-        .arg("-czf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&staging)
-        .args(["config.sh", "run.sh"])
-        .status()
-        .expect("tar");
-    assert!(status.success());
-    let body = std::fs::read(&tarball).unwrap();
-    let sha = format!("{:x}", sha2::Sha256::digest(&body));
+entrypoint_test!(github_download_with_wrong_checksum_reports_failed, async {
     let name = "actions-runner-linux-x64-2.336.0.tar.gz";
-    let garm = FakeGarm::start(Behaviour {
-        jit: true,
-        download: Some(Download {
-            name: name.into(),
-            body,
-        }),
-        ..Behaviour::default()
-    })
+    let mut w = World::new(
+        Forge::GitHub,
+        Behaviour {
+            download: Some(Download {
+                name: name.into(),
+                body: b"not the runner you are looking for".to_vec(),
+            }),
+            ..Behaviour::default()
+        },
+    )
     .await;
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, true, false);
-    env.insert("RUNNER_DOWNLOAD_URL".into(), garm.download_url(name));
-    env.insert("RUNNER_DOWNLOAD_FILENAME".into(), name.into());
-    env.insert("RUNNER_DOWNLOAD_SHA256".into(), sha.to_uppercase());
-    env.insert("RUNNER_DOWNLOAD_TOKEN".into(), DOWNLOAD_TOKEN.into());
+    w.set("RUNNER_DOWNLOAD_URL", w.garm.download_url(name));
+    w.set("RUNNER_DOWNLOAD_FILENAME", name);
+    w.set("RUNNER_DOWNLOAD_SHA256", "0".repeat(64));
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    run.assert_no_secrets_in_output();
-
-    // The download uses its own token, never the GARM instance token.
-    assert_eq!(
-        garm.summaries(),
-        vec![
-            installing(),
-            format!("GET /downloads/{name} auth=Download"),
-            format!("GET /blobs/{name} auth=Download"),
-            get("/credentials/runner"),
-            get("/credentials/credentials"),
-            get("/credentials/credentials_rsaparams"),
-            system_info(GITHUB_AGENT_ID),
-            idle(GITHUB_AGENT_ID),
-        ]
-    );
-    assert!(sandbox.home.join("config.sh").is_file());
-    assert_eq!(sandbox.argv("run"), Some(vec![]));
-    assert_job_env_clean(&sandbox.recorded_env("run"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_download_with_wrong_checksum_reports_failed() {
-    if !tools_present(
-        "github_download_with_wrong_checksum_reports_failed",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let name = "actions-runner-linux-x64-2.336.0.tar.gz";
-    let garm = FakeGarm::start(Behaviour {
-        download: Some(Download {
-            name: name.into(),
-            body: b"not the runner you are looking for".to_vec(),
-        }),
-        ..Behaviour::default()
-    })
-    .await;
-    let sandbox = Sandbox::new();
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, false, false);
-    env.insert("RUNNER_DOWNLOAD_URL".into(), garm.download_url(name));
-    env.insert("RUNNER_DOWNLOAD_FILENAME".into(), name.into());
-    env.insert("RUNNER_DOWNLOAD_SHA256".into(), "0".repeat(64));
-
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
+    let run = w.run().await;
+    run.assert_failed();
     run.assert_no_secrets_in_output();
 
     // Without a token the download carries no Authorization header at all.
     assert_eq!(
-        garm.summaries(),
+        w.garm.summaries(),
         vec![
             installing(),
             format!("GET /downloads/{name} auth=Missing"),
@@ -332,221 +385,188 @@ async fn github_download_with_wrong_checksum_reports_failed() {
             failed(),
         ]
     );
-    assert_messages_clean(&garm);
+    assert_messages_clean(&w.garm);
     assert!(
-        last_status_message(&garm).contains("RUNNER_DOWNLOAD_SHA256"),
+        last_status_message(&w.garm).contains("RUNNER_DOWNLOAD_SHA256"),
         "{}",
-        last_status_message(&garm)
+        last_status_message(&w.garm)
     );
     // Nothing was unpacked or run, and the registration token was not spent.
-    assert!(!sandbox.home.join("config.sh").exists());
-    assert_eq!(sandbox.argv("run"), None);
-}
+    assert!(!w.sandbox.home.join("config.sh").exists());
+    assert_eq!(w.sandbox.argv("run"), None);
+});
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn act_runner_registers_host_labels_and_runs_daemon_once() {
-    if !tools_present(
-        "act_runner_registers_host_labels_and_runs_daemon_once",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
+entrypoint_test!(
+    act_runner_registers_host_labels_and_runs_daemon_once,
+    async {
+        let w = World::new(Forge::Gitea, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
+
+        let run = w.run().await;
+        run.assert_stayed_up();
+        run.assert_no_secrets_in_output();
+
+        assert_eq!(
+            w.garm.summaries(),
+            vec![
+                installing(),
+                get("/runner-registration-token"),
+                system_info(GITEA_AGENT_ID),
+                idle(GITEA_AGENT_ID),
+            ]
+        );
+        assert_messages_clean(&w.garm);
+        // act_runner 0.2.13 has no token file option: the token is an argument.
+        assert_eq!(
+            w.sandbox.argv("register").unwrap(),
+            strings(&[
+                "register",
+                "--no-interactive",
+                "--ephemeral",
+                "--instance",
+                GITEA_URL,
+                "--token",
+                REGISTRATION_TOKEN,
+                "--name",
+                RUNNER_NAME,
+                "--labels",
+                &host_labels(),
+            ])
+        );
+        assert_eq!(
+            w.sandbox.argv("daemon").unwrap(),
+            strings(&["daemon", "--once"])
+        );
+        // Probed, registered, run: nothing else.
+        let runs = w.sandbox.runner_runs();
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        assert!(runs[0].starts_with("register "), "{runs:?}");
+        assert_eq!(runs[1], "daemon --once");
+        let home = w.sandbox.home.display().to_string();
+        assert_eq!(w.sandbox.recorded("register.cwd").unwrap().trim_end(), home);
+        assert_eq!(w.sandbox.recorded("daemon.cwd").unwrap().trim_end(), home);
+        assert_job_env_clean(&w.sandbox.recorded_env("daemon"));
+        assert!(!w.sandbox.work.exists(), "RUNNER_WORKDIR is not used here");
     }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::ActRunner0213);
-    let env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
+);
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    run.assert_no_secrets_in_output();
+entrypoint_test!(
+    forgejo_runner_is_preferred_and_callback_with_status_works,
+    async {
+        let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.use_status_callback_url();
+        w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
 
-    assert_eq!(
-        garm.summaries(),
-        vec![
-            installing(),
-            get("/runner-registration-token"),
-            system_info(GITEA_AGENT_ID),
-            idle(GITEA_AGENT_ID),
-        ]
-    );
-    assert_messages_clean(&garm);
-    // act_runner 0.2.13 has no token file option: the token is an argument.
-    assert_eq!(
-        sandbox.argv("register").unwrap(),
-        strings(&[
-            "register",
-            "--no-interactive",
-            "--ephemeral",
-            "--instance",
-            GITEA_URL,
-            "--token",
-            REGISTRATION_TOKEN,
-            "--name",
-            RUNNER_NAME,
-            "--labels",
-            &host_labels(),
-        ])
-    );
-    assert_eq!(
-        sandbox.argv("daemon").unwrap(),
-        strings(&["daemon", "--once"])
-    );
-    // Probed, registered, run: nothing else.
-    let runs = sandbox.runner_runs();
-    assert_eq!(runs.len(), 2, "{runs:?}");
-    assert!(runs[0].starts_with("register "), "{runs:?}");
-    assert_eq!(runs[1], "daemon --once");
-    let home = sandbox.home.display().to_string();
-    assert_eq!(sandbox.recorded("register.cwd").unwrap().trim_end(), home);
-    assert_eq!(sandbox.recorded("daemon.cwd").unwrap().trim_end(), home);
-    assert_job_env_clean(&sandbox.recorded_env("daemon"));
-    assert!(!sandbox.work.exists(), "RUNNER_WORKDIR is not used here");
-}
+        let run = w.run().await;
+        run.assert_stayed_up();
+        run.assert_no_secrets_in_output();
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forgejo_runner_is_preferred_and_callback_with_status_works() {
-    if !tools_present(
-        "forgejo_runner_is_preferred_and_callback_with_status_works",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
+        assert_eq!(
+            w.garm.summaries(),
+            vec![
+                installing(),
+                get("/runner-registration-token"),
+                system_info(GITEA_AGENT_ID),
+                idle(GITEA_AGENT_ID),
+            ]
+        );
+        let forgejo = w.sandbox.bin.join("forgejo-runner").display().to_string();
+        assert_eq!(w.sandbox.recorded("register.program").unwrap(), forgejo);
+        assert_eq!(w.sandbox.recorded("one-job.program").unwrap(), forgejo);
+        assert_eq!(
+            w.sandbox.argv("one-job").unwrap(),
+            strings(&["one-job", "--wait"])
+        );
+        assert_eq!(w.sandbox.argv("daemon"), None);
     }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::ActRunner0213);
-    sandbox.install_runner_stub(RunnerCli::Forgejo13);
-    let env = sandbox.contract_env(Forge::Forgejo, &garm, false, true);
+);
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    run.assert_no_secrets_in_output();
+entrypoint_test!(
+    gitea_runner_binary_is_downloaded_when_none_is_installed,
+    async {
+        let sandbox = Sandbox::new();
+        let name = "gitea-runner-3.3.0-linux-amd64";
+        let behaviour = Behaviour {
+            download: Some(Download {
+                name: name.into(),
+                body: sandbox
+                    .runner_stub_script(RunnerCli::GiteaRunner3)
+                    .into_bytes(),
+            }),
+            ..Behaviour::default()
+        };
+        let mut w = World::in_sandbox(sandbox, Forge::Gitea, behaviour).await;
+        // Gitea tools come without a checksum.
+        w.set("RUNNER_DOWNLOAD_URL", w.garm.download_url(name));
+        w.set("RUNNER_DOWNLOAD_FILENAME", name);
 
-    assert_eq!(
-        garm.summaries(),
-        vec![
-            installing(),
-            get("/runner-registration-token"),
-            system_info(GITEA_AGENT_ID),
-            idle(GITEA_AGENT_ID),
-        ]
-    );
-    let forgejo = sandbox.bin.join("forgejo-runner").display().to_string();
-    assert_eq!(sandbox.recorded("register.program").unwrap(), forgejo);
-    assert_eq!(sandbox.recorded("one-job.program").unwrap(), forgejo);
-    assert_eq!(
-        sandbox.argv("one-job").unwrap(),
-        strings(&["one-job", "--wait"])
-    );
-    assert_eq!(sandbox.argv("daemon"), None);
-}
+        let run = w.run().await;
+        run.assert_stayed_up();
+        run.assert_no_secrets_in_output();
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gitea_runner_binary_is_downloaded_when_none_is_installed() {
-    if !tools_present(
-        "gitea_runner_binary_is_downloaded_when_none_is_installed",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
+        assert_eq!(
+            w.garm.summaries(),
+            vec![
+                installing(),
+                format!("GET /downloads/{name} auth=Missing"),
+                format!("GET /blobs/{name} auth=Missing"),
+                get("/runner-registration-token"),
+                system_info(GITEA_AGENT_ID),
+                idle(GITEA_AGENT_ID),
+            ]
+        );
+        let program = w.sandbox.home.join("bin").join(name).display().to_string();
+        assert_eq!(w.sandbox.recorded("daemon.program").unwrap(), program);
+        assert_eq!(
+            w.sandbox.argv("daemon").unwrap(),
+            strings(&["daemon", "--once"])
+        );
+        assert_job_env_clean(&w.sandbox.recorded_env("daemon"));
     }
-    let sandbox = Sandbox::new();
-    let name = "gitea-runner-3.3.0-linux-amd64";
-    let garm = FakeGarm::start(Behaviour {
-        download: Some(Download {
-            name: name.into(),
-            body: sandbox
-                .runner_stub_script(RunnerCli::GiteaRunner3)
-                .into_bytes(),
-        }),
-        ..Behaviour::default()
-    })
-    .await;
-    let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
-    // Gitea tools come without a checksum.
-    env.insert("RUNNER_DOWNLOAD_URL".into(), garm.download_url(name));
-    env.insert("RUNNER_DOWNLOAD_FILENAME".into(), name.into());
+);
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    run.assert_no_secrets_in_output();
-
-    assert_eq!(
-        garm.summaries(),
-        vec![
-            installing(),
-            format!("GET /downloads/{name} auth=Missing"),
-            format!("GET /blobs/{name} auth=Missing"),
-            get("/runner-registration-token"),
-            system_info(GITEA_AGENT_ID),
-            idle(GITEA_AGENT_ID),
-        ]
-    );
-    let program = sandbox.home.join("bin").join(name).display().to_string();
-    assert_eq!(sandbox.recorded("daemon.program").unwrap(), program);
-    assert_eq!(
-        sandbox.argv("daemon").unwrap(),
-        strings(&["daemon", "--once"])
-    );
-    assert_job_env_clean(&sandbox.recorded_env("daemon"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn https_garm_needs_the_ca_bundle() {
-    if !tools_present("https_garm_needs_the_ca_bundle", ENTRYPOINT_TOOLS) {
-        return;
-    }
+entrypoint_test!(https_garm_needs_the_ca_bundle, async {
     let pki = TestPki::generate();
+    let jit = || Behaviour {
+        jit: true,
+        ..Behaviour::default()
+    };
 
     // Without GARM_CA_BUNDLE curl rejects the certificate: nothing reaches
     // GARM (so nothing can be reported) and the entrypoint fails.
-    let garm = FakeGarm::start_https(
-        Behaviour {
-            jit: true,
-            ..Behaviour::default()
-        },
-        &pki,
-    )
-    .await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    let env = sandbox.contract_env(Forge::GitHub, &garm, true, false);
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
+    let w = World::https(Forge::GitHub, jit(), &pki).await;
+    w.sandbox.install_github_stubs();
+    let run = w.run().await;
+    run.assert_failed();
     run.assert_no_secrets_in_output();
-    assert_eq!(garm.summaries(), Vec::<String>::new());
+    assert_eq!(w.garm.summaries(), Vec::<String>::new());
     // A certificate failure is permanent: one attempt, no retries. The
-    // server notices the aborted handshake asynchronously, so wait briefly.
+    // server counts the aborted handshake on its own time.
     let rejections = || {
-        garm.tls_rejections
+        w.garm
+            .tls_rejections
             .load(std::sync::atomic::Ordering::SeqCst)
     };
-    for _ in 0..100 {
-        if rejections() > 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until("the fake GARM to count the refused handshake", || {
+        rejections() > 0
+    })
+    .await;
     assert_eq!(rejections(), 1);
-    assert_eq!(sandbox.argv("run"), None);
+    assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
+    assert!(run.stderr.contains("curl exit code 60"), "{}", run.stderr);
+    assert_eq!(w.sandbox.argv("run"), None);
 
     // With it, the same bootstrap succeeds end to end over HTTPS.
-    let garm = FakeGarm::start_https(
-        Behaviour {
-            jit: true,
-            ..Behaviour::default()
-        },
-        &pki,
-    )
-    .await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    sandbox.install_update_ca_stub();
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, true, false);
-    env.insert("GARM_CA_BUNDLE".into(), pki.ca_pem.clone());
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
+    let mut w = World::https(Forge::GitHub, jit(), &pki).await;
+    w.sandbox.install_github_stubs();
+    w.sandbox.install_update_ca_stub();
+    w.set("GARM_CA_BUNDLE", pki.ca_pem.clone());
+    let run = w.run().await;
+    run.assert_stayed_up();
     run.assert_no_secrets_in_output();
     assert_eq!(
-        garm.summaries(),
+        w.garm.summaries(),
         vec![
             installing(),
             get("/credentials/runner"),
@@ -558,7 +578,7 @@ async fn https_garm_needs_the_ca_bundle() {
     );
 
     // The runner and the job trust the bundle too.
-    let job_env = sandbox.recorded_env("run");
+    let job_env = w.sandbox.recorded_env("run");
     assert_job_env_clean(&job_env);
     let pem = pki.ca_pem.trim();
     let extra = std::fs::read_to_string(&job_env["NODE_EXTRA_CA_CERTS"]).unwrap();
@@ -573,271 +593,212 @@ async fn https_garm_needs_the_ca_bundle() {
         assert!(bundle.contains(pem), "{var} lacks the GARM CA");
     }
     // Best effort: added to the (writable, sandboxed) system store.
-    let stored: Vec<_> = std::fs::read_dir(&sandbox.system_ca)
+    let stored: Vec<_> = std::fs::read_dir(&w.sandbox.system_ca)
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
         .collect();
     assert_eq!(stored.len(), 1, "one file per certificate");
     assert_eq!(stored[0].trim(), pem);
     assert_eq!(
-        sandbox.recorded("update-ca-certificates").as_deref(),
+        w.sandbox.recorded("update-ca-certificates").as_deref(),
         Some("ran\n")
     );
 
     // Docker env files cannot carry line breaks: a bundle written with
     // literal "\n" sequences works as well.
-    let garm = FakeGarm::start_https(
+    let mut w = World::https(Forge::GitHub, jit(), &pki).await;
+    w.sandbox.install_github_stubs();
+    w.set("GARM_CA_BUNDLE", pki.ca_pem.trim().replace('\n', "\\n"));
+    let run = w.run().await;
+    run.assert_stayed_up();
+    assert_eq!(w.garm.calls().len(), 6);
+});
+
+entrypoint_test!(
+    every_call_goes_through_the_proxy_unless_no_proxy_matches,
+    async {
+        let mut w = World::new(Forge::Gitea, Behaviour::default()).await;
+        let proxy = RecordingProxy::start().await;
+        w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
+        for var in ["HTTP_PROXY", "http_proxy"] {
+            w.set(var, proxy.url.clone());
+        }
+        for var in ["NO_PROXY", "no_proxy"] {
+            w.set(var, "gitea.example.test,.internal.example.test");
+        }
+
+        let run = w.run().await;
+        run.assert_stayed_up();
+        run.assert_no_secrets_in_output();
+
+        let expected = vec![
+            installing(),
+            get("/runner-registration-token"),
+            system_info(GITEA_AGENT_ID),
+            idle(GITEA_AGENT_ID),
+        ];
+        assert_eq!(w.garm.summaries(), expected);
+        let origin = &w.garm.base_url;
+        assert_eq!(
+            proxy.request_lines(),
+            vec![
+                format!("POST {origin}{STATUS} HTTP/1.1"),
+                format!("GET {origin}/api/v1/metadata/runner-registration-token HTTP/1.1"),
+                format!("POST {origin}{SYSTEM_INFO} HTTP/1.1"),
+                format!("POST {origin}{STATUS} HTTP/1.1"),
+            ]
+        );
+        // The runner keeps the proxy settings (it needs them to reach the forge).
+        let job_env = w.sandbox.recorded_env("daemon");
+        assert_eq!(job_env.get("http_proxy"), Some(&proxy.url));
+        assert_eq!(job_env.get("HTTP_PROXY"), Some(&proxy.url));
+
+        // NO_PROXY naming GARM's host bypasses the proxy.
+        let mut w = World::new(Forge::Gitea, Behaviour::default()).await;
+        let proxy = RecordingProxy::start().await;
+        w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
+        for var in ["HTTP_PROXY", "http_proxy"] {
+            w.set(var, proxy.url.clone());
+        }
+        for var in ["NO_PROXY", "no_proxy"] {
+            w.set(var, "127.0.0.1");
+        }
+        let run = w.run().await;
+        run.assert_stayed_up();
+        assert_eq!(w.garm.summaries(), expected);
+        assert_eq!(proxy.request_lines(), Vec::<String>::new());
+    }
+);
+
+entrypoint_test!(upper_case_http_proxy_alone_is_honoured, async {
+    // curl ignores upper-case HTTP_PROXY; the entrypoint copies it to http_proxy.
+    let mut w = World::new(
+        Forge::GitHub,
         Behaviour {
             jit: true,
             ..Behaviour::default()
         },
-        &pki,
     )
     .await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, true, false);
-    env.insert(
-        "GARM_CA_BUNDLE".into(),
-        pki.ca_pem.trim().replace('\n', "\\n"),
-    );
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    assert_eq!(garm.calls().len(), 6);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_call_goes_through_the_proxy_unless_no_proxy_matches() {
-    if !tools_present(
-        "every_call_goes_through_the_proxy_unless_no_proxy_matches",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
     let proxy = RecordingProxy::start().await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::ActRunner0213);
-    let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
-    for var in ["HTTP_PROXY", "http_proxy"] {
-        env.insert(var.into(), proxy.url.clone());
-    }
-    for var in ["NO_PROXY", "no_proxy"] {
-        env.insert(
-            var.into(),
-            "gitea.example.test,.internal.example.test".into(),
-        );
-    }
+    w.sandbox.install_github_stubs();
+    w.set("HTTP_PROXY", proxy.url.clone());
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    run.assert_no_secrets_in_output();
-
-    let expected = vec![
-        installing(),
-        get("/runner-registration-token"),
-        system_info(GITEA_AGENT_ID),
-        idle(GITEA_AGENT_ID),
-    ];
-    assert_eq!(garm.summaries(), expected);
-    let origin = &garm.base_url;
-    assert_eq!(
-        proxy.request_lines(),
-        vec![
-            format!("POST {origin}{STATUS} HTTP/1.1"),
-            format!("GET {origin}/api/v1/metadata/runner-registration-token HTTP/1.1"),
-            format!("POST {origin}{SYSTEM_INFO} HTTP/1.1"),
-            format!("POST {origin}{STATUS} HTTP/1.1"),
-        ]
-    );
-    // The runner keeps the proxy settings (it needs them to reach the forge).
-    let job_env = sandbox.recorded_env("daemon");
-    assert_eq!(job_env.get("http_proxy"), Some(&proxy.url));
-    assert_eq!(job_env.get("HTTP_PROXY"), Some(&proxy.url));
-
-    // NO_PROXY naming GARM's host bypasses the proxy.
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let proxy = RecordingProxy::start().await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::ActRunner0213);
-    let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
-    for var in ["HTTP_PROXY", "http_proxy"] {
-        env.insert(var.into(), proxy.url.clone());
-    }
-    for var in ["NO_PROXY", "no_proxy"] {
-        env.insert(var.into(), "127.0.0.1".into());
-    }
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
-    assert_eq!(garm.summaries(), expected);
-    assert_eq!(proxy.request_lines(), Vec::<String>::new());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upper_case_http_proxy_alone_is_honoured() {
-    if !tools_present("upper_case_http_proxy_alone_is_honoured", ENTRYPOINT_TOOLS) {
-        return;
-    }
-    // curl ignores upper-case HTTP_PROXY; the entrypoint copies it to http_proxy.
-    let garm = FakeGarm::start(Behaviour {
-        jit: true,
-        ..Behaviour::default()
-    })
-    .await;
-    let proxy = RecordingProxy::start().await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, true, false);
-    env.insert("HTTP_PROXY".into(), proxy.url.clone());
-
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
+    let run = w.run().await;
+    run.assert_stayed_up();
     assert_eq!(
         proxy.request_lines().len(),
         6,
         "{:?}",
         proxy.request_lines()
     );
-    assert_eq!(garm.calls().len(), 6);
+    assert_eq!(w.garm.calls().len(), 6);
     assert_eq!(
-        sandbox.recorded_env("run").get("http_proxy"),
+        w.sandbox.recorded_env("run").get("http_proxy"),
         Some(&proxy.url)
     );
-}
+});
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metadata_failure_is_retried_then_reported_as_failed() {
-    if !tools_present(
-        "metadata_failure_is_retried_then_reported_as_failed",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour {
-        metadata_status: Some(500),
-        ..Behaviour::default()
-    })
+entrypoint_test!(metadata_failure_is_retried_then_reported_as_failed, async {
+    let w = World::new(
+        Forge::GitHub,
+        Behaviour {
+            metadata_status: Some(500),
+            ..Behaviour::default()
+        },
+    )
     .await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    let env = sandbox.contract_env(Forge::GitHub, &garm, false, false);
+    w.sandbox.install_github_stubs();
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
+    let run = w.run().await;
+    run.assert_failed();
     run.assert_no_secrets_in_output();
 
     // ENTRYPOINT_RETRIES=3 in the harness.
     let token = get("/runner-registration-token");
     assert_eq!(
-        garm.summaries(),
+        w.garm.summaries(),
         vec![installing(), token.clone(), token.clone(), token, failed()]
     );
-    assert_messages_clean(&garm);
-    let message = last_status_message(&garm);
+    assert_messages_clean(&w.garm);
+    let message = last_status_message(&w.garm);
     assert!(
         message.contains("registration token") && message.contains("HTTP 500"),
         "{message}"
     );
-    assert_eq!(sandbox.argv("config"), None);
-    assert_eq!(sandbox.argv("run"), None);
-}
+    assert_eq!(w.sandbox.argv("config"), None);
+    assert_eq!(w.sandbox.argv("run"), None);
+});
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rejected_token_stops_at_once_without_retries() {
-    if !tools_present(
-        "rejected_token_stops_at_once_without_retries",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
+// A token GARM refuses (here: one of an earlier create attempt) will not
+// heal, and there is nobody to report to: one call, no retries, no failure
+// report, and the container stays up instead of exiting into a restart loop.
+entrypoint_test!(
+    refused_token_leaves_nothing_to_do_and_nothing_to_report,
+    async {
+        let mut w = World::new(
+            Forge::GitHub,
+            Behaviour {
+                jit: true,
+                ..Behaviour::default()
+            },
+        )
+        .await;
+        w.sandbox.install_github_stubs();
+        w.set("BEARER_TOKEN", "token-of-an-earlier-create-attempt");
+
+        let run = w.run().await;
+        run.assert_stayed_up();
+        assert!(!run.stderr.contains("token-of-an-earlier-create-attempt"));
+        assert_eq!(
+            w.garm.summaries(),
+            vec![format!("POST {STATUS} status=installing auth=Wrong")]
+        );
+        assert_eq!(run.stderr, token_refused_log(&w.garm));
+        assert_eq!(w.sandbox.argv("run"), None);
     }
-    let garm = FakeGarm::start(Behaviour {
-        jit: true,
-        ..Behaviour::default()
-    })
-    .await;
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, true, false);
-    env.insert(
-        "BEARER_TOKEN".into(),
-        "token-of-an-earlier-create-attempt".into(),
-    );
+);
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
-    assert!(!run.stderr.contains("token-of-an-earlier-create-attempt"));
+entrypoint_test!(unknown_forge_type_is_reported_as_failed, async {
+    let mut w = World::new(Forge::GitHub, Behaviour::default()).await;
+    w.set("FORGE_TYPE", "gitlab");
 
-    // A 401 does not heal: one call, and no failure report GARM would reject too.
-    assert_eq!(
-        garm.summaries(),
-        vec![format!("POST {STATUS} status=installing auth=Wrong")]
-    );
-    assert!(run.stderr.contains("HTTP 401"), "{}", run.stderr);
-    assert_eq!(sandbox.argv("run"), None);
-}
+    let run = w.run().await;
+    run.assert_failed();
+    assert_eq!(w.garm.summaries(), vec![installing(), failed()]);
+    assert!(last_status_message(&w.garm).contains("FORGE_TYPE"));
+});
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_forge_type_is_reported_as_failed() {
-    if !tools_present("unknown_forge_type_is_reported_as_failed", ENTRYPOINT_TOOLS) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    let mut env = sandbox.contract_env(Forge::GitHub, &garm, false, false);
-    env.insert("FORGE_TYPE".into(), "gitlab".into());
-
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
-    assert_eq!(garm.summaries(), vec![installing(), failed()]);
-    assert!(last_status_message(&garm).contains("FORGE_TYPE"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runner_bin_overrides_the_runner_found_on_path() {
-    if !tools_present(
-        "runner_bin_overrides_the_runner_found_on_path",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::ActRunner0213);
-    let custom = sandbox.root.join("opt-runner");
+entrypoint_test!(runner_bin_overrides_the_runner_found_on_path, async {
+    let mut w = World::new(Forge::Gitea, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
+    let custom = w.sandbox.root.join("opt-runner");
     write_executable(
         &custom,
-        &sandbox.runner_stub_script(RunnerCli::ActRunner0213),
+        &w.sandbox.runner_stub_script(RunnerCli::ActRunner0213),
     );
-    let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
-    env.insert("RUNNER_BIN".into(), custom.display().to_string());
+    w.set("RUNNER_BIN", custom.display().to_string());
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
+    let run = w.run().await;
+    run.assert_stayed_up();
     let custom = custom.display().to_string();
-    assert_eq!(sandbox.recorded("register.program").unwrap(), custom);
-    assert_eq!(sandbox.recorded("daemon.program").unwrap(), custom);
+    assert_eq!(w.sandbox.recorded("register.program").unwrap(), custom);
+    assert_eq!(w.sandbox.recorded("daemon.program").unwrap(), custom);
 
     // A RUNNER_BIN that does not exist is a reported failure, not a fallback.
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::ActRunner0213);
-    let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
-    env.insert("RUNNER_BIN".into(), "/nonexistent/runner".into());
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
-    assert_eq!(garm.summaries(), vec![installing(), failed()]);
-    assert!(last_status_message(&garm).contains("RUNNER_BIN"));
-    assert_eq!(sandbox.argv("register"), None);
-}
+    let mut w = World::new(Forge::Gitea, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
+    w.set("RUNNER_BIN", "/nonexistent/runner");
+    let run = w.run().await;
+    run.assert_failed();
+    assert_eq!(w.garm.summaries(), vec![installing(), failed()]);
+    assert!(last_status_message(&w.garm).contains("RUNNER_BIN"));
+    assert_eq!(w.sandbox.argv("register"), None);
+});
 
-/// The entrypoint (and the image's download check) are lint-clean. CI
-/// installs shellcheck (Debian package `shellcheck`) and sets CI=true, so
-/// there a missing linter fails; elsewhere the test says it skipped.
-#[test]
-fn entrypoint_passes_shellcheck() {
-    if !tools_present("entrypoint_passes_shellcheck", &["shellcheck"]) {
-        return;
-    }
+// The entrypoint (and the image's download check) are lint-clean
+// (shellcheck: Debian package `shellcheck`, which .ci/run installs).
+entrypoint_test!(entrypoint_passes_shellcheck, &["shellcheck"], async {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/runner-image");
     for script in ["entrypoint.sh", "fetch-verified.sh"] {
         let output = std::process::Command::new("shellcheck")
@@ -851,254 +812,209 @@ fn entrypoint_passes_shellcheck() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-}
+});
 
 // ---------------------------------------------------------------------------
 // Forgejo
 
-/// The call a current forgejo-runner gets: an ephemeral host-mode
-/// registration against the instance URL (GARM's `/api/v1/` cut off), then
-/// exactly one job with `one-job --wait`. Never `--once`, which no
-/// forgejo-runner has.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forgejo_runner_registers_ephemeral_host_runner_and_runs_one_job() {
-    if !tools_present(
-        "forgejo_runner_registers_ephemeral_host_runner_and_runs_one_job",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    for (cli, api_url) in [
-        (RunnerCli::Forgejo13, FORGEJO_API_URL),
-        (
-            RunnerCli::Forgejo12_8,
-            "https://forgejo.example.test/api/v1",
-        ),
-    ] {
-        let garm = FakeGarm::start(Behaviour::default()).await;
-        let sandbox = Sandbox::new();
-        sandbox.install_runner_stub(cli);
-        let mut env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
-        env.insert("FORGE_URL".into(), api_url.into());
+// The call a current forgejo-runner gets: an ephemeral host-mode
+// registration against the instance URL (GARM's `/api/v1/` cut off), then
+// exactly one job with `one-job --wait`. Never `--once`, which no
+// forgejo-runner has.
+entrypoint_test!(
+    forgejo_runner_registers_ephemeral_host_runner_and_runs_one_job,
+    async {
+        for (cli, api_url) in [
+            (RunnerCli::Forgejo13, FORGEJO_API_URL),
+            (
+                RunnerCli::Forgejo12_8,
+                "https://forgejo.example.test/api/v1",
+            ),
+        ] {
+            let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+            w.sandbox.install_runner_stub(cli);
+            w.set("FORGE_URL", api_url);
 
-        let run = sandbox.run_entrypoint(&env).await;
-        run.assert_success();
+            let run = w.run().await;
+            run.assert_stayed_up();
+            run.assert_no_secrets_in_output();
+
+            assert_eq!(
+                w.garm.summaries(),
+                vec![
+                    installing(),
+                    get("/runner-registration-token"),
+                    system_info(GITEA_AGENT_ID),
+                    idle(GITEA_AGENT_ID),
+                ],
+                "{cli:?}"
+            );
+            assert_messages_clean(&w.garm);
+            assert_eq!(
+                w.sandbox.argv("register").unwrap(),
+                strings(&[
+                    "register",
+                    "--no-interactive",
+                    "--ephemeral",
+                    "--instance",
+                    FORGEJO_URL,
+                    "--token",
+                    REGISTRATION_TOKEN,
+                    "--name",
+                    RUNNER_NAME,
+                    "--labels",
+                    &host_labels(),
+                ]),
+                "{cli:?}"
+            );
+            assert_eq!(
+                w.sandbox.argv("one-job").unwrap(),
+                strings(&["one-job", "--wait"]),
+                "{cli:?}"
+            );
+            assert_eq!(
+                w.sandbox.recorded("register.token").as_deref(),
+                Some(REGISTRATION_TOKEN)
+            );
+            let runs = w.sandbox.runner_runs();
+            assert_eq!(runs.len(), 2, "{cli:?}: {runs:?}");
+            assert_eq!(runs[1], "one-job --wait");
+            assert!(
+                !w.sandbox
+                    .runner_calls()
+                    .iter()
+                    .any(|c| c.contains("--once")),
+                "{:?}",
+                w.sandbox.runner_calls()
+            );
+            assert_eq!(w.sandbox.argv("daemon"), None);
+            assert_job_env_clean(&w.sandbox.recorded_env("one-job"));
+            assert!(!w.sandbox.work.exists(), "RUNNER_WORKDIR is not used here");
+        }
+    }
+);
+
+// forgejo-runner before 12.8 can register neither ephemeral nor wait for
+// one job: refused before the registration token is spent, naming the
+// version that works.
+entrypoint_test!(
+    early_forgejo_runner_12_is_refused_naming_the_minimum_version,
+    async {
+        let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::ForgejoEarly12);
+
+        let run = w.run().await;
+        run.assert_failed();
         run.assert_no_secrets_in_output();
-
-        assert_eq!(
-            garm.summaries(),
-            vec![
-                installing(),
-                get("/runner-registration-token"),
-                system_info(GITEA_AGENT_ID),
-                idle(GITEA_AGENT_ID),
-            ],
-            "{cli:?}"
-        );
-        assert_messages_clean(&garm);
-        assert_eq!(
-            sandbox.argv("register").unwrap(),
-            strings(&[
-                "register",
-                "--no-interactive",
-                "--ephemeral",
-                "--instance",
-                FORGEJO_URL,
-                "--token",
-                REGISTRATION_TOKEN,
-                "--name",
-                RUNNER_NAME,
-                "--labels",
-                &host_labels(),
-            ]),
-            "{cli:?}"
-        );
-        assert_eq!(
-            sandbox.argv("one-job").unwrap(),
-            strings(&["one-job", "--wait"]),
-            "{cli:?}"
-        );
-        assert_eq!(
-            sandbox.recorded("register.token").as_deref(),
-            Some(REGISTRATION_TOKEN)
-        );
-        let runs = sandbox.runner_runs();
-        assert_eq!(runs.len(), 2, "{cli:?}: {runs:?}");
-        assert_eq!(runs[1], "one-job --wait");
+        assert_eq!(w.garm.summaries(), vec![installing(), failed()]);
+        let message = last_status_message(&w.garm);
         assert!(
-            !sandbox.runner_calls().iter().any(|c| c.contains("--once")),
-            "{:?}",
-            sandbox.runner_calls()
+            message.contains("forgejo-runner 12.8 or newer is required"),
+            "{message}"
         );
-        assert_eq!(sandbox.argv("daemon"), None);
-        assert_job_env_clean(&sandbox.recorded_env("one-job"));
-        assert!(!sandbox.work.exists(), "RUNNER_WORKDIR is not used here");
+        assert!(!message.contains('\n'), "one line: {message}");
+        assert_eq!(w.sandbox.runner_runs(), Vec::<String>::new());
     }
-}
+);
 
-/// forgejo-runner before 12.8 can register neither ephemeral nor wait for
-/// one job: refused before the registration token is spent, naming the
-/// version that works.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn early_forgejo_runner_12_is_refused_naming_the_minimum_version() {
-    if !tools_present(
-        "early_forgejo_runner_12_is_refused_naming_the_minimum_version",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::ForgejoEarly12);
-    let env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
+// Forgejo < 15 registers the runner non-ephemeral and then fails: one
+// registration, no retry (each would leave another stale runner), and GARM
+// hears what to upgrade.
+entrypoint_test!(forgejo_before_15_fails_once_without_retrying, async {
+    let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_register_mode("forgejo14");
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
-    run.assert_no_secrets_in_output();
-    assert_eq!(garm.summaries(), vec![installing(), failed()]);
-    let message = last_status_message(&garm);
-    assert!(
-        message.contains("forgejo-runner 12.8 or newer is required"),
-        "{message}"
-    );
-    assert!(!message.contains('\n'), "one line: {message}");
-    assert_eq!(sandbox.runner_runs(), Vec::<String>::new());
-}
-
-/// Forgejo < 15 registers the runner non-ephemeral and then fails: one
-/// registration, no retry (each would leave another stale runner), and GARM
-/// hears what to upgrade.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forgejo_before_15_fails_once_without_retrying() {
-    if !tools_present(
-        "forgejo_before_15_fails_once_without_retrying",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::Forgejo13);
-    sandbox.set_register_mode("forgejo14");
-    let env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
-
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
+    let run = w.run().await;
+    run.assert_failed();
     run.assert_no_secrets_in_output();
     assert_eq!(
-        garm.summaries(),
+        w.garm.summaries(),
         vec![installing(), get("/runner-registration-token"), failed()]
     );
-    let message = last_status_message(&garm);
+    let message = last_status_message(&w.garm);
     assert!(
         message.contains("Forgejo 15 or newer is required for ephemeral runners"),
         "{message}"
     );
     assert!(message.contains(FORGEJO_URL), "{message}");
-    let registers: Vec<_> = sandbox
+    let registers: Vec<_> = w
+        .sandbox
         .runner_runs()
         .into_iter()
         .filter(|c| c.starts_with("register "))
         .collect();
     assert_eq!(registers.len(), 1, "{registers:?}");
-    assert_eq!(sandbox.argv("one-job"), None);
-}
+    assert_eq!(w.sandbox.argv("one-job"), None);
+});
 
-/// A forge the container cannot reach: the runner's register pings forever.
-/// The entrypoint gives up after ENTRYPOINT_REGISTER_TIMEOUT and says which
-/// forge it could not reach.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unreachable_forge_ends_registration_after_the_bound() {
-    if !tools_present(
-        "unreachable_forge_ends_registration_after_the_bound",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::Forgejo13);
-    sandbox.set_register_mode("hang");
-    let mut env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
-    env.insert("ENTRYPOINT_REGISTER_TIMEOUT".into(), "2".into());
+// A forge the container cannot reach: the runner's register pings forever.
+// The entrypoint gives up after ENTRYPOINT_REGISTER_TIMEOUT and says which
+// forge it could not reach.
+entrypoint_test!(unreachable_forge_ends_registration_after_the_bound, async {
+    let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_register_mode("hang");
+    w.set("ENTRYPOINT_REGISTER_TIMEOUT", "2");
 
     let started = std::time::Instant::now();
-    let run = sandbox.run_entrypoint(&env).await;
+    let run = w.run().await;
     let took = started.elapsed();
-    run.assert_failure();
+    run.assert_failed();
     run.assert_no_secrets_in_output();
-    assert!(
-        took >= std::time::Duration::from_secs(2) && took < std::time::Duration::from_secs(15),
-        "took {took:?}"
-    );
+    // It waited out its bound (how much longer it took depends on the machine).
+    assert!(took >= std::time::Duration::from_secs(2), "took {took:?}");
     assert_eq!(
-        garm.summaries(),
+        w.garm.summaries(),
         vec![installing(), get("/runner-registration-token"), failed()]
     );
-    let message = last_status_message(&garm);
+    let message = last_status_message(&w.garm);
     assert!(
         message.contains(FORGEJO_URL) && message.contains("within 2s"),
         "{message}"
     );
-    assert_eq!(sandbox.argv("one-job"), None);
-}
+    assert_eq!(w.sandbox.argv("one-job"), None);
+});
 
-/// Any other registration failure is retried (ENTRYPOINT_RETRIES=3 in the
-/// harness) with the one token GARM handed out, then reported.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failing_registration_is_retried_then_reported() {
-    if !tools_present(
-        "failing_registration_is_retried_then_reported",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::Forgejo13);
-    sandbox.set_register_mode("fail");
-    let env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
+// Any other registration failure is retried (ENTRYPOINT_RETRIES=3 in the
+// harness) with the one token GARM handed out, then reported.
+entrypoint_test!(failing_registration_is_retried_then_reported, async {
+    let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_register_mode("fail");
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
+    let run = w.run().await;
+    run.assert_failed();
     run.assert_no_secrets_in_output();
     assert_eq!(
-        garm.summaries(),
+        w.garm.summaries(),
         vec![installing(), get("/runner-registration-token"), failed()]
     );
-    let registers = sandbox
+    let registers = w
+        .sandbox
         .runner_runs()
         .into_iter()
         .filter(|c| c.starts_with("register "))
         .count();
     assert_eq!(registers, 3);
-    let message = last_status_message(&garm);
+    let message = last_status_message(&w.garm);
     assert!(
         message.contains("failed after 3 attempt(s)") && message.contains(FORGEJO_URL),
         "{message}"
     );
-}
+});
 
-/// The runner's output is relayed to the container log and its last line to
-/// GARM: a runner that prints the registration token must not leak it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn registration_output_is_relayed_without_the_token() {
-    if !tools_present(
-        "registration_output_is_relayed_without_the_token",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::Forgejo13);
-    sandbox.set_register_mode("leaky");
-    let env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
+// The runner's output is relayed to the container log and its last line to
+// GARM: a runner that prints the registration token must not leak it.
+entrypoint_test!(registration_output_is_relayed_without_the_token, async {
+    let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_register_mode("leaky");
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_failure();
+    let run = w.run().await;
+    run.assert_failed();
     run.assert_no_secrets_in_output();
-    assert_messages_clean(&garm);
+    assert_messages_clean(&w.garm);
     // The output did reach the log and GARM, with the token blanked out.
     assert!(
         run.stderr
@@ -1107,35 +1023,26 @@ async fn registration_output_is_relayed_without_the_token() {
         run.stderr
     );
     assert!(
-        last_status_message(&garm).contains("[registration token]"),
+        last_status_message(&w.garm).contains("[registration token]"),
         "{}",
-        last_status_message(&garm)
+        last_status_message(&w.garm)
     );
-}
+});
 
 // ---------------------------------------------------------------------------
 // Gitea's runner, labels, flavors
 
-/// gitea-runner 3.x reads the token from a file: the token is in no
-/// process's argv, the file is private and gone once the runner starts.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gitea_runner_3_gets_the_token_from_a_file_not_argv() {
-    if !tools_present(
-        "gitea_runner_3_gets_the_token_from_a_file_not_argv",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::GiteaRunner3);
-    let env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
+// gitea-runner 3.x reads the token from a file: the token is in no
+// process's argv, the file is private and gone once the runner starts.
+entrypoint_test!(gitea_runner_3_gets_the_token_from_a_file_not_argv, async {
+    let w = World::new(Forge::Gitea, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::GiteaRunner3);
 
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
+    let run = w.run().await;
+    run.assert_stayed_up();
     run.assert_no_secrets_in_output();
     assert_eq!(
-        garm.summaries(),
+        w.garm.summaries(),
         vec![
             installing(),
             get("/runner-registration-token"),
@@ -1144,7 +1051,7 @@ async fn gitea_runner_3_gets_the_token_from_a_file_not_argv() {
         ]
     );
 
-    let argv = sandbox.argv("register").unwrap();
+    let argv = w.sandbox.argv("register").unwrap();
     let file_at = argv
         .iter()
         .position(|a| a == "--token-file")
@@ -1166,109 +1073,248 @@ async fn gitea_runner_3_gets_the_token_from_a_file_not_argv() {
         &host_labels(),
     ]));
     assert_eq!(argv, expected);
-    for call in sandbox.runner_calls() {
+    for call in w.sandbox.runner_calls() {
         assert!(!call.contains(REGISTRATION_TOKEN), "token in argv: {call}");
     }
     assert_eq!(
-        sandbox.recorded("register.token").as_deref(),
+        w.sandbox.recorded("register.token").as_deref(),
         Some(REGISTRATION_TOKEN)
     );
     assert_eq!(
-        sandbox.recorded("register.token-file-mode").unwrap().trim(),
+        w.sandbox
+            .recorded("register.token-file-mode")
+            .unwrap()
+            .trim(),
         "600"
     );
     assert!(!token_file.exists(), "the token file outlived registration");
     assert_eq!(
-        sandbox.argv("daemon").unwrap(),
+        w.sandbox.argv("daemon").unwrap(),
         strings(&["daemon", "--once"])
     );
-    assert_job_env_clean(&sandbox.recorded_env("daemon"));
-}
+    assert_job_env_clean(&w.sandbox.recorded_env("daemon"));
+});
 
-/// A label asking for Docker or LXC cannot be honoured in a container
-/// without either: refused before the registration token is fetched.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn labels_with_another_scheme_are_refused() {
-    if !tools_present("labels_with_another_scheme_are_refused", ENTRYPOINT_TOOLS) {
-        return;
-    }
+// A label asking for Docker or LXC cannot be honoured in a container
+// without either: refused before the registration token is fetched.
+entrypoint_test!(labels_with_another_scheme_are_refused, async {
     for (label, scheme) in [
         ("ubuntu-latest:docker://node:20-bookworm", "docker"),
         ("debian:lxc://debian:bookworm", "lxc"),
         ("edge:host:extra", "host"),
     ] {
-        let garm = FakeGarm::start(Behaviour::default()).await;
-        let sandbox = Sandbox::new();
-        sandbox.install_runner_stub(RunnerCli::Forgejo13);
-        let mut env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
-        env.insert(
-            "RUNNER_LABELS".into(),
+        let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.set(
+            "RUNNER_LABELS",
             format!("{label},runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}"),
         );
 
-        let run = sandbox.run_entrypoint(&env).await;
-        run.assert_failure();
-        assert_eq!(garm.summaries(), vec![installing(), failed()], "{label}");
-        let message = last_status_message(&garm);
+        let run = w.run().await;
+        run.assert_failed();
+        assert_eq!(w.garm.summaries(), vec![installing(), failed()], "{label}");
+        let message = last_status_message(&w.garm);
         assert!(
             message.contains(&format!("label '{label}'"))
                 && message.contains(&format!("'{scheme}' scheme"))
                 && message.contains("NAME:host"),
             "{message}"
         );
-        assert_eq!(sandbox.argv("register"), None, "{label}");
+        assert_eq!(w.sandbox.argv("register"), None, "{label}");
     }
-}
+});
 
-/// RUNNER_FLAVOR names the CLI when probing is not wanted; a binary that
-/// lacks what that flavor needs is refused all the same.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runner_flavor_override_is_checked_against_the_binary() {
-    if !tools_present(
-        "runner_flavor_override_is_checked_against_the_binary",
-        ENTRYPOINT_TOOLS,
-    ) {
-        return;
-    }
-    for (cli, flavor, expect) in [
-        (RunnerCli::Forgejo13, "gitea", "act_runner 0.2.12 or newer"),
-        (
-            RunnerCli::ActRunner0213,
-            "forgejo",
-            "forgejo-runner 12.8 or newer",
-        ),
-        (
-            RunnerCli::Forgejo13,
-            "woodpecker",
-            "unsupported RUNNER_FLAVOR",
-        ),
-    ] {
-        let garm = FakeGarm::start(Behaviour::default()).await;
-        let sandbox = Sandbox::new();
-        sandbox.install_runner_stub(cli);
-        let mut env = sandbox.contract_env(Forge::Gitea, &garm, false, false);
-        env.insert("RUNNER_FLAVOR".into(), flavor.into());
-        let run = sandbox.run_entrypoint(&env).await;
-        run.assert_failure();
-        assert_eq!(garm.summaries(), vec![installing(), failed()], "{flavor}");
-        let message = last_status_message(&garm);
-        assert!(message.contains(expect), "{flavor}: {message}");
-        assert_eq!(sandbox.runner_runs(), Vec::<String>::new());
-    }
+// RUNNER_FLAVOR names the CLI when probing is not wanted; a binary that
+// lacks what that flavor needs is refused all the same.
+entrypoint_test!(
+    runner_flavor_override_is_checked_against_the_binary,
+    async {
+        for (cli, flavor, expect) in [
+            (RunnerCli::Forgejo13, "gitea", "act_runner 0.2.12 or newer"),
+            (
+                RunnerCli::ActRunner0213,
+                "forgejo",
+                "forgejo-runner 12.8 or newer",
+            ),
+            (
+                RunnerCli::Forgejo13,
+                "woodpecker",
+                "unsupported RUNNER_FLAVOR",
+            ),
+        ] {
+            let mut w = World::new(Forge::Gitea, Behaviour::default()).await;
+            w.sandbox.install_runner_stub(cli);
+            w.set("RUNNER_FLAVOR", flavor);
+            let run = w.run().await;
+            run.assert_failed();
+            assert_eq!(w.garm.summaries(), vec![installing(), failed()], "{flavor}");
+            let message = last_status_message(&w.garm);
+            assert!(message.contains(expect), "{flavor}: {message}");
+            assert_eq!(w.sandbox.runner_runs(), Vec::<String>::new());
+        }
 
-    // The override agreeing with the binary works like probing.
-    let garm = FakeGarm::start(Behaviour::default()).await;
-    let sandbox = Sandbox::new();
-    sandbox.install_runner_stub(RunnerCli::Forgejo13);
-    let mut env = sandbox.contract_env(Forge::Forgejo, &garm, false, false);
-    env.insert("RUNNER_FLAVOR".into(), "forgejo".into());
-    let run = sandbox.run_entrypoint(&env).await;
-    run.assert_success();
+        // The override agreeing with the binary works like probing.
+        let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.set("RUNNER_FLAVOR", "forgejo");
+        let run = w.run().await;
+        run.assert_stayed_up();
+        assert_eq!(
+            w.sandbox.argv("one-job").unwrap(),
+            strings(&["one-job", "--wait"])
+        );
+    }
+);
+
+// ---------------------------------------------------------------------------
+// After the one job: the container's second life. Edge Connect restarts a
+// container that exits (docker --restart=unless-stopped, a kubernetes
+// Deployment), so a container that has had its job never exits on its own,
+// and one that starts again finds nothing to do.
+
+// After its job the runner container stays up, idle and quiet, whatever the
+// job's exit code, and GARM hears no failure; the process left behind (PID 1
+// in a container, whose environment the job could read) holds no GARM secret.
+entrypoint_test!(finished_runner_stays_up_quietly_until_deleted, async {
+    for (mode, exit_code) in [("done", 0), ("exit=1", 1)] {
+        let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.sandbox.set_job_mode(mode);
+
+        let run = w.run().await;
+        run.assert_stayed_up();
+        assert_eq!(run.last_line(), finished_line(exit_code), "{mode}");
+        assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID), "{mode}");
+        assert_eq!(jobs_started(&w.sandbox), 1, "{mode}");
+        assert!(used_marker(&w.sandbox).is_file(), "{mode}");
+        assert_job_env_clean(&run.environ);
+    }
+});
+
+// A docker restart (a crash, a node restart) keeps the container's
+// filesystem: the container says in one line that its runner was registered,
+// asks GARM nothing, starts no runner and stays up.
+entrypoint_test!(
+    restarted_container_keeping_its_filesystem_has_nothing_to_do,
+    async {
+        let forgejo = World::new(Forge::Forgejo, Behaviour::default()).await;
+        forgejo.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        let github_jit = World::new(
+            Forge::GitHub,
+            Behaviour {
+                jit: true,
+                ..Behaviour::default()
+            },
+        )
+        .await;
+        github_jit.sandbox.install_github_stubs();
+        for w in [forgejo, github_jit] {
+            w.run().await.assert_stayed_up();
+            let calls = w.garm.summaries();
+            let runner_calls = w.sandbox.runner_calls();
+            std::fs::remove_file(w.sandbox.log.join("run.argv")).ok();
+
+            let again = w.run().await;
+            again.assert_stayed_up();
+            assert_eq!(again.stderr, already_registered_log(&w.sandbox));
+            assert_eq!(w.garm.summaries(), calls);
+            assert_eq!(w.sandbox.runner_calls(), runner_calls);
+            assert_eq!(w.sandbox.argv("run"), None, "run.sh started again");
+        }
+    }
+);
+
+// Kubernetes restarts a container with a fresh filesystem (the Deployment
+// has no volume), but with the same environment: GARM refuses the token once
+// the runner reported idle. The container says so in one line, reports no
+// failure, touches no runner and stays up.
+entrypoint_test!(
+    restarted_container_with_a_fresh_filesystem_has_nothing_to_do,
+    async {
+        let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.run().await.assert_stayed_up();
+
+        let fresh = Sandbox::new();
+        fresh.install_runner_stub(RunnerCli::Forgejo13);
+        let again = fresh.run_entrypoint(&w.env).await;
+        again.assert_stayed_up();
+        assert_eq!(again.stderr, token_refused_log(&w.garm));
+        let mut expected = registered(GITEA_AGENT_ID);
+        expected.push(installing());
+        assert_eq!(w.garm.summaries(), expected);
+        assert_eq!(w.garm.calls().last().map(|c| c.answer), Some(401));
+        assert_eq!(fresh.runner_calls(), Vec::<String>::new());
+    }
+);
+
+// A bootstrap that failed was reported as failed; the restarted container
+// (GARM now refuses its token) stays up instead of failing again and again.
+entrypoint_test!(restart_after_a_reported_failure_stays_quiet, async {
+    let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_register_mode("fail");
+    w.run().await.assert_failed();
+    let mut expected = vec![installing(), get("/runner-registration-token"), failed()];
+    assert_eq!(w.garm.summaries(), expected);
+    assert!(!used_marker(&w.sandbox).exists());
+
+    let again = w.run().await;
+    again.assert_stayed_up();
+    assert_eq!(again.stderr, token_refused_log(&w.garm));
+    expected.push(installing());
+    assert_eq!(w.garm.summaries(), expected);
+});
+
+// A crash in the middle of the job (every process of the container killed,
+// its filesystem kept, as a docker restart does): the restarted container
+// holds the runner's registration files, and still never starts the runner
+// for a second job.
+entrypoint_test!(a_crash_during_the_job_never_starts_a_second_job, async {
+    let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_job_mode("busy");
+    let running = w.start();
+    let busy = w.sandbox.log.join("one-job.busy");
+    wait_until("the runner to be running its job", || busy.exists()).await;
+    let crashed = running.crash().await;
+    assert_eq!(crashed.status.code(), None, "killed by a signal");
+    assert!(w.sandbox.home.join(".runner").is_file());
+
+    w.sandbox.set_job_mode("done");
+    let again = w.run().await;
+    again.assert_stayed_up();
+    assert_eq!(again.stderr, already_registered_log(&w.sandbox));
+    assert_eq!(jobs_started(&w.sandbox), 1);
+    assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+});
+
+// The runner is no longer PID 1: a stop request (docker stop, the pod's
+// deletion) during the job reaches it, and the container then ends rather
+// than staying up. While the job runs, the entrypoint's own environment holds
+// no GARM secret either.
+entrypoint_test!(a_stop_during_the_job_reaches_the_runner, async {
+    let w = World::new(Forge::Forgejo, Behaviour::default()).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_job_mode("busy");
+    let running = w.start();
+    let busy = w.sandbox.log.join("one-job.busy");
+    wait_until("the runner to be running its job", || busy.exists()).await;
+    assert_job_env_clean(&running.environ());
+
+    let run = running.stop().await;
     assert_eq!(
-        sandbox.argv("one-job").unwrap(),
-        strings(&["one-job", "--wait"])
+        w.sandbox.recorded("one-job.signal").as_deref(),
+        Some("TERM\n")
     );
-}
+    assert!(!run.stayed_up);
+    assert_eq!(run.status.code(), Some(143));
+    assert_eq!(
+        run.last_line(),
+        "garm-entrypoint: stopped while the runner was running (exit code 143)"
+    );
+    assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+});
 
 // ---------------------------------------------------------------------------
 // The stubs themselves: they must answer like the real programs, or the tests
@@ -1283,11 +1329,7 @@ fn run_stub(sandbox: &Sandbox, cli: RunnerCli, args: &[&str]) -> std::process::O
         .expect("run stub")
 }
 
-#[test]
-fn runner_stubs_answer_like_cobra() {
-    if !tools_present("runner_stubs_answer_like_cobra", &["bash"]) {
-        return;
-    }
+entrypoint_test!(runner_stubs_answer_like_cobra, &["bash"], async {
     for cli in [
         RunnerCli::ForgejoEarly12,
         RunnerCli::Forgejo12_8,
@@ -1368,23 +1410,23 @@ fn runner_stubs_answer_like_cobra() {
     );
     let out = run_stub(&sandbox, RunnerCli::GiteaRunner3, &["daemon", "extra"]);
     assert_eq!(out.status.code(), Some(1));
-}
+});
 
-/// config.sh refuses what the real runner does not know, so a misspelt
-/// option in the entrypoint fails a test.
-#[test]
-fn github_config_stub_refuses_unknown_options() {
-    if !tools_present("github_config_stub_refuses_unknown_options", &["bash"]) {
-        return;
+// config.sh refuses what the real runner does not know, so a misspelt
+// option in the entrypoint fails a test.
+entrypoint_test!(
+    github_config_stub_refuses_unknown_options,
+    &["bash"],
+    async {
+        let sandbox = Sandbox::new();
+        sandbox.install_github_stubs();
+        let out = std::process::Command::new("bash")
+            .arg(sandbox.home.join("config.sh"))
+            .args(["--unattended", "--once-only"])
+            .current_dir(&sandbox.home)
+            .output()
+            .expect("config.sh");
+        assert_eq!(out.status.code(), Some(1));
+        assert!(!sandbox.home.join(".runner").exists());
     }
-    let sandbox = Sandbox::new();
-    sandbox.install_github_stubs();
-    let out = std::process::Command::new("bash")
-        .arg(sandbox.home.join("config.sh"))
-        .args(["--unattended", "--once-only"])
-        .current_dir(&sandbox.home)
-        .output()
-        .expect("config.sh");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(!sandbox.home.join(".runner").exists());
-}
+);

@@ -1,4 +1,4 @@
-//! Harness for `tests/runner_entrypoint.rs`: runs the real
+//! Harness for `tests/it/runner_entrypoint.rs`: runs the real
 //! `examples/runner-image/entrypoint.sh` against a fake GARM (metadata and
 //! callback endpoints, optionally over HTTPS with a throw-away CA), an optional
 //! recording HTTP proxy, and stub runner programs that write down how they were
@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
+use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +19,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::rustls;
 
@@ -59,13 +59,14 @@ pub enum Auth {
     Wrong,
 }
 
-/// One request as the fake received it.
+/// One request as the fake received it, and the status code it answered.
 #[derive(Clone, Debug)]
 pub struct Call {
     pub method: String,
     pub path: String,
     pub auth: Auth,
     pub body: String,
+    pub answer: u16,
 }
 
 impl Call {
@@ -256,13 +257,25 @@ async fn handle(
     let auth = classify_auth(&headers);
     let path = uri.path().to_string();
     let mut inner = state.inner.lock().unwrap();
+    let response = respond(&state.behaviour, &mut inner, &method, &path, auth, &body);
     inner.calls.push(Call {
         method: method.to_string(),
-        path: path.clone(),
+        path,
         auth,
         body: String::from_utf8_lossy(&body).into_owned(),
+        answer: response.status().as_u16(),
     });
+    response
+}
 
+fn respond(
+    behaviour: &Behaviour,
+    inner: &mut Inner,
+    method: &Method,
+    path: &str,
+    auth: Auth,
+    body: &[u8],
+) -> Response {
     let download = path
         .strip_prefix("/downloads/")
         .map(|name| (name, true))
@@ -272,8 +285,8 @@ async fn handle(
         if auth == Auth::Instance || auth == Auth::Wrong {
             return status(403, "unexpected credentials");
         }
-        return match &state.behaviour.download {
-            Some(d) if d.name == name && method == Method::GET => {
+        return match &behaviour.download {
+            Some(d) if d.name == name && *method == Method::GET => {
                 if redirect {
                     (StatusCode::FOUND, [("location", format!("/blobs/{name}"))]).into_response()
                 } else {
@@ -288,44 +301,46 @@ async fn handle(
     if !garm_path {
         return status(404, "not found");
     }
+    // GARM's instance middleware answers every metadata and callback request
+    // with the same 401 once the runner reported idle or failed, and for a
+    // token that is not its own (cloudbase/garm auth/instance_middleware.go
+    // l. 199-237, auth/jwt.go l. 89-98).
     if auth != Auth::Instance || inner.token_revoked {
         return status(401, "unauthorized");
     }
 
     if let Some(rest) = path.strip_prefix(METADATA_PATH) {
-        if method != Method::GET {
+        if *method != Method::GET {
             return status(405, "method not allowed");
         }
-        if let Some(code) = state.behaviour.metadata_status {
+        if let Some(code) = behaviour.metadata_status {
             return status(code, "metadata failure injected by the test");
         }
         let rest = rest.trim_end_matches('/');
         return match rest {
             "/runner-registration-token" => {
-                // GARM: non-JIT only, and only once per instance.
-                if state.behaviour.jit || inner.registration_token_fetched {
+                // GARM: non-JIT only, and only once per instance
+                // (runner/metadata.go l. 639-651); JIT files are served
+                // again while the runner is pending or installing (l. 614-637).
+                if behaviour.jit || inner.registration_token_fetched {
                     status(401, "registration token not available")
                 } else {
                     inner.registration_token_fetched = true;
                     REGISTRATION_TOKEN.into_response()
                 }
             }
-            "/credentials/runner" if state.behaviour.jit => JIT_RUNNER_FILE.into_response(),
-            "/credentials/credentials" if state.behaviour.jit => {
-                JIT_CREDENTIALS_FILE.into_response()
-            }
-            "/credentials/credentials_rsaparams" if state.behaviour.jit => {
-                JIT_RSA_FILE.into_response()
-            }
+            "/credentials/runner" if behaviour.jit => JIT_RUNNER_FILE.into_response(),
+            "/credentials/credentials" if behaviour.jit => JIT_CREDENTIALS_FILE.into_response(),
+            "/credentials/credentials_rsaparams" if behaviour.jit => JIT_RSA_FILE.into_response(),
             _ => status(404, "not found"),
         };
     }
 
     let rest = path.strip_prefix(CALLBACK_PATH).unwrap_or_default();
-    if method != Method::POST {
+    if *method != Method::POST {
         return status(405, "method not allowed");
     }
-    let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body) else {
+    let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) else {
         return status(400, "body is not JSON");
     };
     match rest.trim_end_matches('/') {
@@ -361,9 +376,11 @@ impl axum::serve::Listener for TlsListener {
                     continue;
                 }
             };
-            match tokio::time::timeout(Duration::from_secs(5), self.acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => return (tls, addr),
-                _ => {
+            // curl either completes the handshake or aborts it (it does not
+            // trust the certificate); both end this await.
+            match self.acceptor.accept(stream).await {
+                Ok(tls) => return (tls, addr),
+                Err(_) => {
                     self.rejections.fetch_add(1, Ordering::SeqCst);
                 }
             }
@@ -659,7 +676,8 @@ env -0 > '{log}/run.env'
     ///   `forgejo14` (Forgejo < 15: fails with its ephemeral error),
     ///   `hang` (an unreachable forge: pings forever), `leaky` (prints the
     ///   token, then fails), `fail` (exit 1);
-    /// * `daemon` and `one-job` record argv, program, cwd and environment.
+    /// * `daemon` and `one-job` record argv, program, cwd and environment, and
+    ///   then act as `log/job.mode` says (see [`Sandbox::set_job_mode`]).
     pub fn runner_stub_script(&self, cli: RunnerCli) -> String {
         let spec = cli.spec();
         let log = self.log.display();
@@ -830,7 +848,20 @@ register)
   esac ;;
 *)
   printf '%s\0' "${{ORIG_ARGV[@]}}" > "$LOG/$sub.argv"
-  env -0 > "$LOG/$sub.env" ;;
+  env -0 > "$LOG/$sub.env"
+  mode=$(cat "$LOG/job.mode" 2>/dev/null || echo done)
+  case $mode in
+  done) ;;
+  exit=*) exit "${{mode#exit=}}" ;;
+  busy)
+    # A job in progress, until the runner is stopped: the real runners end
+    # on SIGTERM (forgejo-runner and gitea-runner main.go l. 15,
+    # signal.NotifyContext with SIGINT and SIGTERM). The stub notes the signal.
+    sleeper=""
+    trap 'echo TERM > "$LOG/$sub.signal"; kill "$sleeper" 2>/dev/null; exit 143' TERM
+    : > "$LOG/$sub.busy"
+    while :; do sleep 3600 & sleeper=$!; wait "$sleeper"; done ;;
+  esac ;;
 esac
 "#
         )
@@ -864,16 +895,20 @@ esac
     pub fn recorded_env(&self, name: &str) -> BTreeMap<String, String> {
         let bytes = std::fs::read(self.log.join(format!("{name}.env")))
             .unwrap_or_else(|e| panic!("{name}.env was not recorded: {e}"));
-        String::from_utf8_lossy(&bytes)
-            .split_terminator('\0')
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        nul_separated_env(&bytes)
     }
 
     /// What `log/register.mode` tells the runner stubs' `register` to do.
     pub fn set_register_mode(&self, mode: &str) {
         std::fs::write(self.log.join("register.mode"), mode).expect("register mode");
+    }
+
+    /// What the runner stubs' job run (`daemon`, `one-job`) does after
+    /// recording its call: `done` (default: the job is over, exit 0),
+    /// `exit=N` (exit N), `busy` (a job in progress: writes `<sub>.busy`, then
+    /// runs until SIGTERM, which it writes to `<sub>.signal`).
+    pub fn set_job_mode(&self, mode: &str) {
+        std::fs::write(self.log.join("job.mode"), mode).expect("job mode");
     }
 
     /// Every call of a runner stub, one line each (argv joined by spaces),
@@ -898,21 +933,16 @@ esac
         std::fs::read_to_string(self.log.join(file)).ok()
     }
 
-    /// The contract environment the provider would set, pointing at `garm`.
-    /// `callback_with_status` chooses between `.../callbacks` and
-    /// `.../callbacks/status` (GARM uses both forms).
+    /// The contract environment the provider would set, pointing at `garm`,
+    /// with the callback URL without `/status` (GARM uses both forms; see
+    /// [`World::use_status_callback_url`]).
     pub fn contract_env(
         &self,
         forge: Forge,
         garm: &FakeGarm,
         jit: bool,
-        callback_with_status: bool,
     ) -> BTreeMap<String, String> {
-        let callback = if callback_with_status {
-            format!("{}/status", garm.callback_url())
-        } else {
-            garm.callback_url()
-        };
+        let callback = garm.callback_url();
         let mut env: BTreeMap<String, String> = [
             ("GARM_CONTROLLER_ID", CONTROLLER_ID),
             ("GARM_POOL_ID", POOL_ID),
@@ -965,11 +995,11 @@ esac
         env
     }
 
-    /// Runs `bash entrypoint.sh` with exactly `contract` plus the harness
+    /// Starts `bash entrypoint.sh` with exactly `contract` plus the harness
     /// settings (PATH with the stubs first, HOME, TMPDIR, no retry delay,
     /// sandboxed CA store and os-release) and nothing else from our own
-    /// environment.
-    pub async fn run_entrypoint(&self, contract: &BTreeMap<String, String>) -> Run {
+    /// environment, in a process group of its own.
+    pub fn start_entrypoint(&self, contract: &BTreeMap<String, String>) -> Running {
         let script =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/runner-image/entrypoint.sh");
         let home_dir = self.root.join("home");
@@ -990,45 +1020,258 @@ esac
             .env("ENTRYPOINT_SYSTEM_CA_DIR", &self.system_ca)
             .envs(contract)
             .current_dir(&self.root)
-            .stdin(std::process::Stdio::null())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
-        let output = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-            .await
-            .expect("entrypoint did not finish within 60 s")
-            .expect("spawn bash");
-        Run {
-            status: output.status,
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        let mut child = cmd.spawn().expect("spawn bash");
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let stdout = tokio::spawn(async move {
+            let mut text = Vec::new();
+            let _ = stdout.read_to_end(&mut text).await;
+            String::from_utf8_lossy(&text).into_owned()
+        });
+        let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            lines,
+            stderr: Vec::new(),
+            stdout,
+        }
+    }
+
+    /// Runs the entrypoint as a container would until it is done: until it
+    /// exits, or, once it says it stays up, until it is idle (see
+    /// [`Running::wait_until_idle`]); then stops it as a deletion would.
+    pub async fn run_entrypoint(&self, contract: &BTreeMap<String, String>) -> Run {
+        let mut running = self.start_entrypoint(contract);
+        within_hang_guard("the entrypoint to exit or stay up", async {
+            if running.until_line(STAYING_UP).await.is_none() {
+                return running.finish().await;
+            }
+            if !running.wait_until_idle().await {
+                return running.finish().await;
+            }
+            let environ = running.environ();
+            let mut run = running.stop().await;
+            run.stayed_up = true;
+            run.environ = environ;
+            run
+        })
+        .await
+    }
+}
+
+/// How every line ends with which the entrypoint says it stays up without
+/// doing anything more until it is deleted.
+pub const STAYING_UP: &str = "staying up until GARM deletes this instance";
+
+/// Only turns a hung entrypoint into a failing test that says what it was
+/// waiting for; no test asserts how long anything takes.
+const HANG_GUARD: Duration = Duration::from_secs(300);
+
+async fn within_hang_guard<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(HANG_GUARD, f)
+        .await
+        .unwrap_or_else(|_| panic!("still waiting for {what} after {HANG_GUARD:?}: hung"))
+}
+
+/// Waits until `cond` holds, checking it again whenever a little time has
+/// passed (observable state, not a fixed sleep).
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    within_hang_guard(what, async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+}
+
+/// The entrypoint while it runs, its stderr read line by line as it comes.
+pub struct Running {
+    child: tokio::process::Child,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    stderr: Vec<String>,
+    stdout: tokio::task::JoinHandle<String>,
+}
+
+impl Running {
+    fn pid(&self) -> libc::pid_t {
+        let pid = self.child.id().expect("the entrypoint has not been reaped");
+        libc::pid_t::try_from(pid).expect("pid fits pid_t")
+    }
+
+    /// Reads stderr until a line containing `needle`, which it returns;
+    /// `None` when stderr ends (the entrypoint is gone) first.
+    pub async fn until_line(&mut self, needle: &str) -> Option<String> {
+        while let Some(line) = self.lines.recv().await {
+            self.stderr.push(line.clone());
+            if line.contains(needle) {
+                return Some(line);
+            }
+        }
+        None
+    }
+
+    /// Waits until the entrypoint is what a container that stays up is: a
+    /// live process whose only activity is a `sleep` child. False if it exits
+    /// instead.
+    pub async fn wait_until_idle(&mut self) -> bool {
+        let pid = self.pid();
+        loop {
+            if self.child.try_wait().expect("try_wait").is_some() {
+                return false;
+            }
+            if children_named(pid, "sleep") > 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The entrypoint process's own environment, as /proc/PID/environ shows
+    /// it to anything in the container running as the same user (the job).
+    pub fn environ(&self) -> BTreeMap<String, String> {
+        let bytes = std::fs::read(format!("/proc/{}/environ", self.pid())).expect("read environ");
+        nul_separated_env(&bytes)
+    }
+
+    /// SIGTERM, as `docker stop` and a pod deletion send it, then waits for
+    /// the exit.
+    pub async fn stop(self) -> Run {
+        // SAFETY: kill(2) on our own live child's pid; no memory is involved.
+        let rc = unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        assert_eq!(rc, 0, "SIGTERM to the entrypoint");
+        self.finish().await
+    }
+
+    /// SIGKILL to the entrypoint and everything it started: a crash of the
+    /// container (its processes end, its filesystem stays).
+    pub async fn crash(self) -> Run {
+        // SAFETY: kill(2) on the process group we made for this child.
+        let rc = unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+        assert_eq!(rc, 0, "SIGKILL to the entrypoint's process group");
+        self.finish().await
+    }
+
+    /// Reads the rest of the output and waits for the exit.
+    pub async fn finish(mut self) -> Run {
+        within_hang_guard("the entrypoint to exit", async {
+            while let Some(line) = self.lines.recv().await {
+                self.stderr.push(line);
+            }
+            let status = self.child.wait().await.expect("wait for the entrypoint");
+            let stdout = (&mut self.stdout).await.expect("stdout reader");
+            let mut stderr = self.stderr.join("\n");
+            if !stderr.is_empty() {
+                stderr.push('\n');
+            }
+            Run {
+                stayed_up: false,
+                status,
+                stdout,
+                stderr,
+                environ: BTreeMap::new(),
+            }
+        })
+        .await
+    }
+}
+
+impl Drop for Running {
+    /// A test that fails half-way leaves no runner stub or `sleep` behind:
+    /// while the entrypoint is not reaped, its pid is its process group's.
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
+            // SAFETY: kill(2) on the process group of our own unreaped child.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
     }
 }
 
+/// How many live children of `parent` run the program `name` (from
+/// /proc/*/stat: "PID (COMM) STATE PPID ...").
+fn children_named(parent: libc::pid_t, name: &str) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+        .filter(|stat| {
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                return false;
+            };
+            let mut rest = stat[close + 1..].split_whitespace();
+            let state = rest.next();
+            let ppid = rest.next().and_then(|p| p.parse::<libc::pid_t>().ok());
+            &stat[open + 1..close] == name && ppid == Some(parent) && state != Some("Z")
+        })
+        .count()
+}
+
+fn nul_separated_env(bytes: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(bytes)
+        .split_terminator('\0')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// The outcome of one entrypoint run.
 pub struct Run {
+    /// It said it stays up and then sat idle until the test stopped it (see
+    /// [`Sandbox::run_entrypoint`]), instead of exiting on its own.
+    pub stayed_up: bool,
+    /// The exit status: its own, or how it ended on the test's SIGTERM.
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
+    /// Its own environment while it stayed up (see [`Running::environ`]).
+    pub environ: BTreeMap<String, String>,
 }
 
 impl Run {
-    pub fn assert_success(&self) {
+    /// Bootstrapped (or found nothing to do) and then stayed up, quiet: its
+    /// last word is the line saying so, and a stop request ends it with 0.
+    pub fn assert_stayed_up(&self) {
         assert!(
-            self.status.success(),
-            "entrypoint failed with {}\nstdout:\n{}\nstderr:\n{}",
+            self.stayed_up && self.status.success(),
+            "the entrypoint did not stay up (status {})\nstdout:\n{}\nstderr:\n{}",
             self.status,
+            self.stdout,
+            self.stderr
+        );
+        assert!(
+            self.last_line().contains(STAYING_UP),
+            "the entrypoint said more after it went idle:\n{}",
+            self.stderr
+        );
+    }
+
+    /// Exited on its own, non-zero.
+    pub fn assert_failed(&self) {
+        assert!(
+            !self.stayed_up && !self.status.success(),
+            "the entrypoint did not fail (status {}, stayed up: {})\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stayed_up,
             self.stdout,
             self.stderr
         );
     }
 
-    pub fn assert_failure(&self) {
-        assert!(
-            !self.status.success(),
-            "entrypoint unexpectedly succeeded\nstdout:\n{}\nstderr:\n{}",
-            self.stdout,
-            self.stderr
-        );
+    /// The last line the entrypoint wrote to stderr.
+    pub fn last_line(&self) -> &str {
+        self.stderr.lines().last().unwrap_or_default()
     }
 
     /// No secret may ever reach the container log.
@@ -1071,6 +1314,66 @@ pub fn assert_job_env_clean(env: &BTreeMap<String, String>) {
         Some(RUNNER_NAME),
         "the rest of the environment must reach the job"
     );
+}
+
+// ---------------------------------------------------------------------------
+// The fixture every entrypoint test starts from
+
+/// One entrypoint test's world, set up in one place for every test (in the
+/// manner of ripgrep's `rgtest!`): a fake GARM, a fresh sandbox, and the
+/// contract environment pointing the one at the other. The test adds the
+/// runner programs its image holds and any variables of its own.
+pub struct World {
+    pub garm: FakeGarm,
+    pub sandbox: Sandbox,
+    pub env: BTreeMap<String, String>,
+}
+
+impl World {
+    /// A fake GARM behaving as `behaviour` over HTTP, for a `forge` runner
+    /// (a JIT one if `behaviour.jit`).
+    pub async fn new(forge: Forge, behaviour: Behaviour) -> World {
+        Self::in_sandbox(Sandbox::new(), forge, behaviour).await
+    }
+
+    /// As [`World::new`], in a sandbox prepared beforehand (e.g. to build a
+    /// download from its stub scripts).
+    pub async fn in_sandbox(sandbox: Sandbox, forge: Forge, behaviour: Behaviour) -> World {
+        let jit = behaviour.jit;
+        let garm = FakeGarm::start(behaviour).await;
+        let env = sandbox.contract_env(forge, &garm, jit);
+        World { garm, sandbox, env }
+    }
+
+    /// As [`World::new`], with GARM on HTTPS under `pki`'s certificate.
+    pub async fn https(forge: Forge, behaviour: Behaviour, pki: &TestPki) -> World {
+        let jit = behaviour.jit;
+        let garm = FakeGarm::start_https(behaviour, pki).await;
+        let sandbox = Sandbox::new();
+        let env = sandbox.contract_env(forge, &garm, jit);
+        World { garm, sandbox, env }
+    }
+
+    /// Sets (or overrides) one variable of the container's environment.
+    pub fn set(&mut self, name: &str, value: impl Into<String>) {
+        self.env.insert(name.to_string(), value.into());
+    }
+
+    /// The callback URL in its other form GARM hands out, ending in `/status`.
+    pub fn use_status_callback_url(&mut self) {
+        let url = format!("{}/status", self.garm.callback_url());
+        self.set("CALLBACK_URL", url);
+    }
+
+    /// Runs the entrypoint (see [`Sandbox::run_entrypoint`]).
+    pub async fn run(&self) -> Run {
+        self.sandbox.run_entrypoint(&self.env).await
+    }
+
+    /// Starts the entrypoint and leaves it running (see [`Running`]).
+    pub fn start(&self) -> Running {
+        self.sandbox.start_entrypoint(&self.env)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1405,26 +1708,22 @@ impl RunnerCli {
 // ---------------------------------------------------------------------------
 // External tools
 
-/// Whether every one of `tools` is an executable on PATH. When one is missing
-/// the test cannot run: outside CI it says so on stdout and is skipped (a
-/// fresh machine must not fail for want of a linter); with `CI=true` a
-/// missing tool is a broken CI image, and the test fails.
-pub fn tools_present(test: &str, tools: &[&str]) -> bool {
+/// Fails the test, naming the tool, when one of `tools` is not an
+/// executable on PATH. The tests calling this are `#[ignore]`d, so a plain
+/// `cargo test` lists them as ignored instead of passing them unrun; with
+/// `--include-ignored` (as `.ci/run` runs them) a missing tool is a failure.
+pub fn require_tools(tools: &[&str]) {
     let path = std::env::var_os("PATH").unwrap_or_default();
     for tool in tools {
         let found = std::env::split_paths(&path).any(|dir| {
-            let candidate = dir.join(tool);
-            std::fs::metadata(&candidate)
+            std::fs::metadata(dir.join(tool))
                 .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
                 .unwrap_or(false)
         });
-        if !found {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("{test}: {tool} is not installed, and CI=true requires it (apt-get install -y {tool})");
-            }
-            println!("skipped: {test}: {tool} is not installed");
-            return false;
-        }
+        assert!(
+            found,
+            "{tool} is not installed: the runner entrypoint tests need bash, curl, jq, coreutils, tar \
+             and shellcheck (Debian/Ubuntu: apt-get install bash curl jq coreutils tar shellcheck)"
+        );
     }
-    true
 }

@@ -47,19 +47,6 @@ impl Timestamp {
         out.push('Z');
         out
     }
-
-    /// The App revision format the controller uses on update (`2006-01-02T150405`).
-    pub(crate) fn revision(&self) -> String {
-        let days = self.secs.div_euclid(86_400);
-        let rem = self.secs.rem_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
-        format!(
-            "{y:04}-{m:02}-{d:02}T{:02}{:02}{:02}",
-            rem / 3600,
-            (rem % 3600) / 60,
-            rem % 60
-        )
-    }
 }
 
 impl Serialize for Timestamp {
@@ -183,7 +170,6 @@ mod tests {
             nanos: 0,
         };
         assert_eq!(whole.rfc3339(), "2000-02-29T00:00:00Z");
-        assert_eq!(whole.revision(), "2000-02-29T000000");
         assert_eq!(
             serde_json::to_string(&Timestamp::default()).ok(),
             Some("\"\"".into())

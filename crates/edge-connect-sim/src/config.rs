@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Which generation of the AppInst API the simulator speaks (spec §0.2).
+/// Which generation of the AppInst API the simulator speaks (docs/edge-connect-behaviours.md
+/// B4).
 ///
 /// `Gen3` (zones) is what Edge Connect runs today; `Gen2` is the last public MC, where the
 /// edge site is part of the AppInst key and `ShowZone` does not exist.
@@ -139,6 +140,68 @@ pub struct CloudletPool {
     pub members: Vec<String>,
 }
 
+/// Why the container of an image cannot start on an edge site (see [`ImageRule`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ImageFault {
+    /// The registry does not hand out the image: a wrong name or tag, a private registry
+    /// without pull credentials, a registry that is down. Kubernetes: the pod waits in
+    /// `ErrImagePull` / `ImagePullBackOff`; docker: the pull fails and so does the create.
+    CannotPull,
+    /// The container exits as soon as it starts, every time. Kubernetes: `Error` then
+    /// `CrashLoopBackOff`; docker: `--restart=unless-stopped` restarts it unseen, the create
+    /// succeeds.
+    Crashes,
+    /// No node can take the pod. Kubernetes: the pod stays `Pending` without containers;
+    /// docker has no scheduler, the create succeeds.
+    Unschedulable,
+}
+
+/// Images whose name matches `pattern` fail to start the way `fault` says. The pattern is
+/// the whole image reference, where `*` stands for any run of characters
+/// (`registry.example.com/*`, `*:broken`, `ghcr.io/acme/runner:13`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageRule {
+    /// The image reference, `*` matching anything.
+    pub pattern: String,
+    /// What happens to a matching image.
+    pub fault: ImageFault,
+}
+
+impl ImageRule {
+    /// A rule for images matching `pattern`.
+    pub fn new(pattern: impl Into<String>, fault: ImageFault) -> Self {
+        ImageRule {
+            pattern: pattern.into(),
+            fault,
+        }
+    }
+
+    /// Whether `image` matches the pattern as a whole.
+    pub(crate) fn matches(&self, image: &str) -> bool {
+        let mut parts = self.pattern.split('*');
+        let first = parts.next().unwrap_or_default();
+        let Some(mut rest) = image.strip_prefix(first) else {
+            return false;
+        };
+        let pieces: Vec<&str> = parts.collect();
+        let Some((last, middle)) = pieces.split_last() else {
+            // No `*`: the whole reference must match.
+            return rest.is_empty();
+        };
+        for piece in middle {
+            match rest.find(piece) {
+                Some(at) => rest = &rest[at + piece.len()..],
+                None => return false,
+            }
+        }
+        rest.len() >= last.len() && rest.ends_with(last)
+    }
+}
+
+/// How long the CRM waits for a new Kubernetes AppInst's pods before it reports the AppInst
+/// Ready anyway (`maxWait`, main `pkg/k8smgmt/appinst.go:42`).
+pub const CRM_MAX_WAIT: Duration = Duration::from_secs(15 * 60);
+
 /// Everything that shapes one simulator instance. `SimConfig::default()` is a small Edge
 /// Connect with one user, one organization, region `EU`, three flavors and one site.
 #[derive(Clone, Debug)]
@@ -155,8 +218,9 @@ pub struct SimConfig {
     pub flavors: Vec<String>,
     /// Edge sites as `(operator organization, name)`.
     pub cloudlets: Vec<(String, String)>,
-    /// Zones as `(operator organization, name)`; each maps to the cloudlet of the same name,
-    /// or to the first cloudlet when none has that name.
+    /// Zones as `(operator organization, name)`. A zone holds the cloudlet of its own name, or
+    /// else the first cloudlet of its organization that no other zone holds; ShowCloudlet
+    /// shows each cloudlet in its zone.
     pub zones: Vec<(String, String)>,
     /// Lifetime of tokens issued by `/api/v1/login` (default 24 h).
     pub token_ttl: Duration,
@@ -173,6 +237,13 @@ pub struct SimConfig {
     pub cloudlet_settings: Vec<CloudletSettings>,
     /// Cloudlet pools (Gen2 authorization); none by default, so every cloudlet is public.
     pub cloudlet_pools: Vec<CloudletPool>,
+    /// Images that cannot start on the sites (first matching rule wins); none by default.
+    pub images: Vec<ImageRule>,
+    /// The CRM's wait for the pods of a Kubernetes AppInst that do not come up, after which it
+    /// reports the AppInst Ready anyway (real: [`CRM_MAX_WAIT`], 15 minutes). Every other
+    /// time of that wait (the CRM's 2 s poll, the kubelet's back-off) is scaled by
+    /// `crm_max_wait / CRM_MAX_WAIT`, so tests can run the whole wait in seconds.
+    pub crm_max_wait: Duration,
     /// Users with two-factor authentication, as `(username, current one-time code)`: a
     /// login without `totp` answers 511, a wrong code 400.
     pub two_factor_users: Vec<(String, String)>,
@@ -199,6 +270,8 @@ impl Default for SimConfig {
             release: ServerRelease::Current,
             cloudlet_settings: Vec::new(),
             cloudlet_pools: Vec::new(),
+            images: Vec::new(),
+            crm_max_wait: CRM_MAX_WAIT,
             two_factor_users: Vec::new(),
             faults_enabled: true,
             state_dir: None,
@@ -214,6 +287,14 @@ impl SimConfig {
             .find(|s| s.organization == organization && s.name == name)
             .cloned()
             .unwrap_or_else(|| CloudletSettings::new(organization, name))
+    }
+
+    /// How an image fails to start, if a rule says it does.
+    pub(crate) fn image_fault(&self, image: &str) -> Option<ImageFault> {
+        self.images
+            .iter()
+            .find(|rule| rule.matches(image))
+            .map(|rule| rule.fault)
     }
 
     /// MC authorization of a cloudlet for a developer organization: public (in no pool) or
@@ -288,6 +369,20 @@ mod tests {
         assert_eq!("gen2".parse::<ApiGeneration>(), Ok(ApiGeneration::Gen2));
         assert_eq!("GEN3".parse::<ApiGeneration>(), Ok(ApiGeneration::Gen3));
         assert!("gen4".parse::<ApiGeneration>().is_err());
+    }
+
+    #[test]
+    fn image_patterns_match_whole_references() {
+        let rule = |p: &str| ImageRule::new(p, ImageFault::CannotPull);
+        assert!(rule("ghcr.io/a/r:1").matches("ghcr.io/a/r:1"));
+        assert!(!rule("ghcr.io/a/r:1").matches("ghcr.io/a/r:12"));
+        assert!(rule("registry.example.com/*").matches("registry.example.com/ci/r:13"));
+        assert!(!rule("registry.example.com/*").matches("docker.io/registry.example.com/x"));
+        assert!(rule("*:broken").matches("x/y:broken"));
+        assert!(!rule("*:broken").matches("x/y:broken2"));
+        assert!(rule("a*b*c").matches("a-b-b-c"));
+        assert!(!rule("ab*ba").matches("aba"));
+        assert!(rule("*").matches(""));
     }
 
     #[test]

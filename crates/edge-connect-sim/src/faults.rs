@@ -43,7 +43,7 @@ pub enum FaultKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
-    /// AppInst create/update/delete: stream `after_lines` progress lines, then fail with
+    /// AppInst create/delete: stream `after_lines` progress lines, then fail with
     /// `{"result":{"message":...,"code":400}}` after undoing (create: instance removed; delete:
     /// back to Ready). With `leave_create_error` a failed create stays in `CreateError`.
     StreamError {
@@ -56,14 +56,14 @@ pub enum FaultKind {
         #[serde(default)]
         leave_create_error: bool,
     },
-    /// AppInst create/update/delete: close the connection after `after_lines` lines without a
+    /// AppInst create/delete: close the connection after `after_lines` lines without a
     /// proper end; the operation still completes server-side.
     DropConnection {
         /// Progress lines written before the connection is cut.
         #[serde(default)]
         after_lines: usize,
     },
-    /// AppInst create/update/delete: end the stream cleanly with `Timed out while work still in
+    /// AppInst create/delete: end the stream cleanly with `Timed out while work still in
     /// progress state <State>. Please use ShowAppInst to check current status`; the operation
     /// finishes `ready_after_ms` later. On a cloudlet whose CRM runs centrally
     /// (`CloudletSettings::crm_on_edge` false) a create instead fails with `Context deadline
@@ -177,6 +177,8 @@ pub(crate) enum StreamFault {
         after_lines: usize,
         message: String,
         leave_create_error: bool,
+        /// The site's CRM reported it (`CreateError` shows as a message first).
+        by_crm: bool,
     },
     /// Cut the connection after some lines.
     Drop { after_lines: usize },
@@ -239,6 +241,7 @@ impl FaultTable {
                 after_lines: *after_lines,
                 message: message.clone(),
                 leave_create_error: *leave_create_error,
+                by_crm: false,
             },
             FaultKind::DropConnection { after_lines } => StreamFault::Drop {
                 after_lines: *after_lines,

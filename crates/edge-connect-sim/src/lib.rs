@@ -1,11 +1,12 @@
 //! An in-memory Edge Connect (EdgeXR Master Controller) that speaks the same REST API.
 //!
-//! The simulator follows `spec/edge-connect-api.md` (§11 "Fake server behaviours"): password
-//! login with real HS512 JWTs, the MC's 401/403/404/405 answers, region checks, lenient JSON
-//! (case-insensitive keys, unknown fields ignored), App create/update/delete/show with the
-//! controller's validation texts, AppInst create/update/delete/show as NDJSON streams whose
-//! state changes are visible while they run, both AppInst key generations, and fault
-//! injection plus seeding under `/__sim/*` for tests.
+//! The simulator behaves as the real controller does on the RPCs the provider uses, derived
+//! from the EdgeXR source (docs/edge-connect-behaviours.md): password login with real HS512
+//! JWTs, the MC's 401/403/404/405 answers, region checks, lenient JSON (case-insensitive keys,
+//! unknown fields ignored), App create/delete/show with the controller's validation texts,
+//! AppInst create/delete/show as NDJSON streams whose state changes are visible while they
+//! run, both AppInst key generations, the CRM's reports on containers that cannot start, and
+//! fault injection plus seeding under `/__sim/*` for tests.
 //!
 //! Start it in-process with [`spawn`] (own runtime, any test) or [`serve`] (current runtime),
 //! or run the `edge-connect-sim` binary:
@@ -34,20 +35,23 @@
 //! | 1 | `model` | objects, enums, store, inventory, Show filters |
 //! | leaf | `config`, `clock`, `faults`, `reqlog`, `gojson`, `trial_config` | configuration, time and ids, fault queue, request log, Go's JSON encoding, a provider config for trials |
 //!
-//! # Behaviours verified in the EdgeXR source (spec §13)
+//! # Behaviours verified in the EdgeXR source
 //!
-//! | §13 row | Behaviour | Turned on by | Test (`tests/it/`) |
+//! | docs/edge-connect-behaviours.md | Behaviour | Turned on by | Test (`tests/it/`) |
 //! |---|---|---|---|
-//! | 1 | unknown App fields dropped silently | [`SimConfig::release`] = [`ServerRelease::BeforeEnvVars`] / [`ServerRelease::BeforeRegistryCredentials`] | `fidelity::a_release_before_*` |
-//! | 2 | `&`, `<`, `>`, U+2028/9 escaped as Go does | always | `json::*` |
-//! | 3 | Gen2 `Specified Cloudlet not found`; 403 outside the cloudlet pools | [`SimConfig::cloudlet_pools`] (Gen2) | `fidelity::gen2_unknown_cloudlet_is_not_found_and_a_foreign_pool_is_forbidden` |
-//! | 4 | Gen3 drops `key.cloudlet_key`: `Zone not specified`; cloudlets reached by zone | Gen3 (default) | `fidelity::gen3_*` |
-//! | 5 | command words pasted unquoted into YAML, `[[ ]]` templating, envVarsYaml | always | `fidelity::words_*`, `fidelity::a_template_action_*`, `fidelity::env_vars_yaml_*` |
-//! | 6 | docker: command as one argument, `k=v` env file | docker Apps | `fidelity::docker_*` |
-//! | 7 | client leaving a create: undo on central-CRM sites | [`CloudletSettings::crm_on_edge`] = false | `fidelity::a_client_leaving_*` |
-//! | 8 | duplicate CreateApp wipes the existing App's secrets | always | `fidelity::a_duplicate_create_app_*` |
-//! | 9 | app version key rule; `federated_organization` in Gen2 keys | [`CloudletSettings::federated_organization`] | `fidelity::app_versions_*`, `fidelity::gen2_federated_*` |
-//! | 10 | 511 for a two-factor login without a code | [`SimConfig::two_factor_users`] | `fidelity::a_two_factor_user_*` |
+//! | B1 | unknown App fields dropped silently | [`SimConfig::release`] = [`ServerRelease::BeforeEnvVars`] / [`ServerRelease::BeforeRegistryCredentials`] | `fidelity::a_release_before_*` |
+//! | B2 | `&`, `<`, `>`, U+2028/9 escaped as Go does | always | `json::*` |
+//! | B3 | Gen2 `Specified Cloudlet not found`; 403 outside the cloudlet pools | [`SimConfig::cloudlet_pools`] (Gen2) | `fidelity::gen2_unknown_cloudlet_is_not_found_and_a_foreign_pool_is_forbidden` |
+//! | B4 | Gen3 drops `key.cloudlet_key`: `Zone not specified`; cloudlets reached by zone | Gen3 (default) | `fidelity::gen3_*`, `appinst::a_zone_and_its_cloudlet_agree_whatever_their_names` |
+//! | B5 | command words pasted unquoted into YAML, `[[ ]]` templating, envVarsYaml | always | `fidelity::words_*`, `fidelity::a_template_action_*`, `fidelity::env_vars_yaml_*` |
+//! | B6 | docker: command as one argument, `k=v` env file | docker Apps | `fidelity::docker_*` |
+//! | B7 | client leaving a create: undo on central-CRM sites | [`CloudletSettings::crm_on_edge`] = false | `fidelity::a_client_leaving_*`, `startup::a_client_leaving_*` |
+//! | B8 | duplicate CreateApp wipes the existing App's secrets | always | `fidelity::a_duplicate_create_app_*` |
+//! | B9 | app version key rule; `federated_organization` in Gen2 keys | [`CloudletSettings::federated_organization`] | `fidelity::app_versions_*`, `fidelity::gen2_federated_*` |
+//! | B10 | 511 for a two-factor login without a code | [`SimConfig::two_factor_users`] | `fidelity::a_two_factor_user_*` |
+//! | B12 | pod status lines of the CRM's wait, Ready after `maxWait` | [`SimConfig::images`], [`SimConfig::crm_max_wait`] | `startup::*` |
+//! | B13 | docker: a failed pull fails the create (`CreateError`, undone) | [`SimConfig::images`] | `startup::a_docker_*` |
+//! | B14 | a full site: `No resources available for deployment` | [`SimControl::set_capacity`] | `appinst::*capacity*`, `startup::a_full_gen2_site_*` |
 //!
 //! What each container would get is visible through [`SimControl::containers`].
 
@@ -68,7 +72,10 @@ mod server;
 mod trial_config;
 
 pub use clock::civil_from_days;
-pub use config::{ApiGeneration, CloudletPool, CloudletSettings, ServerRelease, SimConfig};
+pub use config::{
+    ApiGeneration, CloudletPool, CloudletSettings, ImageFault, ImageRule, ServerRelease, SimConfig,
+    CRM_MAX_WAIT,
+};
 pub use faults::{Fault, FaultKind};
 pub use handlers::seed::Seed;
 pub use reqlog::RequestLogEntry;

@@ -12,7 +12,8 @@ use anyhow::Context as _;
 use clap::error::ErrorKind;
 use clap::Parser;
 use edge_connect_sim::{
-    serve, write_trial_files, ApiGeneration, CloudletSettings, ServerRelease, SimConfig,
+    serve, write_trial_files, ApiGeneration, CloudletSettings, ImageFault, ImageRule,
+    ServerRelease, SimConfig,
 };
 
 /// An in-memory Edge Connect (EdgeXR Master Controller REST API) for tests, demos and local
@@ -59,8 +60,8 @@ struct Cli {
     #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
     cloudlet: Vec<(String, String)>,
 
-    /// Zones (gen3), OPERATOR-ORG/NAME; a zone uses the cloudlet of the same name, else the
-    /// first cloudlet [default: TelekomOP/Munich].
+    /// Zones (gen3), OPERATOR-ORG/NAME; a zone holds the cloudlet of the same name, else the
+    /// first cloudlet of its organization that no other zone holds [default: TelekomOP/Munich].
     #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
     zone: Vec<(String, String)>,
 
@@ -74,6 +75,25 @@ struct Cli {
     /// CreateAppInst stream early makes the controller undo the create.
     #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
     central_crm: Vec<(String, String)>,
+
+    /// Images that cannot be pulled, as patterns where `*` matches anything
+    /// (registry.example.com/*): Kubernetes pods wait in ErrImagePull/ImagePullBackOff,
+    /// docker creates fail.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    unpullable_image: Vec<String>,
+
+    /// Images whose container exits at once (CrashLoopBackOff on Kubernetes), as patterns.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    crashing_image: Vec<String>,
+
+    /// Images whose pod no node can take (Pending without containers), as patterns.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    unschedulable_image: Vec<String>,
+
+    /// Seconds the CRM waits for a pod that does not come up before it reports the AppInst
+    /// Ready anyway (the real one: 900); the rest of that wait is scaled alike.
+    #[arg(long, value_name = "SECS", default_value = "900", value_parser = parse_secs)]
+    crm_max_wait: Duration,
 
     /// Lifetime of login tokens in seconds.
     #[arg(long, value_name = "SECS", default_value = "86400", value_parser = parse_secs)]
@@ -155,6 +175,14 @@ impl Cli {
 
     fn config(self) -> SimConfig {
         let defaults = SimConfig::default();
+        let images = [
+            (&self.unpullable_image, ImageFault::CannotPull),
+            (&self.crashing_image, ImageFault::Crashes),
+            (&self.unschedulable_image, ImageFault::Unschedulable),
+        ]
+        .into_iter()
+        .flat_map(|(patterns, fault)| patterns.iter().map(move |p| ImageRule::new(p, fault)))
+        .collect();
         SimConfig {
             api: self.api,
             users: or_default(self.user, defaults.users),
@@ -177,6 +205,8 @@ impl Cli {
                 })
                 .collect(),
             cloudlet_pools: defaults.cloudlet_pools,
+            images,
+            crm_max_wait: self.crm_max_wait,
             two_factor_users: defaults.two_factor_users,
             faults_enabled: self.faults,
             state_dir: self.state_dir,

@@ -23,11 +23,9 @@ use crate::reqlog::{PendingEntry, RequestLogEntry};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Rpc {
     CreateApp,
-    UpdateApp,
     DeleteApp,
     ShowApp,
     CreateAppInst,
-    UpdateAppInst,
     DeleteAppInst,
     ShowAppInst,
     ShowFlavor,
@@ -38,13 +36,11 @@ pub(crate) enum Rpc {
 }
 
 impl Rpc {
-    const ALL: [Rpc; 13] = [
+    const ALL: [Rpc; 11] = [
         Rpc::CreateApp,
-        Rpc::UpdateApp,
         Rpc::DeleteApp,
         Rpc::ShowApp,
         Rpc::CreateAppInst,
-        Rpc::UpdateAppInst,
         Rpc::DeleteAppInst,
         Rpc::ShowAppInst,
         Rpc::ShowFlavor,
@@ -58,11 +54,9 @@ impl Rpc {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Rpc::CreateApp => "CreateApp",
-            Rpc::UpdateApp => "UpdateApp",
             Rpc::DeleteApp => "DeleteApp",
             Rpc::ShowApp => "ShowApp",
             Rpc::CreateAppInst => "CreateAppInst",
-            Rpc::UpdateAppInst => "UpdateAppInst",
             Rpc::DeleteAppInst => "DeleteAppInst",
             Rpc::ShowAppInst => "ShowAppInst",
             Rpc::ShowFlavor => "ShowFlavor",
@@ -88,10 +82,8 @@ impl Rpc {
     /// Wrapper key in the request (lower-case) and its Go field name (for error texts).
     fn wrapper(self) -> (&'static str, &'static str) {
         match self {
-            Rpc::CreateApp | Rpc::UpdateApp | Rpc::DeleteApp | Rpc::ShowApp => ("app", "App"),
-            Rpc::CreateAppInst | Rpc::UpdateAppInst | Rpc::DeleteAppInst | Rpc::ShowAppInst => {
-                ("appinst", "AppInst")
-            }
+            Rpc::CreateApp | Rpc::DeleteApp | Rpc::ShowApp => ("app", "App"),
+            Rpc::CreateAppInst | Rpc::DeleteAppInst | Rpc::ShowAppInst => ("appinst", "AppInst"),
             Rpc::ShowFlavor => ("flavor", "Flavor"),
             Rpc::ShowCloudlet => ("cloudlet", "Cloudlet"),
             Rpc::ShowZone => ("zone", "Zone"),
@@ -103,11 +95,9 @@ impl Rpc {
     async fn run(self, call: Call) -> Result<Response, ApiError> {
         match self {
             Rpc::CreateApp => app::create(call),
-            Rpc::UpdateApp => app::update(call),
             Rpc::DeleteApp => app::delete(call),
             Rpc::ShowApp => app::show(call),
             Rpc::CreateAppInst => appinst::create(call).await,
-            Rpc::UpdateAppInst => appinst::update(call).await,
             Rpc::DeleteAppInst => appinst::delete(call).await,
             Rpc::ShowAppInst => appinst_show::show(call),
             Rpc::ShowFlavor => infra::show_flavors(&call),

@@ -72,7 +72,10 @@ impl SimControl {
     }
 
     /// Limits the AppInsts on a site (cloudlet or zone key): `None` = unlimited, `Some(0)` =
-    /// "no resources" (CreateAppInst fails with `No resources available for deployment`).
+    /// full. A create on a full site is refused as the controller refuses a site without
+    /// resources: Gen3 streams the placement lines and ends with the result `No resources
+    /// available for deployment`; Gen2 answers HTTP 400 `Not enough resources available: …`
+    /// (docs/edge-connect-behaviours.md B14).
     pub fn set_capacity(&self, site_org: &str, site_name: &str, max_app_insts: Option<usize>) {
         self.shared.set_capacity(site_org, site_name, max_app_insts);
     }

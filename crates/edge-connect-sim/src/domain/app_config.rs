@@ -1,5 +1,5 @@
 //! App validation and normalisation with the controller's order and texts (`App.Validate`,
-//! `configureApp`, `resolveAppResourcesSpec`; spec §5.2, §11.11, §11.14).
+//! `configureApp`, `resolveAppResourcesSpec`; main `pkg/controller/app_api.go`).
 
 use crate::model::enums::{AccessType, ImageType, VmAppOsType};
 use crate::model::{
@@ -51,10 +51,10 @@ pub(crate) fn validate_config_kinds(
     Ok(())
 }
 
-/// `App.Validate(fields)`: key, access ports (when given), template delimiter, config kinds.
-pub(crate) fn validate(input: &AppIn, ports_given: bool) -> Result<(), ApiError> {
+/// `App.Validate(fields)`: key, access ports, template delimiter, config kinds.
+pub(crate) fn validate(input: &AppIn) -> Result<(), ApiError> {
     validate_key(&input.key)?;
-    if ports_given && !input.access_ports.is_empty() {
+    if !input.access_ports.is_empty() {
         ports::parse(&input.access_ports).map_err(ApiError::bad_request)?;
     }
     if !input.template_delimiter.is_empty() && input.template_delimiter.split(' ').count() != 2 {

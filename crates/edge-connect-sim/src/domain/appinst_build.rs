@@ -84,7 +84,7 @@ pub(crate) struct Placement {
 /// chosen (`no available edge sites in zone X` when it has none). A top-level `cloudlet_key`
 /// never gets here: the MC refuses it as internal-only (`appinst.pb.go:11363-11371`), and the
 /// controller's own use of it (`appinst_zone.go:69-72`) is for internal tools. Here a zone's
-/// cloudlet is the one of the same name, else the first configured.
+/// cloudlet is the one ShowCloudlet shows in it (`model::site`).
 pub(crate) fn place_gen3(infra: &Infra, input: &AppInstIn) -> Result<Placement, ApiError> {
     let cluster = &input.cluster_key;
     let cluster_given = !cluster.name.is_empty();
@@ -122,9 +122,15 @@ pub(crate) fn place_gen3(infra: &Infra, input: &AppInstIn) -> Result<Placement, 
     })
 }
 
-/// Container name the instance reports once running.
+/// The container's name in the generated manifest (`domain::manifest`), and the docker
+/// container's.
+pub(crate) fn container_name(app: &App) -> String {
+    dns_sanitize(&format!("{}{}", app.key.name, app.key.version))
+}
+
+/// Container id the instance reports once running: the pod's name for Kubernetes.
 pub(crate) fn container_id(rng: &Rng, app: &App) -> String {
-    let base = dns_sanitize(&format!("{}{}", app.key.name, app.key.version));
+    let base = container_name(app);
     if deploys_to_kubernetes(&app.deployment) {
         format!("{base}-deployment-{}-{}", rng.alnum(9), rng.alnum(5))
     } else {

@@ -1,7 +1,7 @@
-//! AppInst operations (create, update, delete) as state machines running in their own task
-//! (spec §6.1): they move the instance through its states, emit progress lines, and apply
-//! injected stream faults. The HTTP stream only observes them, so an operation finishes even
-//! when the client goes away.
+//! AppInst operations (create, delete) as state machines running in their own task: they
+//! move the instance through its states (docs/edge-connect-behaviours.md B17), emit progress
+//! lines, and apply injected stream faults. The HTTP stream only observes them, so an
+//! operation finishes even when the client goes away.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 
-use crate::clock::Timestamp;
+use super::startup::PodWait;
 use crate::faults::StreamFault;
 use crate::lock;
 use crate::model::enums::{HealthCheck, TrackedState};
@@ -23,8 +23,6 @@ use crate::protocol::stream::StreamEvent;
 pub(crate) enum OpKind {
     /// CreateAppInst: CreateRequested → Creating → Ready.
     Create,
-    /// UpdateAppInst: UpdateRequested → Updating → Ready.
-    Update,
     /// DeleteAppInst: DeletePrepare → DeleteRequested → Deleting → gone.
     Delete,
 }
@@ -38,8 +36,8 @@ enum Action {
     State(TrackedState),
     /// Fail into an error state with this error.
     Error(TrackedState, String),
-    /// Become Ready; `touch` sets `updated_at` (updates).
-    Ready { touch: bool },
+    /// Become Ready.
+    Ready,
     /// Remove the instance.
     Remove,
 }
@@ -47,7 +45,7 @@ enum Action {
 impl Action {
     /// Steps that complete the operation; a failing or timing-out run stops before them.
     fn completes(&self) -> bool {
-        matches!(self, Action::Ready { .. } | Action::Remove)
+        matches!(self, Action::Ready | Action::Remove)
     }
 }
 
@@ -55,71 +53,100 @@ impl Action {
 struct Step {
     action: Action,
     line: Option<String>,
+    /// Time before the step; `None` takes an equal share of `SimConfig::create_delay`.
+    wait: Option<Duration>,
 }
 
 fn step(action: Action, line: Option<&str>) -> Step {
     Step {
         action,
         line: line.map(str::to_string),
+        wait: None,
     }
 }
 
-fn normal_steps(kind: OpKind) -> Vec<Step> {
-    match kind {
-        OpKind::Create => vec![
-            step(
-                Action::Keep,
-                Some("Found 1 potential cloudlets for deployment"),
-            ),
-            step(
-                Action::Keep,
-                Some("Found 1 potential clusters for deployment"),
-            ),
-            step(
-                Action::Keep,
-                Some("Chose multi-tenant cluster defaultmt to deploy AppInst"),
-            ),
-            step(Action::State(TrackedState::Creating), Some("Creating")),
-            step(Action::Keep, Some("Creating App Inst")),
-            step(Action::Ready { touch: false }, Some("Ready")),
-            step(Action::Keep, Some("Created AppInst successfully")),
-        ],
-        OpKind::Update => vec![
-            step(Action::State(TrackedState::Updating), Some("Updating")),
-            step(Action::Ready { touch: true }, Some("Ready")),
-        ],
-        OpKind::Delete => vec![
-            step(Action::State(TrackedState::DeleteRequested), None),
-            step(Action::State(TrackedState::Deleting), Some("Deleting")),
-            step(Action::Remove, Some("Deleted AppInst successfully")),
-        ],
+/// The lines before the site's CRM takes over a create; a CRM failure comes after them.
+const CREATE_LINES_BEFORE_CRM: usize = 5;
+
+/// A create: placement, the CRM's work, for Kubernetes its wait for the pod, then Ready.
+fn create_steps(pod_wait: Option<&PodWait>) -> Vec<Step> {
+    let mut steps = vec![
+        step(
+            Action::Keep,
+            Some("Found 1 potential cloudlets for deployment"),
+        ),
+        step(
+            Action::Keep,
+            Some("Found 1 potential clusters for deployment"),
+        ),
+        step(
+            Action::Keep,
+            Some("Chose multi-tenant cluster defaultmt to deploy AppInst"),
+        ),
+        step(Action::State(TrackedState::Creating), Some("Creating")),
+        step(Action::Keep, Some("Creating App Inst")),
+    ];
+    let mut ready = step(Action::Ready, Some("Ready"));
+    if let Some(wait) = pod_wait {
+        // A pod that starts is seen once on its way (timed like the other lines); one that
+        // does not is timed by the CRM's wait (`domain::startup`).
+        let timed = wait.gives_up_after.is_some();
+        for status in &wait.lines {
+            let mut s = step(Action::Keep, Some(&status.line));
+            s.wait = timed.then_some(status.after);
+            steps.push(s);
+        }
+        ready.wait = wait.gives_up_after;
     }
+    steps.push(ready);
+    steps.push(step(Action::Keep, Some("Created AppInst successfully")));
+    steps
 }
 
-/// The undo after an injected failure (`Deleting AppInst due to failure`, ...).
-fn failure_steps(kind: OpKind, message: &str, leave_create_error: bool) -> Vec<Step> {
+fn delete_steps() -> Vec<Step> {
+    vec![
+        step(Action::State(TrackedState::DeleteRequested), None),
+        step(Action::State(TrackedState::Deleting), Some("Deleting")),
+        step(Action::Remove, Some("Deleted AppInst successfully")),
+    ]
+}
+
+/// The undo after a failure (`Deleting AppInst due to failure`, ...). A failure the site's
+/// CRM reports first shows the state it sent, `CreateError`, as a message (main
+/// `pkg/crmutil/controller-data.go:488-489`: `SendState(CREATE_ERROR)` adds the state's name to
+/// the status messages, which the controller forwards before it returns the error,
+/// `api/edgeproto/appinst.pb.go:9704-9716`); the controller then undoes the create
+/// (`pkg/controller/appinst_api.go:1336-1338`).
+fn failure_steps(kind: OpKind, message: &str, leave_create_error: bool, by_crm: bool) -> Vec<Step> {
     let err = |state| Action::Error(state, message.to_string());
     match kind {
         OpKind::Create if leave_create_error => vec![step(err(TrackedState::CreateError), None)],
-        OpKind::Create => vec![
-            step(
-                err(TrackedState::CreateError),
-                Some("Deleting AppInst due to failure"),
-            ),
-            step(Action::State(TrackedState::Deleting), Some("Deleting")),
-            step(Action::Remove, Some("Deleted AppInst successfully")),
-        ],
-        OpKind::Update => vec![
-            step(err(TrackedState::UpdateError), None),
-            step(Action::Ready { touch: true }, Some("Ready")),
-        ],
+        OpKind::Create => {
+            let mut steps = if by_crm {
+                vec![
+                    step(err(TrackedState::CreateError), Some("CreateError")),
+                    step(Action::Keep, Some("Deleting AppInst due to failure")),
+                ]
+            } else {
+                vec![step(
+                    err(TrackedState::CreateError),
+                    Some("Deleting AppInst due to failure"),
+                )]
+            };
+            steps.push(step(
+                Action::State(TrackedState::Deleting),
+                Some("Deleting"),
+            ));
+            steps.push(step(Action::Remove, Some("Deleted AppInst successfully")));
+            steps
+        }
         OpKind::Delete => vec![
             step(
                 err(TrackedState::DeleteError),
                 Some("Recreating AppInst due to failure"),
             ),
             step(Action::State(TrackedState::Creating), Some("Creating")),
-            step(Action::Ready { touch: false }, Some("Ready")),
+            step(Action::Ready, Some("Ready")),
         ],
     }
 }
@@ -128,7 +155,7 @@ fn failure_steps(kind: OpKind, message: &str, leave_create_error: bool) -> Vec<S
 pub(crate) struct Op {
     /// The simulator's store.
     pub state: Arc<Mutex<State>>,
-    /// Total duration of the normal steps (`SimConfig::create_delay`).
+    /// Total duration of the untimed steps (`SimConfig::create_delay`).
     pub duration: Duration,
     /// Turns true when the simulator stops.
     pub shutdown: watch::Receiver<bool>,
@@ -140,6 +167,10 @@ pub(crate) struct Op {
     pub kind: OpKind,
     /// An injected stream fault, if any.
     pub fault: Option<StreamFault>,
+    /// Why the site's CRM fails the create, if it does (`Create App Inst failed: …`).
+    pub crm_error: Option<String>,
+    /// The CRM's wait for the pod (Kubernetes creates).
+    pub pod_wait: Option<PodWait>,
     /// Container id the instance reports once Ready (creates).
     pub container_id: String,
     /// The site's CRM runs centrally, so the controller works under the request's context: a
@@ -147,7 +178,7 @@ pub(crate) struct Op {
     /// `pkg/controller/appinst_api.go:1293-1341`: the platform stream is cancelled, the error
     /// leads to "Deleting AppInst due to failure" and the undo delete). With the CRM on the
     /// edge site the controller only waits for it, and the work goes on
-    /// (`api/edgeproto/appinst.pb.go:9724-9734`).
+    /// (`api/edgeproto/appinst.pb.go:9724-9734`). See docs/edge-connect-behaviours.md B7.
     pub undo_on_disconnect: bool,
 }
 
@@ -162,11 +193,23 @@ const DEADLINE: &str = "context deadline exceeded";
 
 impl Op {
     /// Runs the operation in its own task; the receiver yields what the client should see.
-    pub(crate) fn spawn(self) -> UnboundedReceiver<StreamEvent> {
+    pub(crate) fn spawn(mut self) -> UnboundedReceiver<StreamEvent> {
         let (tx, rx) = unbounded_channel();
         let shutdown = self.shutdown.clone();
-        let steps = normal_steps(self.kind);
-        let step_delay = self.duration / steps.len().max(1) as u32;
+        let steps = match self.kind {
+            OpKind::Create => create_steps(self.pod_wait.as_ref()),
+            OpKind::Delete => delete_steps(),
+        };
+        if let Some(message) = self.crm_error.take() {
+            self.fault = Some(StreamFault::Error {
+                after_lines: CREATE_LINES_BEFORE_CRM,
+                message,
+                leave_create_error: false,
+                by_crm: true,
+            });
+        }
+        let untimed = steps.iter().filter(|s| s.wait.is_none()).count();
+        let step_delay = self.duration / untimed.max(1) as u32;
         let runner = Runner {
             op: self,
             tx: Some(tx),
@@ -213,6 +256,7 @@ impl Runner {
                     after_lines: before_ready,
                     message: DEADLINE.to_string(),
                     leave_create_error: false,
+                    by_crm: false,
                 });
             }
         }
@@ -230,6 +274,7 @@ impl Runner {
                 after_lines,
                 message,
                 leave_create_error,
+                by_crm,
             }) => {
                 for s in steps.iter().take_while(|s| !s.action.completes()) {
                     if s.line.is_some() && self.lines >= after_lines {
@@ -240,7 +285,7 @@ impl Runner {
                     }
                 }
                 let message = capitalize(&message);
-                let undo = failure_steps(self.op.kind, &message, leave_create_error);
+                let undo = failure_steps(self.op.kind, &message, leave_create_error, by_crm);
                 if self.run_all(&undo).await {
                     self.send(StreamEvent::Fail(message));
                 }
@@ -285,36 +330,49 @@ impl Runner {
     }
 
     /// Runs one step, unless the client left a create on a central-CRM site: then the
-    /// create is undone instead (and false returned).
+    /// create is undone instead (and false returned). The client leaving is noticed during
+    /// the wait before a step too, as the real CRM notices a cancelled context at its next
+    /// poll (main `pkg/k8smgmt/appinst.go:314-317`).
     async fn run_step(&mut self, s: &Step) -> bool {
-        if self.tx.as_ref().is_some_and(|tx| tx.is_closed()) {
-            self.client_left = true;
-            self.tx = None;
+        if self.must_undo() {
+            return self.undo().await;
         }
-        if self.client_left
-            && self.op.undo_on_disconnect
-            && self.op.kind == OpKind::Create
-            && !self.undoing
-        {
-            self.undoing = true;
-            for undo in failure_steps(OpKind::Create, CLIENT_LEFT, false) {
-                if !self.do_step(&undo).await {
-                    break;
-                }
-            }
-            return false;
-        }
-        self.do_step(s).await
-    }
-
-    /// Waits the step delay, applies the step and sends its line; false when the operation
-    /// had to stop.
-    async fn do_step(&mut self, s: &Step) -> bool {
-        if !self.pause(self.step_delay).await {
+        if !self.pause(s.wait.unwrap_or(self.step_delay)).await {
             // The server is going away; so does the connection.
             self.send(StreamEvent::Drop);
             return false;
         }
+        if self.must_undo() {
+            return self.undo().await;
+        }
+        self.apply_and_send(s)
+    }
+
+    /// True (once) when the client has left a create that the site undoes then.
+    fn must_undo(&mut self) -> bool {
+        if self.tx.as_ref().is_some_and(|tx| tx.is_closed()) {
+            self.client_left = true;
+            self.tx = None;
+        }
+        self.client_left
+            && self.op.undo_on_disconnect
+            && self.op.kind == OpKind::Create
+            && !self.undoing
+    }
+
+    /// Undoes the create after the client left; always false (the operation stops).
+    async fn undo(&mut self) -> bool {
+        self.undoing = true;
+        for undo in failure_steps(OpKind::Create, CLIENT_LEFT, false, false) {
+            if !self.pause(self.step_delay).await || !self.apply_and_send(&undo) {
+                break;
+            }
+        }
+        false
+    }
+
+    /// Applies a step and sends its line; false when the instance vanished.
+    fn apply_and_send(&mut self, s: &Step) -> bool {
         if !self.apply(&s.action) {
             // Reset (or otherwise removed) under our feet: a clean end would read as success.
             let message = format!("AppInst key {} not found", key_json(&self.op.key));
@@ -347,7 +405,8 @@ impl Runner {
         }
     }
 
-    /// Sleeps, unless the simulator shuts down first (then false).
+    /// Sleeps, unless the simulator shuts down first (then false). A client leaving a create
+    /// that is undone then ends the sleep early (true).
     async fn pause(&mut self, delay: Duration) -> bool {
         if *self.shutdown.borrow() {
             return false;
@@ -355,9 +414,20 @@ impl Runner {
         if delay.is_zero() {
             return true;
         }
+        let watched = self
+            .tx
+            .clone()
+            .filter(|_| self.op.undo_on_disconnect && self.op.kind == OpKind::Create);
+        let client_left = async move {
+            match watched {
+                Some(tx) => tx.closed().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = tokio::time::sleep(delay) => true,
             _ = self.shutdown.wait_for(|stop| *stop) => false,
+            _ = client_left => true,
         }
     }
 
@@ -387,7 +457,7 @@ impl Runner {
                 inst.state = *state;
                 inst.errors = vec![message.clone()];
             }
-            Action::Ready { touch } => {
+            Action::Ready => {
                 inst.state = TrackedState::Ready;
                 inst.errors.clear();
                 if inst.runtime_info.container_ids.is_empty() && !self.op.container_id.is_empty() {
@@ -395,9 +465,6 @@ impl Runner {
                 }
                 if inst.mapped_ports.as_ref().is_some_and(|p| !p.is_empty()) {
                     inst.health_check = HealthCheck::Ok;
-                }
-                if *touch {
-                    inst.updated_at = Timestamp::now();
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! The `kubernetes-basic` manifest the controller generates for kubernetes Apps without one
-//! (spec §7), and the DNS sanitising used for derived names.
+//! (docs/edge-connect-behaviours.md B5), and the DNS sanitising used for derived names.
 
 use super::ports::PortSpec;
 use super::yaml_word::{self, YamlWord};

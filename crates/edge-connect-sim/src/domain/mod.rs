@@ -6,23 +6,23 @@
 //! |---|---|
 //! | `names` | the controller's name rules and sanitisers |
 //! | `app_config` | `App.Validate`, `configureApp`, resources from the flavor |
-//! | `app_update` | the field mask copy of UpdateApp |
 //! | `app_build` | fields stamped on a new App; seeded Apps |
 //! | `appinst_build` | AppInst key rules, placement, the new instance; seeded instances |
-//! | `appinst_lifecycle` | create/update/delete state machines and their progress lines |
+//! | `appinst_lifecycle` | create/delete state machines and their progress lines |
+//! | `startup` | what the site reports while it starts a container (pod wait, docker pull) |
 //! | `manifest` | the `kubernetes-basic` manifest generator |
 //! | `ports` | the `access_ports` syntax |
 //! | `tokens` | JWT issue and check |
 
 pub(crate) mod app_build;
 pub(crate) mod app_config;
-pub(crate) mod app_update;
 pub(crate) mod appinst_build;
 pub(crate) mod appinst_lifecycle;
 pub(crate) mod container;
 pub(crate) mod manifest;
 pub(crate) mod names;
 pub(crate) mod ports;
+pub(crate) mod startup;
 pub(crate) mod template;
 pub(crate) mod tokens;
 pub(crate) mod yaml_word;

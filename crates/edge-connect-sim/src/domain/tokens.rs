@@ -1,5 +1,5 @@
-//! Login tokens (spec §2): real HS512 JWTs with `exp`/`iat`/`username`, expiry, revocation
-//! for fault injection, and the MC's 401 texts.
+//! Login tokens (docs/edge-connect-behaviours.md B10): real HS512 JWTs with
+//! `exp`/`iat`/`username`, expiry, revocation for fault injection, and the MC's 401 texts.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -18,7 +18,8 @@ use crate::protocol::ApiError;
 
 type HmacSha512 = Hmac<Sha512>;
 
-/// The claims the MC puts into its tokens (spec §2.1), plus `jti` for revocation.
+/// The claims the MC puts into its tokens (c39 `pkg/mc/ormutil/auth.go:37`, `UserClaims`), plus
+/// `jti` for revocation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Claims {
     /// Expiry, seconds since the epoch.

@@ -1,20 +1,18 @@
-//! The App RPCs — CreateApp, UpdateApp, DeleteApp, ShowApp — with the controller's order
-//! of checks (spec §5.2, §6.2, §11.11–17).
+//! The App RPCs CreateApp, DeleteApp and ShowApp, with the controller's order of checks
+//! (docs/edge-connect-behaviours.md B1, B8, B16, B17).
 
 use std::sync::Arc;
 
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::clock::Timestamp;
 use crate::context::Call;
 use crate::domain::app_build::stamp_new;
 use crate::domain::app_config::{configure, precheck, validate};
-use crate::domain::app_update::{copy_in_fields, IN_USE_FIXED};
 use crate::lock;
 use crate::model::store::State;
 use crate::model::{filter, key_json, App, AppIn};
-use crate::protocol::decode::{decode, field_names};
+use crate::protocol::decode::decode;
 use crate::protocol::encode::unary_ok;
 use crate::protocol::stream::{ndjson_response, show_body};
 use crate::protocol::ApiError;
@@ -40,7 +38,7 @@ pub(crate) fn create(call: Call) -> Result<Response, ApiError> {
     }
     call.authorize(&input.key.organization)?;
     call.check_region()?;
-    validate(&input, true)?;
+    validate(&input)?;
     let shared = &call.shared;
     let mut st = lock(&shared.state);
     let stored = store_new(&call, &mut st, &input);
@@ -71,81 +69,6 @@ fn store_new(call: &Call, st: &mut State, input: &AppIn) -> Result<Response, Api
     configure(&call.shared.infra, &mut app)?;
     stamp_new(&call.shared.rng, &mut app, &call.region);
     st.put_app(app);
-    Ok(unary_ok())
-}
-
-/// `UpdateApp`: applies only the fields present, regenerates derived data, sets a new
-/// revision and `updated_at`.
-pub(crate) fn update(call: Call) -> Result<Response, ApiError> {
-    let fields = field_names(&known_fields(&call));
-    let input: AppIn = decode(known_fields(&call), "App")?;
-    if let Some(field) = input.invalid_create_field() {
-        return Err(ApiError::internal_field(field));
-    }
-    call.authorize(&input.key.organization)?;
-    call.check_region()?;
-    validate(&input, fields.contains("access_ports"))?;
-    if input.serverless_config.is_some() {
-        return Err(ApiError::bad_request(
-            "serverless config is deprecated, please replace with KubernetesResources",
-        ));
-    }
-    if fields.contains("default_flavor")
-        && !input.default_flavor.name.is_empty()
-        && fields.contains("kubernetes_resources")
-    {
-        return Err(ApiError::bad_request(
-            "cannot specify both flavor and KubernetesResources",
-        ));
-    }
-    let shared = &call.shared;
-    let mut st = lock(&shared.state);
-    let in_use = st.first_inst_of(&input.key).is_some();
-    let Some(current) = st.app(&input.key) else {
-        return Err(ApiError::bad_request(format!(
-            "App key {} not found",
-            key_json(&input.key)
-        )));
-    };
-    if in_use {
-        if let Some((_, name)) = IN_USE_FIXED.iter().find(|(f, _)| fields.contains(*f)) {
-            return Err(ApiError::bad_request(format!(
-                "Cannot update {name} when AppInst exists"
-            )));
-        }
-    }
-    let mut cur = App::clone(current);
-    if fields.contains("deployment") {
-        // A new deployment kind invalidates the old manifest; regenerate unless one is sent.
-        cur.deployment_manifest.clear();
-    }
-    if fields.contains("deployment_manifest") {
-        cur.deployment_generator.clear();
-    } else if fields.contains("access_ports") && cur.deployment == "kubernetes" {
-        if cur.deployment_generator.is_empty() {
-            return Err(ApiError::bad_request(
-                "kubernetes manifest which was previously specified must be provided again when changing access ports",
-            ));
-        }
-        cur.deployment_manifest.clear();
-    }
-    copy_in_fields(&mut cur, &input, &fields);
-    if fields.contains("secret_env_vars") {
-        // Sent again, the secrets are written to Vault again.
-        cur.secrets_wiped = false;
-    }
-    if !cur.deployment_generator.is_empty() {
-        cur.deployment_manifest.clear();
-    }
-    let now = Timestamp::now();
-    cur.revision = if input.revision.is_empty() {
-        now.revision()
-    } else {
-        input.revision.clone()
-    };
-    configure(&shared.infra, &mut cur)?;
-    cur.updated_at = now;
-    st.put_app(cur);
     Ok(unary_ok())
 }
 

@@ -1,27 +1,27 @@
-//! The AppInst RPCs — CreateAppInst, UpdateAppInst, DeleteAppInst — in both
-//! key generations (spec §5.3, §6.1, §11.18–23). Validation and the store change happen under
-//! the state lock, so concurrent creates of one key see each other; the rest of the work runs
-//! in an [`Op`] task that the HTTP stream watches.
+//! The AppInst RPCs CreateAppInst and DeleteAppInst in both key generations
+//! (docs/edge-connect-behaviours.md B4, B17). Validation and the store change happen under the
+//! state lock, so concurrent creates of one key see each other; the rest of the work runs in an
+//! [`Op`] task that the HTTP stream watches.
 
 use axum::response::Response;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
-use crate::config::ApiGeneration;
+use crate::config::{ApiGeneration, ImageFault};
 use crate::context::{Call, Shared};
 use crate::domain::app_config::{deploys_to_kubernetes, validate_config_kinds, validate_key};
 use crate::domain::appinst_build::{
-    already_exists, build_inst, container_id, default_cluster, not_found, place_gen3,
-    validate_inst_key, Placement,
+    already_exists, build_inst, container_id, container_name, default_cluster, not_found,
+    place_gen3, validate_inst_key, Placement,
 };
 use crate::domain::appinst_lifecycle::{Op, OpKind};
 use crate::domain::container::deploy_error;
 use crate::domain::names::valid_namespace;
-use crate::faults::StreamFault;
+use crate::domain::startup::{docker_pull_error, pod_wait, PodWait};
 use crate::lock;
 use crate::model::enums::TrackedState;
 use crate::model::store::State;
 use crate::model::{key_json, App, AppInstIn, AppInstKey, Cloudlet};
-use crate::protocol::decode::{decode, field_names};
+use crate::protocol::decode::decode;
 use crate::protocol::stream::{event_body, ndjson_response, StreamEvent};
 use crate::protocol::ApiError;
 
@@ -34,15 +34,13 @@ async fn stream_reply(mut rx: UnboundedReceiver<StreamEvent>) -> Result<Response
     }
 }
 
-/// The reply to re-creating an instance left in `CreateError`.
-async fn previous_create_failed(errors: &[String], key: &AppInstKey) -> Result<Response, ApiError> {
+/// A reply of a few lines and an error result, written before any operation starts.
+async fn refusal(lines: Vec<String>, error: String) -> Result<Response, ApiError> {
     let (tx, rx) = unbounded_channel();
-    // Go prints a []string with %v as `[a b]`.
-    let events = [
-        StreamEvent::Line(format!("Previous create failed, [{}]", errors.join(" "))),
-        StreamEvent::Line("Use DeleteAppInst to remove and try again".into()),
-        StreamEvent::Fail(already_exists(key)),
-    ];
+    let events = lines
+        .into_iter()
+        .map(StreamEvent::Line)
+        .chain([StreamEvent::Fail(error)]);
     for event in events {
         // The receiver is still in hand, so sending cannot fail.
         let _ = tx.send(event);
@@ -143,20 +141,21 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
         epoch,
         container,
         undo_on_disconnect,
-        deploy_error,
+        crm_error,
+        pod_wait,
     } = match outcome {
-        Outcome::PreviousFailed(errors) => return previous_create_failed(&errors, &key).await,
+        Outcome::PreviousFailed(errors) => {
+            // Go prints a []string with %v as `[a b]` (c39 `cmd/controller/appinst_api.go:564-565`).
+            let lines = vec![
+                format!("Previous create failed, [{}]", errors.join(" ")),
+                "Use DeleteAppInst to remove and try again".to_string(),
+            ];
+            return refusal(lines, already_exists(&key)).await;
+        }
+        Outcome::Full { lines, error } => return refusal(lines, error).await,
         Outcome::Started(started) => started,
     };
-    let mut fault = lock(&shared.faults).take_stream("CreateAppInst");
-    if let Some(message) = deploy_error {
-        // The deployment itself fails: progress, then the undo and the error result.
-        fault = Some(StreamFault::Error {
-            after_lines: 3,
-            message,
-            leave_create_error: false,
-        });
-    }
+    let fault = lock(&shared.faults).take_stream("CreateAppInst");
     let rx = Op {
         state: shared.state.clone(),
         duration: shared.config.create_delay,
@@ -165,6 +164,8 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
         epoch,
         kind: OpKind::Create,
         fault,
+        crm_error,
+        pod_wait,
         container_id: container,
         undo_on_disconnect,
     }
@@ -180,8 +181,10 @@ struct Started {
     container: String,
     /// The site's CRM runs centrally: a client leaving undoes the create.
     undo_on_disconnect: bool,
-    /// Why the deployment on the site will fail, if it will.
-    deploy_error: Option<String>,
+    /// Why the site's CRM will fail the create, if it will.
+    crm_error: Option<String>,
+    /// The CRM's wait for the pod (Kubernetes).
+    pod_wait: Option<PodWait>,
 }
 
 /// What a create did under the lock.
@@ -190,6 +193,8 @@ enum Outcome {
     Started(Started),
     /// The key is taken by an instance in `CreateError` with these errors.
     PreviousFailed(Vec<String>),
+    /// The site is full (Gen3): the placement's progress lines, then the error.
+    Full { lines: Vec<String>, error: String },
 }
 
 /// The rest of the create checks, then the new instance is stored.
@@ -217,13 +222,27 @@ fn start(
         },
         None => place_gen3(&shared.infra, input)?,
     };
-    if st.site_full(&placement.cloudlet.key, placement.zone.as_ref()) {
-        return Err(ApiError::bad_request(
-            "no resources available for deployment",
-        ));
+    if let Some(max) = st.site_limit_reached(&placement.cloudlet.key, placement.zone.as_ref()) {
+        return full_site(shared.config.api, max);
     }
     let container = container_id(&shared.rng, app);
     let crm_on_edge = placement.cloudlet.crm_on_edge;
+    let image_fault = shared.config.image_fault(&app.image_path);
+    let crm_error = deploy_error(app)
+        .or_else(|| {
+            (app.deployment == "docker" && image_fault == Some(ImageFault::CannotPull))
+                .then(|| docker_pull_error(&app.image_path))
+        })
+        .map(|e| format!("Create App Inst failed: {e}"));
+    // Helm AppInsts are not waited for (main `pkg/platform/common/vmlayer/appinst.go:505-512`).
+    let pod_wait = (app.deployment == "kubernetes").then(|| {
+        pod_wait(
+            image_fault,
+            &container,
+            &container_name(app),
+            shared.config.crm_max_wait,
+        )
+    });
     let inst = build_inst(
         shared.config.api,
         &shared.rng,
@@ -238,8 +257,36 @@ fn start(
         epoch: st.epoch,
         container,
         undo_on_disconnect: !crm_on_edge,
-        deploy_error: deploy_error(app),
+        crm_error,
+        pod_wait,
     }))
+}
+
+/// A site that has reached its AppInst limit refuses the create as the controller refuses a
+/// site without resources (docs/edge-connect-behaviours.md B14). Gen3 (main
+/// `pkg/controller/appinst_api.go:637-771`): the zone's cloudlet is found, its multi-tenant
+/// cluster is skipped for lack of resources (`appinst_zone.go:264-285`, skip reason `not enough
+/// resources`, `potential_cloudlet.go:84`), no cloudlet can take a new cluster, and the
+/// progress messages gathered so far are sent before the error (`appinst_api.go:931-939`), so
+/// the error comes as the stream's result. The detailed `not enough resources available: …`
+/// (`cloudlet_resource_check.go:254`) only goes to the controller's log on this path. Gen2
+/// (c39 `cmd/controller/appinst_api.go:831-836`, `clusterinst_api.go:315-321`): the resource
+/// check fails before any message; the simulator names its AppInst limit as the controller
+/// names a resource (which resource a real site runs out of, RAM or vCPUs, depends on it).
+fn full_site(api: ApiGeneration, max: usize) -> Result<Outcome, ApiError> {
+    match api {
+        ApiGeneration::Gen3 => Ok(Outcome::Full {
+            lines: vec![
+                "Found 1 potential cloudlets for deployment".into(),
+                "Found 0 potential clusters for deployment, some skipped because not enough resources".into(),
+                "No existing cluster available".into(),
+            ],
+            error: "No resources available for deployment".into(),
+        }),
+        ApiGeneration::Gen2 => Err(ApiError::bad_request(format!(
+            "Not enough resources available: required Instances is 1 but only 0 out of {max} is available"
+        ))),
+    }
 }
 
 /// `DeleteAppInst`.
@@ -277,67 +324,8 @@ pub(crate) async fn delete(call: Call) -> Result<Response, ApiError> {
         epoch,
         kind: OpKind::Delete,
         fault,
-        container_id: String::new(),
-        undo_on_disconnect: false,
-    }
-    .spawn();
-    stream_reply(rx).await
-}
-
-/// `UpdateAppInst`: applies the changeable fields present and redeploys with the App's
-/// current revision.
-pub(crate) async fn update(call: Call) -> Result<Response, ApiError> {
-    let fields = field_names(&call.object);
-    let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
-    let api = call.api();
-    if let Some(field) = input.invalid_internal_field(api == ApiGeneration::Gen3) {
-        return Err(ApiError::internal_field(field));
-    }
-    call.authorize(&input.key.organization)?;
-    call.check_region()?;
-    let key = validate_inst_key(&input.key, api)?;
-    validate_config_kinds(input.configs.iter().map(|c| c.kind.clone()))?;
-    let shared = call.shared.clone();
-    let epoch = {
-        let mut st = lock(&shared.state);
-        let epoch = st.epoch;
-        let revision = st
-            .inst(&key)
-            .and_then(|i| st.app(&i.app_key))
-            .map(|a| a.revision.clone());
-        let inst = st.inst_mut(&key).ok_or_else(|| not_found(&key))?;
-        if inst.state != TrackedState::Ready && inst.state != TrackedState::UpdateError {
-            return Err(ApiError::bad_request(
-                "AppInst is not ready or update_error",
-            ));
-        }
-        for field in &fields {
-            match field.as_str() {
-                "configs" => inst.configs = input.configs.clone(),
-                "annotations" => inst.annotations = input.annotations.clone(),
-                "tags" => inst.tags = input.tags.clone(),
-                "kubernetes_resources" => {
-                    inst.kubernetes_resources = input.kubernetes_resources.clone()
-                }
-                "node_resources" => inst.node_resources = input.node_resources.clone(),
-                _ => {}
-            }
-        }
-        if let Some(revision) = revision {
-            inst.revision = revision;
-        }
-        inst.state = TrackedState::UpdateRequested;
-        epoch
-    };
-    let fault = lock(&shared.faults).take_stream("UpdateAppInst");
-    let rx = Op {
-        state: shared.state.clone(),
-        duration: shared.config.create_delay,
-        shutdown: shared.shutdown.clone(),
-        key,
-        epoch,
-        kind: OpKind::Update,
-        fault,
+        crm_error: None,
+        pod_wait: None,
         container_id: String::new(),
         undo_on_disconnect: false,
     }

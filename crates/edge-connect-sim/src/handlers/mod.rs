@@ -4,8 +4,8 @@
 //!
 //! | Module | RPCs |
 //! |---|---|
-//! | `app` | CreateApp, UpdateApp, DeleteApp, ShowApp |
-//! | `appinst` | CreateAppInst, UpdateAppInst, DeleteAppInst |
+//! | `app` | CreateApp, DeleteApp, ShowApp |
+//! | `appinst` | CreateAppInst, DeleteAppInst |
 //! | `appinst_show` | ShowAppInst |
 //! | `infra` | ShowFlavor, ShowCloudlet, ShowZone, ShowFlavorsForZone/Cloudlet |
 //! | `auth` | login, refresh |

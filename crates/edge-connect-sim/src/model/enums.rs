@@ -1,5 +1,6 @@
-//! The protobuf enums of the API, accepted in every input form the MC accepts and printed
-//! the way it prints them (spec §1 "Enums").
+//! The protobuf enums of the API, accepted in every input form the MC accepts and printed the
+//! way it prints them (their `MarshalJSON`, e.g. main `api/edgeproto/common.pb.go:1108` for
+//! TrackedState).
 
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde::{Serialize, Serializer};

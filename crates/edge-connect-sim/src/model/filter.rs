@@ -1,6 +1,7 @@
-//! Show filter semantics (spec §4.3): every non-zero field of the filter must equal the
-//! stored value; zero fields are wildcards. Filters are compared in output form, so enum
-//! spellings and field names are already canonical on both sides.
+//! Show filter semantics (the controller's `Matches` with `MatchFilter()`, main
+//! `api/edgeproto/app.pb.go:2512`): every non-zero field of the filter must equal the stored
+//! value; zero fields are wildcards. Filters are compared in output form, so enum spellings and
+//! field names are already canonical on both sides.
 
 use serde_json::Value;
 

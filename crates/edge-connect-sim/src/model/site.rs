@@ -94,6 +94,39 @@ fn loc(name: &str) -> Loc {
     }
 }
 
+/// The zone (name) of each configured cloudlet. A cloudlet belongs to at most one zone, of its
+/// own operator organization (main `api/edgeproto/objs.go:1431-1440`: `Cloudlet.GetZone` is
+/// `{Name: Zone, Organization: Key.Organization}`): to the zone of its own name if there is one,
+/// else a zone that has no cloudlet yet takes the first cloudlet of its organization that has
+/// no zone. A zone left without a cloudlet places nothing (`no available edge sites in zone`).
+fn zone_homes(config: &SimConfig) -> Vec<Option<String>> {
+    let mut homes: Vec<Option<String>> = config
+        .cloudlets
+        .iter()
+        .map(|(org, name)| {
+            config
+                .zones
+                .iter()
+                .any(|(z_org, z_name)| z_org == org && z_name == name)
+                .then(|| name.clone())
+        })
+        .collect();
+    for (z_org, z_name) in &config.zones {
+        if homes.iter().flatten().any(|home| home == z_name) {
+            continue;
+        }
+        let free = config
+            .cloudlets
+            .iter()
+            .zip(homes.iter_mut())
+            .find(|((org, _), home)| org == z_org && home.is_none());
+        if let Some((_, home)) = free {
+            *home = Some(z_name.clone());
+        }
+    }
+    homes
+}
+
 impl Infra {
     /// Builds the sites of a configuration.
     pub(crate) fn new(config: &SimConfig) -> Self {
@@ -127,10 +160,12 @@ impl Infra {
         } else {
             Vec::new()
         };
+        let homes = zone_homes(config);
         let cloudlets = config
             .cloudlets
             .iter()
-            .map(|(org, name)| {
+            .zip(homes)
+            .map(|((org, name), zone)| {
                 let settings = config.cloudlet_settings(org, name);
                 Cloudlet {
                     key: SiteKey {
@@ -147,11 +182,7 @@ impl Infra {
                     created_at: created,
                     updated_at: Timestamp::default(),
                     zone: if gen3 {
-                        zones
-                            .iter()
-                            .find(|z| z.key.name == *name)
-                            .map(|z| z.key.name.clone())
-                            .unwrap_or_default()
+                        zone.unwrap_or_default()
                     } else {
                         String::new()
                     },
@@ -183,12 +214,11 @@ impl Infra {
             .find(|z| z.key.organization == key.organization && z.key.name == key.name)
     }
 
-    /// The cloudlet that hosts a zone's instances: the one with the zone's name, else the first.
+    /// The cloudlet that hosts a zone's instances: the one ShowCloudlet shows in the zone.
     pub(crate) fn cloudlet_for_zone(&self, zone: &SiteKey) -> Option<&Cloudlet> {
         self.cloudlets
             .iter()
-            .find(|c| c.key.name == zone.name)
-            .or_else(|| self.cloudlets.first())
+            .find(|c| c.key.organization == zone.organization && c.zone == zone.name)
     }
 }
 
@@ -208,6 +238,27 @@ mod tests {
         assert_eq!(b.key.name, "b");
         let z = infra.cloudlet_for_zone(&SiteKey::new("op", "z")).unwrap();
         assert_eq!(z.key.name, "a");
+        assert_eq!(infra.cloudlets[0].zone, "z");
         assert_eq!(infra.flavor("EU.small").map(|f| f.ram), Some(2048));
+    }
+
+    #[test]
+    fn a_zone_without_a_free_cloudlet_of_its_operator_is_empty() {
+        let config = SimConfig {
+            cloudlets: vec![("op".into(), "a".into()), ("other".into(), "b".into())],
+            zones: vec![("op".into(), "x".into()), ("op".into(), "y".into())],
+            ..SimConfig::default()
+        };
+        let infra = Infra::new(&config);
+        assert_eq!(
+            infra
+                .cloudlet_for_zone(&SiteKey::new("op", "x"))
+                .unwrap()
+                .key
+                .name,
+            "a"
+        );
+        assert!(infra.cloudlet_for_zone(&SiteKey::new("op", "y")).is_none());
+        assert_eq!(infra.cloudlets[1].zone, "");
     }
 }

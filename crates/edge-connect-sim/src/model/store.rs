@@ -188,14 +188,20 @@ impl State {
         self.capacity.iter()
     }
 
-    /// True when a new instance on `cloudlet` (in `zone`) would exceed a limit.
-    pub(crate) fn site_full(&self, cloudlet: &SiteKey, zone: Option<&SiteKey>) -> bool {
-        let full = |index: &BTreeMap<SiteKey, usize>, site: &SiteKey| {
+    /// The limit a new instance on `cloudlet` (in `zone`) would exceed, if any.
+    pub(crate) fn site_limit_reached(
+        &self,
+        cloudlet: &SiteKey,
+        zone: Option<&SiteKey>,
+    ) -> Option<usize> {
+        let reached = |index: &BTreeMap<SiteKey, usize>, site: &SiteKey| {
             self.capacity
                 .get(site)
-                .is_some_and(|max| index.get(site).copied().unwrap_or(0) >= *max)
+                .copied()
+                .filter(|max| index.get(site).copied().unwrap_or(0) >= *max)
         };
-        full(&self.per_cloudlet, cloudlet) || zone.is_some_and(|z| full(&self.per_zone, z))
+        reached(&self.per_cloudlet, cloudlet)
+            .or_else(|| zone.and_then(|z| reached(&self.per_zone, z)))
     }
 
     /// Forgets all objects and limits; operations in flight notice the new epoch and stop.
@@ -251,18 +257,18 @@ mod tests {
         assert_eq!(st.insts_named("b", "3").count(), 0);
         assert!(st.first_inst_of(&app).is_some());
         st.set_capacity(site.clone(), Some(4));
-        assert!(st.site_full(&site, None));
+        assert_eq!(st.site_limit_reached(&site, None), Some(4));
         st.set_capacity(site.clone(), Some(5));
-        assert!(!st.site_full(&site, Some(&site)));
+        assert_eq!(st.site_limit_reached(&site, Some(&site)), None);
         let keys: Vec<AppInstKey> = st.all_insts().map(|i| i.key.clone()).collect();
         for k in &keys {
             st.remove_inst(k);
         }
         assert!(st.first_inst_of(&app).is_none());
         st.set_capacity(site.clone(), Some(0));
-        assert!(st.site_full(&site, None));
+        assert_eq!(st.site_limit_reached(&site, None), Some(0));
         st.clear();
         assert_eq!(st.epoch, 1);
-        assert!(!st.site_full(&site, None));
+        assert_eq!(st.site_limit_reached(&site, None), None);
     }
 }

@@ -184,7 +184,8 @@ pub(crate) struct ConfigFile {
     pub config: String,
 }
 
-/// A map whose values are printed as `"***"` (secret env vars, spec §7).
+/// A map whose values are printed as `"***"` (secret env vars: main
+/// `pkg/controller/app_api.go:699, 767`, `cloudcommon.RedactSecretVars`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SecretMap(pub BTreeMap<String, String>);
 

@@ -156,15 +156,6 @@ fn unmarshal_error(expected: &str, got: &str, field: &str) -> ApiError {
     ))
 }
 
-/// Top-level field names present in a normalised request object (the MC derives the
-/// update field mask from them).
-pub(crate) fn field_names(object: &Value) -> std::collections::BTreeSet<String> {
-    object
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default()
-}
-
 /// Decodes a normalised object into a typed input struct; errors name the field the way the
 /// MC does (`for field "App.key.name"`).
 pub(crate) fn decode<T: DeserializeOwned>(object: Value, go_wrapper: &str) -> Result<T, ApiError> {

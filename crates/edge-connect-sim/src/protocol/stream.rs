@@ -1,4 +1,4 @@
-//! NDJSON streaming replies (spec §4.2): `{"data":...}\n` per object, a
+//! NDJSON streaming replies (docs/edge-connect-behaviours.md B15): `{"data":...}\n` per object, a
 //! `{"result":{"message":...,"code":400}}\n` trailer on failure, chunked transfer encoding.
 
 use std::convert::Infallible;

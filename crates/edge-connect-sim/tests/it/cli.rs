@@ -144,6 +144,10 @@ fn help_documents_every_flag() {
         "--create-delay",
         "--latency-ms",
         "--bad-auth-delay-ms",
+        "--unpullable-image",
+        "--crashing-image",
+        "--unschedulable-image",
+        "--crm-max-wait",
         "--faults",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
@@ -158,6 +162,7 @@ fn bad_flags_give_one_line_and_exit_2() {
         &["--user", "nopassword"][..],
         &["--cloudlet", "noslash"][..],
         &["--create-delay", "soon"][..],
+        &["--crm-max-wait", "-1"][..],
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -166,6 +171,41 @@ fn bad_flags_give_one_line_and_exit_2() {
         assert!(stderr.starts_with("edge-connect-sim: "), "{stderr}");
         assert!(out.stdout.is_empty());
     }
+}
+
+#[tokio::test]
+async fn image_flags_and_a_zone_named_unlike_its_cloudlet_work_from_the_command_line() {
+    let sim = Running::start(&[
+        "--zone",
+        "TelekomOP/eu-south-1",
+        "--cloudlet",
+        "TelekomOP/Munich",
+        "--unpullable-image",
+        "ghcr.io/*",
+        "--crm-max-wait",
+        "0.3",
+    ]);
+    let c = Client::login(&sim.url).await;
+    let cloudlets = c.post("ShowCloudlet", json!({"region": "EU"})).await.data();
+    assert_eq!(cloudlets[0]["zone"], "eu-south-1");
+    let app = crate::support::app(crate::support::ORG, "r1");
+    c.post("CreateApp", crate::support::app_req(app)).await;
+    let mut inst = crate::support::inst3(crate::support::ORG, "r1");
+    inst["zone_key"]["name"] = json!("eu-south-1");
+    let reply = c
+        .post("CreateAppInst", crate::support::inst_req(inst))
+        .await;
+    let messages = reply.messages_without_pod_names();
+    assert!(
+        messages.contains(
+            &"Status: pod POD: Pending (0/1), container r11: ImagePullBackOff".to_string()
+        ),
+        "{messages:?}"
+    );
+    assert_eq!(messages.last().unwrap(), "Created AppInst successfully");
+    let shown = c.show_inst("r1").await.unwrap();
+    assert_eq!(shown["cloudlet_key"]["name"], "Munich");
+    assert_eq!(shown["state"], "Ready");
 }
 
 #[tokio::test]

@@ -102,9 +102,8 @@ async fn slow_fault_delays_the_reply() {
     let start = Instant::now();
     assert_eq!(c.post("ShowApp", json!({"region": "EU"})).await.status, 200);
     assert!(start.elapsed() >= Duration::from_millis(300));
-    let start = Instant::now();
-    c.post("ShowApp", json!({"region": "EU"})).await;
-    assert!(start.elapsed() < Duration::from_millis(300));
+    // Used up by that one call, so the next is not slowed.
+    assert_eq!(c.control_get("faults").await.body, "[]");
 }
 
 #[tokio::test]
@@ -246,8 +245,7 @@ async fn drop_connection_cuts_the_stream_but_the_create_completes() {
         lines.next().await.is_err(),
         "the connection is cut without a proper end"
     );
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(c.state_of("r1").await.as_deref(), Some("Ready"));
+    states_until(&c, "r1", Some("Ready")).await;
 }
 
 #[tokio::test]
@@ -264,13 +262,8 @@ async fn drop_connection_on_delete_still_deletes() {
         .send()
         .await;
     assert!(sent.is_err(), "{sent:?}");
-    for _ in 0..50 {
-        if c.state_of("r1").await.is_none() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("instance was not deleted");
+    let seen = states_until(&c, "r1", None).await;
+    assert!(!seen.iter().any(|s| s == "Ready"), "{seen:?}");
 }
 
 #[tokio::test]
@@ -294,9 +287,9 @@ async fn timeout_ends_cleanly_and_the_instance_becomes_ready_later() {
         .iter()
         .any(|m| m == "Created AppInst successfully"));
     assert!(reply.result().is_none());
-    assert_eq!(c.state_of("r1").await.as_deref(), Some("Creating"));
-    tokio::time::sleep(Duration::from_millis(450)).await;
-    assert_eq!(c.state_of("r1").await.as_deref(), Some("Ready"));
+    // Creating until the fault completes it, 300 ms after the stream ended.
+    let seen = states_until(&c, "r1", Some("Ready")).await;
+    assert!(seen.iter().all(|s| s == "Creating"), "{seen:?}");
 }
 
 #[tokio::test]
@@ -439,7 +432,7 @@ async fn capacity_endpoint_sets_and_clears_limits() {
     assert_eq!(c.control("capacity", body).await.body, "{}");
     c.post("CreateAppInst", inst_req(inst3(ORG, "r1")))
         .await
-        .assert_error(400, "No resources available for deployment");
+        .assert_site_full();
     c.control(
         "capacity",
         json!({"organization": "TelekomOP", "name": "Munich"}),
@@ -479,7 +472,7 @@ async fn reset_stops_operations_in_flight() {
         last,
         json!({"result": {"message": r#"AppInst key {"name":"r1","organization":"edp-developer-framework"} not found"#, "code": 400}})
     );
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    // The operation sent that result because the reset removed its instance, and stopped.
     assert!(sim.app_insts().is_empty());
 }
 

@@ -1,4 +1,4 @@
-//! Replies are written as Go's `encoding/json` writes them (spec §13 row 2): `&`, `<`, `>`
+//! Replies are written as Go's `encoding/json` writes them (docs/edge-connect-behaviours.md B2): `&`, `<`, `>`
 //! and U+2028/U+2029 inside strings are escaped in data lines, error messages and stream
 //! results alike.
 

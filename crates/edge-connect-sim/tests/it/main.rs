@@ -11,3 +11,4 @@ mod faults;
 mod fidelity;
 mod json;
 mod layers;
+mod startup;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use edge_connect_sim::{spawn, SimConfig, SimHandle};
+use edge_connect_sim::{spawn, ImageFault, ImageRule, SimConfig, SimHandle};
 use serde_json::{json, Value};
 
 /// The organization of the default configuration.
@@ -29,6 +29,25 @@ pub fn sim_with(f: impl FnOnce(&mut SimConfig)) -> SimHandle {
     let mut config = SimConfig::default();
     f(&mut config);
     spawn(config).expect("simulator starts")
+}
+
+/// A simulator whose creates of `held_app` Apps stay `Creating` for an hour: their image
+/// cannot be pulled, and the CRM waits for the pod (a create of any other image finishes).
+pub fn sim_holding_creates() -> SimHandle {
+    sim_with(|c| {
+        c.images = vec![ImageRule::new(HELD_IMAGE, ImageFault::CannotPull)];
+        c.crm_max_wait = Duration::from_secs(3600);
+    })
+}
+
+/// The image of [`held_app`].
+pub const HELD_IMAGE: &str = "registry.example.com/held:1";
+
+/// A kubernetes App whose creates [`sim_holding_creates`] holds.
+pub fn held_app(name: &str) -> Value {
+    let mut a = app(ORG, name);
+    a["image_path"] = json!(HELD_IMAGE);
+    a
 }
 
 /// One HTTP reply, fully read.
@@ -101,11 +120,39 @@ impl Reply {
             .collect()
     }
 
+    /// The progress messages with each pod name (`pod <name>:`, random per instance) written
+    /// as `POD`.
+    pub fn messages_without_pod_names(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .map(|m| without_pod_name(m))
+            .collect()
+    }
+
     /// The `result` trailer of a stream, if any.
     pub fn result(&self) -> Option<Value> {
         self.lines()
             .into_iter()
             .find_map(|l| l.get("result").cloned())
+    }
+
+    /// Asserts the Gen3 refusal of a full site: the placement's lines, then the error as the
+    /// stream's result.
+    #[track_caller]
+    pub fn assert_site_full(&self) {
+        assert_eq!(self.status, 200, "{}", self.body);
+        assert_eq!(
+            self.messages(),
+            [
+                "Found 1 potential cloudlets for deployment",
+                "Found 0 potential clusters for deployment, some skipped because not enough resources",
+                "No existing cluster available",
+            ]
+        );
+        assert_eq!(
+            self.result(),
+            Some(json!({"message": "No resources available for deployment", "code": 400}))
+        );
     }
 
     /// Asserts an error reply with exactly this status and message.
@@ -119,6 +166,17 @@ impl Reply {
             "only a message: {}",
             self.body
         );
+    }
+}
+
+/// A status message with its pod name written as `POD`.
+pub fn without_pod_name(message: &str) -> String {
+    match message.split_once("pod ") {
+        Some((before, rest)) => match rest.split_once(':') {
+            Some((_, after)) => format!("{before}pod POD:{after}"),
+            None => message.to_string(),
+        },
+        None => message.to_string(),
     }
 }
 
@@ -254,6 +312,24 @@ impl Client {
         self.show_inst(name)
             .await
             .map(|i| i["state"].as_str().unwrap_or_default().to_string())
+    }
+}
+
+/// Polls ShowAppInst until the named instance is in state `want` (`None`: gone) and returns
+/// the distinct states seen on the way. No time limit: the state is what the test waits for.
+pub async fn states_until(c: &Client, name: &str, want: Option<&str>) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    loop {
+        let state = c.state_of(name).await;
+        if state.as_deref() == want {
+            return seen;
+        }
+        if let Some(state) = state {
+            if seen.last() != Some(&state) {
+                seen.push(state);
+            }
+        }
+        tokio::task::yield_now().await;
     }
 }
 
