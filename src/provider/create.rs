@@ -16,6 +16,12 @@ use edge_connect::{ApiError, ApiErrorKind};
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
 const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
 
+/// How long the rollback of a runner that cannot start waits for its AppInst to go: a central
+/// CRM undoes the create within seconds of the stream's end; a CRM on the edge keeps it until
+/// its own wait ends (up to 15 minutes), and GARM's DeleteInstance after the failed create
+/// removes it then.
+const START_FAILURE_ROLLBACK: Duration = Duration::from_secs(30);
+
 impl Provider {
     pub(super) async fn create(
         &self,
@@ -63,13 +69,17 @@ impl Provider {
                 // the rollback wait out its whole grace).
                 ApiErrorKind::Transport if never_sent(&e) => e.into(),
                 // The request may have reached the server: make sure no App stays behind.
-                ApiErrorKind::Transport => self.rollback(&name, &app_key, deadline, e.into()).await,
+                ApiErrorKind::Transport => {
+                    let within = deadline.extended(ROLLBACK_GRACE);
+                    self.rollback(&name, &app_key, within, e.into()).await
+                }
                 _ => self.explain(e).await,
             });
         }
 
         if let Err(e) = self.confirm_kept(&name, &app, needs, deadline).await {
-            return Err(self.rollback(&name, &app_key, deadline, e).await);
+            let within = deadline.extended(ROLLBACK_GRACE);
+            return Err(self.rollback(&name, &app_key, within, e).await);
         }
 
         match self
@@ -90,7 +100,14 @@ impl Provider {
                     provider_fault: None,
                 })
             }
-            Err(e) => Err(self.rollback(&name, &app_key, deadline, e).await),
+            Err(failure) => {
+                let within = if failure.start_failure {
+                    Deadline::after(START_FAILURE_ROLLBACK)
+                } else {
+                    deadline.extended(ROLLBACK_GRACE)
+                };
+                Err(self.rollback(&name, &app_key, within, failure.error).await)
+            }
         }
     }
 
@@ -158,8 +175,9 @@ impl Provider {
         Ok(())
     }
 
-    /// Removes whatever a failed create left (AppInst in any state, then the App) and returns the
-    /// error to report, noting a failed cleanup (GARM's DeleteInstance will finish it).
+    /// Removes whatever a failed create left (AppInst in any state, then the App) by `deadline`
+    /// and returns the error to report, noting a failed cleanup (GARM's DeleteInstance will
+    /// finish it).
     async fn rollback(
         &self,
         name: &str,
@@ -167,7 +185,6 @@ impl Provider {
         deadline: Deadline,
         cause: Error,
     ) -> Error {
-        let deadline = deadline.extended(ROLLBACK_GRACE);
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
             self.remove_app_insts_of(name, app_key, deadline).await?;

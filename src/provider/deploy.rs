@@ -30,6 +30,32 @@ struct Refusal {
     api: Option<ApiError>,
 }
 
+/// Why a deploy failed.
+pub(super) struct DeployFailure {
+    /// What to report.
+    pub error: Error,
+    /// The runner will not start and its create stream was closed: on a site whose CRM runs on
+    /// the edge the AppInst stays `Creating` (and cannot be deleted) until the CRM's own wait
+    /// ends, up to 15 minutes (docs/edge-connect-behaviours.md B7, B12), so a rollback should
+    /// not wait that long (GARM deletes the instance after a failed create).
+    pub start_failure: bool,
+}
+
+impl From<Error> for DeployFailure {
+    fn from(error: Error) -> Self {
+        DeployFailure {
+            error,
+            start_failure: false,
+        }
+    }
+}
+
+impl From<DeployFailure> for Error {
+    fn from(failure: DeployFailure) -> Self {
+        failure.error
+    }
+}
+
 /// How a CreateAppInst stream ended.
 enum Watched {
     /// The stream ended (or failed) by itself.
@@ -50,7 +76,7 @@ impl Provider {
         sites: &[Placement],
         image: Option<&str>,
         deadline: Deadline,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DeployFailure> {
         let mut tried: Vec<(String, Refusal)> = Vec::new();
         for site in sites {
             let target = self.target_for(site, deadline).await?;
@@ -74,13 +100,15 @@ impl Provider {
                 "no site could take the AppInst ({} tried): {}",
                 tried.len(),
                 each.join("; ")
-            )));
+            ))
+            .into());
         }
         Err(match tried.pop() {
             Some((_, Refusal { api: Some(e), .. })) => self.explain(e).await,
             Some((_, refusal)) => Error::Other(refusal.why),
             None => Error::Other("no site to place the AppInst on".to_string()),
-        })
+        }
+        .into())
     }
 
     /// One site: CreateAppInst, and what its answer means. A `Zone not specified` for a
@@ -94,7 +122,7 @@ impl Provider {
         mut target: Target,
         image: Option<&str>,
         deadline: Deadline,
-    ) -> Result<Placed, Error> {
+    ) -> Result<Placed, DeployFailure> {
         let mut redecided = false;
         loop {
             let request =
@@ -122,10 +150,10 @@ impl Provider {
                     self.report(
                         "the CreateAppInst stream ended without its result; checking the AppInst",
                     );
-                    return self
+                    return Ok(self
                         .await_ready(name, deadline)
                         .await
-                        .map(|()| Placed::Running);
+                        .map(|()| Placed::Running)?);
                 }
                 Err(e) => e,
             };
@@ -134,10 +162,10 @@ impl Provider {
                 // instead of creating it a second time.
                 tracing::warn!(error = %e, "CreateAppInst stream broke; polling the AppInst");
                 self.report("stream interrupted; checking the AppInst state");
-                return self
+                return Ok(self
                     .await_ready(name, deadline)
                     .await
-                    .map(|()| Placed::Running);
+                    .map(|()| Placed::Running)?);
             }
             if e.zone_not_specified() {
                 if let (Placement::Cloudlet(key), false) = (site, redecided) {
@@ -182,7 +210,8 @@ impl Provider {
                         image_words(image),
                         site_name(site),
                         e.message
-                    )));
+                    ))
+                    .into());
                 }
                 self.remove_app_insts_of(name, app_key, deadline).await?;
                 let why = match appinst_start::pod_reasons(&e.message).first() {
@@ -191,7 +220,7 @@ impl Provider {
                 };
                 return Ok(Placed::Refused(Refusal { why, api: None }));
             }
-            return Err(e.into());
+            return Err(Error::from(e).into());
         }
     }
 
@@ -247,11 +276,14 @@ impl Provider {
         reason: StartReason,
         image: Option<&str>,
         deadline: Deadline,
-    ) -> Result<Placed, Error> {
+    ) -> Result<Placed, DeployFailure> {
         let message = cannot_start_message(image, site, reason);
         tracing::warn!(app = %name, %site, %reason, "the runner will not start");
         if reason.problem() != StartProblem::Capacity {
-            return Err(Error::Other(message));
+            return Err(DeployFailure {
+                error: Error::Other(message),
+                start_failure: true,
+            });
         }
         self.remove_app_insts_of(name, app_key, deadline).await?;
         Ok(Placed::Refused(Refusal {
