@@ -40,6 +40,12 @@ pub struct Config {
     /// directory, in a per-user subdirectory.
     #[serde(default)]
     pub token_cache_dir: Option<PathBuf>,
+    /// Pools may only name image pull password variables that start with this prefix
+    /// (`image_pull_password_env` in extra specs), e.g. `EDP_EDGE_CONNECT_REGISTRY_`. Unset: any
+    /// variable except the provider's own credentials (`EDP_EDGE_CONNECT_USERNAME`,
+    /// `EDP_EDGE_CONNECT_PASSWORD`, the proxy variables), which are refused in any case.
+    #[serde(default)]
+    pub image_pull_password_env_prefix: Option<String>,
     /// Edge Connect settings.
     pub edge_connect: EdgeConnectConfig,
 }

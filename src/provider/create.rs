@@ -43,7 +43,7 @@ impl Provider {
         if self.app_exists(&name, deadline).await? {
             return Err(Error::Duplicate(format!(
                 "instance {} already exists on Edge Connect (App {name})",
-                bootstrap.name
+                crate::text::echo(&bootstrap.name)
             )));
         }
         // What must be read back after CreateApp: an older controller drops fields it does not
@@ -62,7 +62,7 @@ impl Provider {
             return Err(match e.kind {
                 ApiErrorKind::AlreadyExists => Error::Duplicate(format!(
                     "instance {} already exists on Edge Connect (App {name})",
-                    bootstrap.name
+                    crate::text::echo(&bootstrap.name)
                 )),
                 // Login failed or no connection was made: CreateApp never left this process,
                 // so there is nothing to roll back (and an unreachable server would only make

@@ -13,6 +13,7 @@ mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
 mod hardening_client;
+mod input_bounds;
 mod logging;
 mod reliability_faults;
 mod reliability_load;
@@ -22,6 +23,7 @@ mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
 mod scale;
+mod secrets_scrubbed;
 mod start_failures;
 mod tls;
 mod trial;

@@ -44,8 +44,6 @@ pub(crate) struct Shared {
     /// that a rollback after an unreachable create does not wait out the bound again.
     pub(crate) unreachable_since: std::sync::Mutex<Option<Instant>>,
     pub(crate) proxy: Option<ProxyChoice>,
-    /// Values that must not appear in any message, whatever a server or a library echoes.
-    pub(crate) redact: Vec<String>,
     pub(crate) token: Mutex<Option<Secret>>,
     /// A login that failed for good, remembered so that concurrent calls of one command do not
     /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
@@ -79,27 +77,6 @@ fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
         return Err(SetupError("edge_connect.url: has no host".into()));
     }
     Ok(base)
-}
-
-/// `%XX` sequences decoded (lossily, for redaction only).
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 pub(crate) fn host_port(url: &reqwest::Url) -> String {
@@ -151,7 +128,6 @@ impl Client {
                 env!("CARGO_PKG_VERSION")
             ))
             .use_rustls_tls();
-        let mut redact = vec![credentials.password.expose().to_string()];
         if let Some(p) = &proxy {
             let reqwest_proxy = reqwest::Proxy::all(p.url.as_str()).map_err(|_| {
                 SetupError(format!(
@@ -160,16 +136,10 @@ impl Client {
                 ))
             })?;
             builder = builder.proxy(reqwest_proxy);
-            if let Some(password) = p.url.password() {
-                // As written in the variable and as sent (percent-decoded).
-                redact.push(password.to_string());
-                redact.push(percent_decode(password));
-            }
+            // The scrubber learns the URL and its password (as written and decoded).
+            let _ = Secret::new(p.url.as_str());
             tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
         }
-        // Too short a value would blank out ordinary words of every message.
-        redact.retain(|r| r.len() >= 4);
-        redact.dedup();
         if let Some(path) = &config.ca_bundle {
             let pem = std::fs::read(path).map_err(|e| {
                 SetupError(format!(
@@ -210,7 +180,6 @@ impl Client {
                 connect_retry: config.connect_retry,
                 unreachable_since: std::sync::Mutex::new(None),
                 proxy,
-                redact,
                 token: Mutex::new(None),
                 refused_login: std::sync::Mutex::new(None),
                 logins: AtomicUsize::new(0),
@@ -296,16 +265,10 @@ impl Client {
         }
     }
 
-    /// `text` with every value that must stay secret replaced by `***`: a server may echo what
-    /// it was sent, a library may print what it was given.
+    /// `text` with every secret of the process masked ([`Secret::scrub`], the one scrubber): a
+    /// server may echo what it was sent, a library may print what it was given.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in &self.shared.redact {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "***");
-            }
-        }
-        out
+        Secret::scrub(text).into_owned()
     }
 
     pub(crate) fn scrubbed(&self, mut e: ApiError) -> ApiError {
