@@ -266,3 +266,31 @@ fn requests_per_create_with_a_cached_token() {
         assert_eq!(rpcs.len(), expected, "{api:?} {site:?}: {rpcs:?}");
     }
 }
+
+#[test]
+fn the_seed_cloudlet_reaches_a_zone_of_another_name_on_gen3() {
+    // Real zones need not share their cloudlet's name: ShowCloudlet names the zone.
+    let w = World::with_sim(
+        SimConfig {
+            zones: vec![("TelekomOP".into(), "eu-south-1".into())],
+            cloudlets: vec![("TelekomOP".into(), "Munich".into())],
+            ..SimConfig::default()
+        },
+        Site::Cloudlet,
+        "",
+    );
+    let r = w.create("bootstrap-github-jit.json", "garm-zone1", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let inst = &w.sim.app_insts()[0];
+    assert_eq!(inst["zone_key"]["name"], "eu-south-1", "{inst}");
+    assert_eq!(inst["cloudlet_key"]["name"], "Munich", "{inst}");
+    assert_eq!(w.calls("CreateAppInst"), 1);
+    let (code, out) = check(&w);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with(
+            "✓ cloudlet TelekomOP/Munich: exists; addressed as zone_key TelekomOP/eu-south-1"
+        )),
+        "{out}"
+    );
+}
