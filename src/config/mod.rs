@@ -103,6 +103,13 @@ pub struct EdgeConnectConfig {
     /// fails, in seconds: an unreachable URL fails in tens of seconds, not at the deadline.
     #[serde(default = "default_connect_retry")]
     pub connect_retry_secs: u64,
+    /// How long CreateInstance waits, after Edge Connect reports a failed image pull
+    /// (`ErrImagePull`) or a pod that no node has taken (`Pending (0/0)`), which may clear by
+    /// themselves, before it gives up on the runner on that site, in seconds. A repeated pull
+    /// failure, or a reason that cannot clear (`ImagePullBackOff`, `CrashLoopBackOff`, ...),
+    /// ends the create at once.
+    #[serde(default = "default_start_failure_grace")]
+    pub start_failure_grace_secs: u64,
     /// PEM file with extra CA certificates to trust for the Edge Connect URL.
     #[serde(default)]
     pub ca_bundle: Option<PathBuf>,
@@ -146,6 +153,9 @@ fn default_request_timeout() -> u64 {
 }
 fn default_operation_timeout() -> u64 {
     900
+}
+fn default_start_failure_grace() -> u64 {
+    30
 }
 fn default_connect_retry() -> u64 {
     edge_connect::DEFAULT_CONNECT_RETRY.as_secs()

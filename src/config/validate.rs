@@ -116,6 +116,10 @@ impl Config {
                 "edge_connect.operation_timeout_secs",
                 ec.operation_timeout_secs,
             ),
+            (
+                "edge_connect.start_failure_grace_secs",
+                ec.start_failure_grace_secs,
+            ),
         ] {
             if value > MAX_DURATION_SECS {
                 return Err(format!(

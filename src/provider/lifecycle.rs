@@ -42,7 +42,7 @@ impl Provider {
             self.delete_app_inst(&inst.key, deadline).await?;
         }
         let sites = self.recorded_placements(&runner.vars);
-        self.deploy(&runner.key.name, &runner.key, &sites, deadline)
+        self.deploy(&runner.key.name, &runner.key, &sites, None, deadline)
             .await?;
         tracing::info!(instance, "started");
         Ok(())

@@ -11,6 +11,7 @@ mod inventory;
 mod lifecycle;
 pub mod placement;
 mod query;
+mod start_watch;
 pub mod status;
 pub mod wait;
 
@@ -127,8 +128,8 @@ pub struct Provider {
     progress: Progress,
     /// How often in-progress AppInsts are polled.
     poll_interval: Duration,
-    /// ShowCloudlet's answer, fetched once per process when a cloudlet must be mapped to its
-    /// zone (Gen3).
+    /// ShowCloudlet's answer, fetched once per process when a cloudlet is configured: it says
+    /// how the cloudlet is addressed (see `placement::target`). Never kept beyond the process.
     cloudlets: tokio::sync::OnceCell<Vec<edge_connect::models::Site>>,
 }
 
@@ -225,7 +226,7 @@ impl Provider {
         (self.progress)(message);
     }
     async fn sleep_within(&self, deadline: Deadline) -> Result<(), Error> {
-        if deadline.remaining() <= self.poll_interval {
+        if !deadline.has_room_for(self.poll_interval) {
             return Err(Error::failed(format!(
                 "gave up after edge_connect.operation_timeout_secs={}s",
                 self.config.edge_connect.operation_timeout_secs

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The misbehaving servers and proxies (shared with the client's unit tests).
-use hostile_server::{head, reply, token_reply, Server as Fake, Step};
+pub(crate) use hostile_server::{head, reply, token_reply, Server as Fake, Step};
 
 use crate::support::{self, fixture_with, write_mode, World, CONTROLLER, PASSWORD, POOL, USER};
 
@@ -28,11 +28,11 @@ fn empty_controller(path: &str) -> Vec<Step> {
     }
 }
 
-const LOGIN: &str = "/api/v1/login";
-const CTRL: &str = "/api/v1/auth/ctrl/";
+pub(crate) const LOGIN: &str = "/api/v1/login";
+pub(crate) const CTRL: &str = "/api/v1/auth/ctrl/";
 
 /// A provider config around `url`, in its own directory.
-struct Setup {
+pub(crate) struct Setup {
     /// Kept alive for the run: dropping it removes the config and the log.
     _dir: tempfile::TempDir,
     config: PathBuf,
@@ -40,7 +40,7 @@ struct Setup {
 }
 
 impl Setup {
-    fn new(url: &str, extra: &str) -> Setup {
+    pub(crate) fn new(url: &str, extra: &str) -> Setup {
         let dir = tempfile::tempdir().expect("tempdir");
         let (config, log) =
             support::write_provider_config(dir.path(), url, support::Site::Zone, extra);
@@ -51,7 +51,7 @@ impl Setup {
         }
     }
 
-    fn garm(&self, command: &str, vars: &[(&str, &str)]) -> support::Run {
+    pub(crate) fn garm(&self, command: &str, vars: &[(&str, &str)]) -> support::Run {
         let stdin = (command == "CreateInstance")
             .then(|| fixture_with("bootstrap-github-jit.json", "hardened-runner", POOL));
         let mut all = vec![
@@ -73,7 +73,7 @@ impl Setup {
     }
 
     /// No secret in the runs' output nor in the log.
-    fn assert_no_secrets(&self, runs: &[&support::Run]) {
+    pub(crate) fn assert_no_secrets(&self, runs: &[&support::Run]) {
         let log = self.log_text();
         let mut texts = vec![("log", log.as_str())];
         for r in runs {
@@ -133,7 +133,7 @@ fn run_bounded(vars: &[(String, String)], stdin: Option<&str>) -> support::Run {
     }
 }
 
-fn one_line(r: &support::Run) -> &str {
+pub(crate) fn one_line(r: &support::Run) -> &str {
     let text = r.stderr.trim_end();
     assert!(!text.contains('\n'), "stderr is one line: {:?}", r.stderr);
     text

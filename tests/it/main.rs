@@ -6,6 +6,7 @@ mod support;
 
 mod cli_check;
 mod cli_table;
+mod create_decisions;
 mod deploy_manifests;
 mod docs_links;
 mod extra_specs_schema;
@@ -25,5 +26,6 @@ mod runner_env_contract;
 mod runner_harness;
 mod scale;
 mod secrets_scrubbed;
+mod start_failures;
 mod tls;
 mod trial;

@@ -48,8 +48,6 @@ pub(crate) struct Shared {
     /// A login that failed for good, remembered so that concurrent calls of one command do not
     /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
     pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
-    /// What is known about the server (see [`crate::ServerFacts`]).
-    pub(crate) facts: std::sync::Mutex<crate::ServerFacts>,
     pub(crate) logins: AtomicUsize,
     pub(crate) requests: AtomicUsize,
 }
@@ -184,7 +182,6 @@ impl Client {
                 proxy,
                 token: Mutex::new(None),
                 refused_login: std::sync::Mutex::new(None),
-                facts: std::sync::Mutex::new(crate::ServerFacts::default()),
                 logins: AtomicUsize::new(0),
                 requests: AtomicUsize::new(0),
             }),
@@ -194,12 +191,8 @@ impl Client {
         })
     }
 
-    /// Uses a token store (cache) for tokens across processes; facts it kept about the server
-    /// are taken over while they are fresh.
+    /// Uses a token store (cache) for tokens across processes.
     pub fn with_token_store(mut self, store: Box<dyn TokenStore>) -> Self {
-        if let Some(facts) = store.load_facts().filter(crate::ServerFacts::is_fresh) {
-            *self.facts_slot() = facts;
-        }
         self.store = Some(Arc::from(store));
         self
     }
@@ -233,17 +226,6 @@ impl Client {
     /// `host:port` of the Edge Connect URL.
     pub fn host(&self) -> &str {
         &self.shared.host
-    }
-
-    pub(crate) fn token_store(&self) -> Option<&dyn TokenStore> {
-        self.store.as_deref()
-    }
-
-    pub(crate) fn facts_slot(&self) -> std::sync::MutexGuard<'_, crate::ServerFacts> {
-        self.shared
-            .facts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Number of logins this client made (all its handles together).

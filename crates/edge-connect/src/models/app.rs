@@ -120,6 +120,12 @@ impl App {
         found
     }
 
+    /// True when the App is shown with any `env_vars` at all: a server that drops the field
+    /// (docs/edge-connect-behaviours.md B1) shows none.
+    pub fn shows_env_vars(&self) -> bool {
+        self.env_vars.is_some()
+    }
+
     /// True when `name` is in the App's `env_vars` itself (not in an envVarsYaml config): the
     /// server kept that field (docs/edge-connect-behaviours.md B1).
     pub fn has_plain_env_var(&self, name: &str) -> bool {
