@@ -120,7 +120,8 @@ impl ExtraSpecs {
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
                 return Err(format!(
-                    "env: `{name}` is not a valid environment variable name"
+                    "env: `{}` is not a valid environment variable name",
+                    crate::text::echo(name)
                 ));
             }
             if crate::runner_env::RESERVED.contains(&name.as_str()) {
@@ -157,6 +158,9 @@ impl ExtraSpecs {
         if self.image_pull_username.is_some() != self.image_pull_password_env.is_some() {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }
+        if let Some(var) = &self.image_pull_password_env {
+            check_pull_password_env(var, None)?;
+        }
         if let (Some(Deployment::Docker), Some(EnvDelivery::EnvvarsYaml)) =
             (self.deployment, self.env_delivery)
         {
@@ -165,10 +169,52 @@ impl ExtraSpecs {
         Ok(())
     }
 
+    /// Refuses an `image_pull_password_env` the provider must not hand to a registry: one of
+    /// its own credential variables, or (with the operator's `image_pull_password_env_prefix`)
+    /// a name outside the prefix. `ValidatePoolInfo` and CreateInstance call it with the
+    /// config's prefix; [`ExtraSpecs::from_value`] checks the fixed names on its own.
+    pub fn check_pull_password_env(&self, prefix: Option<&str>) -> Result<(), Error> {
+        match &self.image_pull_password_env {
+            Some(var) => check_pull_password_env(var, prefix)
+                .map_err(|m| Error::input(format!("invalid extra_specs: {m}"))),
+            None => Ok(()),
+        }
+    }
+
     /// The JSON schema, generated from this type.
     pub fn json_schema() -> serde_json::Value {
         serde_json::to_value(schemars::schema_for!(ExtraSpecs)).unwrap_or_default()
     }
+}
+
+/// Proxy variables the client reads (crates/edge-connect/src/proxy.rs); their URLs may hold
+/// the proxy's user and password.
+const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
+
+/// `var` may name a registry password: not one of the provider's credentials (the platform
+/// sends pull credentials to whatever registry the pool's image names), and inside `prefix`
+/// when the operator set one.
+fn check_pull_password_env(var: &str, prefix: Option<&str>) -> Result<(), String> {
+    let shown = crate::text::echo(var);
+    // The credentials config/credentials.rs reads. Other `EDP_EDGE_CONNECT_*` names stay
+    // usable: the documented setup passes registry passwords under the same GARM prefix.
+    let upper = var.to_ascii_uppercase();
+    if upper == crate::config::ENV_USERNAME
+        || upper == crate::config::ENV_PASSWORD
+        || PROXY_VARIABLES.contains(&upper.as_str())
+    {
+        return Err(format!(
+            "image_pull_password_env: {shown} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password"
+        ));
+    }
+    if let Some(prefix) = prefix {
+        if !var.starts_with(prefix) {
+            return Err(format!(
+                "image_pull_password_env: {shown} does not start with {prefix} (image_pull_password_env_prefix in the provider config)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -200,6 +246,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("zones"), "{err}");
+    }
+
+    #[test]
+    fn the_providers_own_credentials_cannot_be_a_pull_password() {
+        for var in [
+            "EDP_EDGE_CONNECT_PASSWORD",
+            "EDP_EDGE_CONNECT_USERNAME",
+            "edp_edge_connect_password",
+            "HTTPS_PROXY",
+            "all_proxy",
+        ] {
+            let err = ExtraSpecs::from_value(Some(
+                &json!({"image_pull_username":"x","image_pull_password_env":var}),
+            ))
+            .unwrap_err()
+            .to_string();
+            assert_eq!(
+                err,
+                format!("invalid extra_specs: image_pull_password_env: {var} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password")
+            );
+        }
+        let ok = ExtraSpecs::from_value(Some(
+            &json!({"image_pull_username":"x","image_pull_password_env":"EDP_EDGE_CONNECT_REGISTRY_PASSWORD"}),
+        ))
+        .unwrap();
+        assert!(ok
+            .check_pull_password_env(Some("EDP_EDGE_CONNECT_REGISTRY_"))
+            .is_ok());
+        let ok = ExtraSpecs::from_value(Some(
+            &json!({"image_pull_username":"x","image_pull_password_env":"REGISTRY_PASSWORD"}),
+        ))
+        .unwrap();
+        assert!(ok.check_pull_password_env(None).is_ok());
+        assert!(ok.check_pull_password_env(Some("REGISTRY_")).is_ok());
+        assert_eq!(
+            ok.check_pull_password_env(Some("GARM_PULL_")).unwrap_err().to_string(),
+            "invalid extra_specs: image_pull_password_env: REGISTRY_PASSWORD does not start with GARM_PULL_ (image_pull_password_env_prefix in the provider config)"
+        );
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! so lines from different processes never interleave. Control characters inside an event
 //! (an instance name with a newline) are escaped, so no input can forge a log line.
 //!
+//! Every record passes through the one scrubber ([`edge_connect::Secret::scrub`]) first: a
+//! server's message quoted in a log field can hold the password, a token or a registry
+//! password, in any encoding.
+//!
 //! In GARM mode stderr belongs to the front door alone: GARM stores it as the runner's fault,
 //! and it must be exactly one line. Nothing is logged to stderr there.
 
@@ -55,13 +59,24 @@ impl LogGuard {
 /// A file writer that turns every buffered event into one `write(2)` in append mode.
 struct AppendFile(std::fs::File);
 
+/// One formatted record as it may be written: secrets masked, control characters escaped.
+fn clean(record: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    let text = String::from_utf8_lossy(record);
+    let scrubbed: Cow<'_, [u8]> = match edge_connect::Secret::scrub(&text) {
+        Cow::Borrowed(_) if matches!(text, Cow::Borrowed(_)) => Cow::Borrowed(record),
+        other => Cow::Owned(other.into_owned().into_bytes()),
+    };
+    match crate::text::escape_record(&scrubbed) {
+        Some(escaped) => Cow::Owned(escaped),
+        None => scrubbed,
+    }
+}
+
 impl Write for AppendFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // write_all on an O_APPEND file: the kernel places each write at the current end.
-        match crate::text::escape_record(buf) {
-            Some(escaped) => self.0.write_all(&escaped)?,
-            None => self.0.write_all(buf)?,
-        }
+        self.0.write_all(&clean(buf))?;
         Ok(buf.len())
     }
 
@@ -76,11 +91,7 @@ struct EscapedStderr;
 
 impl Write for EscapedStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut err = std::io::stderr().lock();
-        let _ = match crate::text::escape_record(buf) {
-            Some(escaped) => err.write_all(&escaped),
-            None => err.write_all(buf),
-        };
+        let _ = std::io::stderr().lock().write_all(&clean(buf));
         Ok(buf.len())
     }
 
@@ -164,8 +175,9 @@ impl LogLevel {
     }
 }
 
-/// Opens the log file for appending: created 0600 (the log names instances, pools and
-/// controller; it is nobody else's business), never through a symlink (another user could
+/// Opens the log file for appending: created 0600, or made 0600 if it is ours (the log names
+/// instances, pools and controller; it is nobody else's business), never another user's file,
+/// never through a symlink (another user could
 /// point a planted link at a file of ours), never a FIFO or device (the open does not block,
 /// and anything but a regular file is refused).
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
@@ -207,7 +219,29 @@ fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
             crate::text::file_kind(&meta)
         )));
     }
+    #[cfg(unix)]
+    keep_private(&file, &meta)?;
     Ok(file)
+}
+
+/// A log file of another user is refused (its owner reads what we write, and may have
+/// planted it to collect it); our own file is made 0600 on the open descriptor, whatever mode
+/// it had (an earlier version, or a umask, may have left it 0644).
+#[cfg(unix)]
+fn keep_private(file: &std::fs::File, meta: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "it belongs to another user (uid {}, this provider runs as uid {me}); remove it, or give log_file a path of this user's",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
 }
 
 fn install<W>(level: LogLevel, format: LogFormat, writer: W)

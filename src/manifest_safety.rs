@@ -1,7 +1,7 @@
 //! What survives Edge Connect's way of turning an App into a running container.
 //!
 //! The controller does not pass `command`, `command_args` and environment values through as
-//! data. Verified in edgexr/edge-cloud-platform (spec §13 rows 5 and 6):
+//! data. Verified in edgexr/edge-cloud-platform (docs/edge-connect-behaviours.md B5 and B6):
 //!
 //! - kubernetes: the `kubernetes-basic` generator splits `command` on spaces outside double
 //!   quotes and pastes every word and every argument unquoted as `- {{.}}` into the manifest's
@@ -35,7 +35,8 @@ pub fn check_command(
                 for word in command.split(' ').filter(|w| !w.is_empty()) {
                     yaml_word_problem(word).map_or(Ok(()), |why| {
                         Err(format!(
-                            "{key}: the word {word:?} would not reach the container as written: {why}"
+                            "{key}: the word {} would not reach the container as written: {why}",
+                            crate::text::quoted(word)
                         ))
                     })?;
                 }
@@ -43,7 +44,8 @@ pub fn check_command(
             for arg in args {
                 yaml_word_problem(arg).map_or(Ok(()), |why| {
                     Err(format!(
-                        "{key}_args: {arg:?} would not reach the container as written: {why}"
+                        "{key}_args: {} would not reach the container as written: {why}",
+                        crate::text::quoted(arg)
                     ))
                 })?;
             }
@@ -57,7 +59,8 @@ pub fn check_command(
             }
             match command {
                 Some(c) if !c.chars().all(is_shell_safe) || c.starts_with('-') => Err(format!(
-                    "{key}: {c:?} is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)"
+                    "{key}: {} is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)",
+                    crate::text::quoted(c)
                 )),
                 _ => Ok(()),
             }
@@ -74,12 +77,14 @@ pub fn check_env_value(
 ) -> Result<(), String> {
     if deployment == Deployment::Docker && value.contains(['\n', '\r', '\0']) {
         return Err(format!(
-            "env {name}: a line break cannot be stored in a docker env file (one k=v line per variable)"
+            "env {}: a line break cannot be stored in a docker env file (one k=v line per variable)",
+            crate::text::echo(name)
         ));
     }
     if delivery == EnvDelivery::EnvvarsYaml && has_template_marker(value) {
         return Err(format!(
-            "env {name}: `[[` or `]]` would be taken as a template by Edge Connect's envVarsYaml processing"
+            "env {}: `[[` or `]]` would be taken as a template by Edge Connect's envVarsYaml processing",
+            crate::text::echo(name)
         ));
     }
     Ok(())

@@ -34,6 +34,16 @@ pub fn echo_max(value: &str, max_chars: usize) -> String {
     out
 }
 
+/// `value` in double quotes with Rust's escapes (`"yes"`, `"a\nb"`), cut after [`ECHO_CHARS`]
+/// characters with a note of its full size: for messages that must show exactly which word
+/// was refused.
+pub fn quoted(value: &str) -> String {
+    match value.char_indices().nth(ECHO_CHARS) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes in all)", &value[..cut], value.len()),
+    }
+}
+
 /// `text` with every control character escaped, so that it stays one line whatever it holds.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -125,9 +135,20 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
         "recursion limit",
     ];
     if known.iter().any(|k| message.starts_with(k)) {
-        // `unknown variant `x`` echoes the given variant: a config enum, never a secret, but
-        // it is still input: escape and cut it.
-        return echo_max(message, 300);
+        // `unknown field `x`` and `unknown variant `x`` echo the given name: never a secret,
+        // but still input: each quoted name is cut like any echo, and the whole line bounded.
+        let pieces: Vec<String> = message
+            .split('`')
+            .enumerate()
+            .map(|(i, piece)| {
+                if i % 2 == 1 {
+                    echo(piece)
+                } else {
+                    piece.to_string()
+                }
+            })
+            .collect();
+        return echo_max(&pieces.join("`"), 300);
     }
     "a value of the wrong form".to_string()
 }
@@ -278,6 +299,17 @@ mod tests {
     }
 
     #[test]
+    fn quoted_values_are_cut_too() {
+        assert_eq!(quoted("yes"), "\"yes\"");
+        assert_eq!(quoted("a\nb"), "\"a\\nb\"");
+        let long = "y".repeat(100);
+        assert_eq!(
+            quoted(&long),
+            format!("\"{}\"… (100 bytes in all)", "y".repeat(64))
+        );
+    }
+
+    #[test]
     fn records_keep_their_final_newline_only() {
         assert_eq!(escape_record(b"plain line\n"), None);
         assert_eq!(
@@ -311,6 +343,14 @@ mod tests {
             describe_serde("unknown field `surprise`, expected one of `a`, `b`", false),
             "unknown field `surprise`, expected one of `a`, `b`"
         );
+        let long = "k".repeat(100_000);
+        assert_eq!(
+            describe_serde(&format!("unknown field `{long}`, expected `flavor`"), false),
+            format!(
+                "unknown field `{}… (100000 bytes in all)`, expected `flavor`",
+                "k".repeat(64)
+            )
+        );
         assert_eq!(
             describe_serde("something new with s3cret", false),
             "a value of the wrong form"
@@ -318,6 +358,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// An echo is the escaped input when it is short, else its first 64 characters
+        /// escaped and the marker with the full size; always one line.
+        #[test]
+        fn echo_is_the_input_cut_at_64_characters(v in ".{0,100}") {
+            let e = echo(&v);
+            proptest::prop_assert!(!e.contains('\n') && !e.contains('\r'), "{}", e);
+            if v.chars().count() <= ECHO_CHARS {
+                proptest::prop_assert_eq!(e, one_line(&v));
+            } else {
+                let head: String = v.chars().take(ECHO_CHARS).collect();
+                proptest::prop_assert_eq!(e, format!("{}… ({} bytes in all)", one_line(&head), v.len()));
+            }
+        }
+
         #[test]
         fn describe_never_repeats_a_value(v in "[a-z0-9:@/]{8,40}") {
             for msg in [

@@ -795,10 +795,11 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
   CreateApp for a name that exists makes the controller wipe the existing App's secret env vars
   before it answers "already exists" (spec §13 row 8), so the provider looks first and never sends
   one that could damage a live runner. The stream is read to the end: GARM expects `running`.
-- **CreateInstance with an empty token cache: 5.** The login comes first (the token cache makes it
-  once per token lifetime, 24 h on Edge Connect), and the first create against a server reads the
-  App back once to confirm the server kept its env vars (spec §13 row 1); the answer is kept
-  beside the token, so later creates skip it.
+- **CreateInstance with an empty token cache: 4.** The login comes first (the token cache makes it
+  once per token lifetime, 24 h on Edge Connect). Nothing else is remembered between commands: a
+  zone placement can only succeed on a controller that keeps App env vars, so no read-back is
+  needed; a cloudlet costs one ShowCloudlet per create, and a cloudlet key (possibly an older
+  controller) or pull credentials one read-back ShowApp (docs/operations.md).
 - **GetInstance: 1 round trip, 2 calls.** The status lives on the AppInst, the ownership (this
   controller's id and the instance name, in the App's environment) on the App. ShowApp and
   ShowAppInst go out together, so the second call costs bytes, not latency.
@@ -818,4 +819,25 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
   AppInst that took the runner's name (on the zones API an AppInst's key is just its name, so
   this can happen while the runner has no AppInst, e.g. stopped), and DeleteAppInst by name
   alone would delete that one.
+## A runner that cannot start: seconds from the cause to the exit
+
+Measured by `cargo test --test it -- --ignored start_failure_timings --nocapture` (not by this
+bench): the provider as GARM runs it, default settings (`start_failure_grace_secs = 30`), against
+the simulator's CRM with its 15-minute wait scaled to 90 s (`crm_max_wait`; kubelet's back-off
+and the CRM's 2 s polling scale with it, a factor of 0.1). "Seconds to exit" runs from the
+provider's log line of the first status message that names the cause to the end of the process.
+
+| case | first status line naming the cause | seconds to exit | exit |
+|---|---|---|---|
+| unpullable image, central CRM | `… container …: ErrImagePull` | 0.2 | 1, nothing left |
+| unpullable image, CRM on the edge | `… container …: ErrImagePull` | 28.3 | 1, the AppInst is left `Creating` until the CRM's wait ends; GARM's DeleteInstance removes it |
+| crash loop, central CRM | `… container …: Error` (then `CrashLoopBackOff`) | 0.2 | 1, nothing left |
+| unschedulable, central CRM | `pod …: Pending (0/0)` | 30.0 | 1, nothing left (one site; with more, the next is tried) |
+| full site, next site takes it | `No resources available for deployment` | 0.0 | 0, on the next site |
+
+The unpullable image ends at the first `ImagePullBackOff` (kubelet's first back-off, 10 s real,
+1 s here, after the first `ErrImagePull`); the unschedulable pod after the grace. Before this
+work each of the first four waited for the CRM's 15 minutes, or the provider's deadline (900 s),
+and then reported `running` or a deadline message that named nothing. With a CRM on the edge the
+AppInst cannot be deleted before the CRM's own wait ends, so the rollback stops after 30 s.
 "#;

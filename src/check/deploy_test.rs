@@ -1,104 +1,95 @@
-//! `check --deploy-test`: a throw-away App and AppInst, created and deleted, with timings.
+//! `check --deploy-test`: the commands' own CreateInstance and DeleteInstance (ownership
+//! variables, placement, start watch, rollback and all) for a throw-away runner, once per
+//! configured site, with timings or the same message a create would give.
 
 use std::time::Instant;
 
 use super::{CheckOptions, Report};
-use crate::config::Config;
-use edge_connect::{ApiError, ApiGeneration, Client};
+use crate::config::Placement;
+use crate::provider::{Operation, Provider};
+
+/// The image deployed when `--image` is not given: small, public, and it stays up.
+const DEFAULT_IMAGE: &str = "docker.io/library/nginx:1.27-alpine";
 
 pub(super) async fn deploy_test(
-    config: &Config,
-    client: &Client,
+    provider: &Provider,
+    sites: &[Placement],
     options: &CheckOptions,
     report: &mut Report<'_>,
 ) {
-    use edge_connect::models::{AppKey, FlavorKey, NewApp};
-    let ec = &config.edge_connect;
-    let Some(flavor) = ec.default_flavor.clone() else {
-        report.fail("deploy test", "needs edge_connect.default_flavor");
-        return;
-    };
-    let image = options
-        .image
-        .clone()
-        .unwrap_or_else(|| "docker.io/library/busybox:1.36".to_string());
-    let name = format!("garm-check-{}", std::process::id());
-    let key = AppKey {
-        organization: ec.organization.clone(),
-        name: name.clone(),
-        version: ec.app_version.clone(),
-    };
-    let app = NewApp {
-        key: key.clone(),
-        image_type: "Docker",
-        image_path: image,
-        deployment: ec.deployment.as_str(),
-        default_flavor: FlavorKey { name: flavor },
-        command: None,
-        command_args: Vec::new(),
-        configs: Vec::new(),
-        env_vars: Default::default(),
-        secret_env_vars: Default::default(),
-        username: None,
-        credentials: None,
-    };
-    let t0 = Instant::now();
-    if let Err(e) = client.create_app(&app).await {
-        report.fail("deploy test", format!("CreateApp: {e}"));
-        return;
-    }
-    let t_app = t0.elapsed();
-    let cloudlets = match client.show_cloudlets().await {
-        Ok(c) => c,
-        Err(e) => {
-            report.fail("deploy test", format!("ShowCloudlet: {e}"));
-            let _ = client.delete_app(&key).await;
-            return;
-        }
-    };
-    let generation = client.facts().generation.unwrap_or(ApiGeneration::Gen3);
-    let target =
-        match crate::provider::placement::target(&config.placement(), generation, &cloudlets) {
-            Ok(t) => t,
-            Err(why) => {
-                report.fail("deploy test", why);
-                let _ = client.delete_app(&key).await;
+    let image = options.image.as_deref().unwrap_or(DEFAULT_IMAGE);
+    for (i, site) in sites.iter().enumerate() {
+        let what = format!("deploy test {site}");
+        let name = format!("garm-check-{}-{i}", std::process::id());
+        let bootstrap = match throwaway(&name, image, site, options) {
+            Ok(b) => b,
+            Err(e) => {
+                report.fail(&what, e);
                 return;
             }
         };
-    let request =
-        crate::provider::placement::new_app_inst(&name, &ec.organization, key.clone(), &target);
-    let mut ignore = |_: &str| {};
-    let created = client.create_app_inst(&request, &mut ignore).await;
-    let t_inst = t0.elapsed() - t_app;
-    let t1 = Instant::now();
-    let deleted_inst: Result<(), ApiError> = if created.is_ok() {
-        client
-            .delete_app_inst(&request.key, &mut ignore)
+        let started = Instant::now();
+        let created = provider.run(Operation::create(bootstrap, None, None)).await;
+        let t_create = started.elapsed();
+        if let Err(e) = created {
+            // A failed create has rolled back (or says that it could not).
+            report.fail(&what, e.to_string());
+            continue;
+        }
+        let started = Instant::now();
+        match provider
+            .run(Operation::Delete {
+                instance: name.clone(),
+            })
             .await
-            .map(|_| ())
-    } else {
-        Ok(())
-    };
-    let deleted_app = client.delete_app(&key).await;
-    let t_delete = t1.elapsed();
-    match (created, deleted_inst, deleted_app) {
-        (Ok(_), Ok(()), Ok(())) => report.pass(
-            "deploy test",
-            format!(
-                "CreateApp {} ms, CreateAppInst {} ms, delete both {} ms",
-                t_app.as_millis(),
-                t_inst.as_millis(),
-                t_delete.as_millis()
+        {
+            Ok(_) => report.pass(
+                &what,
+                format!(
+                    "{image} runs there (CreateInstance {} ms, DeleteInstance {} ms)",
+                    t_create.as_millis(),
+                    started.elapsed().as_millis()
+                ),
             ),
-        ),
-        (Err(e), _, _) => report.fail(
-            "deploy test",
-            format!("CreateAppInst: {e} (the test App was removed)"),
-        ),
-        (_, Err(e), _) | (_, _, Err(e)) => report.fail(
-            "deploy test",
-            format!("cleanup of {name} failed: {e} — delete it by hand"),
-        ),
+            Err(e) => report.fail(
+                &what,
+                format!("{image} runs there, but DeleteInstance {name} failed: {e} — run `delete {name}` with this config"),
+            ),
+        }
     }
+}
+
+/// A bootstrap for a runner that registers nowhere, placed on `site` alone (the pool's other
+/// extra specs kept).
+fn throwaway(
+    name: &str,
+    image: &str,
+    site: &Placement,
+    options: &CheckOptions,
+) -> Result<crate::garm::BootstrapInstance, String> {
+    let mut specs = match &options.extra_specs {
+        Some(serde_json::Value::Object(map)) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    specs.remove("zones");
+    specs.remove("cloudlets");
+    let (key, only) = match site {
+        Placement::Zone(k) => ("zones", k),
+        Placement::Cloudlet(k) => ("cloudlets", k),
+    };
+    let only = serde_json::to_value(only).map_err(|e| e.to_string())?;
+    specs.insert(key.to_string(), serde_json::Value::Array(vec![only]));
+    serde_json::from_value(serde_json::json!({
+        "name": name,
+        "image": image,
+        "os_type": "linux",
+        "arch": "amd64",
+        "pool_id": "garm-provider-edge-connect-check",
+        "repo_url": "https://garm-check.invalid/none",
+        "metadata-url": "https://garm-check.invalid/api/v1/metadata",
+        "callback-url": "https://garm-check.invalid/api/v1/callbacks",
+        "instance-token": "not-a-token",
+        "extra_specs": serde_json::Value::Object(specs),
+    }))
+    .map_err(|e| e.to_string())
 }

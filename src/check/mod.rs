@@ -1,15 +1,15 @@
 //! `check`: verifies, step by step, that a config will work before the first runner fails.
 //!
 //! Each step prints one `✓` or `✗` line; a failed step that later steps depend on stops the run.
-//! Nothing is created on Edge Connect unless `--deploy-test` is given.
+//! Nothing is created on Edge Connect unless `--deploy-test` is given. The client, the runtime
+//! and (for `--deploy-test`) the create and delete are the commands' own (`crate::pipeline`),
+//! so that what `check` says is what the commands will meet.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
-use edge_connect::Client;
 
 mod deploy_test;
 mod remote;
@@ -21,7 +21,8 @@ pub struct CheckOptions {
     pub extra_specs: Option<serde_json::Value>,
     /// A runner image to check for form (and to deploy with `deploy_test`).
     pub image: Option<String>,
-    /// Create and delete a throw-away App + AppInst, reporting the timings.
+    /// Run CreateInstance and DeleteInstance for a throw-away runner on each configured site,
+    /// reporting the timings (or why the image does not run there).
     pub deploy_test: bool,
 }
 
@@ -65,20 +66,22 @@ pub fn run(
     out: &mut dyn std::io::Write,
 ) -> usize {
     let mut report = Report { out, failed: 0 };
-    let config = match Config::load(config_path) {
-        Ok(c) => {
+    // The commands' own path: config, logging, credentials, client, runtime.
+    let session = match crate::pipeline::open(config_path) {
+        Ok(s) => {
             report.pass(
                 "config",
                 format!("{} parses and validates", config_path.display()),
             );
-            c
+            s
         }
         Err(e) => {
             report.fail("config", e.to_string());
             return report.failed;
         }
     };
-    let credentials = match config.credentials(environment) {
+    let config = session.config.clone();
+    match config.credentials(environment) {
         Ok(c) => {
             let source = if environment.contains_key(crate::config::ENV_USERNAME) {
                 "from the environment"
@@ -86,13 +89,12 @@ pub fn run(
                 "from credentials_file"
             };
             report.pass("credentials", format!("user {} {source}", c.username));
-            c
         }
         Err(e) => {
             report.fail("credentials", e.to_string());
             return report.failed;
         }
-    };
+    }
     let specs = match ExtraSpecs::from_value(options.extra_specs.as_ref()) {
         Ok(s) => {
             if options.extra_specs.is_some() {
@@ -108,33 +110,25 @@ pub fn run(
     if let Some(image) = &options.image {
         report.step("image", check_image(image));
     }
-    let deadline = edge_connect::Deadline::after(std::time::Duration::from_secs(
-        config.edge_connect.operation_timeout_secs,
-    ));
-    let client = match Client::new(&config.edge_connect.client_options(), credentials, deadline) {
-        Ok(c) => c,
-        Err(e) => {
-            report.fail("client", e.to_string());
-            return report.failed;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            report.fail("runtime", e.to_string());
-            return report.failed;
-        }
-    };
-    runtime.block_on(remote::remote_checks(
-        &config,
-        &client,
-        &specs,
-        options,
-        &mut report,
-    ));
+    // The deploy test's runners belong to no GARM controller: no ListInstances ever sees them.
+    let controller = format!("garm-provider-edge-connect-check-{}", std::process::id());
+    let quiet: crate::provider::Progress = std::sync::Arc::new(|_: &str| {});
+    let provider =
+        match crate::pipeline::provider(config.clone(), &controller, environment.clone(), quiet) {
+            Ok(p) => p,
+            Err(e) => {
+                report.fail("client", e.to_string());
+                return report.failed;
+            }
+        };
+    let ran = crate::pipeline::block_on(async {
+        remote::remote_checks(&config, &provider, &specs, options, &mut report).await;
+        Ok(())
+    });
+    if let Err(e) = ran {
+        report.fail("runtime", e.to_string());
+    }
+    drop(session);
     report.failed
 }
 

@@ -7,17 +7,19 @@ use std::time::Instant;
 use super::Report;
 use crate::config::{Config, Placement};
 use crate::extra_specs::ExtraSpecs;
-use crate::provider::placement::Target;
-use edge_connect::{ApiErrorKind, Client};
+use crate::provider::placement::{self, Target};
+use crate::provider::Provider;
+use edge_connect::ApiErrorKind;
 
 pub(super) async fn remote_checks(
     config: &Config,
-    client: &Client,
+    provider: &Provider,
     specs: &ExtraSpecs,
     options: &super::CheckOptions,
     report: &mut Report<'_>,
 ) {
     let ec = &config.edge_connect;
+    let client = provider.client();
     let started = Instant::now();
     // Only https can be said to have valid TLS; plain http is allowed for loopback (and with
     // allow_http), and the line says so.
@@ -113,17 +115,22 @@ pub(super) async fn remote_checks(
             return;
         }
     }
-    let (generation, zones) = match client.generation_and_zones().await {
-        Ok((g, zones)) => {
-            report.pass("API generation", g.to_string());
-            (g, zones)
+    // Only a zones (Gen3) controller answers ShowZone; an older one does not know the route.
+    let zones = match client.show_zones().await {
+        Ok(zones) => {
+            report.pass("API generation", "Gen3 (zones)");
+            Some(zones)
+        }
+        Err(e) if e.status == Some(404) => {
+            report.pass("API generation", "Gen2 (cloudlet keys, no zones)");
+            None
         }
         Err(e) => {
             report.fail("API generation", e.to_string());
             return;
         }
     };
-    let sites = crate::provider::placement::candidates(config, specs, "check");
+    let sites = placement::candidates(config, specs, "check");
     let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
         match client.show_cloudlets().await {
             Ok(c) => Some(c),
@@ -172,21 +179,21 @@ pub(super) async fn remote_checks(
             );
             continue;
         }
+        // The commands' own decision (`placement::target`); a cloudlet key on a controller
+        // with zones is what a create would hear `Zone not specified` for.
         let cloudlet_list = cloudlets.as_deref().unwrap_or_default();
-        match crate::provider::placement::target(site, generation, cloudlet_list) {
-            Ok(target) => {
-                let how = match (site, &target) {
-                    (Placement::Cloudlet(_), Target::Zone(_)) => format!(
-                        "exists; addressed as {target} (Gen3 places through zones; the controller picks a cloudlet in that zone)"
-                    ),
-                    _ => format!("exists; addressed as {target}"),
-                };
-                report.pass(&site.to_string(), how);
-            }
-            Err(why) => {
-                report.fail(&site.to_string(), why);
+        match (placement::target(site, cloudlet_list), site) {
+            (target @ Target::Zone(_), Placement::Cloudlet(_)) => report.pass(
+                &site.to_string(),
+                format!(
+                    "exists; addressed as {target} (Gen3 places through zones; the controller picks a cloudlet in that zone)"
+                ),
+            ),
+            (Target::Cloudlet(_), Placement::Cloudlet(key)) if zones.is_some() => {
+                report.fail(&site.to_string(), placement::no_zone(key, cloudlet_list));
                 continue;
             }
+            (target, _) => report.pass(&site.to_string(), format!("exists; addressed as {target}")),
         }
         let available = match site {
             Placement::Zone(z) => {
@@ -213,6 +220,6 @@ pub(super) async fn remote_checks(
         }
     }
     if options.deploy_test && report.failed == 0 {
-        super::deploy_test::deploy_test(config, client, options, report).await;
+        super::deploy_test::deploy_test(provider, &sites, options, report).await;
     }
 }

@@ -40,6 +40,12 @@ pub struct Config {
     /// directory, in a per-user subdirectory.
     #[serde(default)]
     pub token_cache_dir: Option<PathBuf>,
+    /// Pools may only name image pull password variables that start with this prefix
+    /// (`image_pull_password_env` in extra specs), e.g. `EDP_EDGE_CONNECT_REGISTRY_`. Unset: any
+    /// variable except the provider's own credentials (`EDP_EDGE_CONNECT_USERNAME`,
+    /// `EDP_EDGE_CONNECT_PASSWORD`, the proxy variables), which are refused in any case.
+    #[serde(default)]
+    pub image_pull_password_env_prefix: Option<String>,
     /// Edge Connect settings.
     pub edge_connect: EdgeConnectConfig,
 }
@@ -92,6 +98,13 @@ pub struct EdgeConnectConfig {
     /// fails, in seconds: an unreachable URL fails in tens of seconds, not at the deadline.
     #[serde(default = "default_connect_retry")]
     pub connect_retry_secs: u64,
+    /// How long CreateInstance waits, after Edge Connect reports a failed image pull
+    /// (`ErrImagePull`) or a pod that no node has taken (`Pending (0/0)`), which may clear by
+    /// themselves, before it gives up on the runner on that site, in seconds. A repeated pull
+    /// failure, or a reason that cannot clear (`ImagePullBackOff`, `CrashLoopBackOff`, ...),
+    /// ends the create at once.
+    #[serde(default = "default_start_failure_grace")]
+    pub start_failure_grace_secs: u64,
     /// Edge Connect calls RemoveAllInstances has in flight at most; 429 / 503 answers lower it
     /// while they last.
     #[serde(default = "default_remove_all_concurrency")]
@@ -230,6 +243,10 @@ fn default_operation_timeout() -> u64 {
 fn default_remove_all_concurrency() -> usize {
     100
 }
+fn default_start_failure_grace() -> u64 {
+    30
+}
+
 fn default_connect_retry() -> u64 {
     edge_connect::DEFAULT_CONNECT_RETRY.as_secs()
 }

@@ -5,6 +5,15 @@ use super::*;
 impl Config {
     /// Checks values that TOML types cannot express. Returns a message naming the key.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(prefix) = &self.image_pull_password_env_prefix {
+            let name_like = prefix.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && prefix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !name_like {
+                return Err("image_pull_password_env_prefix: must start an environment variable name (letters, digits, _), e.g. GARM_REGISTRY_".to_string());
+            }
+        }
         let ec = &self.edge_connect;
         let url = reqwest::Url::parse(&ec.url).map_err(|e| {
             format!(
@@ -106,6 +115,10 @@ impl Config {
             (
                 "edge_connect.operation_timeout_secs",
                 ec.operation_timeout_secs,
+            ),
+            (
+                "edge_connect.start_failure_grace_secs",
+                ec.start_failure_grace_secs,
             ),
         ] {
             if value > MAX_DURATION_SECS {

@@ -189,7 +189,12 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         }
         Command::ValidateExtraSpecs { file } => {
             let value = read_json_file(&file, "extra specs file")?;
-            ExtraSpecs::from_value(Some(&value))?;
+            let specs = ExtraSpecs::from_value(Some(&value))?;
+            // With a config, its prefix for pull password variables applies too.
+            if let (Some(config), Some(_)) = (&cli.config, &specs.image_pull_password_env) {
+                let prefix = Config::load(config)?.image_pull_password_env_prefix;
+                specs.check_pull_password_env(prefix.as_deref())?;
+            }
             say(&format!("✓ {} is valid", file.display()));
             return Ok(());
         }

@@ -63,7 +63,9 @@ pub fn run() -> u8 {
 
 /// The one stderr line GARM keeps: control characters escaped, length bounded.
 fn fault(message: &str) {
-    super::say(&crate::text::echo_max(message, MAX_FAULT_CHARS));
+    // Scrubbed before it is cut, so that no secret is left half-shown at the cut.
+    let message = edge_connect::Secret::scrub(message);
+    super::say(&crate::text::echo_max(&message, MAX_FAULT_CHARS));
 }
 
 // The guard is boxed: it travels with every error, which should stay small.
@@ -121,7 +123,8 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
         (e, Some(Box::new(guard)))
     };
 
-    let operation = match operation(&env) {
+    let stdin_within = std::time::Duration::from_secs(config.edge_connect.operation_timeout_secs);
+    let operation = match operation(&env, stdin_within) {
         Ok(op) => op,
         Err(e) => return Err(fail(e, guard)),
     };
@@ -156,19 +159,25 @@ fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
         GarmCommand::GetConfigJSONSchema => json(Config::json_schema()),
         GarmCommand::GetExtraSpecsJSONSchema => json(ExtraSpecs::json_schema()),
         GarmCommand::ValidatePoolInfo => {
-            ExtraSpecs::from_value(env.pool_extra_specs.as_ref())?;
+            let specs = ExtraSpecs::from_value(env.pool_extra_specs.as_ref())?;
+            // The operator's prefix for pull password variables is in the config.
+            if specs.image_pull_password_env.is_some() && !env.config_file.is_empty() {
+                let config = Config::load(Path::new(&env.config_file))?;
+                specs.check_pull_password_env(config.image_pull_password_env_prefix.as_deref())?;
+            }
             String::new()
         }
         _ => return Ok(None),
     }))
 }
 
-/// The operation for an instance command (reads stdin for CreateInstance).
-fn operation(env: &GarmEnv) -> Result<Operation, Error> {
+/// The operation for an instance command (reads stdin for CreateInstance, for at most
+/// `stdin_within`).
+fn operation(env: &GarmEnv, stdin_within: std::time::Duration) -> Result<Operation, Error> {
     let instance = || env.instance_id.clone();
     Ok(match env.command {
         GarmCommand::CreateInstance => Operation::create(
-            BootstrapInstance::from_reader(std::io::stdin().lock())?,
+            BootstrapInstance::from_reader_within(std::io::stdin(), stdin_within)?,
             env.pool_id.clone(),
             env.pool_extra_specs.clone(),
         ),

@@ -21,6 +21,8 @@ pub fn write_stdout(text: &str) -> std::io::Result<()> {
 /// Writes one line to stderr. A failure is ignored: stderr is where failures are reported, so
 /// there is nowhere left to report this one, and the exit code still tells the caller.
 pub fn say(line: &str) {
+    // The one scrubber: a server's message in the line may repeat a secret.
+    let line = edge_connect::Secret::scrub(line);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(line.as_bytes());
     let _ = err.write_all(b"\n");

@@ -153,6 +153,27 @@ impl BootstrapInstance {
         Self::from_slice(&raw)
     }
 
+    /// Reads the bootstrap document from `reader` (stdin), giving up after `within` (the
+    /// command's deadline, `edge_connect.operation_timeout_secs`): GARM writes the document
+    /// and closes stdin, but a wrapper that keeps it open, or feeds it a byte at a time, must
+    /// not hold the command past its deadline. The reading thread is left blocked in `read`;
+    /// the process ends with the error.
+    pub fn from_reader_within(
+        reader: impl Read + Send + 'static,
+        within: std::time::Duration,
+    ) -> Result<Self, ProtocolError> {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(Self::from_reader(reader));
+        });
+        receiver.recv_timeout(within).unwrap_or_else(|_| {
+            Err(ProtocolError::new(format!(
+                "the bootstrap params on stdin were not complete within {} s (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
+                within.as_secs()
+            )))
+        })
+    }
+
     /// Parses the bootstrap document.
     pub fn from_slice(raw: &[u8]) -> Result<Self, ProtocolError> {
         if raw.iter().all(u8::is_ascii_whitespace) {
@@ -337,18 +358,84 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Any bytes are a bootstrap with a name and an image, or one refusal line that says
+        /// what is wrong with the params.
         #[test]
-        fn any_bytes_are_an_error_or_a_bootstrap_never_a_panic(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
-            let _ = BootstrapInstance::from_slice(&raw);
-        }
-
-        #[test]
-        fn any_field_values_are_handled(name in ".*", image in ".*", bundle in ".*", token in ".*", labels in proptest::collection::vec(".*", 0..4)) {
-            let doc = serde_json::json!({"name": name, "image": image, "ca-cert-bundle": bundle, "instance-token": token, "labels": labels});
-            if let Ok(b) = BootstrapInstance::from_slice(doc.to_string().as_bytes()) {
-                let _ = (b.forge_type(), b.ca_bundle_pem(), b.matching_tool());
+        fn any_bytes_are_a_usable_bootstrap_or_a_named_refusal(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            match BootstrapInstance::from_slice(&raw) {
+                Ok(b) => {
+                    proptest::prop_assert!(!b.name.trim().is_empty());
+                    proptest::prop_assert!(!b.image.trim().is_empty());
+                }
+                Err(e) => {
+                    proptest::prop_assert!(
+                        e.0.starts_with("invalid bootstrap params") || e.0.starts_with("no bootstrap params"),
+                        "{}", e.0
+                    );
+                    proptest::prop_assert!(!e.0.contains('\n') && e.0.chars().count() <= 400, "{}", e.0);
+                }
             }
         }
+
+        /// Field values come through as sent; a refusal names the field and never repeats
+        /// the instance token.
+        #[test]
+        fn field_values_come_through_or_the_field_is_named(
+            name in ".*",
+            image in ".*",
+            bundle in "(|LS0tLS1CRUdJTg==|.*)",
+            token in "[A-Za-z0-9]{12,24}",
+            labels in proptest::collection::vec(".*", 0..4),
+        ) {
+            let doc = serde_json::json!({"name": name, "image": image, "ca-cert-bundle": bundle, "instance-token": token, "labels": labels});
+            match BootstrapInstance::from_slice(doc.to_string().as_bytes()) {
+                Ok(b) => {
+                    proptest::prop_assert_eq!(&b.name, &name);
+                    proptest::prop_assert_eq!(&b.image, &image);
+                    proptest::prop_assert_eq!(b.instance_token.expose(), token.as_str());
+                    proptest::prop_assert_eq!(b.labels, Some(labels));
+                    proptest::prop_assert_eq!(b.ca_cert_bundle.as_deref(), Some(bundle.as_str()));
+                }
+                Err(e) => {
+                    let named = ["`name`", "`image`", "`ca-cert-bundle`"].iter().any(|f| e.0.contains(f));
+                    proptest::prop_assert!(named, "{}", e.0);
+                    proptest::prop_assert!(!e.0.contains(&token), "{}", e.0);
+                    if name.trim().is_empty() {
+                        proptest::prop_assert!(e.0.contains("`name`"), "{}", e.0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A reader that never answers (stdin held open by a caller that writes nothing).
+    struct Silent(std::sync::mpsc::Receiver<()>);
+
+    impl Read for Silent {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_reader_that_never_ends_is_refused_at_the_deadline() {
+        let (_held, never) = std::sync::mpsc::channel();
+        let err = BootstrapInstance::from_reader_within(
+            Silent(never),
+            std::time::Duration::from_millis(50),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.0,
+            "the bootstrap params on stdin were not complete within 0 s (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
+        );
+        let done = BootstrapInstance::from_reader_within(
+            std::io::Cursor::new(minimal("").into_bytes()),
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+        assert_eq!(done.name, "garm-abc");
     }
 
     #[test]

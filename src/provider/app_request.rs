@@ -76,12 +76,18 @@ impl Provider {
             &specs.image_pull_password_env,
         ) {
             (Some(user), Some(var)) => {
+                specs.check_pull_password_env(
+                    self.config.image_pull_password_env_prefix.as_deref(),
+                )?;
                 let password = self.environment.get(var).filter(|v| !v.is_empty()).ok_or_else(|| {
                     Error::input(format!(
-                        "extra_specs.image_pull_password_env names {var}, which is not set in the provider's environment (add its prefix to GARM's environment_variables)"
+                        "extra_specs.image_pull_password_env names {}, which is not set in the provider's environment (add its prefix to GARM's environment_variables)",
+                        crate::text::echo(var)
                     ))
                 })?;
-                (Some(user.clone()), Some(password.clone()))
+                // Known to the scrubber from here on: a refusal may echo the request.
+                let password = edge_connect::Secret::new(password.as_str());
+                (Some(user.clone()), Some(password.expose().to_string()))
             }
             _ => (None, None),
         };

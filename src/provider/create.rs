@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use super::placement;
+use super::placement::{self, Target};
 use super::wait::{retry_transient, Deadline};
 use super::Provider;
+use crate::config::Placement;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
@@ -14,6 +15,12 @@ use edge_connect::{ApiError, ApiErrorKind, Rpc, MAX_COLLECTED};
 
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
 const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
+
+/// How long the rollback of a runner that cannot start waits for its AppInst to go: a central
+/// CRM undoes the create within seconds of the stream's end; a CRM on the edge keeps it until
+/// its own wait ends (up to 15 minutes), and GARM's DeleteInstance after the failed create
+/// removes it then.
+const START_FAILURE_ROLLBACK: Duration = Duration::from_secs(30);
 
 impl Provider {
     pub(super) async fn create(
@@ -30,45 +37,55 @@ impl Provider {
         let app = self.new_app(bootstrap, pool_id, &specs, &name, &sites)?;
         let app_key = app.key.clone();
 
-        let needs = Needs {
-            env_vars: !app.env_vars.is_empty() || !app.secret_env_vars.is_empty(),
-            pull_credentials: app.username.is_some(),
-        };
-        // What this server is known to drop is refused before anything is made.
-        self.refuse_known_drops(needs)?;
         // A CreateApp for a name that exists wipes that App's secret env vars before failing
         // with "already exists" (main `pkg/controller/app_api.go:694-716`): look first, and
         // never send one that could collide with a live runner.
         if self.app_exists(&name, deadline).await? {
             return Err(Error::Duplicate(format!(
                 "instance {} already exists on Edge Connect (App {name})",
-                bootstrap.name
+                crate::text::echo(&bootstrap.name)
             )));
         }
+        // What must be read back after CreateApp: an older controller drops fields it does not
+        // know (docs/edge-connect-behaviours.md B1). A placement through zones can only succeed
+        // on a zones (Gen3, 2024-09) controller, and those keep env_vars (2024-03); pull
+        // credentials exist only since 2025-10, so they are always confirmed.
+        let needs = Needs {
+            env_vars: (!app.env_vars.is_empty() || !app.secret_env_vars.is_empty())
+                && !self.zones_only(&sites, deadline).await?,
+            pull_credentials: app.username.is_some(),
+        };
 
         tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
         self.report(&format!("creating App {name}"));
-        if let Err(e) = self.client.create_app(&app).await {
+        if let Err(e) = self.client.until(deadline).create_app(&app).await {
             return Err(match e.kind {
                 ApiErrorKind::AlreadyExists => Error::Duplicate(format!(
                     "instance {} already exists on Edge Connect (App {name})",
-                    bootstrap.name
+                    crate::text::echo(&bootstrap.name)
                 )),
                 // Login failed or no connection was made: CreateApp never left this process,
                 // so there is nothing to roll back (and an unreachable server would only make
                 // the rollback wait out its whole grace).
                 ApiErrorKind::Transport if never_sent(&e) => e.into(),
                 // The request may have reached the server: make sure no App stays behind.
-                ApiErrorKind::Transport => self.rollback(&name, &app_key, deadline, e.into()).await,
+                ApiErrorKind::Transport => {
+                    let within = deadline.extended(ROLLBACK_GRACE);
+                    self.rollback(&name, &app_key, within, e.into()).await
+                }
                 _ => self.explain(e).await,
             });
         }
 
         if let Err(e) = self.confirm_kept(&name, &app, needs, deadline).await {
-            return Err(self.rollback(&name, &app_key, deadline, e).await);
+            let within = deadline.extended(ROLLBACK_GRACE);
+            return Err(self.rollback(&name, &app_key, within, e).await);
         }
 
-        match self.deploy(&name, &app_key, &sites, deadline).await {
+        match self
+            .deploy(&name, &app_key, &sites, Some(&app.image_path), deadline)
+            .await
+        {
             Ok(()) => {
                 tracing::info!(app = %name, "created");
                 Ok(ProviderInstance {
@@ -83,20 +100,25 @@ impl Provider {
                     provider_fault: None,
                 })
             }
-            Err(e) => Err(self.rollback(&name, &app_key, deadline, e).await),
+            Err(failure) => {
+                let within = if failure.start_failure {
+                    Deadline::after(START_FAILURE_ROLLBACK)
+                } else {
+                    deadline.extended(ROLLBACK_GRACE)
+                };
+                Err(self.rollback(&name, &app_key, within, failure.error).await)
+            }
         }
     }
 
-    /// Fails when the server is known to drop a field this App needs.
-    fn refuse_known_drops(&self, needs: Needs) -> Result<(), Error> {
-        let facts = self.client.facts();
-        if needs.env_vars && facts.keeps_env_vars == Some(false) {
-            return Err(Error::config(ENV_VARS_DROPPED));
+    /// True when every site is reached through a zone (see `placement::target`).
+    async fn zones_only(&self, sites: &[Placement], deadline: Deadline) -> Result<bool, Error> {
+        for site in sites {
+            if let Target::Cloudlet(_) = self.target_for(site, deadline).await? {
+                return Ok(false);
+            }
         }
-        if needs.pull_credentials && facts.keeps_pull_credentials == Some(false) {
-            return Err(Error::config(PULL_CREDENTIALS_DROPPED));
-        }
-        Ok(())
+        Ok(true)
     }
 
     /// True when an App of this name exists in the organization (any version, anyone's).
@@ -106,22 +128,18 @@ impl Provider {
             name: name.to_string(),
             version: String::new(),
         };
-        let filter = &filter;
+        let (client, filter) = (&self.client.until(deadline), &filter);
         let apps = retry_transient(deadline, "ShowApp", || async move {
-            self.client
-                .show_apps(filter)
-                .await?
-                .collect(MAX_COLLECTED)
-                .await
+            client.show_apps(filter).await?.collect(MAX_COLLECTED).await
         })
         .await?;
         Ok(apps.iter().any(|a| a.key.name == name))
     }
 
-    /// After the first create against a server, reads the App back and confirms the server
-    /// kept the fields the runner and the ownership markers depend on (spec §13 row 1: an
-    /// older MC drops unknown fields without an error, and the runner would then leak). The
-    /// answer is remembered with the token, so later creates skip the extra ShowApp.
+    /// Reads the App back and confirms that the server kept the fields the runner and the
+    /// ownership markers depend on (docs/edge-connect-behaviours.md B1: an older controller
+    /// drops unknown fields without an error, and the runner would then leak). Decided from
+    /// this answer alone; nothing is remembered for later commands.
     async fn confirm_kept(
         &self,
         name: &str,
@@ -129,10 +147,7 @@ impl Provider {
         needs: Needs,
         deadline: Deadline,
     ) -> Result<(), Error> {
-        let facts = self.client.facts();
-        let unknown_env = needs.env_vars && facts.keeps_env_vars.is_none();
-        let unknown_pull = needs.pull_credentials && facts.keeps_pull_credentials.is_none();
-        if !unknown_env && !unknown_pull {
+        if !needs.env_vars && !needs.pull_credentials {
             return Ok(());
         }
         let filter = AppKey {
@@ -140,13 +155,9 @@ impl Provider {
             name: name.to_string(),
             version: String::new(),
         };
-        let filter = &filter;
+        let (client, filter) = (&self.client.until(deadline), &filter);
         let apps = retry_transient(deadline, "ShowApp", || async move {
-            self.client
-                .show_apps(filter)
-                .await?
-                .collect(MAX_COLLECTED)
-                .await
+            client.show_apps(filter).await?.collect(MAX_COLLECTED).await
         })
         .await?;
         let Some(shown) = apps.iter().find(|a| a.key == sent.key) else {
@@ -154,27 +165,26 @@ impl Provider {
                 "App {name} is not listed right after CreateApp succeeded"
             )));
         };
-        let env_kept = shown.has_plain_env_var(crate::runner_env::ENV_CONTROLLER_ID);
-        let pull_kept = sent.username.as_deref() == Some(shown.username.as_str());
-        self.client.learn(|f| {
-            if unknown_env {
-                f.keeps_env_vars = Some(env_kept);
-            }
-            if unknown_pull {
-                f.keeps_pull_credentials = Some(pull_kept);
-            }
-        });
-        if unknown_env && !env_kept {
-            return Err(Error::config(ENV_VARS_DROPPED));
+        if needs.env_vars && !shown.has_plain_env_var(crate::runner_env::ENV_CONTROLLER_ID) {
+            // Only an App shown without any env_vars says that the platform drops the field;
+            // one that shows other values is an answer that does not match what was sent.
+            return Err(if shown.shows_env_vars() {
+                Error::Other(format!(
+                    "App {name} is shown without the env_vars it was created with; not deployed"
+                ))
+            } else {
+                Error::config(ENV_VARS_DROPPED)
+            });
         }
-        if unknown_pull && !pull_kept {
+        if needs.pull_credentials && sent.username.as_deref() != Some(shown.username.as_str()) {
             return Err(Error::config(PULL_CREDENTIALS_DROPPED));
         }
         Ok(())
     }
 
-    /// Removes whatever a failed create left (AppInst in any state, then the App) and returns the
-    /// error to report, noting a failed cleanup (GARM's DeleteInstance will finish it).
+    /// Removes whatever a failed create left (AppInst in any state, then the App) by `deadline`
+    /// and returns the error to report, noting a failed cleanup (GARM's DeleteInstance will
+    /// finish it).
     async fn rollback(
         &self,
         name: &str,
@@ -182,7 +192,6 @@ impl Provider {
         deadline: Deadline,
         cause: Error,
     ) -> Error {
-        let deadline = deadline.extended(ROLLBACK_GRACE);
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
             self.remove_app_insts_of(name, app_key, deadline).await?;
@@ -205,7 +214,7 @@ impl Provider {
     }
 }
 
-/// Fields of the App the runner depends on.
+/// Fields of the App that must be confirmed by reading it back.
 #[derive(Debug, Clone, Copy)]
 struct Needs {
     /// `env_vars` / `secret_env_vars` (bootstrap variables and ownership markers).

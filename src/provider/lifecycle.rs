@@ -12,10 +12,12 @@ use crate::error::Error;
 
 impl Provider {
     pub(super) async fn stop(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
-        let runner = self
-            .find_runner(instance, deadline)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("instance {instance} not found")))?;
+        let runner = self.find_runner(instance, deadline).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "instance {} not found",
+                crate::text::echo(instance)
+            ))
+        })?;
         if let Some(inst) = runner.app_inst() {
             self.report(&format!("removing AppInst {}", inst.key.name));
             self.delete_app_inst(&inst.key, deadline).await?;
@@ -25,10 +27,12 @@ impl Provider {
     }
 
     pub(super) async fn start(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
-        let runner = self
-            .find_runner(instance, deadline)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("instance {instance} not found")))?;
+        let runner = self.find_runner(instance, deadline).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "instance {} not found",
+                crate::text::echo(instance)
+            ))
+        })?;
         if let Some(inst) = runner.app_inst() {
             if super::status::garm_status(Some(inst)).0 == crate::garm::InstanceStatus::Running {
                 tracing::info!(instance, state = %inst.state, "already started");
@@ -38,7 +42,7 @@ impl Provider {
             self.delete_app_inst(&inst.key, deadline).await?;
         }
         let sites = self.recorded_placements(&runner.vars);
-        self.deploy(&runner.key.name, &runner.key, &sites, deadline)
+        self.deploy(&runner.key.name, &runner.key, &sites, None, deadline)
             .await?;
         tracing::info!(instance, "started");
         Ok(())

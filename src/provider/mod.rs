@@ -11,6 +11,7 @@ mod inventory;
 mod lifecycle;
 pub mod placement;
 mod query;
+mod start_watch;
 pub mod status;
 pub mod wait;
 
@@ -126,8 +127,8 @@ pub struct Provider {
     environment: HashMap<String, String>,
     progress: Progress,
     poll_interval: Duration,
-    /// ShowCloudlet's answer, fetched once per process when a cloudlet must be mapped to its
-    /// zone (Gen3).
+    /// ShowCloudlet's answer, fetched once per process when a cloudlet is configured: it says
+    /// how the cloudlet is addressed (see `placement::target`). Never kept beyond the process.
     cloudlets: tokio::sync::OnceCell<Vec<edge_connect::models::Site>>,
     remove_all_concurrency: usize,
     check_app_inst_on_delete: bool,
@@ -252,7 +253,7 @@ impl Provider {
         (self.progress)(message);
     }
     async fn sleep_within(&self, deadline: Deadline) -> Result<(), Error> {
-        if deadline.remaining() <= self.poll_interval {
+        if !deadline.has_room_for(self.poll_interval) {
             return Err(Error::Other(format!(
                 "gave up after edge_connect.operation_timeout_secs={}s",
                 self.config.edge_connect.operation_timeout_secs

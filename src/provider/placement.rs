@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{Config, Placement};
 use crate::extra_specs::{ExtraSpecs, PlacementStrategy};
 use edge_connect::models::{AppInstKey, NewAppInst, Site, SiteRef};
-use edge_connect::{ApiError, ApiErrorKind, ApiGeneration, Subject};
+use edge_connect::{ApiError, ApiErrorKind, Subject};
 
 /// The sites to try for one instance, in order.
 ///
@@ -51,51 +51,56 @@ fn site_ref(key: &crate::config::SiteKey) -> SiteRef {
     SiteRef::from(key)
 }
 
-/// How a configured site is addressed on a server of `generation`.
+/// The cloudlet `key` as ShowCloudlet lists it, if it does.
+pub fn shown<'a>(cloudlets: &'a [Site], key: &crate::config::SiteKey) -> Option<&'a Site> {
+    cloudlets
+        .iter()
+        .find(|s| s.key.organization == key.organization && s.key.name == key.name)
+}
+
+/// How a configured site is addressed, decided from ShowCloudlet's answer in hand (nothing is
+/// remembered between commands).
 ///
-/// A zone is always a `zone_key`. A cloudlet is a `cloudlet_key` inside the AppInst key on Gen2;
-/// Gen3 drops that field (`Zone not specified`, main `appinst.pb.go:260-262`,
-/// `pkg/controller/appinst_zone.go:75-85`) and refuses a top-level `cloudlet_key` from users, so
-/// a Gen3 client reaches a cloudlet only through the zone ShowCloudlet names for it
-/// (`api/edgeproto/objs.go:1431-1440`); the controller then picks a cloudlet of that zone.
-/// `cloudlets` is ShowCloudlet's answer (only needed for a cloudlet on Gen3).
-pub fn target(
-    site: &Placement,
-    generation: ApiGeneration,
-    cloudlets: &[Site],
-) -> Result<Target, String> {
-    match (site, generation) {
-        (Placement::Zone(z), _) => Ok(Target::Zone(site_ref(z))),
-        (Placement::Cloudlet(c), ApiGeneration::Gen2) => Ok(Target::Cloudlet(site_ref(c))),
-        (Placement::Cloudlet(c), ApiGeneration::Gen3) => {
-            let found = cloudlets
-                .iter()
-                .find(|s| s.key.organization == c.organization && s.key.name == c.name)
-                .ok_or_else(|| {
-                    format!(
-                        "cloudlet {}/{} not found; cloudlets here: {}",
-                        c.organization,
-                        c.name,
-                        cloudlets
-                            .iter()
-                            .map(|s| format!("{}/{}", s.key.organization, s.key.name))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                })?;
-            if found.zone.is_empty() {
-                return Err(format!(
-                    "cloudlet {}/{} belongs to no zone, and this Edge Connect (Gen3) places AppInsts only through zones: configure [edge_connect.zone] instead",
-                    c.organization, c.name
-                ));
-            }
-            // The zone carries the cloudlet's operator and federation (`objs.go:1431-1440`).
-            Ok(Target::Zone(SiteRef {
+/// A zone is always a `zone_key`. A cloudlet that ShowCloudlet lists with a `zone` is on a
+/// zones (Gen3) controller: only Gen3 cloudlets carry that field (main
+/// `api/edgeproto/cloudlet.proto:521-522`, added with zones in 2024-09), Gen3 drops a
+/// `key.cloudlet_key` (`Zone not specified`, docs/edge-connect-behaviours.md B4) and reaches
+/// the cloudlet through its zone, whose key carries the cloudlet's operator and federation
+/// (`api/edgeproto/objs.go:1431-1440`); the controller then picks a cloudlet of that zone. Any
+/// other cloudlet is sent in the Gen2 shape, `key.cloudlet_key`: a Gen3 controller answers it
+/// with `Zone not specified`, which [`no_zone`] then explains.
+pub fn target(site: &Placement, cloudlets: &[Site]) -> Target {
+    match site {
+        Placement::Zone(z) => Target::Zone(site_ref(z)),
+        Placement::Cloudlet(c) => match shown(cloudlets, c) {
+            Some(found) if !found.zone.is_empty() => Target::Zone(SiteRef {
                 organization: found.key.organization.clone(),
                 name: found.zone.clone(),
                 federated_organization: found.key.federated_organization.clone(),
-            }))
-        }
+            }),
+            _ => Target::Cloudlet(site_ref(c)),
+        },
+    }
+}
+
+/// Why a cloudlet cannot be used on a controller that places only through zones (it answered
+/// `Zone not specified`, or `check` saw its zones), from ShowCloudlet's answer.
+pub fn no_zone(key: &crate::config::SiteKey, cloudlets: &[Site]) -> String {
+    match shown(cloudlets, key) {
+        Some(_) => format!(
+            "cloudlet {}/{} belongs to no zone, and this Edge Connect places AppInsts only through zones: ask its operator to assign the cloudlet to a zone, or configure [edge_connect.zone]",
+            key.organization, key.name
+        ),
+        None => format!(
+            "cloudlet {}/{} not found; cloudlets here: {}",
+            key.organization,
+            key.name,
+            cloudlets
+                .iter()
+                .map(|s| format!("{}/{}", s.key.organization, s.key.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -131,38 +136,38 @@ pub fn site_unusable(e: &ApiError, target: &Target) -> bool {
             e.missing(),
             Some(Subject::Zone | Subject::Cloudlet | Subject::Flavor)
         ),
-        _ => e.zone_not_specified(),
+        _ => false,
     }
 }
 
 impl super::Provider {
-    /// The target for a configured site, or why the site cannot be used (unknown cloudlet,
-    /// cloudlet without zone). Asks the server its API generation once, and ShowCloudlet once
-    /// per process, only when a cloudlet is configured.
+    /// The target for a configured site. A cloudlet costs one ShowCloudlet per process (the
+    /// answer serves every cloudlet site of the command); a zone costs nothing.
     pub(super) async fn target_for(
         &self,
         site: &Placement,
         deadline: super::wait::Deadline,
-    ) -> Result<Result<Target, String>, crate::error::Error> {
+    ) -> Result<Target, crate::error::Error> {
         if let Placement::Zone(_) = site {
-            return Ok(target(site, ApiGeneration::Gen3, &[]));
+            return Ok(target(site, &[]));
         }
-        let generation =
-            super::wait::retry_transient(deadline, "ShowZone", || self.client.api_generation())
-                .await?;
-        let cloudlets: &[Site] = match generation {
-            ApiGeneration::Gen2 => &[],
-            ApiGeneration::Gen3 => {
-                self.cloudlets
-                    .get_or_try_init(|| {
-                        super::wait::retry_transient(deadline, "ShowCloudlet", || {
-                            self.client.show_cloudlets()
-                        })
-                    })
-                    .await?
-            }
-        };
-        Ok(target(site, generation, cloudlets))
+        let cloudlets = self
+            .cloudlets
+            .get_or_try_init(|| self.show_cloudlets(deadline))
+            .await?;
+        Ok(target(site, cloudlets))
+    }
+
+    /// ShowCloudlet, retried while transient.
+    pub(super) async fn show_cloudlets(
+        &self,
+        deadline: super::wait::Deadline,
+    ) -> Result<Vec<Site>, crate::error::Error> {
+        let client = self.client.until(deadline);
+        Ok(
+            super::wait::retry_transient(deadline, "ShowCloudlet", || client.show_cloudlets())
+                .await?,
+        )
     }
 }
 
@@ -221,35 +226,44 @@ mod tests {
     }
 
     #[test]
-    fn sites_shape_the_request_per_generation() {
+    fn sites_are_shaped_by_what_show_cloudlet_says() {
         let key = edge_connect::models::AppKey::default();
         let site = SiteKey {
             organization: "TDG".into(),
             name: "m".into(),
             ..Default::default()
         };
-        let request = |site: &Placement, generation, cloudlets: &[Site]| {
-            let t = target(site, generation, cloudlets).unwrap();
+        let request = |site: &Placement, cloudlets: &[Site]| {
+            let t = target(site, cloudlets);
             serde_json::to_value(new_app_inst("n", "o", key.clone(), &t)).unwrap()
         };
-        let z = request(&Placement::Zone(site.clone()), ApiGeneration::Gen3, &[]);
+        let z = request(&Placement::Zone(site.clone()), &[]);
         assert_eq!(z["zone_key"]["name"], "m");
         assert!(z["key"].get("cloudlet_key").is_none());
         let cloudlet = Placement::Cloudlet(site.clone());
-        let c = request(&cloudlet, ApiGeneration::Gen2, &[]);
-        assert_eq!(c["key"]["cloudlet_key"]["name"], "m");
-        assert!(c.get("zone_key").is_none());
-        let shown: Vec<Site> = serde_json::from_str(
-            r#"[{"key":{"organization":"TDG","name":"m"},"zone":"Munich-Zone"}]"#,
+        // Gen2 lists cloudlets without a zone (or not at all): the cloudlet key.
+        let gen2: Vec<Site> =
+            serde_json::from_str(r#"[{"key":{"organization":"TDG","name":"m"}}]"#).unwrap();
+        for cloudlets in [&gen2[..], &[]] {
+            let c = request(&cloudlet, cloudlets);
+            assert_eq!(c["key"]["cloudlet_key"]["name"], "m");
+            assert!(c.get("zone_key").is_none());
+        }
+        // Gen3 lists the cloudlet's zone, which need not share its name.
+        let gen3: Vec<Site> = serde_json::from_str(
+            r#"[{"key":{"organization":"TDG","name":"m","federated_organization":"P"},"zone":"Munich-Zone"}]"#,
         )
         .unwrap();
-        let g3 = request(&cloudlet, ApiGeneration::Gen3, &shown);
+        let g3 = request(&cloudlet, &gen3);
         assert_eq!(
             g3["zone_key"],
-            serde_json::json!({"organization":"TDG","name":"Munich-Zone"})
+            serde_json::json!({"organization":"TDG","name":"Munich-Zone","federated_organization":"P"})
         );
         assert!(g3["key"].get("cloudlet_key").is_none());
-        let missing = target(&cloudlet, ApiGeneration::Gen3, &[]).unwrap_err();
-        assert!(missing.contains("cloudlet TDG/m not found"), "{missing}");
+        assert!(no_zone(&site, &gen2).contains("cloudlet TDG/m belongs to no zone"));
+        assert_eq!(
+            no_zone(&site, &[]),
+            "cloudlet TDG/m not found; cloudlets here: "
+        );
     }
 }

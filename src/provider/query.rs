@@ -13,7 +13,10 @@ impl Provider {
     ) -> Result<RunnerView, Error> {
         match self.find_runner(instance, deadline).await? {
             Some(runner) => Ok(self.view_of(runner)),
-            None => Err(Error::NotFound(format!("instance {instance} not found"))),
+            None => Err(Error::NotFound(format!(
+                "instance {} not found",
+                crate::text::echo(instance)
+            ))),
         }
     }
 

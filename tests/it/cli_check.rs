@@ -47,16 +47,30 @@ fn all_good() {
 }
 
 #[test]
-fn deploy_test_creates_and_removes_a_throwaway_app() {
+fn deploy_test_runs_the_commands_create_and_delete_on_a_throwaway_runner() {
     let w = World::new();
     let (code, out) = check(&w, &["--deploy-test"]);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.lines()
-            .any(|l| l.starts_with("✓ deploy test: CreateApp ")),
+        out.lines().any(|l| l.starts_with(
+            "✓ deploy test zone TelekomOP/Munich: docker.io/library/nginx:1.27-alpine runs there (CreateInstance "
+        )),
         "{out}"
     );
+    // CreateInstance's own path: the name is looked up before CreateApp (a second create path
+    // would not), and DeleteInstance reads the AppInst before deleting it.
+    assert_eq!(w.calls("CreateApp"), 1);
     assert_eq!(w.calls("CreateAppInst"), 1);
+    assert_eq!(w.calls("DeleteAppInst"), 1);
+    assert_eq!(
+        w.calls("DeleteApp"),
+        2,
+        "the membership probe and the runner's App"
+    );
+    assert!(
+        w.calls("ShowApp") >= 2,
+        "exists check and the delete's lookup"
+    );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
 
@@ -218,4 +232,60 @@ fn bad_extra_specs_and_image() {
             .any(|l| l.starts_with("✗ image: \"not an image\"")),
         "{out}"
     );
+}
+
+#[test]
+fn deploy_test_reports_an_image_that_cannot_run_on_each_site() {
+    let w = World::with_sim(
+        edge_connect_sim::SimConfig {
+            zones: vec![
+                ("TelekomOP".into(), "Munich".into()),
+                ("TelekomOP".into(), "Berlin".into()),
+            ],
+            cloudlets: vec![
+                ("TelekomOP".into(), "Munich".into()),
+                ("TelekomOP".into(), "Berlin".into()),
+            ],
+            ..Default::default()
+        },
+        Site::Zone,
+        "deployment = \"docker\"",
+    );
+    let specs = w.dir.path().join("specs.json");
+    std::fs::write(
+        &specs,
+        r#"{"zones":[{"organization":"TelekomOP","name":"Munich"},{"organization":"TelekomOP","name":"Berlin"}]}"#,
+    )
+    .unwrap();
+    // Munich's docker cannot pull the image (docs/edge-connect-behaviours.md B13); Berlin can.
+    let image = "registry.example.com/ci/runner:13";
+    w.sim.inject(edge_connect_sim::Fault::stream_error(
+        "CreateAppInst",
+        3,
+        format!("Create App Inst failed: error pulling docker image: {image}, Error response from daemon: manifest for {image} not found: manifest unknown: manifest unknown, Process exited with status 1"),
+    ));
+    let (code, out) = check(
+        &w,
+        &[
+            "--extra-specs",
+            &specs.display().to_string(),
+            "--image",
+            image,
+            "--deploy-test",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with(&format!(
+            "✗ deploy test zone TelekomOP/Munich: image {image} cannot be pulled on TelekomOP/Munich ("
+        )) && l.ends_with("check the image name and tag, and image_pull_username / image_pull_password_env for a private registry")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with(&format!(
+            "✓ deploy test zone TelekomOP/Berlin: {image} runs there (CreateInstance "
+        ))),
+        "{out}"
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }

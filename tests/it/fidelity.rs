@@ -1,5 +1,5 @@
 //! The provider against a simulator that behaves like the real Master Controller where the two
-//! used to disagree (spec §13): the seed config on both API generations, servers that drop
+//! used to disagree (docs/edge-connect-behaviours.md): the seed config on both API generations, servers that drop
 //! fields, Gen2 failover, duplicate names and values the manifest generators would mangle.
 //! Each test fails without the provider's handling of that behaviour.
 
@@ -85,8 +85,14 @@ fn the_seed_config_runs_a_runner_on_gen3_through_the_cloudlets_zone() {
     let inst = lifecycle(&w);
     assert_eq!(inst["zone_key"]["name"], "Munich", "{inst}");
     assert_eq!(inst["cloudlet_key"]["name"], "Munich", "{inst}");
-    // One ShowZone to learn the generation, kept for the later commands.
-    assert_eq!(w.calls("ShowZone"), 1);
+    // ShowCloudlet's answer tells how to address the cloudlet: no ShowZone, no read-back.
+    assert_eq!(w.calls("ShowZone"), 0);
+    assert_eq!(w.calls("ShowCloudlet"), 1);
+    assert_eq!(
+        w.calls("ShowApp"),
+        3,
+        "exists check, then list, then delete"
+    );
 }
 
 #[test]
@@ -114,13 +120,15 @@ fn check_says_how_the_seed_cloudlet_is_addressed_on_gen3() {
 }
 
 #[test]
-fn a_server_that_drops_env_vars_leaves_nothing_and_is_remembered() {
+fn a_server_that_drops_env_vars_leaves_nothing_and_each_create_finds_out_anew() {
+    // Only a Gen2 controller can predate env_vars (they came in 2024-03, zones in 2024-09).
     let w = World::with_sim(
         SimConfig {
+            api: ApiGeneration::Gen2,
             release: ServerRelease::BeforeEnvVars,
             ..SimConfig::default()
         },
-        Site::Zone,
+        Site::Cloudlet,
         "",
     );
     let r = w.create("bootstrap-github-jit.json", "garm-old1", POOL, &[]);
@@ -134,7 +142,8 @@ fn a_server_that_drops_env_vars_leaves_nothing_and_is_remembered() {
         r.stderr
     );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
-    // The next create knows it and refuses before making anything.
+    // Nothing is remembered: the next create reads its own App back and comes to the same
+    // conclusion from its own answer.
     let again = w.create("bootstrap-github-jit.json", "garm-old2", POOL, &[]);
     assert_eq!(again.code, 1);
     assert!(
@@ -142,7 +151,12 @@ fn a_server_that_drops_env_vars_leaves_nothing_and_is_remembered() {
         "{}",
         again.stderr
     );
-    assert_eq!(w.calls("CreateApp"), 1);
+    assert_eq!(w.calls("CreateApp"), 2);
+    assert_eq!(
+        w.calls("CreateAppInst"),
+        0,
+        "no runner without its environment"
+    );
     assert!(w.app_names().is_empty());
     // The fix the message names works on that server.
     let text = std::fs::read_to_string(&w.config).expect("config");

@@ -5,6 +5,7 @@
 mod support;
 
 mod cli_check;
+mod create_decisions;
 mod deploy_manifests;
 mod docs_links;
 mod extra_specs_schema;
@@ -12,6 +13,7 @@ mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
 mod hardening_client;
+mod input_bounds;
 mod logging;
 mod reliability_faults;
 mod reliability_load;
@@ -21,5 +23,7 @@ mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
 mod scale;
+mod secrets_scrubbed;
+mod start_failures;
 mod tls;
 mod trial;

@@ -44,14 +44,10 @@ pub(crate) struct Shared {
     /// that a rollback after an unreachable create does not wait out the bound again.
     pub(crate) unreachable_since: std::sync::Mutex<Option<Instant>>,
     pub(crate) proxy: Option<ProxyChoice>,
-    /// Values that must not appear in any message, whatever a server or a library echoes.
-    pub(crate) redact: Vec<String>,
     pub(crate) token: Mutex<Option<Secret>>,
     /// A login that failed for good, remembered so that concurrent calls of one command do not
     /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
     pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
-    /// What is known about the server (see [`crate::ServerFacts`]).
-    pub(crate) facts: std::sync::Mutex<crate::ServerFacts>,
     pub(crate) logins: AtomicUsize,
     pub(crate) requests: AtomicUsize,
 }
@@ -132,7 +128,6 @@ impl Client {
                 env!("CARGO_PKG_VERSION")
             ))
             .use_rustls_tls();
-        let mut redact = vec![credentials.password.expose().to_string()];
         if let Some(p) = &proxy {
             let reqwest_proxy = reqwest::Proxy::all(p.url.as_str()).map_err(|_| {
                 SetupError(format!(
@@ -141,20 +136,10 @@ impl Client {
                 ))
             })?;
             builder = builder.proxy(reqwest_proxy);
-            if let Some(password) = p.url.password() {
-                // As written in the variable and as sent (percent-decoded).
-                redact.push(password.to_string());
-                redact.push(
-                    percent_encoding::percent_decode_str(password)
-                        .decode_utf8_lossy()
-                        .into_owned(),
-                );
-            }
+            // The scrubber learns the URL and its password (as written and decoded).
+            let _ = Secret::new(p.url.as_str());
             tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
         }
-        // Too short a value would blank out ordinary words of every message.
-        redact.retain(|r| r.len() >= 4);
-        redact.dedup();
         if let Some(path) = &config.ca_bundle {
             let pem = std::fs::read(path).map_err(|e| {
                 SetupError(format!(
@@ -195,10 +180,8 @@ impl Client {
                 connect_retry: config.connect_retry,
                 unreachable_since: std::sync::Mutex::new(None),
                 proxy,
-                redact,
                 token: Mutex::new(None),
                 refused_login: std::sync::Mutex::new(None),
-                facts: std::sync::Mutex::new(crate::ServerFacts::default()),
                 logins: AtomicUsize::new(0),
                 requests: AtomicUsize::new(0),
             }),
@@ -208,12 +191,8 @@ impl Client {
         })
     }
 
-    /// Uses a token store (cache) for tokens across processes; facts it kept about the server
-    /// are taken over while they are fresh.
+    /// Uses a token store (cache) for tokens across processes.
     pub fn with_token_store(mut self, store: Box<dyn TokenStore>) -> Self {
-        if let Some(facts) = store.load_facts().filter(crate::ServerFacts::is_fresh) {
-            *self.facts_slot() = facts;
-        }
         self.store = Some(Arc::from(store));
         self
     }
@@ -247,17 +226,6 @@ impl Client {
     /// `host:port` of the Edge Connect URL.
     pub fn host(&self) -> &str {
         &self.shared.host
-    }
-
-    pub(crate) fn token_store(&self) -> Option<&dyn TokenStore> {
-        self.store.as_deref()
-    }
-
-    pub(crate) fn facts_slot(&self) -> std::sync::MutexGuard<'_, crate::ServerFacts> {
-        self.shared
-            .facts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Number of logins this client made (all its handles together).
@@ -297,16 +265,10 @@ impl Client {
         }
     }
 
-    /// `text` with every value that must stay secret replaced by `***`: a server may echo what
-    /// it was sent, a library may print what it was given.
+    /// `text` with every secret of the process masked ([`Secret::scrub`], the one scrubber): a
+    /// server may echo what it was sent, a library may print what it was given.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in &self.shared.redact {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "***");
-            }
-        }
-        out
+        Secret::scrub(text).into_owned()
     }
 
     pub(crate) fn scrubbed(&self, mut e: ApiError) -> ApiError {

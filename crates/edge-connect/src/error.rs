@@ -250,10 +250,12 @@ fn classify_message(message: &str) -> ApiErrorKind {
 /// A message is cut to this many characters: it ends up in one line on stderr (GARM's fault).
 const MAX_MESSAGE_CHARS: usize = 500;
 
-/// One line: control characters (newlines, terminal escape sequences) become spaces, runs of
-/// spaces one, and a long text is cut. Most messages are the server's, so nothing in them may
-/// reach a terminal or a log raw.
+/// One line: secrets masked, control characters (newlines, terminal escape sequences) become
+/// spaces, runs of spaces one, and a long text is cut. Most messages are the server's, so
+/// nothing in them may reach a terminal or a log raw.
 fn one_line(s: &str) -> String {
+    // Scrubbed before it is cut: a secret cut in half no longer matches the scrubber.
+    let s = crate::Secret::scrub(s);
     let cleaned: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

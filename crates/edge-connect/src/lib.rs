@@ -19,11 +19,12 @@
 //! | `transport` | bodies and chunks under the silence bound and the deadline, size caps, transport errors |
 //! | `lines` | one stream line at a time: split, parsed with serde, a body cut inside a line refused |
 //! | `rpc` | the RPCs by name ([`Rpc`]) and one function per RPC |
-//! | `server` | facts learnt about the server: API generation, fields Apps keep |
+//! | [`appinst_start`] | what a CreateAppInst stream says about the start: success line, pod status reasons, docker pull failures |
 //! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
 //! | [`error`] | typed errors from status codes and controller texts |
 //! | `token_store`, [`token_cache`] | tokens shared between processes |
 
+pub mod appinst_start;
 mod call;
 mod client;
 mod deadline;
@@ -38,7 +39,6 @@ mod options;
 mod proxy;
 mod rpc;
 mod secret;
-mod server;
 mod state;
 mod stream;
 pub mod token_cache;
@@ -51,7 +51,6 @@ pub use error::{ApiError, ApiErrorKind, Subject};
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use rpc::{Rpc, MAX_COLLECTED};
 pub use secret::Secret;
-pub use server::{ApiGeneration, ServerFacts, FACTS_LIFETIME_SECS};
 pub use state::AppInstState;
 pub use stream::{Show, StreamEnd};
 pub use token_store::{LoginLock, TokenStore};

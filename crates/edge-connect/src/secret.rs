@@ -1,6 +1,14 @@
-//! A wrapper for values that must never reach stdout, stderr or the log.
+//! A wrapper for values that must never reach stdout, stderr or the log, and the one scrubber
+//! that removes every such value from text on its way out of the process.
+//!
+//! Every [`Secret`] registers its value with the process-wide scrubber when it is made (read
+//! from a file, the environment, GARM's stdin, a login answer), so whatever writes output (the
+//! log writer, the stderr line, the fault GARM stores) can remove it with [`Secret::scrub`],
+//! whichever of its encodings a server echoed it in.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Mutex;
 
 /// A secret string (password, Edge Connect token, GARM instance token, proxy URL with credentials).
 ///
@@ -37,10 +45,10 @@ impl<'de> serde::de::Visitor<'de> for SecretVisitor {
         f.write_str("a string")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Secret, E> {
-        Ok(Secret(v.to_string()))
+        Ok(Secret::new(v))
     }
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Secret, E> {
-        Ok(Secret(v))
+        Ok(Secret::new(v))
     }
     fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Secret, E> {
         Err(not_a_string("a boolean"))
@@ -61,7 +69,7 @@ impl<'de> serde::de::Visitor<'de> for SecretVisitor {
         Err(not_a_string("a number"))
     }
     fn visit_char<E: serde::de::Error>(self, v: char) -> Result<Secret, E> {
-        Ok(Secret(v.to_string()))
+        Ok(Secret::new(v.to_string()))
     }
     fn visit_bytes<E: serde::de::Error>(self, _: &[u8]) -> Result<Secret, E> {
         Err(not_a_string("bytes"))
@@ -78,9 +86,23 @@ impl<'de> serde::de::Visitor<'de> for SecretVisitor {
 }
 
 impl Secret {
-    /// Wraps a value.
+    /// Wraps a value, and registers it with the scrubber ([`Secret::scrub`]).
     pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
+        let value = value.into();
+        register(&value);
+        Secret(value)
+    }
+
+    /// `text` with every registered secret, in every form a server or an encoder may give it,
+    /// and anything shaped like a bearer token or a JWT, replaced by `***`. Every line that
+    /// leaves the process passes through here: what a server echoes is not under our control.
+    pub fn scrub(text: &str) -> Cow<'_, str> {
+        match KNOWN.lock() {
+            Ok(known) => known.scrub(text),
+            // A panic while registering cannot leave the lists unusable: keep scrubbing with
+            // what they hold.
+            Err(poisoned) => poisoned.into_inner().scrub(text),
+        }
     }
 
     /// The secret value, for the one place that must send it somewhere.
@@ -108,8 +130,307 @@ impl fmt::Display for Secret {
 
 impl From<String> for Secret {
     fn from(value: String) -> Self {
-        Secret(value)
+        Secret::new(value)
     }
+}
+
+/// Every secret this process has seen.
+static KNOWN: Mutex<Redactor> = Mutex::new(Redactor::new());
+
+fn register(value: &str) {
+    match KNOWN.lock() {
+        Ok(mut known) => known.add(value),
+        Err(poisoned) => poisoned.into_inner().add(value),
+    }
+}
+
+/// Shorter values are not redacted: a three-letter password would blank every word that
+/// contains it, and no message would be readable. (The login refuses nothing for it; such a
+/// password is simply not protected in output, which docs/operations.md says.)
+const MIN_SECRET_CHARS: usize = 4;
+
+/// Distinct values kept. A command holds a handful (password, token, instance token, proxy
+/// URLs, a registry password); the bound keeps a hostile input from making every line slow.
+const MAX_SECRETS: usize = 64;
+
+/// Longest value registered in full; a longer one is matched by its first this-many bytes
+/// (enough to hide it, and the forms stay small).
+const MAX_SECRET_BYTES: usize = 4 * 1024;
+
+/// Bound of the forms kept, in bytes (a few KiB in practice).
+const MAX_FORM_BYTES: usize = 2 * 1024 * 1024;
+
+/// The text that replaces a secret.
+const MASK: &str = "***";
+
+/// The forms of every registered secret, longest first.
+struct Redactor {
+    values: Vec<String>,
+    forms: Vec<String>,
+}
+
+impl Redactor {
+    const fn new() -> Self {
+        Redactor {
+            values: Vec::new(),
+            forms: Vec::new(),
+        }
+    }
+
+    /// Registers a value and the forms it can come back in.
+    fn add(&mut self, value: &str) {
+        let mut value = value;
+        if value.len() > MAX_SECRET_BYTES {
+            let mut end = MAX_SECRET_BYTES;
+            while !value.is_char_boundary(end) {
+                end -= 1;
+            }
+            value = &value[..end];
+        }
+        if value.chars().count() < MIN_SECRET_CHARS
+            || self.values.len() >= MAX_SECRETS
+            || self.values.iter().any(|v| v == value)
+        {
+            return;
+        }
+        let mut forms = forms(value);
+        forms.retain(|f| !self.forms.contains(f));
+        let held: usize = self.forms.iter().map(String::len).sum();
+        if held + forms.iter().map(String::len).sum::<usize>() > MAX_FORM_BYTES {
+            return;
+        }
+        self.forms.extend(forms);
+        // Longest first: a form that contains another is replaced whole.
+        self.forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        self.values.push(value.to_string());
+    }
+
+    fn scrub<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut out = Cow::Borrowed(text);
+        for form in &self.forms {
+            if out.contains(form.as_str()) {
+                out = Cow::Owned(out.replace(form.as_str(), MASK));
+            }
+        }
+        if let Some(masked) = mask_bearer(&out) {
+            out = Cow::Owned(masked);
+        }
+        if let Some(masked) = mask_jwts(&out) {
+            out = Cow::Owned(masked);
+        }
+        out
+    }
+}
+
+/// The spellings a value can reach output in: as is; JSON-escaped as serde_json writes it
+/// (`"` and `\` escaped), as Go's encoder writes it (also `&`, `<`, `>` as `\u0026`...; the
+/// Master Controller is Go, docs/edge-connect-behaviours.md B2), with non-ASCII as `\u00fc`
+/// (encoders that write ASCII only); URL-encoded (a query, a form, a proxy URL's user info);
+/// the password inside a URL, as written and decoded; and each of those JSON-escaped once more
+/// (a server message quoted inside a JSON log line).
+fn forms(value: &str) -> Vec<String> {
+    let mut base = vec![value.to_string()];
+    if let Ok(url) = reqwest::Url::parse(value) {
+        if let Some(password) = url.password() {
+            base.push(password.to_string());
+            base.push(
+                percent_encoding::percent_decode_str(password)
+                    .decode_utf8_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    let mut once = Vec::new();
+    for b in &base {
+        once.extend([
+            b.clone(),
+            json_escape(b, Escape::Serde),
+            json_escape(b, Escape::Go),
+            json_escape(b, Escape::Ascii),
+            uppercase_hex(&json_escape(b, Escape::Ascii)),
+            url_encode(b, false),
+            url_encode(b, true),
+        ]);
+    }
+    let mut all = once.clone();
+    for f in &once {
+        all.push(json_escape(f, Escape::Serde));
+        all.push(json_escape(f, Escape::Go));
+    }
+    all.retain(|f| f.chars().count() >= MIN_SECRET_CHARS);
+    all.sort();
+    all.dedup();
+    all
+}
+
+/// Which characters a JSON encoder escapes beyond `"`, `\` and control characters.
+#[derive(Clone, Copy, PartialEq)]
+enum Escape {
+    /// serde_json: nothing more.
+    Serde,
+    /// Go's encoding/json: `&`, `<`, `>`, U+2028, U+2029.
+    Go,
+    /// Go's set and every non-ASCII character (UTF-16 `\uXXXX`).
+    Ascii,
+}
+
+fn json_escape(s: &str, escape: Escape) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '&' | '<' | '>' | '\u{2028}' | '\u{2029}' if escape != Escape::Serde => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c if !c.is_ascii() && escape == Escape::Ascii => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `\u00fc` as `\u00FC` (some encoders write upper-case hex digits).
+fn uppercase_hex(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("\\u") {
+        out.push_str(&rest[..at + 2]);
+        let hex: String = rest[at + 2..].chars().take(4).collect();
+        out.push_str(&hex.to_uppercase());
+        rest = &rest[at + 2 + hex.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Percent-encoding of every byte but the unreserved ones (RFC 3986 2.3), upper-case hex; with
+/// `plus`, a space is `+` (HTML forms, Go's `url.QueryEscape`).
+fn url_encode(s: &str, plus: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' if plus => out.push('+'),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Shortest word after `Bearer` that is masked: real tokens are far longer, and "Bearer token
+/// expired" should stay readable.
+const MIN_BEARER_CHARS: usize = 12;
+
+/// Characters of an RFC 6750 `b64token` (what follows `Bearer `).
+fn is_token_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b)
+}
+
+/// `Bearer <token>` (any case, after a space, `%20` or `+`) with the token masked, whatever
+/// the token is: an echoed Authorization header. `None` when there is none.
+fn mask_bearer(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("bearer") {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut search = 0;
+    let mut changed = false;
+    while let Some(found) = lower[search..].find("bearer") {
+        let after = search + found + "bearer".len();
+        let mut start = after;
+        // One or more separators: spaces, `%20`, `+`.
+        loop {
+            if bytes.get(start) == Some(&b' ') || bytes.get(start) == Some(&b'+') {
+                start += 1;
+            } else if lower[start..].starts_with("%20") {
+                start += 3;
+            } else {
+                break;
+            }
+        }
+        let mut end = start;
+        while end < bytes.len() && is_token_char(bytes[end]) {
+            end += 1;
+        }
+        if start > after && end - start >= MIN_BEARER_CHARS {
+            out.push_str(&text[copied..start]);
+            out.push_str(MASK);
+            copied = end;
+            changed = true;
+        }
+        search = end.max(after);
+    }
+    out.push_str(&text[copied..]);
+    changed.then_some(out)
+}
+
+fn is_base64url(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+/// Every JWT-shaped word (`eyJ…` header, `.`, payload, `.`, signature) masked, known or not:
+/// a token the provider never saw (another user's, a refreshed one) is still a credential.
+/// `None` when there is none.
+fn mask_jwts(text: &str) -> Option<String> {
+    if !text.contains("eyJ") {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut search = 0;
+    let mut changed = false;
+    while let Some(found) = text[search..].find("eyJ") {
+        let start = search + found;
+        // Up to three base64url segments; the header and payload a few characters at least.
+        let mut end = start;
+        let mut segments = [0usize; 3];
+        for (i, len) in segments.iter_mut().enumerate() {
+            if i > 0 {
+                if bytes.get(end) != Some(&b'.') {
+                    break;
+                }
+                end += 1;
+            }
+            let begin = end;
+            while end < bytes.len() && is_base64url(bytes[end]) {
+                end += 1;
+            }
+            *len = end - begin;
+        }
+        let word_start = start == 0 || !is_base64url(bytes[start - 1]);
+        // Header and payload suffice: a JWT cut short (a message cut at its length limit) still
+        // carries its claims.
+        let dotted = text[start..end].contains('.');
+        if word_start && dotted && segments[0] >= 10 && segments[1] >= 2 {
+            out.push_str(&text[copied..start]);
+            out.push_str(MASK);
+            copied = end;
+            changed = true;
+            search = end;
+        } else {
+            search = start + 3;
+        }
+    }
+    out.push_str(&text[copied..]);
+    changed.then_some(out)
 }
 
 #[cfg(test)]
@@ -143,5 +464,131 @@ mod tests {
         }
         let f: F = serde_json::from_str(r#"{"password": "hunter2"}"#).unwrap();
         assert_eq!(f.password.expose(), "hunter2");
+    }
+
+    fn redactor(values: &[&str]) -> Redactor {
+        let mut r = Redactor::new();
+        for v in values {
+            r.add(v);
+        }
+        r
+    }
+
+    #[test]
+    fn every_encoding_of_a_secret_is_masked() {
+        let secret = "p\"w\\ü&<>x y";
+        let r = redactor(&[secret]);
+        for (form, wire, masked) in [
+            ("raw", secret.to_string(), "***"),
+            (
+                "serde_json",
+                serde_json::to_string(secret).unwrap(),
+                "\"***\"",
+            ),
+            (
+                "go",
+                r#""p\"w\\ü\u0026\u003c\u003ex y""#.to_string(),
+                "\"***\"",
+            ),
+            (
+                "ascii",
+                r#""p\"w\\\u00fc\u0026\u003c\u003ex y""#.to_string(),
+                "\"***\"",
+            ),
+            (
+                "ASCII",
+                r#""p\"w\\\u00FC\u0026\u003C\u003Ex y""#.to_string(),
+                "\"***\"",
+            ),
+            ("url", "p%22w%5C%C3%BC%26%3C%3Ex%20y".to_string(), "***"),
+            ("form", "p%22w%5C%C3%BC%26%3C%3Ex+y".to_string(), "***"),
+            (
+                "json twice",
+                serde_json::to_string(&serde_json::to_string(secret).unwrap()).unwrap(),
+                r#""\"***\"""#,
+            ),
+        ] {
+            let out = r.scrub(&format!("echo: {wire} end")).into_owned();
+            assert_eq!(out, format!("echo: {masked} end"), "{form}");
+        }
+    }
+
+    #[test]
+    fn a_proxy_urls_password_is_masked_alone_too() {
+        let r = redactor(&["http://squid:s3cr%40t@proxy.internal:3128"]);
+        assert_eq!(r.scrub("auth s3cr%40t failed"), "auth *** failed");
+        assert_eq!(r.scrub("auth s3cr@t failed"), "auth *** failed");
+        assert_eq!(
+            r.scrub("via http://squid:s3cr%40t@proxy.internal:3128 refused"),
+            "via *** refused"
+        );
+    }
+
+    #[test]
+    fn bearer_headers_and_jwts_are_masked_unknown() {
+        let r = Redactor::new();
+        assert_eq!(
+            r.scrub("header Authorization: Bearer abcdefghijklmnop rejected"),
+            "header Authorization: Bearer *** rejected"
+        );
+        assert_eq!(
+            r.scrub("authorization=bearer%20abcdefghijklmnop"),
+            "authorization=bearer%20***"
+        );
+        assert_eq!(r.scrub("Bearer token expired"), "Bearer token expired");
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln-_x";
+        assert_eq!(
+            r.scrub(&format!("token {jwt}, again:{jwt}")),
+            "token ***, again:***"
+        );
+        assert_eq!(
+            r.scrub("keyJhbGciOiJIUzI1NiJ9.x.y"),
+            "keyJhbGciOiJIUzI1NiJ9.x.y"
+        );
+        assert_eq!(r.scrub("eyJ alone"), "eyJ alone");
+        assert_eq!(r.scrub("cut eyJhbGciOiJIUzI1NiJ9.eyJzdWIi…"), "cut ***…");
+        assert_eq!(
+            r.scrub("header eyJhbGciOiJIUzI1NiJ9 only"),
+            "header eyJhbGciOiJIUzI1NiJ9 only"
+        );
+    }
+
+    #[test]
+    fn short_values_and_values_past_the_bound_are_not_registered() {
+        let mut r = redactor(&["abc", ""]);
+        assert_eq!(r.scrub("abc abcd"), "abc abcd");
+        for i in 0..MAX_SECRETS + 5 {
+            r.add(&format!("value-{i:04}"));
+        }
+        assert_eq!(r.values.len(), MAX_SECRETS);
+        assert_eq!(r.scrub("value-0000"), MASK);
+    }
+
+    #[test]
+    fn a_new_secret_is_scrubbed_process_wide() {
+        let s = Secret::new("registered-once-7f3a");
+        assert_eq!(Secret::scrub("x registered-once-7f3a y"), "x *** y");
+        let _ = s;
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_secret_in_any_encoding_between_any_words_becomes_the_mask(
+            secret in "[a-zA-Z0-9\"\\\\&<> üé€%+/]{4,24}",
+            before in "[;:,!]{0,8}",
+            after in "[;:,!]{0,8}",
+            encoding in 0usize..5,
+        ) {
+            let r = redactor(&[&secret]);
+            let wire = match encoding {
+                0 => secret.clone(),
+                1 => json_escape(&secret, Escape::Serde),
+                2 => json_escape(&secret, Escape::Go),
+                3 => json_escape(&secret, Escape::Ascii),
+                _ => url_encode(&secret, false),
+            };
+            let out = r.scrub(&format!("{before}{wire}{after}")).into_owned();
+            proptest::prop_assert_eq!(out, format!("{before}{MASK}{after}"));
+        }
     }
 }

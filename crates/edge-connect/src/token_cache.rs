@@ -39,8 +39,6 @@ const MAX_CACHE_FILE: u64 = 64 * 1024;
 pub struct TokenCache {
     path: PathBuf,
     lock_path: PathBuf,
-    /// What was learnt about the server ([`crate::ServerFacts`]): per URL, whoever logs in.
-    facts_path: PathBuf,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -75,10 +73,6 @@ impl TokenCache {
         Some(TokenCache {
             path: dir.join(format!("token-{id}.json")),
             lock_path: dir.join(format!("token-{id}.lock")),
-            facts_path: dir.join(format!(
-                "facts-{}.json",
-                short_hash(&[url.trim_end_matches('/').as_bytes()])
-            )),
         })
     }
 
@@ -86,24 +80,6 @@ impl TokenCache {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// 24 hex digits of SHA-256 over the parts, newline-separated: a file name that reveals nothing
-/// (the server facts are per URL, whoever logs in).
-fn short_hash(parts: &[&[u8]]) -> String {
-    let mut hasher = Sha256::new();
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            hasher.update(b"\n");
-        }
-        hasher.update(part);
-    }
-    hasher
-        .finalize()
-        .iter()
-        .take(12)
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// A one-way name for (URL, user, password). Each part is length-prefixed so that no two
@@ -327,34 +303,6 @@ impl TokenStore for TokenCache {
                 tracing::info!(error = %e, "cannot take the login lock; logging in without it");
                 LoginLock::Unavailable
             }
-        }
-    }
-
-    fn load_facts(&self) -> Option<crate::ServerFacts> {
-        // The same trust rules as the token: a planted or foreign file is not believed.
-        let mut file = match open_private(
-            &self.facts_path,
-            std::fs::OpenOptions::new().read(true),
-            true,
-        ) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
-                tracing::warn!(file = %self.facts_path.display(), error = %e, "server facts file not used");
-                return None;
-            }
-        };
-        let mut text = String::new();
-        (&mut file)
-            .take(MAX_CACHE_FILE)
-            .read_to_string(&mut text)
-            .ok()?;
-        serde_json::from_str(&text).ok()
-    }
-
-    fn save_facts(&self, facts: &crate::ServerFacts) {
-        if let Err(e) = write_atomically(&self.facts_path, facts) {
-            tracing::info!(error = %e, "cannot write the server facts beside the token cache");
         }
     }
 

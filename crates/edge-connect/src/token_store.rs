@@ -15,12 +15,6 @@ pub trait TokenStore: Send + Sync {
     /// Try to become the one process that logs in, so that many processes starting at once
     /// share one login instead of each making its own.
     fn try_login_lock(&self) -> LoginLock;
-    /// Facts kept about the server beside the token; none by default.
-    fn load_facts(&self) -> Option<crate::ServerFacts> {
-        None
-    }
-    /// Keep facts about the server beside the token; forgotten by default.
-    fn save_facts(&self, _facts: &crate::ServerFacts) {}
 }
 
 /// The result of [`TokenStore::try_login_lock`].

@@ -120,6 +120,12 @@ impl App {
         found
     }
 
+    /// True when the App is shown with an `env_vars` field at all (a platform that drops the
+    /// field shows none, docs/edge-connect-behaviours.md B1).
+    pub fn shows_env_vars(&self) -> bool {
+        self.env_vars.is_some()
+    }
+
     /// True when `name` is in the App's `env_vars` itself (not in an envVarsYaml config): the
     /// server kept that field (docs/edge-connect-behaviours.md B1).
     pub fn has_plain_env_var(&self, name: &str) -> bool {

@@ -1,0 +1,423 @@
+//! Issue 20 item 5: a server that echoes what it was sent (the Authorization header, the login
+//! body, the CreateApp body) in any encoding. The provider runs as GARM runs it, behind a
+//! front on 127.0.0.1 that forwards to the simulator and answers one RPC with a 400 quoting
+//! the request; no form of any secret may reach stdout, stderr or the log.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+
+use edge_connect_sim::{self as sim, SimConfig};
+
+use crate::support::{fixture_with, Run, Site, World, POOL, USER};
+
+/// The Edge Connect password: a quote, a backslash, non-ASCII and Go's escaped characters.
+const PASSWORD: &str = "pä\"ss\\wörd&<>-7319";
+/// The registry password, in the provider's environment.
+const REGISTRY_PASSWORD: &str = "rég\"istry\\pw&<>-4471";
+/// The pool's proxy, with credentials.
+const PROXY: &str = "http://squid:proxy-pass-5582@proxy.internal:3128";
+/// Pieces that every encoding of a secret keeps (digits, `-`, base64url): none may be seen.
+const FRAGMENTS: [&str; 5] = [
+    "7319",
+    "4471",
+    "proxy-pass",
+    // The instance token's signature, and the start of every JWT (the Edge Connect token too).
+    "c2lnbmF0dXJl",
+    "eyJhbGciOi",
+];
+
+/// How the hostile front answers a request it quotes: HTTP status and JSON body.
+type Echo = fn(&Request) -> (u16, String);
+
+/// A 400 whose message is `message`, as the Master Controller refuses a request.
+fn refusal(message: String) -> (u16, String) {
+    (400, serde_json::json!({ "message": message }).to_string())
+}
+
+/// One HTTP request as received.
+struct Request {
+    path: String,
+    head: String,
+    body: serde_json::Value,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> String {
+        self.head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            })
+            .unwrap_or_default()
+    }
+
+    /// A string field of the CreateApp body.
+    fn app(&self, pointer: &str) -> String {
+        self.body
+            .pointer(&format!("/app{pointer}"))
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// Forwards every request to the simulator, except those to `target`, answered as
+/// `echo(request)` says.
+fn hostile_front(sim_port: u16, target: &'static str, echo: Echo) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(socket) = socket else { continue };
+            std::thread::spawn(move || serve(socket, sim_port, target, echo));
+        }
+    });
+    port
+}
+
+fn serve(mut client: TcpStream, sim_port: u16, target: &str, echo: Echo) {
+    let Some((head, raw_body)) = read_request(&mut client) else {
+        return;
+    };
+    let path = head
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    if path.ends_with(&format!("/{target}")) {
+        let request = Request {
+            path,
+            head: head.clone(),
+            body: serde_json::from_slice(&raw_body).unwrap_or_default(),
+        };
+        let (status, body) = echo(&request);
+        let _ = write!(
+            client,
+            "HTTP/1.1 {status} Echo\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
+    // One request per connection: ask the simulator to close after its answer, and copy it
+    // back until then (streams included).
+    let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", sim_port)) else {
+        return;
+    };
+    let mut forwarded: String = head
+        .lines()
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:") && !l.is_empty())
+        .map(|l| format!("{l}\r\n"))
+        .collect();
+    forwarded.push_str("Connection: close\r\n\r\n");
+    if upstream.write_all(forwarded.as_bytes()).is_err() || upstream.write_all(&raw_body).is_err() {
+        return;
+    }
+    let _ = std::io::copy(&mut upstream, &mut client);
+}
+
+fn read_request(socket: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = socket.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = socket.read(&mut chunk).ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, buf[head_end..].to_vec()))
+}
+
+/// A value as Go's encoder writes it, ASCII only (`&` as `\u0026`, `é` as `\u00e9`).
+fn go_ascii(s: &str) -> String {
+    let json = serde_json::to_string(s).unwrap();
+    let mut out = String::new();
+    for c in json.trim_matches('"').chars() {
+        match c {
+            '&' | '<' | '>' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if !c.is_ascii() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encoding of every byte but the unreserved ones.
+fn url_encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A simulator that knows [`PASSWORD`], the hostile front before it, and a config pointing
+/// at the front (`log_format` as given).
+fn world(target: &'static str, echo: Echo, log_format: &str) -> World {
+    let sim = sim::spawn(SimConfig {
+        users: vec![(USER.to_string(), PASSWORD.to_string())],
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    let sim_port = sim.url().rsplit(':').next().unwrap().parse().unwrap();
+    let front = hostile_front(sim_port, target, echo);
+    let w = World::around(sim, Site::Zone, "");
+    let text = std::fs::read_to_string(&w.config).unwrap();
+    let text = text
+        .replace(&w.sim.url(), &format!("http://127.0.0.1:{front}"))
+        .replace(
+            "log_level = \"debug\"",
+            &format!("log_level = \"trace\"\nlog_format = \"{log_format}\""),
+        );
+    std::fs::write(&w.config, text).unwrap();
+    let toml_escaped = PASSWORD.replace('\\', "\\\\").replace('"', "\\\"");
+    w.write_credentials(&toml_escaped, 0o600);
+    w
+}
+
+/// CreateInstance of a pool with a private image and a proxy with credentials.
+fn create(w: &World) -> Run {
+    let mut bootstrap: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-echoed",
+        POOL,
+    ))
+    .unwrap();
+    bootstrap["proxy_config"] = serde_json::json!({"https_proxy": PROXY, "http_proxy": PROXY});
+    bootstrap["extra_specs"] = serde_json::json!({
+        "image_pull_username": "puller",
+        "image_pull_password_env": "REGISTRY_PASSWORD",
+    });
+    w.garm(
+        "CreateInstance",
+        &[
+            ("GARM_POOL_ID", POOL),
+            ("REGISTRY_PASSWORD", REGISTRY_PASSWORD),
+        ],
+        Some(&bootstrap.to_string()),
+    )
+}
+
+/// The run failed with the server's (masked) words on its one stderr line, and no piece of a
+/// secret is anywhere.
+fn assert_scrubbed(w: &World, r: &Run, starts: &str) {
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.starts_with(starts), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("***"),
+        "the echo was masked: {}",
+        r.stderr
+    );
+    let log = w.log_text();
+    assert!(log.contains("***"), "the log has the masked echo: {log}");
+    for (what, text) in [("stderr", &r.stderr), ("log", &log)] {
+        for fragment in FRAGMENTS {
+            assert!(!text.contains(fragment), "{what} holds {fragment}: {text}");
+        }
+    }
+}
+
+#[test]
+fn an_echoed_authorization_header_is_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        refusal(format!(
+            "invalid request: header Authorization: {} (path {})",
+            r.header("authorization"),
+            r.path
+        ))
+    }
+    let w = world("CreateApp", echo, "text");
+    let r = create(&w);
+    assert_scrubbed(
+        &w,
+        &r,
+        "Edge Connect CreateApp (HTTP 400): invalid request: header Authorization: Bearer *** (path /api/v1/auth/ctrl/CreateApp)",
+    );
+}
+
+#[test]
+fn an_echoed_create_app_body_is_masked_in_every_encoding() {
+    // What the body carried, quoted as serde_json and Go (ASCII only) write it and URL-encoded.
+    fn echo(r: &Request) -> (u16, String) {
+        let fields = [
+            r.app("/credentials"),
+            r.app("/secret_env_vars/HTTPS_PROXY"),
+            r.app("/secret_env_vars/BEARER_TOKEN"),
+        ];
+        let mut message = String::from("cannot decode app:");
+        for field in &fields {
+            message.push_str(&format!(
+                " json={} go={} url={}",
+                serde_json::to_string(field).unwrap(),
+                go_ascii(field),
+                url_encoded(field)
+            ));
+        }
+        refusal(message)
+    }
+    for format in ["text", "json"] {
+        let w = world("CreateApp", echo, format);
+        let r = create(&w);
+        assert_scrubbed(
+            &w,
+            &r,
+            "Edge Connect CreateApp (HTTP 400): cannot decode app: json=\"***\" go=*** url=*** json=\"***\" go=*** url=***",
+        );
+        assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+    }
+}
+
+#[test]
+fn an_echoed_login_body_with_quote_backslash_and_umlaut_is_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        let password = r.body["password"].as_str().unwrap_or_default().to_string();
+        refusal(format!(
+            "bad login {} go={} url={}",
+            r.body,
+            go_ascii(&password),
+            url_encoded(&password)
+        ))
+    }
+    let w = world("login", echo, "json");
+    let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_scrubbed(
+        &w,
+        &r,
+        "Edge Connect login (HTTP 400): bad login {\"password\":\"***\",\"username\":\"garm\"} go=*** url=***",
+    );
+}
+
+/// The front itself forwards faithfully: without an echo the create succeeds through it.
+#[test]
+fn the_hostile_front_forwards_everything_else() {
+    fn echo(_: &Request) -> (u16, String) {
+        refusal(String::new())
+    }
+    let w = world("NoSuchRpc", echo, "text");
+    let r = create(&w);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(w.app_names(), vec!["garm-echoed".to_string()]);
+}
+
+/// `check` quotes the server's answers in its report on stdout: scrubbed like the rest.
+#[test]
+fn checks_report_of_an_echoed_login_is_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        let password = r.body["password"].as_str().unwrap_or_default().to_string();
+        refusal(format!(
+            "bad login {} url={}",
+            r.body,
+            url_encoded(&password)
+        ))
+    }
+    let w = world("login", echo, "text");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .arg("--config")
+        .arg(&w.config)
+        .arg("check")
+        .output()
+        .expect("check runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("bad login {\"password\":\"***\",\"username\":\"garm\"} url=***"),
+        "{stdout}"
+    );
+    for text in [&stdout, &stderr] {
+        for fragment in FRAGMENTS {
+            assert!(!text.contains(fragment), "holds {fragment}: {text}");
+        }
+    }
+}
+
+/// Progress lines of the CreateAppInst stream are the server's words too; they reach the log
+/// (GARM mode) and stderr (the CLI's progress) without being an error message.
+#[test]
+fn an_echo_in_the_create_streams_progress_is_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        let progress = serde_json::json!({"data": {"message": format!(
+            "Creating with {} and the token {}",
+            r.header("authorization"),
+            r.header("authorization").trim_start_matches("Bearer ")
+        )}});
+        let result =
+            serde_json::json!({"result": {"message": "Create App Inst failed: no", "code": 400}});
+        (200, format!("{progress}\n{result}\n"))
+    }
+    let w = world("CreateAppInst", echo, "text");
+    let r = create(&w);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let log = w.log_text();
+    assert!(
+        log.contains("Creating with Bearer *** and the token ***"),
+        "{log}"
+    );
+    for fragment in FRAGMENTS {
+        assert!(!log.contains(fragment), "log holds {fragment}: {log}");
+        assert!(
+            !r.stderr.contains(fragment),
+            "stderr holds {fragment}: {}",
+            r.stderr
+        );
+    }
+
+    // The CLI shows the same progress on stderr.
+    let bootstrap = w.dir.path().join("bootstrap.json");
+    std::fs::write(
+        &bootstrap,
+        fixture_with("bootstrap-github-jit.json", "garm-cli-echo", POOL),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .arg("--config")
+        .arg(&w.config)
+        .args([
+            "--controller-id",
+            crate::support::CONTROLLER,
+            "create",
+            "--bootstrap",
+        ])
+        .arg(&bootstrap)
+        .output()
+        .expect("cli runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Creating with Bearer *** and the token ***"),
+        "{stderr}"
+    );
+    for fragment in FRAGMENTS {
+        assert!(
+            !stderr.contains(fragment),
+            "CLI stderr holds {fragment}: {stderr}"
+        );
+    }
+}

@@ -1,0 +1,416 @@
+//! A runner that cannot start says why at once (issue 21 items 1 and 2): the CRM's pod status
+//! lines, as main `pkg/k8smgmt/appinst.go:175, 311-312` words them, end the create as soon as
+//! one names a reason that will not clear; the create is rolled back and the one stderr line
+//! names the image, the site and the reason. A controller that keeps the stream open (as the
+//! real one does for up to 15 minutes) is played by a fake server; site refusals by the
+//! simulator.
+
+use std::time::Duration;
+
+use edge_connect_sim::{CloudletSettings, Fault, ImageFault, ImageRule, SimConfig};
+
+use crate::hardening_client::{head, one_line, reply, token_reply, Fake, Setup, Step, CTRL, LOGIN};
+use crate::support::*;
+
+/// The image of the GitHub fixture.
+const IMAGE: &str = "ghcr.io/example-org/garm-runner:2.330.0";
+
+/// A controller whose CreateAppInst stream sends `lines` and then stays open without a word
+/// (the CRM waits for the pod), and which has undone the AppInst once the client left.
+fn stuck_with(lines: &[&str]) -> Fake {
+    let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    Fake::start(move |path, _| match path {
+        LOGIN => token_reply(),
+        p if p == format!("{CTRL}CreateAppInst") => {
+            let mut steps = vec![head("200 OK", "")];
+            for line in &lines {
+                steps.push(Step::Write(
+                    format!("{{\"data\":{{\"message\":\"{line}\"}}}}\n").into_bytes(),
+                ));
+            }
+            steps.push(Step::Sleep(Duration::from_secs(50)));
+            steps
+        }
+        p if p == format!("{CTRL}CreateApp") || p == format!("{CTRL}DeleteApp") => {
+            reply("200 OK", "{}")
+        }
+        _ => reply("200 OK", ""),
+    })
+}
+
+fn fixture_image() -> String {
+    let v: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "hardened-runner",
+        POOL,
+    ))
+    .unwrap();
+    v["image"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn an_unpullable_image_fails_fast_naming_image_site_and_reason() {
+    assert_eq!(fixture_image(), IMAGE);
+    let fake = stuck_with(&[
+        "Creating",
+        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ContainerCreating",
+        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ErrImagePull",
+        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ImagePullBackOff",
+    ]);
+    let setup = Setup::new(&fake.url(), "");
+    let r = setup.garm("CreateInstance", &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        one_line(&r),
+        format!("image {IMAGE} cannot be pulled on TelekomOP/Munich (ImagePullBackOff): check the image name and tag, and image_pull_username / image_pull_password_env for a private registry")
+    );
+    // Rolled back: the AppInst looked for (the controller undid it), the App deleted.
+    assert_eq!(fake.count(&format!("{CTRL}CreateAppInst")), 1);
+    assert!(fake.count(&format!("{CTRL}ShowAppInst")) >= 1);
+    assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
+    setup.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn a_failed_pull_that_does_not_clear_counts_after_the_grace() {
+    let fake = stuck_with(&[
+        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ErrImagePull",
+    ]);
+    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
+    let r = setup.garm("CreateInstance", &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r).starts_with(&format!(
+            "image {IMAGE} cannot be pulled on TelekomOP/Munich (ErrImagePull): "
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
+}
+
+#[test]
+fn a_crashing_runner_fails_fast() {
+    for (reason, words) in [
+        ("CrashLoopBackOff", "keeps crashing"),
+        ("CreateContainerConfigError", "cannot be created"),
+    ] {
+        let line = format!("Status: pod hardened-runner-6d4f9-x7k2p: Running (0/1), container hardened-runner: {reason}");
+        let fake = stuck_with(&[&line]);
+        let setup = Setup::new(&fake.url(), "");
+        let r = setup.garm("CreateInstance", &[]);
+        assert_eq!(r.code, 1, "{}", r.stdout);
+        assert!(
+            one_line(&r).starts_with(&format!(
+                "the container of image {IMAGE} {words} on TelekomOP/Munich ({reason}): "
+            )),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
+    }
+}
+
+fn two_zones() -> SimConfig {
+    SimConfig {
+        zones: vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ],
+        cloudlets: vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ],
+        ..SimConfig::default()
+    }
+}
+
+fn create_on_two_zones(w: &World, name: &str) -> Run {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
+    v["extra_specs"] = serde_json::json!({
+        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
+    });
+    w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    )
+}
+
+/// The CRM's error for a pod whose container reports `Unschedulable`
+/// (`pkg/k8smgmt/appinst.go:169-171, 220-221`).
+const UNSCHEDULABLE: &str =
+    "invalid pod state, pod garm-us1-5c9-p2: Pending (0/1), container garm-us1: Unschedulable";
+
+#[test]
+fn an_unschedulable_runner_moves_to_the_next_site() {
+    let w = World::with_sim(two_zones(), Site::Zone, "");
+    w.sim
+        .inject(Fault::stream_error("CreateAppInst", 3, UNSCHEDULABLE));
+    let r = create_on_two_zones(&w, "garm-us1");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let insts = w.sim.app_insts();
+    assert_eq!(insts.len(), 1);
+    assert_eq!(insts[0]["zone_key"]["name"], "Berlin");
+
+    w.sim
+        .inject(Fault::stream_error("CreateAppInst", 3, UNSCHEDULABLE).times(2));
+    let r = create_on_two_zones(&w, "garm-us2");
+    assert_eq!(r.code, 1);
+    assert!(
+        one_line(&r).contains("zone TelekomOP/Munich: the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): "),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(w.app_names(), vec!["garm-us1"]);
+}
+
+#[test]
+fn a_docker_pull_failure_names_the_image() {
+    let w = World::with(
+        edge_connect_sim::ApiGeneration::Gen3,
+        Site::Zone,
+        "deployment = \"docker\"",
+    );
+    // `docker run`'s failure as the CRM reports it (`pkg/dockermgmt/dockerapp.go:454`).
+    w.sim.inject(Fault::stream_error(
+        "CreateAppInst",
+        3,
+        "error running docker run, Unable to find image 'ghcr.io/example-org/garm-runner:2.330.0' locally docker: Error response from daemon: manifest unknown, exit status 125",
+    ));
+    let r = w.create("bootstrap-github-jit.json", "garm-dk1", POOL, &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r).starts_with(&format!(
+            "image {IMAGE} cannot be pulled on TelekomOP/Munich ("
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("manifest unknown"), "{}", r.stderr);
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn a_pod_no_node_takes_is_a_refusal_of_the_site_after_the_grace() {
+    // Kubernetes keeps an unschedulable pod `Pending` without container statuses; the CRM says
+    // so once and waits (docs/edge-connect-behaviours.md B12).
+    let fake = stuck_with(&["Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/0), "]);
+    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
+    let r = setup.garm("CreateInstance", &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r)
+            .starts_with("the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): "),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
+}
+
+// --- Against the simulator's CRM (images that cannot start, scaled waits) ---
+
+/// The simulator's CRM wait (15 minutes for real), scaled for tests: kubelet's back-off and the
+/// CRM's polling shrink with it (`crm_max_wait / 900 s`). The measurement uses a tenth.
+const SCALED_WAIT: Duration = Duration::from_secs(10);
+const MEASURED_WAIT: Duration = Duration::from_secs(90);
+
+fn crm(sites: &[&str], central: bool) -> SimConfig {
+    crm_waiting(sites, central, SCALED_WAIT)
+}
+
+fn crm_waiting(sites: &[&str], central: bool, wait: Duration) -> SimConfig {
+    let owned = |n: &&str| ("TelekomOP".to_string(), n.to_string());
+    SimConfig {
+        zones: sites.iter().map(owned).collect(),
+        cloudlets: sites.iter().map(owned).collect(),
+        cloudlet_settings: sites
+            .iter()
+            .map(|n| CloudletSettings {
+                crm_on_edge: !central,
+                ..CloudletSettings::new("TelekomOP", *n)
+            })
+            .collect(),
+        images: vec![
+            ImageRule::new("registry.example.com/*", ImageFault::CannotPull),
+            ImageRule::new("*:crash", ImageFault::Crashes),
+            ImageRule::new("*:big", ImageFault::Unschedulable),
+        ],
+        crm_max_wait: wait,
+        ..SimConfig::default()
+    }
+}
+
+fn create_image(w: &World, name: &str, image: &str, specs: Option<serde_json::Value>) -> Run {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
+    v["image"] = image.into();
+    if let Some(specs) = specs {
+        v["extra_specs"] = specs;
+    }
+    w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    )
+}
+
+#[test]
+fn on_the_simulators_crm_an_unpullable_image_leaves_nothing_on_either_kind_of_site() {
+    let image = "registry.example.com/ci/runner:13";
+    // Central CRM: closing the stream makes the controller undo the create (B7).
+    // CRM on the edge: the AppInst stays Creating until the CRM's wait ends; the rollback waits
+    // for it within its grace and then removes it.
+    for central in [true, false] {
+        let w = World::with_sim(crm(&["Munich"], central), Site::Zone, "");
+        let r = create_image(&w, "garm-pull1", image, None);
+        assert_eq!(r.code, 1, "central {central}: {}", r.stdout);
+        assert_eq!(
+            one_line(&r),
+            format!("image {image} cannot be pulled on TelekomOP/Munich (ImagePullBackOff): check the image name and tag, and image_pull_username / image_pull_password_env for a private registry"),
+            "central {central}"
+        );
+        assert!(
+            w.app_names().is_empty() && w.app_inst_names().is_empty(),
+            "central {central}: {:?} {:?}",
+            w.app_names(),
+            w.app_inst_names()
+        );
+        w.assert_no_secrets(&[&r]);
+    }
+}
+
+#[test]
+fn on_the_simulators_crm_a_crashing_image_fails_fast() {
+    let w = World::with_sim(crm(&["Munich"], true), Site::Zone, "");
+    let r = create_image(
+        &w,
+        "garm-crash1",
+        "ghcr.io/example-org/garm-runner:crash",
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r).starts_with("the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (CrashLoopBackOff): "),
+        "{}",
+        r.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
+    let w = World::with_sim(
+        crm(&["Munich", "Berlin"], true),
+        Site::Zone,
+        "start_failure_grace_secs = 1",
+    );
+    let specs = serde_json::json!({
+        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
+    });
+    let r = create_image(
+        &w,
+        "garm-big1",
+        "ghcr.io/example-org/garm-runner:big",
+        Some(specs),
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let line = one_line(&r);
+    assert!(
+        line.starts_with("no site could take the AppInst (2 tried): zone TelekomOP/Munich: the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): ")
+            && line.contains("; zone TelekomOP/Berlin: the runner cannot be scheduled on TelekomOP/Berlin (Unschedulable): "),
+        "{line}"
+    );
+    assert_eq!(w.calls("CreateAppInst"), 2);
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+/// Seconds of the UTC day of a log line's timestamp (`2026-12-01T15:20:01.123456Z …`).
+fn log_seconds(line: &str) -> Option<f64> {
+    let time = line.get(11..26)?;
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
+}
+
+fn now_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() % 86_400.0)
+}
+
+/// The seconds from the first log line containing `cause` to the end of the process.
+fn cause_to_exit(w: &World, run: impl FnOnce() -> Run, cause: &str) -> (f64, Run) {
+    let r = run();
+    let ended = now_seconds();
+    let log = w.log_text();
+    let first = log
+        .lines()
+        .find(|l| l.contains(cause) && (l.contains("Status: pod") || !cause.starts_with(':')))
+        .and_then(log_seconds)
+        .unwrap_or_else(|| panic!("no log line names {cause:?}:\n{log}"));
+    (ended - first, r)
+}
+
+#[test]
+#[ignore = "measurement for BENCHMARKS.md: cargo test --test it -- --ignored start_failure_timings --nocapture"]
+fn start_failure_timings() {
+    println!("| case | first status line naming the cause | seconds to exit | exit |");
+    println!("|---|---|---|---|");
+    let cases: [(&str, &str, bool, &str); 4] = [
+        (
+            "unpullable image, central CRM",
+            "registry.example.com/ci/runner:13",
+            true,
+            "ErrImagePull",
+        ),
+        (
+            "unpullable image, CRM on the edge",
+            "registry.example.com/ci/runner:13",
+            false,
+            "ErrImagePull",
+        ),
+        (
+            "crash loop, central CRM",
+            "ghcr.io/example-org/garm-runner:crash",
+            true,
+            ": Error",
+        ),
+        (
+            "unschedulable, central CRM",
+            "ghcr.io/example-org/garm-runner:big",
+            true,
+            "Pending (0/0)",
+        ),
+    ];
+    for (case, image, central, cause) in cases {
+        let w = World::with_sim(
+            crm_waiting(&["Munich"], central, MEASURED_WAIT),
+            Site::Zone,
+            "",
+        );
+        let (secs, r) = cause_to_exit(&w, || create_image(&w, "garm-t", image, None), cause);
+        println!("| {case} | `{cause}` | {secs:.1} | {} |", r.code);
+        assert!(w.app_names().is_empty() || !central);
+    }
+    // A full site: from its refusal to the runner running on the next one.
+    let w = World::with_sim(
+        crm_waiting(&["Munich", "Berlin"], true, MEASURED_WAIT),
+        Site::Zone,
+        "",
+    );
+    w.sim.set_capacity("TelekomOP", "Munich", Some(0));
+    let specs = serde_json::json!({
+        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
+    });
+    let (secs, r) = cause_to_exit(
+        &w,
+        || create_image(&w, "garm-t", IMAGE, Some(specs)),
+        "cannot take the AppInst",
+    );
+    println!("| full site, next site takes it | `No resources available for deployment` | {secs:.1} | {} |", r.code);
+}
