@@ -152,9 +152,9 @@ fn redirecting(status: &'static str, to: String) -> impl Fn(&str, usize) -> Vec<
 fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Fake::start(|p, _| empty_controller(p));
-        let to = format!("{}/api/v1/login?rd=secret-query", elsewhere.url);
+        let to = format!("{}/api/v1/login?rd=secret-query", elsewhere.url());
         let server = Fake::start(redirecting(status, to));
-        let s = Setup::new(&server.url, "");
+        let s = Setup::new(&server.url(), "");
         let r = s.garm("ListInstances", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         let line = one_line(&r);
@@ -174,13 +174,13 @@ fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
 fn a_redirect_from_create_app_sends_the_app_nowhere() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Fake::start(|p, _| empty_controller(p));
-        let to = format!("{}{CTRL}CreateApp", elsewhere.url);
+        let to = format!("{}{CTRL}CreateApp", elsewhere.url());
         let redirect = redirecting(status, to);
         let server = Fake::start(move |p, n| match p {
             p if p.ends_with("/CreateApp") => redirect(p, n),
             p => empty_controller(p),
         });
-        let s = Setup::new(&server.url, "");
+        let s = Setup::new(&server.url(), "");
         let r = s.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         let line = one_line(&r);
@@ -210,7 +210,7 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
         p if p.ends_with("/ShowApp") => drip(),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url, SHORT);
+    let s = Setup::new(&server.url(), SHORT);
     for command in ["ListInstances", "GetInstance", "DeleteInstance"] {
         let r = s.garm(command, &[]);
         assert_eq!(r.code, 1, "{command}: {}", r.stderr);
@@ -222,12 +222,12 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
         p if p.ends_with("/CreateApp") => drip(),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url, SHORT);
+    let s = Setup::new(&server.url(), SHORT);
     let r = s.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
     let server = Fake::start(move |_, _| drip());
-    let s = Setup::new(&server.url, SHORT);
+    let s = Setup::new(&server.url(), SHORT);
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("deadline"), "{}", r.stderr);
@@ -243,7 +243,7 @@ fn endless_bodies_fail_fast_and_hold_nothing() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&endless_error.url, "");
+    let s = Setup::new(&endless_error.url(), "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(one_line(&r).contains("HTTP 400"), "{}", r.stderr);
@@ -256,7 +256,7 @@ fn endless_bodies_fail_fast_and_hold_nothing() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&no_newline.url, "");
+    let s = Setup::new(&no_newline.url(), "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let line = one_line(&r);
@@ -279,7 +279,7 @@ fn transient_login_failures_are_retried() {
         (LOGIN, 3) => vec![Step::Sleep(Duration::from_secs(2))],
         (p, _) => empty_controller(p),
     });
-    let s = Setup::new(&server.url, "request_timeout_secs = 1\n");
+    let s = Setup::new(&server.url(), "request_timeout_secs = 1\n");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "[]");
@@ -304,7 +304,7 @@ fn refused_and_two_factor_logins_are_final() {
         // A hostile server that echoes the password back.
         let body = format!(r#"{{"message":"{message} ({PASSWORD})"}}"#);
         let server = Fake::start(move |_, _| reply(status, &body));
-        let s = Setup::new(&server.url, "");
+        let s = Setup::new(&server.url(), "");
         let r = s.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(one_line(&r).contains(says), "{}", r.stderr);
@@ -347,7 +347,7 @@ fn the_proxy_environment_is_honoured_and_plain_http_through_a_proxy_refused() {
     let proxy = Fake::start(|_, _| reply("502 Bad Gateway", ""));
     let server = Fake::start(|p, _| empty_controller(p));
     let proxy_url = format!("http://proxy-user:proxy-pass@127.0.0.1:{}", proxy.port);
-    let s = Setup::new(&server.url, "");
+    let s = Setup::new(&server.url(), "");
     for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
         let r = s.garm("ListInstances", &[(var, &proxy_url)]);
         assert_eq!(r.code, 1, "{var}: {}", r.stderr);
@@ -414,7 +414,7 @@ fn a_url_with_credentials_is_refused_without_echoing_them() {
 #[test]
 fn a_numeric_password_is_not_echoed_by_the_parse_error() {
     let server = Fake::start(|p, _| empty_controller(p));
-    let s = Setup::new(&server.url, "");
+    let s = Setup::new(&server.url(), "");
     let creds = s.config.with_file_name("credentials.toml");
     write_mode(
         &creds,
@@ -565,7 +565,7 @@ fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
         ],
         p => empty_controller(p),
     });
-    let s = Setup::new(&endless.url, "operation_timeout_secs = 600\n");
+    let s = Setup::new(&endless.url(), "operation_timeout_secs = 600\n");
     let r = garm_within_memory(&s, "ListInstances");
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stdout, "");
@@ -590,7 +590,7 @@ fn a_show_answer_cut_inside_its_last_line_is_never_a_short_list() {
         ("/api/v1/auth/ctrl/ShowApp", _) => show_answer(owned_app_line()),
         (p, _) => empty_controller(p),
     });
-    let s = Setup::new(&cut.url, "");
+    let s = Setup::new(&cut.url(), "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let list: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
@@ -608,7 +608,7 @@ fn a_show_answer_cut_inside_its_last_line_is_never_a_short_list() {
         p => empty_controller(p),
     });
     let s = Setup::new(
-        &always_cut.url,
+        &always_cut.url(),
         "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
     );
     let r = s.garm("ListInstances", &[]);
@@ -630,7 +630,7 @@ fn an_app_inst_that_names_no_app_is_never_deleted() {
         "/api/v1/auth/ctrl/DeleteApp" => reply("200 OK", "{}"),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url, "");
+    let s = Setup::new(&server.url(), "");
     let get = s.garm("GetInstance", &[]);
     assert_eq!(get.code, 0, "{}", get.stderr);
     let get: serde_json::Value = serde_json::from_str(&get.stdout).expect("JSON");
@@ -656,7 +656,7 @@ fn app_inst_errors_are_the_runners_fault() {
         )),
         p => empty_controller(p),
     });
-    let s = Setup::new(&server.url, "");
+    let s = Setup::new(&server.url(), "");
     let want = "CreateError: pod r-0: Pending (0/1), container r: ImagePullBackOff";
     for command in ["GetInstance", "ListInstances"] {
         let r = s.garm(command, &[]);

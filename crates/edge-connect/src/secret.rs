@@ -233,7 +233,11 @@ fn forms(value: &str) -> Vec<String> {
     if let Ok(url) = reqwest::Url::parse(value) {
         if let Some(password) = url.password() {
             base.push(password.to_string());
-            base.push(percent_decode(password));
+            base.push(
+                percent_encoding::percent_decode_str(password)
+                    .decode_utf8_lossy()
+                    .into_owned(),
+            );
         }
     }
     let mut once = Vec::new();
@@ -325,27 +329,6 @@ fn url_encode(s: &str, plus: bool) -> String {
         }
     }
     out
-}
-
-/// `%XX` sequences decoded (lossily: for matching only).
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |at: usize| bytes.get(at).and_then(|&b| (b as char).to_digit(16));
-        match (bytes[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Shortest word after `Bearer` that is masked: real tokens are far longer, and "Bearer token

@@ -32,8 +32,6 @@ type Handler = dyn Fn(&str, usize) -> Vec<Step> + Send + Sync;
 
 /// A server on 127.0.0.1, running until the test process ends.
 pub struct Server {
-    /// `http://127.0.0.1:<port>`.
-    pub url: String,
     /// Its port.
     pub port: u16,
     seen: Arc<Mutex<Vec<String>>>,
@@ -55,11 +53,12 @@ impl Server {
                 std::thread::spawn(move || answer(socket, &*handler, &log));
             }
         });
-        Server {
-            url: format!("http://127.0.0.1:{port}"),
-            port,
-            seen,
-        }
+        Server { port, seen }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The paths requested so far, in order.

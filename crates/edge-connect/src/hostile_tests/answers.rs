@@ -16,7 +16,7 @@ async fn an_endless_error_body_is_cut_and_the_status_kept() {
             Step::Forever(vec![b'x'; 64 * 1024]),
         ],
     });
-    let e = apps(&client(&server.url)).await.unwrap_err();
+    let e = apps(&client(&server.url())).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Rejected, "{e}");
     assert_eq!(e.status, Some(400));
     assert!(e.message.len() < 200, "{}", e.message);
@@ -32,7 +32,7 @@ async fn a_stream_line_without_newline_is_a_protocol_error_naming_the_cap() {
             Step::Forever(vec![b'a'; 256 * 1024]),
         ],
     });
-    let e = apps(&client(&server.url)).await.unwrap_err();
+    let e = apps(&client(&server.url())).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Protocol, "{e}");
     let text = e.to_string();
     assert!(text.contains("ShowApp"), "{text}");
@@ -52,13 +52,13 @@ async fn an_endless_show_answer_collected_whole_ends_at_the_bound() {
             ),
         ],
     });
-    let e = client(&server.url).show_zones().await.unwrap_err();
+    let e = client(&server.url()).show_zones().await.unwrap_err();
     assert_eq!(
         e.to_string(),
         "Edge Connect ShowZone: answered more than 10000 objects; not read further"
     );
     // A stream the caller filters holds nothing itself: it reads on until the caller stops.
-    let mut endless = client(&server.url)
+    let mut endless = client(&server.url())
         .show_app_insts(&Default::default())
         .await
         .unwrap();
@@ -76,7 +76,7 @@ async fn an_endless_unary_answer_is_a_protocol_error() {
         "/api/v1/login" => token_reply(),
         _ => vec![head("200 OK", ""), Step::Forever(vec![b' '; 64 * 1024])],
     });
-    let e = client(&server.url).create_app(&app()).await.unwrap_err();
+    let e = client(&server.url()).create_app(&app()).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Protocol, "{e}");
     assert!(e.to_string().contains("CreateApp"), "{e}");
 }
@@ -91,14 +91,14 @@ async fn drip_feeding_does_not_outlive_the_deadline() {
             Step::Drip(b" ".to_vec(), Duration::from_millis(300)),
         ],
     });
-    let c = client(&server.url);
+    let c = client(&server.url());
     let e = apps(&c.until(Deadline::after(Duration::from_secs(2))))
         .await
         .unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Transport, "{e}");
     assert!(e.message.contains("deadline"), "{e}");
     // The same under the deadline the client was built with, for a unary call.
-    let c = client_until(&server.url, Deadline::after(Duration::from_secs(2)));
+    let c = client_until(&server.url(), Deadline::after(Duration::from_secs(2)));
     let e = c.create_app(&app()).await.unwrap_err();
     assert!(e.message.contains("deadline"), "{e}");
 }
@@ -111,7 +111,7 @@ async fn a_drip_fed_login_ends_by_the_deadline() {
             Step::Drip(b" ".to_vec(), Duration::from_millis(300)),
         ]
     });
-    let c = client_until(&server.url, Deadline::after(Duration::from_secs(2)));
+    let c = client_until(&server.url(), Deadline::after(Duration::from_secs(2)));
     let e = apps(&c).await.unwrap_err();
     assert!(e.message.contains("deadline"), "{e}");
     // The diagnostic single attempt as well.
@@ -135,7 +135,7 @@ async fn a_quiet_app_inst_stream_is_not_closed_before_the_deadline() {
             Step::Write(b"{\"data\":{\"message\":\"Created AppInst successfully\"}}\n".to_vec()),
         ],
     });
-    let c = client(&server.url);
+    let c = client(&server.url());
     let inst = crate::models::NewAppInst {
         key: crate::models::AppInstKey {
             name: "n".into(),
@@ -159,7 +159,7 @@ async fn a_quiet_app_inst_stream_is_not_closed_before_the_deadline() {
         "/api/v1/login" => token_reply(),
         _ => vec![head("200 OK", ""), Step::Sleep(Duration::from_secs(5))],
     });
-    let e = apps(&client(&server.url)).await.unwrap_err();
+    let e = apps(&client(&server.url())).await.unwrap_err();
     assert!(e.message.contains("request_timeout_secs"), "{e}");
 }
 
@@ -176,7 +176,7 @@ async fn a_show_answer_cut_inside_its_last_line_is_an_error_not_a_short_list() {
             ),
         ],
     });
-    let e = apps(&client(&server.url)).await.unwrap_err();
+    let e = apps(&client(&server.url())).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Transport, "{e}");
     assert!(e.is_transient(), "retried by the caller: {e}");
     assert_eq!(
@@ -191,7 +191,7 @@ async fn a_show_answer_cut_inside_its_last_line_is_an_error_not_a_short_list() {
             Step::Write(b"{\"data\":{\"message\":\"Creating\"}}\n{\"data\":{\"mess".to_vec()),
         ],
     });
-    let e = client(&server.url)
+    let e = client(&server.url())
         .delete_app_inst(&Default::default(), &mut |_: &str| {})
         .await
         .unwrap_err();
@@ -205,7 +205,7 @@ async fn a_show_answer_cut_inside_its_last_line_is_an_error_not_a_short_list() {
             Step::Write(b"{\"data\":{\"key\":{\"name\":\"a\"}}}\n".to_vec()),
         ],
     });
-    let all = apps(&client(&server.url)).await.unwrap();
+    let all = apps(&client(&server.url())).await.unwrap();
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].key.name, "a");
 }

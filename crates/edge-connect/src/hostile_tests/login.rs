@@ -12,7 +12,7 @@ use crate::{ApiErrorKind, Client, Credentials, Deadline, Secret};
 async fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
     for status in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let elsewhere = Server::start(|_, _| token_reply());
-        let target = format!("{}/steal?password=x", elsewhere.url);
+        let target = format!("{}/steal?password=x", elsewhere.url());
         let server = Server::start(move |_, _| {
             let mut r = reply(status, "{}");
             if let Step::Write(b) = &mut r[0] {
@@ -24,7 +24,7 @@ async fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
             }
             r
         });
-        let c = client(&server.url);
+        let c = client(&server.url());
         let e = c.login().await.unwrap_err();
         assert_eq!(e.kind, ApiErrorKind::Redirect, "{e}");
         let text = e.to_string();
@@ -46,7 +46,10 @@ async fn redirects_from_login_are_refused_and_the_target_gets_nothing() {
 #[tokio::test]
 async fn a_redirect_from_create_app_sends_the_app_nowhere() {
     let elsewhere = Server::start(|_, _| reply("200 OK", "{}"));
-    let location = format!("Location: {}/api/v1/auth/ctrl/CreateApp\r\n", elsewhere.url);
+    let location = format!(
+        "Location: {}/api/v1/auth/ctrl/CreateApp\r\n",
+        elsewhere.url()
+    );
     let server = Server::start(move |path, _| match path {
         "/api/v1/login" => token_reply(),
         _ => {
@@ -55,7 +58,7 @@ async fn a_redirect_from_create_app_sends_the_app_nowhere() {
             steps
         }
     });
-    let e = client(&server.url).create_app(&app()).await.unwrap_err();
+    let e = client(&server.url()).create_app(&app()).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Redirect, "{e}");
     assert_eq!(e.rpc, crate::Rpc::CreateApp);
     assert!(elsewhere.seen().is_empty());
@@ -78,7 +81,7 @@ async fn transient_login_failures_are_retried() {
     });
     let reports = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = reports.clone();
-    let c = client(&server.url).with_retry_report(Arc::new(move |l: &str| {
+    let c = client(&server.url()).with_retry_report(Arc::new(move |l: &str| {
         sink.lock().unwrap().push(l.to_string())
     }));
     assert!(apps(&c).await.unwrap().is_empty());
@@ -96,7 +99,7 @@ async fn a_slow_login_answer_is_retried() {
         ("/api/v1/login", _) => token_reply(),
         _ => reply("200 OK", ""),
     });
-    let c = client(&server.url);
+    let c = client(&server.url());
     apps(&c).await.unwrap();
     assert_eq!(c.logins(), 1);
 }
@@ -123,7 +126,7 @@ async fn refused_and_two_factor_logins_are_final() {
         // A hostile server echoes the password: it must still not reach the message.
         let body = format!(r#"{{"message":"{message} for {PASSWORD}"}}"#);
         let server = Server::start(move |_, _| reply(status, &body));
-        let c = client(&server.url);
+        let c = client(&server.url());
         let e = apps(&c).await.unwrap_err();
         assert_eq!(e.kind, ApiErrorKind::Auth, "{e}");
         let text = e.to_string();
