@@ -192,28 +192,22 @@ fn create_with_specs(w: &World, name: &str, specs: Value, vars: &[(&str, &str)])
 #[test]
 fn each_extra_spec_changes_the_request() {
     let w = World::new();
-    let r = create_with_specs(
+    let app = created(
         &w,
         "garm-specs1",
         json!({"flavor": "EU.large", "command": "/entrypoint.sh", "command_args": ["--once"], "env": {"TEAM": "edge"}}),
-        &[],
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let app = w.app("garm-specs1");
     assert_eq!(app["default_flavor"]["name"], "EU.large");
     assert_eq!(app["command"], "/entrypoint.sh");
     assert_eq!(app["command_args"], json!(["--once"]));
     assert_eq!(app["env_vars"]["TEAM"], "edge");
     assert_eq!(app["deployment"], "kubernetes");
 
-    let r = create_with_specs(
+    let app = created(
         &w,
         "garm-specs2",
         json!({"deployment": "docker", "command": "/home/runner/run.sh"}),
-        &[],
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let app = w.app("garm-specs2");
     assert_eq!(app["deployment"], "docker");
     assert_eq!(app["command"], "/home/runner/run.sh");
     assert!(app
@@ -221,15 +215,9 @@ fn each_extra_spec_changes_the_request() {
         .is_none_or(|a| a.as_array().is_none_or(|a| a.is_empty())));
     assert_eq!(app["env_vars"]["GARM_CONTROLLER_ID"], CONTROLLER_ID);
 
-    let r = create_with_specs(
-        &w,
-        "garm-specs3",
-        json!({"env_delivery": "envvars_yaml"}),
-        &[],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_envvars_yaml(&w.app("garm-specs3"));
-    assert_eq!(w.app("garm-specs3")["deployment"], "kubernetes");
+    let app = created(&w, "garm-specs3", json!({"env_delivery": "envvars_yaml"}));
+    assert_envvars_yaml(&app);
+    assert_eq!(app["deployment"], "kubernetes");
     // The instance is still found, listed and deleted through the YAML ownership data.
     assert_eq!(
         w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-specs3")], None)
@@ -302,11 +290,16 @@ fn assert_envvars_yaml(app: &Value) {
     );
 }
 
-/// Creates `name` with the pool's `specs`; the App's (deployment, command, command_args).
-fn container_of(w: &World, name: &str, specs: Value) -> (String, Value, Value) {
+/// Creates `name` with the pool's `specs`; the App as the simulator holds it.
+fn created(w: &World, name: &str, specs: Value) -> Value {
     let r = create_with_specs(w, name, specs, &[]);
     assert_eq!(r.code, 0, "{name}: {}", r.stderr);
-    let app = w.app(name);
+    w.app(name)
+}
+
+/// Creates `name` with the pool's `specs`; the App's (deployment, command, command_args).
+fn container_of(w: &World, name: &str, specs: Value) -> (String, Value, Value) {
+    let app = created(w, name, specs);
     let args = match &app["command_args"] {
         Value::Null => json!([]),
         a => a.clone(),
@@ -366,15 +359,13 @@ fn pool_container_settings_override_the_configs_and_the_configs_apply_otherwise(
         container_of(&w, "garm-cfg8", Value::Null),
         ("docker".to_string(), Value::Null, json!([]))
     );
-    let r = create_with_specs(
+    let app = created(
         &w,
         "garm-cfg9",
         json!({"deployment": "kubernetes", "env_delivery": "envvars_yaml"}),
-        &[],
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(w.app("garm-cfg9")["deployment"], "kubernetes");
-    assert_envvars_yaml(&w.app("garm-cfg9"));
+    assert_eq!(app["deployment"], "kubernetes");
+    assert_envvars_yaml(&app);
     // The pool's delivery with the config's docker: refused, naming where each came from.
     let before = w.calls("CreateApp");
     let r = create_with_specs(
@@ -398,14 +389,11 @@ fn pool_container_settings_override_the_configs_and_the_configs_apply_otherwise(
     let r = w.create("bootstrap-github-jit.json", "garm-cfg11", POOL, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_envvars_yaml(&w.app("garm-cfg11"));
-    let r = create_with_specs(
+    let app = created(
         &w,
         "garm-cfg12",
         json!({"deployment": "docker", "env_delivery": "env_vars"}),
-        &[],
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let app = w.app("garm-cfg12");
     assert_eq!(app["deployment"], "docker");
     assert_eq!(app["env_vars"]["GARM_CONTROLLER_ID"], CONTROLLER_ID);
     assert!(app
