@@ -158,7 +158,7 @@ fn a_create_stream_that_ends_without_its_result_is_decided_by_show_app_inst() {
     // Nothing exists: not running, but a failure that leaves nothing behind.
     for body in ["{\"data\":{\"message\":\"Creating\"}}\n", ""] {
         let fake = Fake::start(controller(body, |_| ""));
-        let setup = Setup::new(&fake.url, "");
+        let setup = Setup::new(&fake.url(), "");
         let r = setup.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{body:?}: {}", r.stdout);
         assert_eq!(r.stdout, "");
@@ -187,7 +187,7 @@ fn a_create_stream_that_ends_without_its_result_is_decided_by_show_app_inst() {
             Box::leak(format!("{{\"data\":{APPINST},\"state\":\"Ready\"}}}}\n").into_boxed_str())
         }
     }));
-    let setup = Setup::new(&fake.url, "");
+    let setup = Setup::new(&fake.url(), "");
     let r = setup.garm("CreateInstance", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json()["status"], "running");

@@ -57,7 +57,7 @@ fn an_unpullable_image_fails_fast_naming_image_site_and_reason() {
         "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ErrImagePull",
         "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ImagePullBackOff",
     ]);
-    let setup = Setup::new(&fake.url, "");
+    let setup = Setup::new(&fake.url(), "");
     let r = setup.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert_eq!(r.stdout, "");
@@ -77,7 +77,7 @@ fn a_failed_pull_that_does_not_clear_counts_after_the_grace() {
     let fake = stuck_with(&[
         "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ErrImagePull",
     ]);
-    let setup = Setup::new(&fake.url, "start_failure_grace_secs = 1");
+    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
     let r = setup.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
@@ -98,7 +98,7 @@ fn a_crashing_runner_fails_fast() {
     ] {
         let line = format!("Status: pod hardened-runner-6d4f9-x7k2p: Running (0/1), container hardened-runner: {reason}");
         let fake = stuck_with(&[&line]);
-        let setup = Setup::new(&fake.url, "");
+        let setup = Setup::new(&fake.url(), "");
         let r = setup.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stdout);
         assert!(
@@ -198,7 +198,7 @@ fn a_pod_no_node_takes_is_a_refusal_of_the_site_after_the_grace() {
     // Kubernetes keeps an unschedulable pod `Pending` without container statuses; the CRM says
     // so once and waits (docs/edge-connect-behaviours.md B12).
     let fake = stuck_with(&["Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/0), "]);
-    let setup = Setup::new(&fake.url, "start_failure_grace_secs = 1");
+    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
     let r = setup.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
