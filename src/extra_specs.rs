@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::config::{Deployment, EnvDelivery, SiteKey};
 use crate::error::Error;
+use crate::manifest_safety::Container;
 
 /// How a pool with several sites picks one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -39,6 +40,19 @@ pub struct ExtraSpecs {
     /// Extra environment variables for the runner container.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Container command (overrides `edge_connect.command`).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Container arguments (override `edge_connect.command_args`).
+    #[serde(default)]
+    pub command_args: Option<Vec<String>>,
+    /// `kubernetes` or `docker` (overrides `edge_connect.deployment`).
+    #[serde(default)]
+    pub deployment: Option<Deployment>,
+    /// `env_vars` or `envvars_yaml` (overrides `edge_connect.env_delivery`; `envvars_yaml`
+    /// needs deployment kubernetes).
+    #[serde(default)]
+    pub env_delivery: Option<EnvDelivery>,
     /// Registry user for a private runner image.
     #[serde(default)]
     pub image_pull_username: Option<String>,
@@ -118,13 +132,15 @@ impl ExtraSpecs {
                 ));
             }
         }
-        // The deployment and delivery are the provider config's, which ValidatePoolInfo does
-        // not read: check the values against the defaults here; CreateInstance checks them
-        // against the configured ones again.
+        // ValidatePoolInfo does not read the provider config: the pool's own settings are
+        // checked over the defaults (so its command words always meet the kubernetes rules, and
+        // the docker ones when the pool says docker); CreateInstance resolves them over the
+        // config's and checks again.
+        let container = self.container(Container::default())?;
         for (name, value) in &self.env {
             crate::manifest_safety::check_env_value(
-                Deployment::Kubernetes,
-                EnvDelivery::EnvVars,
+                container.deployment,
+                container.env_delivery,
                 name,
                 value,
             )?;
@@ -136,6 +152,36 @@ impl ExtraSpecs {
             check_pull_password_env(var, None)?;
         }
         Ok(())
+    }
+
+    /// The pool's runner container: its `command`, `command_args`, `deployment` and
+    /// `env_delivery` over `config`'s (the provider config's `[edge_connect]` values,
+    /// `EdgeConnectConfig::container`), checked together. The one place these four are
+    /// resolved: CreateInstance's App, ValidatePoolInfo and `check --extra-specs` use it. A
+    /// refusal names each value's key, `extra_specs.*` or `edge_connect.*`.
+    pub fn container(&self, config: Container) -> Result<Container, String> {
+        let container = Container {
+            deployment: self.deployment.unwrap_or(config.deployment),
+            env_delivery: self.env_delivery.unwrap_or(config.env_delivery),
+            // An empty command (the pool's or the config's) runs the image's entrypoint.
+            command: self
+                .command
+                .clone()
+                .or(config.command)
+                .filter(|c| !c.is_empty()),
+            command_args: self.command_args.clone().unwrap_or(config.command_args),
+        };
+        container.check(&|key| {
+            let pools = match key {
+                "deployment" => self.deployment.is_some(),
+                "env_delivery" => self.env_delivery.is_some(),
+                "command" => self.command.is_some(),
+                _ => self.command_args.is_some(),
+            };
+            let from = if pools { "extra_specs" } else { "edge_connect" };
+            format!("{from}.{key}")
+        })?;
+        Ok(container)
     }
 
     /// Refuses an `image_pull_password_env` the provider must not hand to a registry: one of
@@ -255,6 +301,43 @@ mod tests {
             ok.check_pull_password_env(Some("GARM_PULL_")).unwrap_err().to_string(),
             "invalid extra_specs: image_pull_password_env: REGISTRY_PASSWORD does not start with GARM_PULL_ (image_pull_password_env_prefix in the provider config)"
         );
+    }
+
+    #[test]
+    fn the_pools_values_lie_over_the_configs_each_named_by_where_it_came_from() {
+        let config = Container {
+            deployment: Deployment::Docker,
+            env_delivery: EnvDelivery::EnvVars,
+            command: Some("/entrypoint.sh".into()),
+            command_args: Vec::new(),
+        };
+        let args = ExtraSpecs {
+            command_args: Some(vec!["--once".into()]),
+            ..Default::default()
+        };
+        assert_eq!(
+            args.container(config.clone()).unwrap_err(),
+            "extra_specs.command_args: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD"
+        );
+        let kubernetes = ExtraSpecs {
+            deployment: Some(Deployment::Kubernetes),
+            env_delivery: Some(EnvDelivery::EnvvarsYaml),
+            ..args
+        };
+        assert_eq!(
+            kubernetes.container(config.clone()).unwrap(),
+            Container {
+                deployment: Deployment::Kubernetes,
+                env_delivery: EnvDelivery::EnvvarsYaml,
+                command: Some("/entrypoint.sh".into()),
+                command_args: vec!["--once".into()],
+            }
+        );
+        let no_command = ExtraSpecs {
+            command: Some(String::new()),
+            ..Default::default()
+        };
+        assert_eq!(no_command.container(config).unwrap().command, None);
     }
 
     #[test]

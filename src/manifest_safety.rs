@@ -53,11 +53,49 @@ pub enum EnvDelivery {
     EnvvarsYaml,
 }
 
-/// Checks a container command and its arguments for `deployment`. `key` names where they came
-/// from (`edge_connect.command`, `extra_specs.command`) in the message.
-pub fn check_command(
+/// A runner container's settings as the App carries them. A pool's are resolved in one place,
+/// `ExtraSpecs::container` (its extra specs over the config's `[edge_connect]` values).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Container {
+    /// `kubernetes` or `docker`.
+    pub deployment: Deployment,
+    /// How the runner's environment is delivered.
+    pub env_delivery: EnvDelivery,
+    /// The container command; `None` runs the image's own entrypoint.
+    pub command: Option<String>,
+    /// The container's arguments.
+    pub command_args: Vec<String>,
+}
+
+impl Container {
+    /// Checks the settings together, before any request. `key` turns a setting's name
+    /// (`deployment`, `env_delivery`, `command`, `command_args`) into the key it came from,
+    /// e.g. `edge_connect.command`, for the message.
+    pub fn check(&self, key: &dyn Fn(&str) -> String) -> Result<(), String> {
+        if self.env_delivery == EnvDelivery::EnvvarsYaml
+            && self.deployment != Deployment::Kubernetes
+        {
+            return Err(format!(
+                "{}: envvars_yaml needs deployment kubernetes ({} is {})",
+                key("env_delivery"),
+                key("deployment"),
+                self.deployment.as_str()
+            ));
+        }
+        check_command(
+            self.deployment,
+            key,
+            self.command.as_deref(),
+            &self.command_args,
+        )
+    }
+}
+
+/// Checks a container command and its arguments for `deployment`; `key` names where each came
+/// from, as in [`Container::check`].
+fn check_command(
     deployment: Deployment,
-    key: &str,
+    key: &dyn Fn(&str) -> String,
     command: Option<&str>,
     args: &[String],
 ) -> Result<(), String> {
@@ -68,7 +106,8 @@ pub fn check_command(
                 for word in command.split(' ').filter(|w| !w.is_empty()) {
                     yaml_word_problem(word).map_or(Ok(()), |why| {
                         Err(format!(
-                            "{key}: the word {} would not reach the container as written: {why}",
+                            "{}: the word {} would not reach the container as written: {why}",
+                            key("command"),
                             crate::text::quoted(word)
                         ))
                     })?;
@@ -77,7 +116,8 @@ pub fn check_command(
             for arg in args {
                 yaml_word_problem(arg).map_or(Ok(()), |why| {
                     Err(format!(
-                        "{key}_args: {} would not reach the container as written: {why}",
+                        "{}: {} would not reach the container as written: {why}",
+                        key("command_args"),
                         crate::text::quoted(arg)
                     ))
                 })?;
@@ -87,12 +127,14 @@ pub fn check_command(
         Deployment::Docker => {
             if !args.is_empty() {
                 return Err(format!(
-                    "{key}_args: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD"
+                    "{}: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD",
+                    key("command_args")
                 ));
             }
             match command {
                 Some(c) if !c.chars().all(is_shell_safe) || c.starts_with('-') => Err(format!(
-                    "{key}: {} is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)",
+                    "{}: {} is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)",
+                    key("command"),
                     crate::text::quoted(c)
                 )),
                 _ => Ok(()),
@@ -203,7 +245,7 @@ mod tests {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         check_command(
             Deployment::Kubernetes,
-            "edge_connect.command",
+            &|k| format!("edge_connect.{k}"),
             Some(command),
             &args,
         )
@@ -249,7 +291,12 @@ mod tests {
     #[test]
     fn docker_takes_one_shell_safe_word_and_no_arguments() {
         let docker = |c: &str, args: &[String]| {
-            check_command(Deployment::Docker, "extra_specs.command", Some(c), args)
+            check_command(
+                Deployment::Docker,
+                &|k| format!("extra_specs.{k}"),
+                Some(c),
+                args,
+            )
         };
         assert!(docker("/entrypoint.sh", &[]).is_ok());
         assert!(docker("/bin/sh -c run", &[])

@@ -95,7 +95,12 @@ pub fn run(
             return report.failed;
         }
     }
-    let specs = match ExtraSpecs::from_value(options.extra_specs.as_ref()) {
+    // The pool's container as CreateInstance will resolve it, over this config's values.
+    let pool = ExtraSpecs::from_value(options.extra_specs.as_ref()).and_then(|specs| {
+        let container = specs.container(config.edge_connect.container());
+        container.map(|_| specs).map_err(Error::failed)
+    });
+    let specs = match pool {
         Ok(s) => {
             if options.extra_specs.is_some() {
                 report.pass("extra specs", "valid");

@@ -73,23 +73,25 @@ pub struct EdgeConnectConfig {
     /// Place AppInsts in this zone (newer API shape: `zone_key`). Use instead of `cloudlet`.
     #[serde(default)]
     pub zone: Option<SiteKey>,
-    /// App deployment type: `kubernetes` (default) or `docker`. One provider entry in GARM per
-    /// deployment type: pools do not override it.
+    /// App deployment type: `kubernetes` (default) or `docker`. A pool's
+    /// `extra_specs.deployment` overrides it.
     #[serde(default)]
     pub deployment: Deployment,
     /// How the runner's environment reaches the container: `env_vars` (default: plain values in
     /// `env_vars`, secrets in `secret_env_vars`; platforms from 2024-03 on) or `envvars_yaml`
     /// (everything in a `configs` envVarsYaml entry, for older kubernetes platforms; secrets are
-    /// then readable by anyone who can show the App).
+    /// then readable by anyone who can show the App). A pool's `extra_specs.env_delivery`
+    /// overrides it.
     #[serde(default)]
     pub env_delivery: EnvDelivery,
     /// App version used for every runner App.
     #[serde(default = "default_app_version")]
     pub app_version: String,
-    /// Container command of every runner of this config; empty runs the image's own entrypoint.
+    /// Container command; empty runs the image's own entrypoint. A pool's
+    /// `extra_specs.command` overrides it.
     #[serde(default)]
     pub command: Option<String>,
-    /// Container arguments.
+    /// Container arguments. A pool's `extra_specs.command_args` overrides them.
     #[serde(default)]
     pub command_args: Vec<String>,
     /// Timeout of one HTTP request, in seconds (streams: between two lines).
@@ -185,6 +187,17 @@ impl EdgeConnectConfig {
             connect_retry: std::time::Duration::from_secs(self.connect_retry_secs),
             ca_bundle: self.ca_bundle.clone(),
             insecure_skip_verify: self.insecure_skip_verify,
+        }
+    }
+
+    /// The runner container this config gives a pool that sets none of its own
+    /// (`ExtraSpecs::container` lays a pool's values over it).
+    pub fn container(&self) -> crate::manifest_safety::Container {
+        crate::manifest_safety::Container {
+            deployment: self.deployment,
+            env_delivery: self.env_delivery,
+            command: self.command.clone(),
+            command_args: self.command_args.clone(),
         }
     }
 }

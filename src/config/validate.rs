@@ -60,12 +60,7 @@ impl Config {
                 ec.app_version
             ));
         }
-        crate::manifest_safety::check_command(
-            ec.deployment,
-            "edge_connect.command",
-            ec.command.as_deref(),
-            &ec.command_args,
-        )?;
+        ec.container().check(&|key| format!("edge_connect.{key}"))?;
         if !crate::naming::is_valid_key_part(&ec.organization) {
             return Err(
                 "edge_connect.organization: not a valid Edge Connect organization name".into(),
@@ -101,11 +96,6 @@ impl Config {
                     return Err(format!("{key}: name and organization must not be empty"));
                 }
             }
-        }
-        if ec.env_delivery == EnvDelivery::EnvvarsYaml && ec.deployment != Deployment::Kubernetes {
-            return Err(
-                "edge_connect.env_delivery: envvars_yaml needs deployment = \"kubernetes\"".into(),
-            );
         }
         if ec.request_timeout_secs == 0 {
             return Err("edge_connect.request_timeout_secs: must be at least 1".into());

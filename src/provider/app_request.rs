@@ -1,6 +1,6 @@
-//! The CreateApp body for a runner: image, flavor, deployment, command, the runner environment
-//! in the configured delivery, and image pull credentials, each checked against what Edge
-//! Connect keeps intact before anything is sent.
+//! The CreateApp body for a runner: image, flavor, the pool's container (deployment, command,
+//! environment delivery), the runner environment and image pull credentials, each checked
+//! against what Edge Connect keeps intact before anything is sent.
 
 use super::Provider;
 use crate::config::{Deployment, EnvDelivery, Placement};
@@ -32,9 +32,8 @@ impl Provider {
             .ok_or_else(|| {
                 Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
             })?;
-        // Deployment, delivery and command are the config's alone, checked together when it
-        // was loaded; only the runner's values are new here.
-        let (deployment, delivery) = (ec.deployment, ec.env_delivery);
+        let container = specs.container(ec.container()).map_err(Error::failed)?;
+        let (deployment, delivery) = (container.deployment, container.env_delivery);
         let env = runner_env(
             bootstrap,
             &self.controller_id,
@@ -94,8 +93,8 @@ impl Provider {
             image_path: bootstrap.image.clone(),
             deployment: deployment.as_str(),
             default_flavor: FlavorKey { name: flavor },
-            command: ec.command.clone().filter(|c| !c.is_empty()),
-            command_args: ec.command_args.clone(),
+            command: container.command,
+            command_args: container.command_args,
             configs,
             env_vars,
             secret_env_vars,

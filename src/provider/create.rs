@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
 use crate::naming::edge_name;
-use edge_connect::models::{AppKey, NewApp};
+use edge_connect::models::{App, AppKey, NewApp};
 use edge_connect::{ApiError, ApiErrorKind, Rpc, MAX_COLLECTED};
 
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
@@ -123,17 +123,22 @@ impl Provider {
 
     /// True when an App of this name exists in the organization (any version, anyone's).
     async fn app_exists(&self, name: &str, deadline: Deadline) -> Result<bool, Error> {
+        let apps = self.apps_named(name, deadline).await?;
+        Ok(apps.iter().any(|a| a.key.name == name))
+    }
+
+    /// The organization's Apps of this name, any version (ShowApp, retried while transient).
+    async fn apps_named(&self, name: &str, deadline: Deadline) -> Result<Vec<App>, Error> {
         let filter = AppKey {
             organization: self.organization().to_string(),
             name: name.to_string(),
             version: String::new(),
         };
         let (client, filter) = (&self.client.until(deadline), &filter);
-        let apps = retry_transient(deadline, "ShowApp", || async move {
+        Ok(retry_transient(deadline, "ShowApp", || async move {
             client.show_apps(filter).await?.collect(MAX_COLLECTED).await
         })
-        .await?;
-        Ok(apps.iter().any(|a| a.key.name == name))
+        .await?)
     }
 
     /// Reads the App back and confirms that the server kept the fields the runner and the
@@ -150,16 +155,7 @@ impl Provider {
         if !needs.env_vars && !needs.pull_credentials {
             return Ok(());
         }
-        let filter = AppKey {
-            organization: self.organization().to_string(),
-            name: name.to_string(),
-            version: String::new(),
-        };
-        let (client, filter) = (&self.client.until(deadline), &filter);
-        let apps = retry_transient(deadline, "ShowApp", || async move {
-            client.show_apps(filter).await?.collect(MAX_COLLECTED).await
-        })
-        .await?;
+        let apps = self.apps_named(name, deadline).await?;
         let Some(shown) = apps.iter().find(|a| a.key == sent.key) else {
             return Err(Error::failed(format!(
                 "App {name} is not listed right after CreateApp succeeded"

@@ -11,13 +11,22 @@ use super::Provider;
 use crate::error::Error;
 
 impl Provider {
-    pub(super) async fn stop(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
-        let runner = self.find_runner(instance, deadline).await?.ok_or_else(|| {
+    /// The runner behind `instance`, or NotFound (exit 30 for GARM).
+    async fn existing_runner(
+        &self,
+        instance: &str,
+        deadline: Deadline,
+    ) -> Result<super::OwnedRunner, Error> {
+        self.find_runner(instance, deadline).await?.ok_or_else(|| {
             Error::NotFound(format!(
                 "instance {} not found",
                 crate::text::echo(instance)
             ))
-        })?;
+        })
+    }
+
+    pub(super) async fn stop(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
+        let runner = self.existing_runner(instance, deadline).await?;
         if let Some(inst) = runner.app_inst() {
             self.report(&format!("removing AppInst {}", inst.key.name));
             self.delete_app_inst(&inst.key, deadline).await?;
@@ -27,12 +36,7 @@ impl Provider {
     }
 
     pub(super) async fn start(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
-        let runner = self.find_runner(instance, deadline).await?.ok_or_else(|| {
-            Error::NotFound(format!(
-                "instance {} not found",
-                crate::text::echo(instance)
-            ))
-        })?;
+        let runner = self.existing_runner(instance, deadline).await?;
         if let Some(inst) = runner.app_inst() {
             if super::status::garm_status(Some(inst)).0 == crate::garm::InstanceStatus::Running {
                 tracing::info!(instance, state = %inst.state, "already started");

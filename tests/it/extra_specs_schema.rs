@@ -59,3 +59,29 @@ fn garm_keys_pass_and_unknown_keys_fail_in_schema_and_provider_alike() {
         );
     }
 }
+
+#[test]
+fn the_container_keys_are_in_the_schema_with_their_values() {
+    let v = validator();
+    let pool = json!({"command": "/entrypoint.sh", "command_args": ["--once"], "deployment": "docker", "env_delivery": "env_vars"});
+    assert!(v.is_valid(&pool));
+    for bad in [
+        json!({"deployment": "swarm"}),
+        json!({"env_delivery": "yaml"}),
+        json!({"command": ["/entrypoint.sh"]}),
+        json!({"command_args": "--once"}),
+    ] {
+        assert!(!v.is_valid(&bad), "schema refuses {bad}");
+        assert!(
+            ExtraSpecs::from_value(Some(&bad)).is_err(),
+            "provider refuses {bad}"
+        );
+    }
+    let schema = ExtraSpecs::json_schema().unwrap();
+    for key in ["command", "command_args", "deployment", "env_delivery"] {
+        assert!(
+            schema["properties"].get(key).is_some(),
+            "{key} is listed: {schema}"
+        );
+    }
+}

@@ -192,17 +192,38 @@ fn create_with_specs(w: &World, name: &str, specs: Value, vars: &[(&str, &str)])
 #[test]
 fn each_extra_spec_changes_the_request() {
     let w = World::new();
-    let r = create_with_specs(
+    let app = created(
         &w,
         "garm-specs1",
-        json!({"flavor": "EU.large", "env": {"TEAM": "edge"}}),
-        &[],
+        json!({"flavor": "EU.large", "command": "/entrypoint.sh", "command_args": ["--once"], "env": {"TEAM": "edge"}}),
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let app = w.app("garm-specs1");
     assert_eq!(app["default_flavor"]["name"], "EU.large");
+    assert_eq!(app["command"], "/entrypoint.sh");
+    assert_eq!(app["command_args"], json!(["--once"]));
     assert_eq!(app["env_vars"]["TEAM"], "edge");
     assert_eq!(app["deployment"], "kubernetes");
+
+    let app = created(
+        &w,
+        "garm-specs2",
+        json!({"deployment": "docker", "command": "/home/runner/run.sh"}),
+    );
+    assert_eq!(app["deployment"], "docker");
+    assert_eq!(app["command"], "/home/runner/run.sh");
+    assert!(app
+        .get("command_args")
+        .is_none_or(|a| a.as_array().is_none_or(|a| a.is_empty())));
+    assert_eq!(app["env_vars"]["GARM_CONTROLLER_ID"], CONTROLLER_ID);
+
+    let app = created(&w, "garm-specs3", json!({"env_delivery": "envvars_yaml"}));
+    assert_envvars_yaml(&app);
+    assert_eq!(app["deployment"], "kubernetes");
+    // The instance is still found, listed and deleted through the YAML ownership data.
+    assert_eq!(
+        w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-specs3")], None)
+            .code,
+        0
+    );
 
     let specs = json!({"image_pull_username": "robot$ci", "image_pull_password_env": "EDP_EDGE_CONNECT_REGISTRY_PASSWORD"});
     let r = create_with_specs(
@@ -238,42 +259,17 @@ fn each_extra_spec_changes_the_request() {
         .collect();
     assert_eq!(
         names,
-        ["garm-specs1", "garm-specs4"].map(String::from).into()
+        ["garm-specs1", "garm-specs2", "garm-specs3", "garm-specs4"]
+            .map(String::from)
+            .into()
     );
 }
 
-#[test]
-fn command_deployment_and_delivery_come_from_the_config_alone() {
-    let w = World::with(
-        ApiGeneration::Gen3,
-        Site::Zone,
-        "command = \"/entrypoint.sh\"\ncommand_args = [\"--once\"]",
-    );
-    assert_eq!(
-        w.create("bootstrap-github-jit.json", "garm-cfg1", POOL, &[])
-            .code,
-        0
-    );
-    let app = w.app("garm-cfg1");
-    assert_eq!(app["command"], "/entrypoint.sh");
-    assert_eq!(app["command_args"], json!(["--once"]));
+const CONTROLLER_ID: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
 
-    let w = World::with(ApiGeneration::Gen3, Site::Zone, "deployment = \"docker\"");
-    assert_eq!(
-        w.create("bootstrap-github-jit.json", "garm-cfg2", POOL, &[])
-            .code,
-        0
-    );
-    assert_eq!(w.app("garm-cfg2")["deployment"], "docker");
-
-    let w = World::with(
-        ApiGeneration::Gen3,
-        Site::Zone,
-        "env_delivery = \"envvars_yaml\"",
-    );
-    let r = w.create("bootstrap-github-jit.json", "garm-cfg3", POOL, &[]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let app = w.app("garm-cfg3");
+/// The App carries the whole runner environment, secrets included, in one envVarsYaml config
+/// and nothing in `env_vars` / `secret_env_vars`.
+fn assert_envvars_yaml(app: &Value) {
     assert!(app
         .get("env_vars")
         .is_none_or(|e| e.as_object().is_none_or(|m| m.is_empty())));
@@ -283,39 +279,235 @@ fn command_deployment_and_delivery_come_from_the_config_alone() {
     let yaml = app["configs"][0]["config"].as_str().unwrap_or_default();
     assert_eq!(app["configs"][0]["kind"], "envVarsYaml");
     assert!(
-        yaml.contains(
-            "- name: GARM_CONTROLLER_ID\n  value: \"f9286791-1589-4f39-a106-5b68c2a18af4\"\n"
-        ),
+        yaml.contains(&format!(
+            "- name: GARM_CONTROLLER_ID\n  value: \"{CONTROLLER_ID}\"\n"
+        )),
         "{yaml}"
     );
     assert!(
         yaml.contains("- name: BEARER_TOKEN\n"),
         "secrets go into the YAML in this mode"
     );
-    // The instance is still found, listed and deleted through the YAML ownership data.
-    assert_eq!(
-        w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-cfg3")], None)
-            .code,
-        0
-    );
+}
 
-    // A pool cannot set them: one place each. ValidatePoolInfo names the key.
-    let encode = |b: &[u8]| {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(b)
+/// Creates `name` with the pool's `specs`; the App as the simulator holds it.
+fn created(w: &World, name: &str, specs: Value) -> Value {
+    let r = create_with_specs(w, name, specs, &[]);
+    assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+    w.app(name)
+}
+
+/// Creates `name` with the pool's `specs`; the App's (deployment, command, command_args).
+fn container_of(w: &World, name: &str, specs: Value) -> (String, Value, Value) {
+    let app = created(w, name, specs);
+    let args = match &app["command_args"] {
+        Value::Null => json!([]),
+        a => a.clone(),
     };
-    for key in ["command", "command_args", "deployment", "env_delivery"] {
-        let specs = json!({ key: "x" }).to_string();
-        let r = w.garm(
-            "ValidatePoolInfo",
-            &[
-                ("GARM_INTERFACE_VERSION", "v0.1.1"),
-                ("GARM_POOL_ID", POOL),
-                ("GARM_POOL_EXTRASPECS", &encode(specs.as_bytes())),
-            ],
-            None,
+    (
+        app["deployment"].as_str().unwrap_or_default().to_string(),
+        app["command"].clone(),
+        args,
+    )
+}
+
+#[test]
+fn pool_container_settings_override_the_configs_and_the_configs_apply_otherwise() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "command = \"/entrypoint.sh\"\ncommand_args = [\"--once\"]",
+    );
+    let k8s = || "kubernetes".to_string();
+    assert_eq!(
+        container_of(&w, "garm-cfg1", Value::Null),
+        (k8s(), json!("/entrypoint.sh"), json!(["--once"]))
+    );
+    // Each key on its own: the pool's value, the config's for the others.
+    assert_eq!(
+        container_of(&w, "garm-cfg2", json!({"command": "/run.sh"})),
+        (k8s(), json!("/run.sh"), json!(["--once"]))
+    );
+    assert_eq!(
+        container_of(&w, "garm-cfg3", json!({"command_args": []})),
+        (k8s(), json!("/entrypoint.sh"), json!([]))
+    );
+    // An empty command runs the image's entrypoint.
+    assert_eq!(
+        container_of(&w, "garm-cfg4", json!({"command": "", "command_args": []})),
+        (k8s(), Value::Null, json!([]))
+    );
+    assert_eq!(
+        container_of(
+            &w,
+            "garm-cfg5",
+            json!({"deployment": "docker", "command_args": []})
+        ),
+        ("docker".to_string(), json!("/entrypoint.sh"), json!([]))
+    );
+    // The config's arguments with the pool's docker: refused naming both keys, before any call.
+    let r = create_with_specs(&w, "garm-cfg6", json!({"deployment": "docker"}), &[]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr.trim_end(),
+        "edge_connect.command_args: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD"
+    );
+    assert!(!w.app_names().contains(&"garm-cfg6".to_string()));
+
+    let w = World::with(ApiGeneration::Gen3, Site::Zone, "deployment = \"docker\"");
+    assert_eq!(
+        container_of(&w, "garm-cfg8", Value::Null),
+        ("docker".to_string(), Value::Null, json!([]))
+    );
+    let app = created(
+        &w,
+        "garm-cfg9",
+        json!({"deployment": "kubernetes", "env_delivery": "envvars_yaml"}),
+    );
+    assert_eq!(app["deployment"], "kubernetes");
+    assert_envvars_yaml(&app);
+    // The pool's delivery with the config's docker: refused, naming where each came from.
+    let before = w.calls("CreateApp");
+    let r = create_with_specs(
+        &w,
+        "garm-cfg10",
+        json!({"env_delivery": "envvars_yaml"}),
+        &[],
+    );
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr.trim_end(),
+        "extra_specs.env_delivery: envvars_yaml needs deployment kubernetes (edge_connect.deployment is docker)"
+    );
+    assert_eq!(w.calls("CreateApp"), before);
+
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "env_delivery = \"envvars_yaml\"",
+    );
+    let r = w.create("bootstrap-github-jit.json", "garm-cfg11", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_envvars_yaml(&w.app("garm-cfg11"));
+    let app = created(
+        &w,
+        "garm-cfg12",
+        json!({"deployment": "docker", "env_delivery": "env_vars"}),
+    );
+    assert_eq!(app["deployment"], "docker");
+    assert_eq!(app["env_vars"]["GARM_CONTROLLER_ID"], CONTROLLER_ID);
+    assert!(app
+        .get("configs")
+        .is_none_or(|c| c.as_array().is_none_or(|c| c.is_empty())));
+}
+
+fn validate_pool(w: &World, specs: &Value) -> Run {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(specs.to_string());
+    w.garm(
+        "ValidatePoolInfo",
+        &[
+            ("GARM_INTERFACE_VERSION", "v0.1.1"),
+            ("GARM_POOL_ID", POOL),
+            ("GARM_POOL_EXTRASPECS", &encoded),
+        ],
+        None,
+    )
+}
+
+#[test]
+fn validate_pool_info_checks_the_pools_container_without_the_config() {
+    let w = World::new();
+    for specs in [
+        json!({"command": "/entrypoint.sh", "command_args": ["--once"]}),
+        json!({"deployment": "docker", "command": "/home/runner/run.sh"}),
+        json!({"env_delivery": "envvars_yaml"}),
+        json!({"deployment": "kubernetes", "env_delivery": "env_vars"}),
+    ] {
+        let r = validate_pool(&w, &specs);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, ""),
+            "{specs}: {}",
+            r.stderr
         );
-        assert_eq!(r.code, 1, "{key}");
-        assert!(r.stderr.contains(key), "{key}: {}", r.stderr);
     }
+    for (specs, message) in [
+        (
+            json!({"command_args": ["--once", "yes"]}),
+            "invalid extra_specs: extra_specs.command_args: \"yes\" would not reach the container as written: YAML reads it as a boolean",
+        ),
+        (
+            json!({"command": "/run key: value"}),
+            "invalid extra_specs: extra_specs.command: the word \"key:\" would not reach the container as written: `: ` makes YAML read a mapping",
+        ),
+        (
+            json!({"deployment": "docker", "command": "/bin/sh -c run"}),
+            "invalid extra_specs: extra_specs.command: \"/bin/sh -c run\" is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)",
+        ),
+        (
+            json!({"deployment": "docker", "command_args": ["--once"]}),
+            "invalid extra_specs: extra_specs.command_args: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD",
+        ),
+        (
+            json!({"deployment": "docker", "env_delivery": "envvars_yaml"}),
+            "invalid extra_specs: extra_specs.env_delivery: envvars_yaml needs deployment kubernetes (extra_specs.deployment is docker)",
+        ),
+        (
+            json!({"deployment": "docker", "env": {"MOTD": "one\ntwo"}}),
+            "invalid extra_specs: env MOTD: a line break cannot be stored in a docker env file (one k=v line per variable)",
+        ),
+        (
+            json!({"env_delivery": "envvars_yaml", "env": {"T": "[[ .x ]]"}}),
+            "invalid extra_specs: env T: `[[` or `]]` would be taken as a template by Edge Connect's envVarsYaml processing",
+        ),
+    ] {
+        let r = validate_pool(&w, &specs);
+        assert_eq!(r.code, 1, "{specs}");
+        assert_eq!(r.stderr.trim_end(), message, "{specs}");
+    }
+    let r = validate_pool(&w, &json!({"deployment": "swarm"}));
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.starts_with("invalid extra_specs: deployment: "),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn check_extra_specs_resolves_the_pools_container_over_the_config() {
+    let w = World::with(
+        ApiGeneration::Gen3,
+        Site::Zone,
+        "env_delivery = \"envvars_yaml\"",
+    );
+    let check = |specs: Value| {
+        let file = w.dir.path().join("specs.json");
+        std::fs::write(&file, specs.to_string()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+            .args(["--config", &w.config.display().to_string(), "check"])
+            .args(["--extra-specs", &file.display().to_string()])
+            .env_clear()
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(" extra specs: "))
+            .unwrap_or_default()
+            .to_string();
+        (out.status.code(), line)
+    };
+    assert_eq!(
+        check(json!({"deployment": "docker"})),
+        (
+            Some(1),
+            "✗ extra specs: edge_connect.env_delivery: envvars_yaml needs deployment kubernetes (extra_specs.deployment is docker)".to_string()
+        )
+    );
+    assert_eq!(
+        check(json!({"deployment": "docker", "env_delivery": "env_vars"})),
+        (Some(0), "✓ extra specs: valid".to_string())
+    );
 }

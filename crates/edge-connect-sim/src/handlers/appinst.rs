@@ -157,20 +157,38 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
     };
     let fault = lock(&shared.faults).take_stream("CreateAppInst");
     let rx = Op {
+        crm_error,
+        pod_wait,
+        container_id: container,
+        undo_on_disconnect,
+        ..op(&shared, key, epoch, OpKind::Create, fault)
+    }
+    .spawn();
+    stream_reply(rx).await
+}
+
+/// An operation on the store with nothing of a create's own (no CRM error, no pod wait, no
+/// container, and a client that leaves does not undo it).
+fn op(
+    shared: &Shared,
+    key: AppInstKey,
+    epoch: u64,
+    kind: OpKind,
+    fault: Option<crate::faults::StreamFault>,
+) -> Op {
+    Op {
         state: shared.state.clone(),
         duration: shared.config.create_delay,
         shutdown: shared.shutdown.clone(),
         key,
         epoch,
-        kind: OpKind::Create,
+        kind,
         fault,
-        crm_error,
-        pod_wait,
-        container_id: container,
-        undo_on_disconnect,
+        crm_error: None,
+        pod_wait: None,
+        container_id: String::new(),
+        undo_on_disconnect: false,
     }
-    .spawn();
-    stream_reply(rx).await
 }
 
 /// A create that was stored and now runs.
@@ -316,19 +334,6 @@ pub(crate) async fn delete(call: Call) -> Result<Response, ApiError> {
         epoch
     };
     let fault = lock(&shared.faults).take_stream("DeleteAppInst");
-    let rx = Op {
-        state: shared.state.clone(),
-        duration: shared.config.create_delay,
-        shutdown: shared.shutdown.clone(),
-        key,
-        epoch,
-        kind: OpKind::Delete,
-        fault,
-        crm_error: None,
-        pod_wait: None,
-        container_id: String::new(),
-        undo_on_disconnect: false,
-    }
-    .spawn();
+    let rx = op(&shared, key, epoch, OpKind::Delete, fault).spawn();
     stream_reply(rx).await
 }
