@@ -47,7 +47,12 @@ impl<'de> Visitor<'de> for EnvVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Env, A::Error> {
-        let mut env = Env::default();
+        // Room for a runner App's environment (about 1 KiB of text, two dozen entries) from the
+        // start: growing to it step by step costs more than the parse of its entries.
+        let mut env = Env {
+            text: String::with_capacity(1024),
+            ends: Vec::with_capacity(32),
+        };
         let mut start = 0;
         while map.next_key_seed(Append(&mut env.text))?.is_some() {
             let name_end = env.text.len();
