@@ -63,14 +63,25 @@ log() { printf '%s: %s\n' "$SELF" "$*" >&2; }
 
 # stay_up: never returns. A stop request (docker stop, pod deletion) ends it
 # with exit code 0 at once; PID 1 ignores the signals it has no handler for.
-STAY_UP_SLEEP=""
+# The trap ends every background job, not a pid remembered from $!: bash runs
+# a trap between two commands, so a stop request arriving while `sleep &`
+# starts runs it before `$!` is stored, and the new sleep would outlive us.
 stay_up() {
-	trap 'kill "$STAY_UP_SLEEP" 2>/dev/null || true; exit 0' TERM INT
+	trap 'end_jobs TERM; exit 0' TERM INT
 	while :; do
 		sleep 3600 &
-		STAY_UP_SLEEP=$!
-		wait "$STAY_UP_SLEEP" || true
+		wait "$!" || true
 	done
+}
+
+# end_jobs SIGNAL: sends SIGNAL to every background job of this shell.
+end_jobs() {
+	local pids
+	pids=$(jobs -p)
+	if [[ -n $pids ]]; then
+		# shellcheck disable=SC2086 # one pid per word
+		kill -"$1" $pids 2>/dev/null || true
+	fi
 }
 
 # run_one_job COMMAND...: the second half of the entrypoint, which the first
@@ -83,15 +94,20 @@ STOPPING=false
 stop_runner() {
 	STOPPING=true
 	# TERM for INT too: the runner, started in the background, ignores INT.
-	if [[ -n $RUNNER_PID ]]; then
-		kill -TERM "$RUNNER_PID" 2>/dev/null || true
-	fi
+	# Every job rather than $RUNNER_PID: the request may come between the
+	# runner's start and the assignment of its pid (see stay_up).
+	end_jobs TERM
 }
 run_one_job() {
 	local rc
 	trap stop_runner TERM INT
 	"$@" &
 	RUNNER_PID=$!
+	# A stop request that came before the runner started had nothing to pass
+	# on to; the runner must still hear it rather than run a whole job.
+	if [[ $STOPPING == true ]]; then
+		end_jobs TERM
+	fi
 	while :; do
 		if wait "$RUNNER_PID"; then rc=0; else rc=$?; fi
 		# wait also returns when a trapped signal arrives; the runner may

@@ -857,10 +857,11 @@ register)
     # A job in progress, until the runner is stopped: the real runners end
     # on SIGTERM (forgejo-runner and gitea-runner main.go l. 15,
     # signal.NotifyContext with SIGINT and SIGTERM). The stub notes the signal.
-    sleeper=""
-    trap 'echo TERM > "$LOG/$sub.signal"; kill "$sleeper" 2>/dev/null; exit 143' TERM
+    # It ends every job, not a pid kept from $!, which a signal arriving while
+    # `sleep &` starts runs the trap before.
+    trap 'echo TERM > "$LOG/$sub.signal"; kill $(jobs -p) 2>/dev/null; exit 143' TERM
     : > "$LOG/$sub.busy"
-    while :; do sleep 3600 & sleeper=$!; wait "$sleeper"; done ;;
+    while :; do sleep 3600 & wait "$!"; done ;;
   esac ;;
 esac
 "#
@@ -1055,20 +1056,18 @@ esac
     /// [`Running::wait_until_idle`]); then stops it as a deletion would.
     pub async fn run_entrypoint(&self, contract: &BTreeMap<String, String>) -> Run {
         let mut running = self.start_entrypoint(contract);
-        within_hang_guard("the entrypoint to exit or stay up", async {
-            if running.until_line(STAYING_UP).await.is_none() {
-                return running.finish().await;
-            }
-            if !running.wait_until_idle().await {
-                return running.finish().await;
-            }
-            let environ = running.environ();
-            let mut run = running.stop().await;
-            run.stayed_up = true;
-            run.environ = environ;
-            run
+        let idle = within_hang_guard("the entrypoint to exit or stay up", async {
+            running.until_line(STAYING_UP).await.is_some() && running.wait_until_idle().await
         })
-        .await
+        .await;
+        if !idle {
+            return running.finish().await;
+        }
+        let environ = running.environ();
+        let mut run = running.stop().await;
+        run.stayed_up = true;
+        run.environ = environ;
+        run
     }
 }
 
@@ -1164,13 +1163,20 @@ impl Running {
         self.finish().await
     }
 
-    /// Reads the rest of the output and waits for the exit.
+    /// Waits for the exit and for every process the entrypoint started to
+    /// end, then reads the rest of the output. A process left behind fails
+    /// the test naming it: outside a container (where PID 1's exit ends them
+    /// all) it would live on, and it holds the output pipes open.
     pub async fn finish(mut self) -> Run {
-        within_hang_guard("the entrypoint to exit", async {
+        let group = self.pid();
+        let status = within_hang_guard("the entrypoint to exit", self.child.wait())
+            .await
+            .expect("wait for the entrypoint");
+        wait_until_group_ended(group).await;
+        within_hang_guard("the entrypoint's output to end", async {
             while let Some(line) = self.lines.recv().await {
                 self.stderr.push(line);
             }
-            let status = self.child.wait().await.expect("wait for the entrypoint");
             let stdout = (&mut self.stdout).await.expect("stdout reader");
             let mut stderr = self.stderr.join("\n");
             if !stderr.is_empty() {
@@ -1186,6 +1192,51 @@ impl Running {
         })
         .await
     }
+}
+
+/// Waits until no live process of process group `group` (the reaped
+/// entrypoint's) is left; fails naming those that stay, after killing them.
+async fn wait_until_group_ended(group: libc::pid_t) {
+    let ended = tokio::time::timeout(HANG_GUARD, async {
+        while !group_members(group).is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    if ended.is_err() {
+        let left = group_members(group);
+        // SAFETY: kill(2) on the process group we made for the entrypoint.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        panic!(
+            "the entrypoint exited but left {left:?} of its processes running after {HANG_GUARD:?}"
+        );
+    }
+}
+
+/// The live (not zombie) processes of process group `group`, as
+/// "PID command line".
+fn group_members(group: libc::pid_t) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let path = e.ok()?.path();
+        let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+        let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+        let state = rest.next()?;
+        let pgrp = rest.nth(1)?.parse::<libc::pid_t>().ok()?;
+        if pgrp != group || state == "Z" {
+            return None;
+        }
+        let cmdline = std::fs::read(path.join("cmdline")).ok()?;
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        Some(format!(
+            "{} {}",
+            path.file_name()?.to_string_lossy(),
+            cmdline.trim_end()
+        ))
+    })
+    .collect()
 }
 
 impl Drop for Running {
