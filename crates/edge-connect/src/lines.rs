@@ -43,7 +43,11 @@ pub(crate) fn parse_line<T: DeserializeOwned>(
     if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let parsed: TypedLine<T> = serde_json::from_slice(line)
+    // One UTF-8 check for the whole line: parsing from `&str` then skips the check of each
+    // string and of each raw value (an App's environment) that parsing from bytes would repeat.
+    let parsed: TypedLine<T> = std::str::from_utf8(line)
+        .map_err(|e| e.to_string())
+        .and_then(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
         .map_err(|e| ApiError::protocol(rpc, format!("unreadable stream line: {e}")))?;
     if let Some(result) = parsed.result {
         return Err(ApiError::from_stream_result(
@@ -56,14 +60,19 @@ pub(crate) fn parse_line<T: DeserializeOwned>(
 }
 
 /// A response body read line by line under the call's [`Wait`], holding at most one line.
+/// A line that lies within one piece of the body is parsed where it lies; only a line split
+/// across pieces is copied, to join it.
 pub(crate) struct Lines {
     rpc: Rpc,
     /// `None` once the body has ended.
     response: Option<reqwest::Response>,
     wait: Wait,
-    buffer: Vec<u8>,
-    /// Where the next line starts in `buffer`.
+    /// The piece of the body being read.
+    chunk: bytes::Bytes,
+    /// Where the next line starts in `chunk`.
     start: usize,
+    /// The beginning of a line that continues in the next piece.
+    partial: Vec<u8>,
 }
 
 impl Lines {
@@ -72,8 +81,9 @@ impl Lines {
             rpc,
             response: Some(response),
             wait,
-            buffer: Vec::new(),
+            chunk: bytes::Bytes::new(),
             start: 0,
+            partial: Vec::new(),
         }
     }
 
@@ -81,39 +91,52 @@ impl Lines {
     /// an unreadable line, a line over [`MAX_LINE`] and a body that ends inside a line are errors.
     pub(crate) async fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, ApiError> {
         loop {
-            if let Some(len) = memchr::memchr(b'\n', &self.buffer[self.start..]) {
-                let line = &self.buffer[self.start..self.start + len];
+            let rest = &self.chunk[self.start..];
+            if let Some(len) = memchr::memchr(b'\n', rest) {
                 self.start += len + 1;
-                if len > MAX_LINE {
-                    return Err(self.too_long());
-                }
-                match parse_line(self.rpc, line)? {
+                let parsed = if self.partial.is_empty() {
+                    if len > MAX_LINE {
+                        return Err(self.too_long());
+                    }
+                    parse_line(self.rpc, &rest[..len])
+                } else {
+                    self.partial.extend_from_slice(&rest[..len]);
+                    if self.partial.len() > MAX_LINE {
+                        return Err(self.too_long());
+                    }
+                    let parsed = parse_line(self.rpc, &self.partial);
+                    self.partial.clear();
+                    parsed
+                };
+                match parsed? {
                     Some(item) => return Ok(Some(item)),
                     None => continue,
                 }
             }
-            // Only an unfinished line is left: keep it, drop what was read.
-            self.buffer.drain(..self.start);
+            // The rest of the piece starts a line that the next piece continues.
+            self.partial.extend_from_slice(rest);
+            self.chunk.clear();
             self.start = 0;
-            if self.buffer.len() > MAX_LINE {
+            if self.partial.len() > MAX_LINE {
                 return Err(self.too_long());
             }
             let Some(response) = self.response.as_mut() else {
                 return Ok(None);
             };
             match next_chunk(response, self.rpc, self.wait).await? {
-                Some(chunk) => self.buffer.extend_from_slice(&chunk),
+                Some(chunk) => self.chunk = chunk,
                 None => {
                     self.response = None;
-                    if !self.buffer.iter().all(u8::is_ascii_whitespace) {
+                    if !self.partial.iter().all(u8::is_ascii_whitespace) {
                         return Err(ApiError::transport(
                             self.rpc,
                             format!(
                                 "the answer ended inside a line ({} bytes after the last newline): it was cut short",
-                                self.buffer.len()
+                                self.partial.len()
                             ),
                         ));
                     }
+                    self.partial.clear();
                     return Ok(None);
                 }
             }
@@ -160,6 +183,32 @@ mod tests {
             "{err}"
         );
         assert!(parse_line::<Named>(Rpc::ShowApp, br#"{"data":{"name":3}}"#).is_err());
+    }
+
+    #[test]
+    fn app_insts_with_go_escapes_without_app_key_and_any_created_at() {
+        let line = br#"{"data":{"key":{"name":"r \u0026 \"q\" \u003c","organization":"o\u0026p"},"state":"Ready","errors":["e \"1\""],"created_at":{"seconds":5}}}"#;
+        let inst = parse_line::<crate::models::AppInst>(Rpc::ShowAppInst, line)
+            .unwrap()
+            .unwrap();
+        assert_eq!(inst.key.name, "r & \"q\" <");
+        assert_eq!(inst.key.organization, "o&p");
+        assert_eq!(inst.app_key, None, "no app_key: nothing to match as ours");
+        assert_eq!(inst.errors, ["e \"1\""]);
+        assert_eq!(inst.created_at, "");
+        let line = br#"{"data":{"key":{"name":"r"},"app_key":{"organization":"o","name":"a\u0026b","version":"1"},"created_at":"2026-01-02T03:04:05Z"}}"#;
+        let inst = parse_line::<crate::models::AppInst>(Rpc::ShowAppInst, line)
+            .unwrap()
+            .unwrap();
+        assert_eq!(inst.app_key.map(|k| k.name), Some("a&b".to_string()));
+        assert_eq!(inst.created_at, "2026-01-02T03:04:05Z");
+        // A line that is not UTF-8 is unreadable, like any other broken line.
+        let err = parse_line::<Named>(Rpc::ShowApp, b"{\"data\":{\"name\":\"\xff\"}}").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("Edge Connect ShowApp: unreadable stream line: "),
+            "{err}"
+        );
     }
 
     proptest! {

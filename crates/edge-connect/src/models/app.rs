@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::env_scan;
+use super::env::Env;
 use super::{AppKey, FlavorKey};
 
 /// `ConfigFile` (`{kind, config}`).
@@ -86,10 +86,9 @@ pub struct App {
     /// Key.
     #[serde(default)]
     pub key: AppKey,
-    /// Plain environment, kept as the JSON text it came as: only [`App::env`] reads it, and only
-    /// for the few names asked.
+    /// Plain environment (its string entries; `None` when the server shows no `env_vars`).
     #[serde(default)]
-    env_vars: Option<Box<serde_json::value::RawValue>>,
+    env_vars: Option<Env>,
     /// Config files (where the environment is when it is delivered as envVarsYaml).
     #[serde(default)]
     configs: Vec<ConfigFile>,
@@ -99,14 +98,11 @@ pub struct App {
 }
 
 impl App {
-    /// The values of `names` in the App's environment, in the order asked, in one pass over its
-    /// `env_vars` (then over its envVarsYaml configs, for names not found there). The one way
-    /// to read an App's environment.
+    /// The values of `names` in the App's environment, in the order asked: from its `env_vars`,
+    /// then from its envVarsYaml configs for names not found there. The one way to read an App's
+    /// environment.
     pub fn env<const N: usize>(&self, names: [&str; N]) -> [Option<String>; N] {
-        let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
-        if let Some(raw) = &self.env_vars {
-            env_scan::string_fields(raw.get(), &names, &mut found);
-        }
+        let mut found: [Option<String>; N] = names.map(|name| self.plain_env_var(name));
         if found.iter().any(Option::is_none) {
             for config in self.configs.iter().filter(|c| c.kind == "envVarsYaml") {
                 let mut vars = parse_env_vars_yaml(&config.config);
@@ -129,11 +125,11 @@ impl App {
     /// True when `name` is in the App's `env_vars` itself (not in an envVarsYaml config): the
     /// server kept that field (docs/edge-connect-behaviours.md B1).
     pub fn has_plain_env_var(&self, name: &str) -> bool {
-        let mut found = [None];
-        if let Some(raw) = &self.env_vars {
-            env_scan::string_fields(raw.get(), &[name], &mut found);
-        }
-        found[0].is_some()
+        self.plain_env_var(name).is_some()
+    }
+
+    fn plain_env_var(&self, name: &str) -> Option<String> {
+        self.env_vars.as_ref()?.get(name).map(str::to_string)
     }
 }
 
@@ -248,10 +244,13 @@ mod tests {
         assert!(app.has_plain_env_var("A"));
         assert!(!app.has_plain_env_var("C"), "C is only in the yaml config");
         assert_eq!(App::default().env(["A"]), [None]);
-        // JSON cut inside the environment keeps what came before the fault.
-        let mut found = [None, None];
-        env_scan::string_fields(r#"{"A":"1","B":"#, &["A", "B"], &mut found);
-        assert_eq!(found, [Some("1".to_string()), None]);
+    }
+
+    #[test]
+    fn shows_env_vars_only_when_the_server_shows_them() {
+        assert!(!App::default().shows_env_vars());
+        assert!(!app("null", &[]).shows_env_vars());
+        assert!(app("{}", &[]).shows_env_vars());
     }
 
     proptest::proptest! {
