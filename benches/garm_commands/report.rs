@@ -790,7 +790,7 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
 - **CreateInstance: 3, against a minimum of 2.** ShowApp, CreateApp, then CreateAppInst (which
   names the App and so cannot be sent before it exists). The ShowApp is there on purpose: a
   CreateApp for a name that exists makes the controller wipe the existing App's secret env vars
-  before it answers "already exists" (spec §13 row 8), so the provider looks first and never sends
+  before it answers "already exists" (docs/edge-connect-behaviours.md B8), so the provider looks first and never sends
   one that could damage a live runner. The stream is read to the end: GARM expects `running`.
 - **CreateInstance with an empty token cache: 4.** The login comes first (the token cache makes it
   once per token lifetime, 24 h on Edge Connect). Nothing else is remembered between commands: a
