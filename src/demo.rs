@@ -81,6 +81,7 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
     // The user's EDP_EDGE_CONNECT_* must not replace the simulator's credentials.
     let finished = crate::pipeline::run(
         session.config,
+        session.deadline,
         CONTROLLER_ID,
         HashMap::new(),
         progress,

@@ -23,6 +23,9 @@ pub struct Session {
     pub config: Config,
     /// Flushes the log file on drop.
     pub log: LogGuard,
+    /// The command's deadline (`operation_timeout_secs` from when the config was read): reading
+    /// GARM's stdin, every Edge Connect call, retry and wait take their budget from it.
+    pub deadline: Deadline,
 }
 
 /// What finished work produced, with the Edge Connect traffic it took.
@@ -40,6 +43,9 @@ pub struct Finished<T> {
 /// config is logged as a warning (and otherwise ignored) once logging is there to say it.
 pub fn open(config_file: &Path) -> Result<Session, Error> {
     let config = Config::load(config_file)?;
+    let deadline = Deadline::after(Duration::from_secs(
+        config.edge_connect.operation_timeout_secs,
+    ));
     let log = crate::logging::init(Some(&config));
     for (key, why) in config.retired_keys() {
         tracing::warn!(
@@ -47,7 +53,11 @@ pub fn open(config_file: &Path) -> Result<Session, Error> {
             "{key} is retired and ignored ({why}); remove it from the config"
         );
     }
-    Ok(Session { config, log })
+    Ok(Session {
+        config,
+        log,
+        deadline,
+    })
 }
 
 /// Runs `work` for `controller_id` with a provider built from `config`: credentials (the
@@ -56,12 +66,13 @@ pub fn open(config_file: &Path) -> Result<Session, Error> {
 /// passwords). Logs the requests and logins whether the work succeeded or not.
 pub fn run<T>(
     config: Config,
+    deadline: Deadline,
     controller_id: &str,
     environment: HashMap<String, String>,
     progress: Progress,
     work: impl AsyncFnOnce(&Provider) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
-    let provider = provider(config, controller_id, environment, progress)?;
+    let provider = provider(config, deadline, controller_id, environment, progress)?;
     let output = block_on(work(&provider));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
     tracing::info!(requests, logins, "done");
@@ -82,6 +93,7 @@ pub fn process_environment() -> HashMap<String, String> {
 /// Builds a provider for `controller_id` from a loaded config.
 fn provider(
     config: Config,
+    deadline: Deadline,
     controller_id: &str,
     environment: HashMap<String, String>,
     progress: Progress,
@@ -89,14 +101,8 @@ fn provider(
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
     let cache = token_cache(&config, &environment, &credentials);
-    let client = Client::new(
-        &config.edge_connect.client_options(),
-        credentials,
-        Deadline::after(Duration::from_secs(
-            config.edge_connect.operation_timeout_secs,
-        )),
-    )?
-    .with_retry_report(progress.clone());
+    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
+        .with_retry_report(progress.clone());
     let client = match cache {
         Some(cache) => client.with_token_store(Box::new(cache)),
         None => client,

@@ -120,6 +120,7 @@ pub fn run(
     let quiet: crate::provider::Progress = std::sync::Arc::new(|_: &str| {});
     let ran = crate::pipeline::run(
         config.clone(),
+        session.deadline,
         &controller,
         environment.clone(),
         quiet,

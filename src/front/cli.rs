@@ -276,12 +276,17 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         .filter(|c| !c.is_empty())
         .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
     // Kept to the end: dropping the log guard flushes the log file.
-    let crate::pipeline::Session { config, log: _log } = crate::pipeline::open(&config_path)?;
+    let crate::pipeline::Session {
+        config,
+        log: _log,
+        deadline,
+    } = crate::pipeline::open(&config_path)?;
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
     let finished = crate::pipeline::run(
         config,
+        deadline,
         &controller_id,
         crate::pipeline::process_environment(),
         progress,

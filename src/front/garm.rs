@@ -102,7 +102,7 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
         return Ok((Stdout::Text(output), None));
     }
     let session = crate::pipeline::open(Path::new(&env.config_file)).map_err(|e| (e, None))?;
-    let (config, guard) = (session.config, session.log);
+    let (config, guard, deadline) = (session.config, session.log, session.deadline);
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(
@@ -122,8 +122,8 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
         (e, Some(Box::new(guard)))
     };
 
-    let stdin_within = std::time::Duration::from_secs(config.edge_connect.operation_timeout_secs);
-    let operation = match operation(&env, stdin_within) {
+    // stdin is read under the command's one deadline, not a budget of its own.
+    let operation = match operation(&env, deadline.remaining()) {
         Ok(op) => op,
         Err(e) => return Err(fail(e, guard)),
     };
@@ -143,6 +143,7 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
     // The pipeline logs the requests and logins the command took.
     let outcome = match crate::pipeline::run(
         config,
+        deadline,
         &env.controller_id,
         crate::pipeline::process_environment(),
         progress,

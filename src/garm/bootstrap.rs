@@ -167,10 +167,9 @@ impl BootstrapInstance {
             let _ = sender.send(Self::from_reader(reader));
         });
         receiver.recv_timeout(within).unwrap_or_else(|_| {
-            Err(ProtocolError::new(format!(
-                "the bootstrap params on stdin were not complete within {} s (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
-                within.as_secs()
-            )))
+            Err(ProtocolError::new(
+                "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
+            ))
         })
     }
 
@@ -428,7 +427,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err.0,
-            "the bootstrap params on stdin were not complete within 0 s (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
+            "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
         );
         let done = BootstrapInstance::from_reader_within(
             std::io::Cursor::new(minimal("").into_bytes()),

@@ -278,7 +278,7 @@ fn create_with_open_stdin(feed: impl FnOnce(std::process::ChildStdin) + Send + '
     }
 }
 
-const STDIN_DEADLINE: &str = "the bootstrap params on stdin were not complete within 3 s (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller\n";
+const STDIN_DEADLINE: &str = "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller\n";
 
 #[test]
 fn stdin_held_open_ends_at_the_command_deadline() {
