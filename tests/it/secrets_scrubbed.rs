@@ -3,7 +3,7 @@
 //! front on 127.0.0.1 that forwards to the simulator and answers one RPC with a 400 quoting
 //! the request; no form of any secret may reach stdout, stderr or the log.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 
 use edge_connect_sim::{self as sim, SimConfig};
@@ -77,7 +77,7 @@ fn hostile_front(sim_port: u16, target: &'static str, echo: Echo) -> u16 {
 }
 
 fn serve(mut client: TcpStream, sim_port: u16, target: &str, echo: Echo) {
-    let Some((head, raw_body)) = read_request(&mut client) else {
+    let Some((head, raw_body)) = hostile_server::read_request(&mut client) else {
         return;
     };
     let path = head
@@ -114,38 +114,6 @@ fn serve(mut client: TcpStream, sim_port: u16, target: &str, echo: Echo) {
         return;
     }
     let _ = std::io::copy(&mut upstream, &mut client);
-}
-
-fn read_request(socket: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        let n = socket.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        let n = socket.read(&mut chunk).ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Some((head, buf[head_end..].to_vec()))
 }
 
 /// A value as Go's encoder writes it, ASCII only (`&` as `\u0026`, `é` as `\u00e9`).

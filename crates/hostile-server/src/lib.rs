@@ -76,7 +76,9 @@ impl Server {
 }
 
 fn answer(mut socket: TcpStream, handler: &Handler, log: &Mutex<Vec<String>>) {
-    let Some(path) = read_request(&mut socket) else {
+    let Some(path) = read_request(&mut socket)
+        .and_then(|(head, _)| Some(head.split_whitespace().nth(1)?.to_string()))
+    else {
         return;
     };
     let nth = {
@@ -109,8 +111,9 @@ fn answer(mut socket: TcpStream, handler: &Handler, log: &Mutex<Vec<String>>) {
     // Dropping the socket closes it: a body without a length ends here, cleanly.
 }
 
-/// Reads one request's head and body; returns its path.
-fn read_request(socket: &mut TcpStream) -> Option<String> {
+/// Reads one request whole: its head (request line and headers, as text) and its body (up to
+/// `Content-Length`, or what came before the connection closed).
+pub fn read_request(socket: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -138,7 +141,8 @@ fn read_request(socket: &mut TcpStream) -> Option<String> {
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
-    Some(head.split_whitespace().nth(1)?.to_string())
+    let body = buf.split_off(head_end.min(buf.len()));
+    Some((head, body))
 }
 
 /// Status line and headers of an answer whose body runs until the connection closes; `extra`
