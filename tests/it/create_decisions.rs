@@ -10,20 +10,6 @@ use sha2::{Digest, Sha256};
 use crate::hardening_client::{one_line, reply, token_reply, Fake, Setup, CTRL, LOGIN};
 use crate::support::*;
 
-fn two_zones() -> SimConfig {
-    SimConfig {
-        zones: vec![
-            ("TelekomOP".into(), "Munich".into()),
-            ("TelekomOP".into(), "Berlin".into()),
-        ],
-        cloudlets: vec![
-            ("TelekomOP".into(), "Munich".into()),
-            ("TelekomOP".into(), "Berlin".into()),
-        ],
-        ..SimConfig::default()
-    }
-}
-
 /// CreateInstance with the pool's sites in `extra_specs`.
 fn create_on(w: &World, name: &str, extra_specs: serde_json::Value) -> Run {
     let mut v: serde_json::Value =

@@ -112,20 +112,6 @@ fn a_crashing_runner_fails_fast() {
     }
 }
 
-fn two_zones() -> SimConfig {
-    SimConfig {
-        zones: vec![
-            ("TelekomOP".into(), "Munich".into()),
-            ("TelekomOP".into(), "Berlin".into()),
-        ],
-        cloudlets: vec![
-            ("TelekomOP".into(), "Munich".into()),
-            ("TelekomOP".into(), "Berlin".into()),
-        ],
-        ..SimConfig::default()
-    }
-}
-
 fn create_on_two_zones(w: &World, name: &str) -> Run {
     let mut v: serde_json::Value =
         serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();

@@ -310,3 +310,19 @@ pub fn write_provider_config(
     config.write(&path).expect("write config");
     (path, config.log_file.expect("a log file"))
 }
+
+/// A simulator with two zones, TelekomOP/Munich and TelekomOP/Berlin, each holding the cloudlet
+/// of its name: the smallest world with a next site to fail over to.
+pub fn two_zones() -> SimConfig {
+    SimConfig {
+        zones: vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ],
+        cloudlets: vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ],
+        ..SimConfig::default()
+    }
+}
