@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use edge_connect::models::{App, AppInst, AppInstKey, AppKey};
-use edge_connect::{ApiError, Client, Rpc};
+use edge_connect::{ApiError, Client, Mentions, Rpc};
 use futures_util::TryStreamExt;
 
 use super::wait::{retry_transient, Deadline};
@@ -128,11 +128,15 @@ impl Provider {
         // Both requests go out at once: one round trip. The AppInsts' answer then waits in the
         // socket, not in memory, while the Apps are read, so each AppInst meets the complete set
         // of our Apps and is kept or dropped at once.
-        let (mut apps, mut insts) = futures_util::future::try_join(
+        let (apps, insts) = futures_util::future::try_join(
             client.show_apps(&app_filter),
             client.show_app_insts(&inst_filter),
         )
         .await?;
+        // Only lines that name the pool (or this controller) can be Apps of ours, and only lines
+        // that name one of our Apps can be their AppInsts: the rest are not parsed.
+        let marker = pool_id.unwrap_or(&self.controller_id);
+        let mut apps = apps.mentioning(Mentions::any_of([marker]));
         let mut kept = Kept::default();
         let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
         let mut foreign = 0;
@@ -159,6 +163,7 @@ impl Provider {
                 },
             );
         }
+        let mut insts = insts.mentioning(Mentions::any_of(ours.keys().map(|k| &k.name)));
         while let Some(inst) = insts.try_next().await? {
             let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
                 continue;

@@ -670,3 +670,73 @@ fn app_inst_errors_are_the_runners_fault() {
         assert_eq!(String::from_utf8(fault).unwrap(), want, "{command}");
     }
 }
+
+/// An App of another pool of this controller, as one ShowApp line.
+fn other_pool_app_line(n: usize) -> String {
+    owned_app_line()
+        .replace(RUNNER, &format!("other-runner-{n}"))
+        .replace(POOL, "0bd4ec1e-0000-4000-8000-0000000000aa")
+}
+
+#[test]
+fn an_error_trailer_after_lines_that_are_not_ours_is_still_an_error() {
+    // Lines that name none of our runners are not parsed (only read); a `result` trailer among
+    // them must still end the command, in either answer, never as a short list.
+    let trailer = "{\"result\":{\"message\":\"Internal error reading apps\",\"code\":500}}\n";
+    let foreign = (0..50).map(other_pool_app_line).collect::<String>();
+    let in_show_app = Fake::start(move |p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(format!("{foreign}{trailer}")),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(
+        &in_show_app.url(),
+        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
+    );
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert!(
+        one_line(&r).contains("Internal error reading apps"),
+        "{}",
+        r.stderr
+    );
+
+    let other_insts = (0..50)
+        .map(|n| app_inst_line("", "Ready", "").replace(RUNNER, &format!("other-runner-{n}")))
+        .collect::<String>();
+    let in_show_app_inst = Fake::start(move |p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(owned_app_line()),
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(format!("{other_insts}{trailer}")),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(
+        &in_show_app_inst.url(),
+        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
+    );
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert!(
+        one_line(&r).contains("Internal error reading apps"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn our_runner_among_other_pools_is_found_and_theirs_are_not_listed() {
+    let mut apps = (0..20).map(other_pool_app_line).collect::<String>();
+    apps.push_str(&owned_app_line());
+    let server = Fake::start(move |p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(apps.clone()),
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(app_inst_line(OUR_APP_KEY, "Ready", "")),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), "");
+    let r = s.garm("ListInstances", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let list: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{}", r.stdout);
+    assert_eq!(list[0]["name"], RUNNER);
+    assert_eq!(list[0]["status"], "running");
+}

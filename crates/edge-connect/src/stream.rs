@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::client::Client;
 use crate::error::ApiError;
-use crate::lines::Lines;
+use crate::lines::{Lines, Mentions};
 use crate::rpc::Rpc;
 
 /// How a streamed AppInst operation ended without an error trailer.
@@ -30,18 +30,28 @@ pub enum StreamEnd {
 /// over-long line, silence, the deadline, or a body cut inside a line.
 pub struct Show<T> {
     rpc: Rpc,
-    items: Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>,
+    /// The answer until its first object is asked for; [`Show::mentioning`] may still narrow it.
+    lines: Option<Lines>,
+    items: Option<Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>>,
 }
 
 impl<T: DeserializeOwned + Send + 'static> Show<T> {
     fn new(rpc: Rpc, lines: Lines) -> Self {
-        let items = stream::try_unfold(lines, |mut lines| async move {
-            Ok(lines.next::<T>().await?.map(|item| (item, lines)))
-        });
         Show {
             rpc,
-            items: Box::pin(items),
+            lines: Some(lines),
+            items: None,
         }
+    }
+
+    /// Parses only the lines that may hold one of these words ([`Mentions`]); the others are
+    /// read and dropped. It narrows an answer whose first object was not read yet: an answer
+    /// requested before the words were known (sent at once with another) can still be narrowed.
+    pub fn mentioning(mut self, words: Mentions) -> Self {
+        if let Some(lines) = self.lines.as_mut() {
+            lines.mentions = words;
+        }
+        self
     }
 
     /// Every object of the answer, at most `limit` of them: more is an error naming the bound
@@ -61,11 +71,20 @@ impl<T: DeserializeOwned + Send + 'static> Show<T> {
     }
 }
 
-impl<T> Stream for Show<T> {
+impl<T: DeserializeOwned + Send + 'static> Stream for Show<T> {
     type Item = Result<T, ApiError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.items.as_mut().poll_next(cx)
+        if let Some(lines) = self.lines.take() {
+            self.items = Some(Box::pin(stream::try_unfold(
+                lines,
+                |mut lines| async move { Ok(lines.next::<T>().await?.map(|item| (item, lines))) },
+            )));
+        }
+        match self.items.as_mut() {
+            Some(items) => items.as_mut().poll_next(cx),
+            None => Poll::Ready(None),
+        }
     }
 }
 
