@@ -32,8 +32,11 @@ pub struct Show<T> {
     rpc: Rpc,
     /// The answer until its first object is asked for; [`Show::mentioning`] may still narrow it.
     lines: Option<Lines>,
-    items: Option<Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>>,
+    items: Option<Items<T>>,
 }
+
+/// The parsed objects of an answer, once reading has started.
+type Items<T> = Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>;
 
 impl<T: DeserializeOwned + Send + 'static> Show<T> {
     fn new(rpc: Rpc, lines: Lines) -> Self {
