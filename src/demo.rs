@@ -100,7 +100,7 @@ async fn lifecycle(provider: &Provider, bootstrap: BootstrapInstance) -> Result<
     let name = bootstrap.name.clone();
     let create = Operation::create(bootstrap, Some(POOL_ID.to_string()), None);
     step(provider, "CreateInstance", create).await?;
-    let steps: [(&str, fn(String) -> Operation); 7] = [
+    let steps: [(_, fn(String) -> _); 7] = [
         ("ListInstances", |_| Operation::List {
             pool_id: POOL_ID.to_string(),
         }),
