@@ -2,7 +2,7 @@
 //! Both turn their input into a `provider::Operation` and hand it to the one
 //! `pipeline`; they differ only in how they read input and print the outcome.
 //!
-//! Output goes through [`print`] and [`say`], never `println!`/`eprintln!`: those panic
+//! Output goes through [`print()`] and [`say`], never `println!`/`eprintln!`: those panic
 //! when the stream cannot be written (stdout to a closed pipe, stderr to a full disk), which
 //! would turn a clean exit code into 101.
 
