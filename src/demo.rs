@@ -4,6 +4,7 @@
 //! runs create, list, get, stop, start, delete through the one pipeline GARM mode uses.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,14 +15,12 @@ use crate::provider::{Operation, Outcome, Provider};
 /// One line of the demo's report on stdout. A closed stdout (`demo | head`) is not an error
 /// worth a panic; the demo goes on and cleans up.
 fn line(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.write_all(b"\n");
-    let _ = out.flush();
+    // stdout is line buffered: the line is flushed at its newline.
+    let _ = writeln!(std::io::stdout(), "{text}");
 }
 
 const CONTROLLER_ID: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
+/// The pool of the example bootstrap.
 const POOL_ID: &str = "9dcf590a-1192-4a9c-b3e4-e0902974c2c0";
 
 /// Runs the demo; prints each step on stdout.
@@ -72,7 +71,9 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
     ));
 
     let session = crate::pipeline::open(&config_path)?;
-    let bootstrap = BootstrapInstance::from_slice(DEMO_BOOTSTRAP.as_bytes())?;
+    // The example a person would pass to `create --bootstrap`: a GitHub JIT runner.
+    let bootstrap =
+        BootstrapInstance::from_slice(include_bytes!("../examples/bootstrap-github-jit.json"))?;
     let name = bootstrap.name.clone();
     let progress: crate::provider::Progress = {
         let name = name.clone();
@@ -97,51 +98,25 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
 /// The steps, each printed with its outcome.
 async fn lifecycle(provider: &Provider, bootstrap: BootstrapInstance) -> Result<(), Error> {
     let name = bootstrap.name.clone();
-    let instance = || name.clone();
-    let list = || Operation::List {
-        pool_id: POOL_ID.to_string(),
-    };
-    let create = Operation::Create {
-        bootstrap: Box::new(bootstrap),
-        pool_id: POOL_ID.to_string(),
-        extra_specs: None,
-    };
-    for (title, operation) in [
-        ("CreateInstance", create),
-        ("ListInstances", list()),
-        (
-            "GetInstance",
-            Operation::Get {
-                instance: instance(),
-            },
-        ),
-        (
-            "StopInstance",
-            Operation::Stop {
-                instance: instance(),
-            },
-        ),
-        (
-            "GetInstance (stopped)",
-            Operation::Get {
-                instance: instance(),
-            },
-        ),
-        (
-            "StartInstance",
-            Operation::Start {
-                instance: instance(),
-            },
-        ),
-        (
-            "DeleteInstance",
-            Operation::Delete {
-                instance: instance(),
-            },
-        ),
-        ("ListInstances (empty)", list()),
-    ] {
-        step(provider, title, operation).await?;
+    let create = Operation::create(bootstrap, Some(POOL_ID.to_string()), None);
+    step(provider, "CreateInstance", create).await?;
+    let steps: [(_, fn(String) -> _); 7] = [
+        ("ListInstances", |_| Operation::List {
+            pool_id: POOL_ID.to_string(),
+        }),
+        ("GetInstance", |instance| Operation::Get { instance }),
+        ("StopInstance", |instance| Operation::Stop { instance }),
+        ("GetInstance (stopped)", |instance| Operation::Get {
+            instance,
+        }),
+        ("StartInstance", |instance| Operation::Start { instance }),
+        ("DeleteInstance", |instance| Operation::Delete { instance }),
+        ("ListInstances (empty)", |_| Operation::List {
+            pool_id: POOL_ID.to_string(),
+        }),
+    ];
+    for (title, operation) in steps {
+        step(provider, title, operation(name.clone())).await?;
     }
     Ok(())
 }
@@ -186,23 +161,3 @@ fn tempdir() -> Result<std::path::PathBuf, Error> {
         .map_err(|e| Error::caused_by(format!("cannot create {}: {e}", dir.display()), e))?;
     Ok(dir)
 }
-
-/// A GitHub JIT bootstrap as GARM sends it (token payload carries `forge_type: github`).
-const DEMO_BOOTSTRAP: &str = r#"{
-  "name": "garm-demo0runner1",
-  "tools": [{"os": "linux", "architecture": "x64", "download_url": "https://github.com/actions/runner/releases/download/v2.330.0/actions-runner-linux-x64-2.330.0.tar.gz", "filename": "actions-runner-linux-x64-2.330.0.tar.gz"}],
-  "repo_url": "https://github.com/example-org",
-  "callback-url": "https://garm.example.com/api/v1/callbacks",
-  "metadata-url": "https://garm.example.com/api/v1/metadata",
-  "instance-token": "eyJhbGciOiJIUzI1NiJ9.eyJmb3JnZV90eXBlIjoiZ2l0aHViIn0.c2lnbmF0dXJl",
-  "ssh-keys": null,
-  "github-runner-group": "",
-  "ca-cert-bundle": null,
-  "arch": "amd64",
-  "os_type": "linux",
-  "flavor": "default",
-  "image": "ghcr.io/actions/actions-runner:2.330.0",
-  "labels": null,
-  "pool_id": "9dcf590a-1192-4a9c-b3e4-e0902974c2c0",
-  "jit_config_enabled": true
-}"#;

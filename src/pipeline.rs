@@ -72,7 +72,16 @@ pub fn run<T>(
     progress: Progress,
     work: impl AsyncFnOnce(&Provider) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
-    let provider = provider(config, deadline, controller_id, environment, progress)?;
+    // Read once: the credentials file is both the login and the token cache's key.
+    let credentials = config.credentials(&environment)?;
+    let cache = token_cache(&config, &environment, &credentials);
+    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
+        .with_retry_report(progress.clone());
+    let client = match cache {
+        Some(cache) => client.with_token_store(Box::new(cache)),
+        None => client,
+    };
+    let provider = Provider::new(client, config, controller_id, environment, progress);
     let output = block_on(work(&provider));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
     tracing::info!(requests, logins, "done");
@@ -88,32 +97,6 @@ pub fn process_environment() -> HashMap<String, String> {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()
-}
-
-/// Builds a provider for `controller_id` from a loaded config.
-fn provider(
-    config: Config,
-    deadline: Deadline,
-    controller_id: &str,
-    environment: HashMap<String, String>,
-    progress: Progress,
-) -> Result<Provider, Error> {
-    // Read once: the credentials file is both the login and the token cache's key.
-    let credentials = config.credentials(&environment)?;
-    let cache = token_cache(&config, &environment, &credentials);
-    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
-        .with_retry_report(progress.clone());
-    let client = match cache {
-        Some(cache) => client.with_token_store(Box::new(cache)),
-        None => client,
-    };
-    Ok(Provider::new(
-        client,
-        config,
-        controller_id,
-        environment,
-        progress,
-    ))
 }
 
 /// The token cache for this config's URL and the credentials it resolves to (user and

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{CheckOptions, Report};
+use super::Report;
 use crate::config::Placement;
 use crate::provider::{Operation, Provider};
 
@@ -14,14 +14,15 @@ const DEFAULT_IMAGE: &str = "docker.io/library/nginx:1.27-alpine";
 pub(super) async fn deploy_test(
     provider: &Provider,
     sites: &[Placement],
-    options: &CheckOptions,
+    image: Option<&str>,
+    extra_specs: Option<&serde_json::Value>,
     report: &mut Report<'_>,
 ) {
-    let image = options.image.as_deref().unwrap_or(DEFAULT_IMAGE);
+    let image = image.unwrap_or(DEFAULT_IMAGE);
     for (i, site) in sites.iter().enumerate() {
         let what = format!("deploy test {site}");
         let name = format!("garm-check-{}-{i}", std::process::id());
-        let bootstrap = match throwaway(&name, image, site, options) {
+        let bootstrap = match throwaway(&name, image, site, extra_specs) {
             Ok(b) => b,
             Err(e) => {
                 report.fail(&what, e);
@@ -65,9 +66,9 @@ fn throwaway(
     name: &str,
     image: &str,
     site: &Placement,
-    options: &CheckOptions,
+    extra_specs: Option<&serde_json::Value>,
 ) -> Result<crate::garm::BootstrapInstance, String> {
-    let mut specs = match &options.extra_specs {
+    let mut specs = match extra_specs {
         Some(serde_json::Value::Object(map)) => map.clone(),
         _ => serde_json::Map::new(),
     };

@@ -6,7 +6,7 @@
 //! so that what `check` says is what the commands will meet.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
@@ -14,22 +14,18 @@ use crate::extra_specs::ExtraSpecs;
 mod deploy_test;
 mod remote;
 
-/// What to check besides the config itself.
-#[derive(Debug, Default)]
+/// What to check besides the config itself: the `check` subcommand's arguments.
+#[derive(Debug, clap::Args)]
 pub struct CheckOptions {
-    /// A pool's extra specs (flavor and sites are checked too).
-    pub extra_specs: Option<serde_json::Value>,
-    /// A runner image to check for form (and to deploy with `deploy_test`).
+    /// A pool's extra specs JSON file to check as well.
+    #[arg(long)]
+    pub extra_specs: Option<PathBuf>,
+    /// A runner image reference to check (and to deploy with --deploy-test).
+    #[arg(long)]
     pub image: Option<String>,
-    /// Run CreateInstance and DeleteInstance for a throw-away runner on each configured site,
-    /// reporting the timings (or why the image does not run there).
+    /// Create and delete a throw-away App + AppInst and report the timings.
+    #[arg(long)]
     pub deploy_test: bool,
-}
-
-/// The outcome of one step.
-pub(crate) struct Step {
-    ok: bool,
-    line: String,
 }
 
 /// Collects step lines and prints them as they come.
@@ -47,21 +43,14 @@ impl Report<'_> {
         self.failed += 1;
         let _ = writeln!(self.out, "✗ {what}: {}", detail.as_ref());
     }
-
-    pub(crate) fn step(&mut self, what: &str, step: Step) -> bool {
-        if step.ok {
-            self.pass(what, step.line);
-        } else {
-            self.fail(what, step.line);
-        }
-        step.ok
-    }
 }
 
-/// Runs every check and returns the number of failed steps (0: all good).
+/// Runs every check and returns the number of failed steps (0: all good). `extra_specs` is the
+/// content of `options.extra_specs`.
 pub fn run(
     config_path: &Path,
     options: &CheckOptions,
+    extra_specs: Option<&serde_json::Value>,
     environment: &HashMap<String, String>,
     out: &mut dyn std::io::Write,
 ) -> usize {
@@ -96,13 +85,13 @@ pub fn run(
         }
     }
     // The pool's container as CreateInstance will resolve it, over this config's values.
-    let pool = ExtraSpecs::from_value(options.extra_specs.as_ref()).and_then(|specs| {
+    let pool = ExtraSpecs::from_value(extra_specs).and_then(|specs| {
         let container = specs.container(config.edge_connect.container());
         container.map(|_| specs).map_err(Error::failed)
     });
     let specs = match pool {
         Ok(s) => {
-            if options.extra_specs.is_some() {
+            if extra_specs.is_some() {
                 report.pass("extra specs", "valid");
             }
             s
@@ -113,8 +102,9 @@ pub fn run(
         }
     };
     if let Some(image) = &options.image {
-        report.step("image", check_image(image));
+        check_image(image, &mut report);
     }
+    let sites = crate::provider::placement::candidates(&config, &specs, "check");
     // The deploy test's runners belong to no GARM controller: no ListInstances ever sees them.
     let controller = format!("garm-provider-edge-connect-check-{}", std::process::id());
     let quiet: crate::provider::Progress = std::sync::Arc::new(|_: &str| {});
@@ -125,7 +115,11 @@ pub fn run(
         environment.clone(),
         quiet,
         async |provider| {
-            remote::remote_checks(&config, provider, &specs, options, &mut report).await;
+            remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
+            if options.deploy_test && report.failed == 0 {
+                let image = options.image.as_deref();
+                deploy_test::deploy_test(provider, &sites, image, extra_specs, &mut report).await;
+            }
             Ok(())
         },
     );
@@ -136,26 +130,20 @@ pub fn run(
     report.failed
 }
 
-fn check_image(image: &str) -> Step {
+fn check_image(image: &str, report: &mut Report<'_>) {
     let well_formed = !image.is_empty()
         && !image.contains(char::is_whitespace)
         && !image.starts_with('-')
         && image.split('/').all(|p| !p.is_empty())
         && !image.ends_with(':');
-    Step {
-        ok: well_formed,
-        line: if well_formed {
-            format!("{image} is well formed")
-        } else {
-            format!("{image:?} is not an image reference like registry.example.com/team/runner:tag")
-        },
+    if well_formed {
+        report.pass("image", format!("{image} is well formed"));
+    } else {
+        report.fail(
+            "image",
+            format!(
+                "{image:?} is not an image reference like registry.example.com/team/runner:tag"
+            ),
+        );
     }
-}
-
-/// Reads a JSON file for `--extra-specs`.
-pub fn read_json(path: &Path) -> Result<serde_json::Value, Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::failed(format!("cannot read {}: {e}", path.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::failed(format!("{}: not JSON: {e}", path.display())))
 }

@@ -15,7 +15,7 @@ pub(super) async fn remote_checks(
     config: &Config,
     provider: &Provider,
     specs: &ExtraSpecs,
-    options: &super::CheckOptions,
+    sites: &[Placement],
     report: &mut Report<'_>,
 ) {
     let ec = &config.edge_connect;
@@ -102,18 +102,14 @@ pub(super) async fn remote_checks(
             );
             return;
         }
-        Err(e) if matches!(e.kind, ApiErrorKind::NotFound | ApiErrorKind::Rejected) => report.pass(
-            "organization",
-            format!("{}: the user may manage Apps there", ec.organization),
-        ),
-        Ok(()) => report.pass(
-            "organization",
-            format!("{}: the user may manage Apps there", ec.organization),
-        ),
-        Err(e) => {
+        Err(e) if !matches!(e.kind, ApiErrorKind::NotFound | ApiErrorKind::Rejected) => {
             report.fail("organization", e.to_string());
             return;
         }
+        _ => report.pass(
+            "organization",
+            format!("{}: the user may manage Apps there", ec.organization),
+        ),
     }
     // Only a zones (Gen3) controller answers ShowZone; an older one does not know the route.
     let zones = match client.show_zones().await {
@@ -130,7 +126,6 @@ pub(super) async fn remote_checks(
             return;
         }
     };
-    let sites = placement::candidates(config, specs, "check");
     let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
         match client.show_cloudlets().await {
             Ok(c) => Some(c),
@@ -148,13 +143,10 @@ pub(super) async fn remote_checks(
         .chain(ec.default_flavor.iter())
         .cloned()
         .collect();
-    for site in &sites {
-        let (list, kind) = match site {
-            Placement::Zone(_) => (zones.as_ref(), "zones"),
-            Placement::Cloudlet(_) => (cloudlets.as_ref(), "cloudlets"),
-        };
-        let key = match site {
-            Placement::Zone(k) | Placement::Cloudlet(k) => k,
+    for site in sites {
+        let (list, kind, key) = match site {
+            Placement::Zone(k) => (zones.as_ref(), "zones", k),
+            Placement::Cloudlet(k) => (cloudlets.as_ref(), "cloudlets", k),
         };
         let Some(list) = list else {
             if matches!(site, Placement::Zone(_)) {
@@ -165,10 +157,7 @@ pub(super) async fn remote_checks(
             }
             continue;
         };
-        let exists = list
-            .iter()
-            .any(|s| s.key.organization == key.organization && s.key.name == key.name);
-        if !exists {
+        if placement::shown(list, key).is_none() {
             let names: Vec<String> = list
                 .iter()
                 .map(|s| format!("{}/{}", s.key.organization, s.key.name))
@@ -218,8 +207,5 @@ pub(super) async fn remote_checks(
                 );
             }
         }
-    }
-    if options.deploy_test && report.failed == 0 {
-        super::deploy_test::deploy_test(provider, &sites, options, report).await;
     }
 }

@@ -12,9 +12,10 @@ use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
+use crate::provider::status::RunnerView;
 use crate::provider::{Operation, Outcome, Provider};
 
-use super::{say, write_stdout};
+use super::say;
 
 /// Time given to remove what an interrupted `create` made; the same grace a failed create's
 /// rollback gets.
@@ -89,17 +90,7 @@ pub enum Command {
         id: String,
     },
     /// Check config, credentials, reachability, login, organization, region, placement and flavors.
-    Check {
-        /// A pool's extra specs JSON file to check as well.
-        #[arg(long)]
-        extra_specs: Option<PathBuf>,
-        /// A runner image reference to check (and to deploy with --deploy-test).
-        #[arg(long)]
-        image: Option<String>,
-        /// Create and delete a throw-away App + AppInst and report the timings.
-        #[arg(long)]
-        deploy_test: bool,
-    },
+    Check(crate::check::CheckOptions),
     /// Print a JSON Schema.
     Schema {
         /// Which schema.
@@ -142,8 +133,8 @@ pub fn run() -> u8 {
     match execute(cli) {
         Ok(()) => 0,
         // `schema config | head -1`: the reader has gone; there is no one left to tell.
-        Err(Failure::StdoutGone) => 0,
-        Err(Failure::Error(e)) => {
+        Err(e) if stdout_gone(&e) => 0,
+        Err(e) => {
             // One line whatever the message holds (a server's text, an echoed argument).
             say(&format!("error: {}", crate::text::one_line(&e.to_string())));
             super::exit_code(&e)
@@ -151,42 +142,26 @@ pub fn run() -> u8 {
     }
 }
 
-/// Why a CLI command did not finish normally.
-enum Failure {
-    /// The command failed.
-    Error(Error),
-    /// stdout is a closed pipe: stop quietly, as `head` expects of the writer.
-    StdoutGone,
+/// stdout is a closed pipe: stop quietly, as `head` expects of the writer.
+fn stdout_gone(e: &Error) -> bool {
+    let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+    io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Failure::Error(e)
-    }
-}
-
-/// Prints one result to stdout, adding the final newline.
-fn print(text: &str) -> Result<(), Failure> {
-    let mut line = text.to_string();
-    line.push('\n');
-    print_text(&line)
-}
-
-/// Prints text to stdout as it is.
-fn print_text(text: &str) -> Result<(), Failure> {
-    write_stdout(text).map_err(|e| match e.kind() {
-        std::io::ErrorKind::BrokenPipe => Failure::StdoutGone,
-        _ => Failure::Error(Error::failed(format!("cannot write to stdout: {e}"))),
+/// Prints `v` to stdout as indented JSON.
+fn print_json(v: &impl serde::Serialize) -> Result<(), Error> {
+    super::print(|out| {
+        serde_json::to_writer_pretty(&mut *out, v)?;
+        writeln!(out)
     })
 }
 
-/// `v` as indented JSON.
-fn pretty<T: serde::Serialize>(v: &T) -> Result<String, Error> {
-    serde_json::to_string_pretty(v)
-        .map_err(|e| Error::caused_by(format!("cannot encode the result as JSON: {e}"), e))
-}
-
-fn execute(cli: Cli) -> Result<(), Failure> {
+fn execute(cli: Cli) -> Result<(), Error> {
+    let config_path = || {
+        cli.config
+            .clone()
+            .ok_or_else(|| Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required"))
+    };
     // A created runner is printed as GARM gets it.
     let format = match &cli.command {
         Command::Get { format, .. } | Command::List { format, .. } => *format,
@@ -194,20 +169,17 @@ fn execute(cli: Cli) -> Result<(), Failure> {
     };
     let operation = match cli.command {
         Command::Version => {
-            return print(&format!(
-                "garm-provider-edge-connect {}",
-                super::build_description()
-            ))
+            let version = super::build_description();
+            return super::print(|out| writeln!(out, "garm-provider-edge-connect {version}"));
         }
         Command::Schema { which } => {
-            let schema = match which {
+            return print_json(&match which {
                 SchemaKind::Config => Config::json_schema()?,
                 SchemaKind::ExtraSpecs => ExtraSpecs::json_schema()?,
-            };
-            return print(&pretty(&schema)?);
+            })
         }
         Command::ValidateExtraSpecs { file } => {
-            let value = read_json_file(&file, "extra specs file")?;
+            let (value, _) = read_json(&file, "extra specs file", "")?;
             let specs = ExtraSpecs::from_value(Some(&value))?;
             // With a config, its prefix for pull password variables applies too.
             if let (Some(config), Some(_)) = (&cli.config, &specs.image_pull_password_env) {
@@ -218,33 +190,23 @@ fn execute(cli: Cli) -> Result<(), Failure> {
             return Ok(());
         }
         #[cfg(feature = "demo")]
-        Command::Demo => return Ok(crate::demo::run()?),
-        Command::Check {
-            extra_specs,
-            image,
-            deploy_test,
-        } => {
-            let config_path = cli.config.ok_or_else(|| {
-                Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required")
-            })?;
-            let options = crate::check::CheckOptions {
-                extra_specs: extra_specs
-                    .as_deref()
-                    .map(crate::check::read_json)
-                    .transpose()?,
-                image,
-                deploy_test,
+        Command::Demo => return crate::demo::run(),
+        Command::Check(options) => {
+            let config_path = config_path()?;
+            let extra_specs = match &options.extra_specs {
+                Some(file) => Some(read_json(file, "extra specs file", "")?.0),
+                None => None,
             };
             let failed = crate::check::run(
                 &config_path,
                 &options,
+                extra_specs.as_ref(),
                 &crate::pipeline::process_environment(),
                 &mut std::io::stdout(),
             );
-            return if failed == 0 {
-                Ok(())
-            } else {
-                Err(Error::failed(format!("{failed} check(s) failed")).into())
+            return match failed {
+                0 => Ok(()),
+                n => Err(Error::failed(format!("{n} check(s) failed"))),
             };
         }
         Command::Create { bootstrap, pool_id } => {
@@ -256,21 +218,16 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         } => Operation::List { pool_id: p },
         Command::List { pool_id: None, .. } => Operation::ListAll,
         Command::Delete { id } => Operation::Delete { instance: id },
-        Command::RemoveAll { yes } => {
-            if !yes {
-                return Err(Error::failed(
-                    "remove-all deletes every runner of this controller; add --yes to confirm",
-                )
-                .into());
-            }
-            Operation::RemoveAll
+        Command::RemoveAll { yes: false } => {
+            return Err(Error::failed(
+                "remove-all deletes every runner of this controller; add --yes to confirm",
+            ))
         }
+        Command::RemoveAll { yes: true } => Operation::RemoveAll,
         Command::Start { id } => Operation::Start { instance: id },
         Command::Stop { id } => Operation::Stop { instance: id },
     };
-    let config_path = cli
-        .config
-        .ok_or_else(|| Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required"))?;
+    let config_path = config_path()?;
     let controller_id = cli
         .controller_id
         .filter(|c| !c.is_empty())
@@ -292,23 +249,24 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         progress,
         async |provider| run_operation(provider, operation).await,
     )?;
-    // `None`: a `delete` of a name no runner of this controller has.
-    match finished.output {
-        Some(Outcome::Instance(i)) => match format {
-            Format::Table => print_text(&super::table::render(&[*i], SystemTime::now()))?,
-            Format::Json => print(&pretty(&i)?)?,
-        },
-        Some(Outcome::Instances(list)) => match format {
-            Format::Table => print_text(&super::table::render(&list, SystemTime::now()))?,
-            Format::Json => print(&pretty(&list)?)?,
-        },
-        Some(Outcome::Done) => {}
-        None => {
+    let table = |views: &[RunnerView]| super::table::render(views, SystemTime::now());
+    match (finished.output, format) {
+        // A `delete` of a name no runner of this controller has.
+        (None, _) => {
             say(&format!(
                 "nothing to delete: {target} (no runner of this controller has that name)"
             ));
             return Ok(());
         }
+        (Some(Outcome::Instance(i)), Format::Table) => {
+            super::print(|out| out.write_all(table(&[*i]).as_bytes()))?
+        }
+        (Some(Outcome::Instances(list)), Format::Table) => {
+            super::print(|out| out.write_all(table(&list).as_bytes()))?
+        }
+        (Some(Outcome::Instance(i)), Format::Json) => print_json(&i)?,
+        (Some(Outcome::Instances(list)), Format::Json) => print_json(&list)?,
+        (Some(Outcome::Done), _) => {}
     }
     say(&format!(
         "✓ {summary} ({} Edge Connect requests, {} login(s))",
@@ -340,11 +298,10 @@ async fn run_operation(
                 instance: instance.clone(),
             };
             match provider.run(lookup).await {
-                Err(Error::NotFound(_)) => return Ok(None),
-                Err(e) => return Err(e),
-                Ok(_) => {}
+                Err(Error::NotFound(_)) => Ok(None),
+                Err(e) => Err(e),
+                Ok(_) => provider.run(Operation::Delete { instance }).await.map(Some),
             }
-            provider.run(Operation::Delete { instance }).await.map(Some)
         }
         other => provider.run(other).await.map(Some),
     }
@@ -375,41 +332,28 @@ async fn interrupted(provider: &Provider, name: &str) -> Error {
     })
 }
 
-/// Reads a bootstrap file: a regular file of bounded size that holds JSON, each failure named
-/// with the file.
+/// Reads a bootstrap file: GARM's bootstrap JSON, each failure named with the file.
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
-    let raw = crate::text::read_regular_file(path, MAX_BOOTSTRAP_BYTES).map_err(|e| {
-        Error::failed(format!(
-            "cannot read bootstrap file {}: {e}",
-            path.display()
-        ))
-    })?;
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&raw) {
-        if e.is_syntax() || e.is_eof() {
-            return Err(Error::failed(format!(
-                "bootstrap file {} is not JSON (line {} column {}); it must be GARM's bootstrap JSON, see examples/",
-                path.display(),
-                e.line(),
-                e.column()
-            )));
-        }
-    }
-    BootstrapInstance::from_slice(&raw)
+    let hint = "; it must be GARM's bootstrap JSON, see examples/";
+    BootstrapInstance::from_slice(&read_json(path, "bootstrap file", hint)?.1)
         .map_err(|e| Error::failed(format!("bootstrap file {}: {e}", path.display())))
 }
 
-/// Reads a JSON file given on the command line, bounded like the bootstrap.
-fn read_json_file(path: &Path, what: &str) -> Result<serde_json::Value, Error> {
+/// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,
+/// each failure named with the file (`hint` ends the message of one that is not JSON). Returns
+/// the JSON and the text it was read from.
+fn read_json(path: &Path, what: &str, hint: &str) -> Result<(serde_json::Value, Vec<u8>), Error> {
     let raw = crate::text::read_regular_file(path, MAX_BOOTSTRAP_BYTES)
         .map_err(|e| Error::failed(format!("cannot read {what} {}: {e}", path.display())))?;
-    serde_json::from_slice(&raw).map_err(|e| {
-        Error::failed(format!(
-            "{what} {} is not JSON (line {} column {})",
+    match serde_json::from_slice(&raw) {
+        Ok(value) => Ok((value, raw)),
+        Err(e) => Err(Error::failed(format!(
+            "{what} {} is not JSON (line {} column {}){hint}",
             path.display(),
             e.line(),
             e.column()
-        ))
-    })
+        ))),
+    }
 }
 
 fn summary(operation: &Operation) -> String {

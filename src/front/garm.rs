@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::env::{GarmCommand, GarmEnv, SUPPORTED_INTERFACE_VERSIONS};
-use crate::garm::{exit, BootstrapInstance};
+use crate::garm::BootstrapInstance;
 use crate::logging::LogGuard;
 use crate::provider::{Operation, Outcome};
 
@@ -37,26 +37,21 @@ pub fn run() -> u8 {
             "internal error (a bug, please report it): {message}{at}"
         ));
     }));
-    let (code, guard) = match execute() {
-        Ok((stdout, guard)) => match stdout.write() {
-            Ok(()) => (0, guard),
-            Err(e) => {
-                fault(&format!("cannot write the result to stdout: {e}"));
-                (exit::FAILURE, guard)
-            }
-        },
-        Err((e, guard)) => {
+    // Kept to the end: dropping the log guard flushes the log file.
+    let mut log = None;
+    let code = match execute(&mut log) {
+        Ok(()) => 0,
+        Err(e) => {
             // The log file's trouble is worth knowing, but only as part of the one line.
-            let line = match guard.as_ref().and_then(|g| g.warning()) {
+            let line = match log.as_ref().and_then(LogGuard::warning) {
                 Some(warning) => format!("{e} (also: {warning})"),
                 None => e.to_string(),
             };
             fault(&line);
-            (super::exit_code(&e), guard)
+            super::exit_code(&e)
         }
     };
-    // Flush the log before the process ends.
-    drop(guard);
+    drop(log);
     code
 }
 
@@ -67,42 +62,14 @@ fn fault(message: &str) {
     super::say(&crate::text::echo_max(&message, MAX_FAULT_CHARS));
 }
 
-// The guard is boxed: it travels with every error, which should stay small.
-type Failure = (Error, Option<Box<LogGuard>>);
-
-/// What GARM mode prints on success.
-enum Stdout {
-    /// A local command's answer.
-    Text(String),
-    /// An instance command's outcome, encoded straight onto stdout: ListInstances of a large
-    /// pool would otherwise hold its whole JSON text in memory beside the list.
-    Outcome(Outcome),
-}
-
-impl Stdout {
-    fn write(&self) -> std::io::Result<()> {
-        match self {
-            Stdout::Text(text) => super::write_stdout(text),
-            Stdout::Outcome(outcome) => {
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                match outcome {
-                    Outcome::Instance(i) => serde_json::to_writer(&mut out, i)?,
-                    Outcome::Instances(list) => serde_json::to_writer(&mut out, list)?,
-                    Outcome::Done => {}
-                }
-                std::io::Write::flush(&mut out)
-            }
-        }
+/// Runs the command and prints its answer; `log` receives the log guard once logging is set up.
+fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
+    let env = GarmEnv::from_process()?;
+    if let Some(text) = local_command(&env)? {
+        return super::print(|out| out.write_all(text.as_bytes()));
     }
-}
-
-fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
-    let env = GarmEnv::from_process().map_err(|e| (e.into(), None))?;
-    if let Some(output) = local_command(&env).map_err(|e| (e, None))? {
-        return Ok((Stdout::Text(output), None));
-    }
-    let session = crate::pipeline::open(Path::new(&env.config_file)).map_err(|e| (e, None))?;
-    let (config, guard, deadline) = (session.config, session.log, session.deadline);
+    let session = crate::pipeline::open(Path::new(&env.config_file))?;
+    let log_file = log.insert(session.log).to_file();
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(
@@ -113,20 +80,16 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
         controller = %env.controller_id,
     );
     let _entered = span.enter();
-    let log_file = guard.to_file();
-    let fail = |e: Error, guard| -> Failure {
+    let fail = |e: Error| {
         // Without a log file the front door's stderr line is the only record; don't print twice.
         if log_file {
             tracing::error!(error = %e, "command failed");
         }
-        (e, Some(Box::new(guard)))
+        e
     };
 
     // stdin is read under the command's one deadline, not a budget of its own.
-    let operation = match operation(&env, deadline.remaining()) {
-        Ok(op) => op,
-        Err(e) => return Err(fail(e, guard)),
-    };
+    let operation = operation(&env, session.deadline.remaining()).map_err(fail)?;
     span.record(
         "instance",
         // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
@@ -141,18 +104,23 @@ fn execute() -> Result<(Stdout, Option<Box<LogGuard>>), Failure> {
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
     // The pipeline logs the requests and logins the command took.
-    let outcome = match crate::pipeline::run(
-        config,
-        deadline,
+    let finished = crate::pipeline::run(
+        session.config,
+        session.deadline,
         &env.controller_id,
         crate::pipeline::process_environment(),
         progress,
         async |provider| provider.run(operation).await,
-    ) {
-        Ok(finished) => finished.output,
-        Err(e) => return Err(fail(e, guard)),
-    };
-    Ok((Stdout::Outcome(outcome), Some(Box::new(guard))))
+    )
+    .map_err(fail)?;
+    // Encoded straight onto stdout: ListInstances of a large pool would otherwise hold its
+    // whole JSON text in memory beside the list.
+    super::print(|out| match &finished.output {
+        Outcome::Instance(i) => Ok(serde_json::to_writer(out, i)?),
+        Outcome::Instances(list) => Ok(serde_json::to_writer(out, list)?),
+        Outcome::Done => Ok(()),
+    })
+    .map_err(fail)
 }
 
 /// Commands answered without config or Edge Connect.
@@ -181,29 +149,21 @@ fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
 /// The operation for an instance command (reads stdin for CreateInstance, for at most
 /// `stdin_within`).
 fn operation(env: &GarmEnv, stdin_within: std::time::Duration) -> Result<Operation, Error> {
-    let instance = || env.instance_id.clone();
+    let instance = env.instance_id.clone();
     Ok(match env.command {
         GarmCommand::CreateInstance => Operation::create(
             BootstrapInstance::from_reader_within(std::io::stdin(), stdin_within)?,
             env.pool_id.clone(),
             env.pool_extra_specs.clone(),
         ),
-        GarmCommand::DeleteInstance => Operation::Delete {
-            instance: instance(),
-        },
-        GarmCommand::GetInstance => Operation::Get {
-            instance: instance(),
-        },
+        GarmCommand::DeleteInstance => Operation::Delete { instance },
+        GarmCommand::GetInstance => Operation::Get { instance },
         GarmCommand::ListInstances => Operation::List {
             pool_id: env.pool_id.clone().unwrap_or_default(),
         },
         GarmCommand::RemoveAllInstances => Operation::RemoveAll,
-        GarmCommand::StartInstance => Operation::Start {
-            instance: instance(),
-        },
-        GarmCommand::StopInstance => Operation::Stop {
-            instance: instance(),
-        },
+        GarmCommand::StartInstance => Operation::Start { instance },
+        GarmCommand::StopInstance => Operation::Stop { instance },
         other => {
             return Err(Error::failed(format!(
                 "{} is not an instance command",

@@ -2,7 +2,7 @@
 //! Both turn their input into a `provider::Operation` and hand it to the one
 //! `pipeline`; they differ only in how they read input and print the outcome.
 //!
-//! Output goes through [`write_stdout`] and [`say`], never `println!`/`eprintln!`: those panic
+//! Output goes through [`print()`] and [`say`], never `println!`/`eprintln!`: those panic
 //! when the stream cannot be written (stdout to a closed pipe, stderr to a full disk), which
 //! would turn a clean exit code into 101.
 
@@ -36,11 +36,12 @@ impl From<ProtocolError> for Error {
     }
 }
 
-/// Writes `text` to stdout and flushes; the caller decides what a failure means.
-pub fn write_stdout(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
+/// Writes to stdout through `write`, buffered, and flushes.
+pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::caused_by(format!("cannot write the result to stdout: {e}"), e))
 }
 
 /// Writes one line to stderr. A failure is ignored: stderr is where failures are reported, so

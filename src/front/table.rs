@@ -2,7 +2,10 @@
 //! runner with its name, pool, site, Edge Connect state, age and fault in words. Scripts use
 //! `--format json` instead, which prints what GARM gets.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 use crate::provider::status::RunnerView;
 
@@ -24,16 +27,12 @@ pub fn render(runners: &[RunnerView], now: SystemTime) -> String {
     }
     let mut out = String::new();
     for cells in std::iter::once(HEADER.map(String::from)).chain(rows) {
-        let mut line = String::new();
-        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            line.push_str(cell);
-            // The last column is not padded: no trailing blanks.
-            if i + 1 < cells.len() {
-                let pad = width - cell.chars().count() + 2;
-                line.extend(std::iter::repeat_n(' ', pad));
-            }
-        }
-        out.push_str(line.trim_end());
+        let line = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:w$}"));
+        // The last column is not padded: no trailing blanks.
+        out.push_str(line.collect::<Vec<_>>().join("  ").trim_end());
         out.push('\n');
     }
     out
@@ -59,9 +58,10 @@ fn row(r: &RunnerView, now: SystemTime) -> [String; 6] {
 /// unit as `kubectl get` prints it: `45s`, `12m`, `5h`, `3d`. `None` when the time cannot be
 /// read; a time ahead of `now` (clocks apart) counts as `0s`.
 fn age(created_at: &str, now: SystemTime) -> Option<String> {
-    let created = unix_seconds(created_at)?;
-    let now = i64::try_from(now.duration_since(UNIX_EPOCH).ok()?.as_secs()).ok()?;
-    let secs = now.saturating_sub(created).max(0);
+    let created = OffsetDateTime::parse(created_at, &Rfc3339)
+        .ok()?
+        .unix_timestamp();
+    let secs = (OffsetDateTime::from(now).unix_timestamp() - created).max(0);
     Some(match secs {
         s if s < 120 => format!("{s}s"),
         s if s < 2 * 3600 => format!("{}m", s / 60),
@@ -70,65 +70,11 @@ fn age(created_at: &str, now: SystemTime) -> Option<String> {
     })
 }
 
-/// Seconds since the Unix epoch of an RFC 3339 time (`2026-01-02T03:04:05.123Z`,
-/// `…+01:00`); the fraction is dropped.
-fn unix_seconds(text: &str) -> Option<i64> {
-    let number = |s: &str| -> Option<i64> {
-        s.bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    let (date, time) = text.split_once(['T', 't', ' '])?;
-    let mut ymd = date.splitn(3, '-');
-    let (y, m, d) = (
-        number(ymd.next()?)?,
-        number(ymd.next()?)?,
-        number(ymd.next()?)?,
-    );
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let clock_len = time.find(['Z', 'z', '+', '-', '.']).unwrap_or(time.len());
-    let mut hms = time[..clock_len].splitn(3, ':');
-    let (hh, mm, ss) = (
-        number(hms.next()?)?,
-        number(hms.next()?)?,
-        number(hms.next()?)?,
-    );
-    let zone = time[clock_len..].trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
-    let offset = match zone {
-        "Z" | "z" => 0,
-        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) => {
-            let (oh, om) = z[1..].split_once(':')?;
-            let minutes = number(oh)? * 60 + number(om)?;
-            if z.starts_with('-') {
-                -minutes * 60
-            } else {
-                minutes * 60
-            }
-        }
-        _ => return None,
-    };
-    Some(days_from_civil(y, m, d) * 86_400 + hh * 3600 + mm * 60 + ss - offset)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::garm::{InstanceStatus, ProviderInstance};
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
@@ -136,16 +82,18 @@ mod tests {
 
     #[test]
     fn rfc3339_times_read_as_edge_connect_writes_them() {
-        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(unix_seconds("2026-01-02T03:04:05Z"), Some(1_767_323_045));
-        assert_eq!(
-            unix_seconds("2026-01-02T03:04:05.123456789Z"),
-            Some(1_767_323_045)
-        );
-        assert_eq!(
-            unix_seconds("2026-01-02T04:04:05+01:00"),
-            Some(1_767_323_045)
-        );
+        assert_eq!(age("1970-01-01T00:00:00Z", at(59)).as_deref(), Some("59s"));
+        for t in [
+            "2026-01-02T03:04:05Z",
+            "2026-01-02T03:04:05.123456789Z",
+            "2026-01-02T04:04:05+01:00",
+        ] {
+            assert_eq!(
+                age(t, at(1_767_323_045 + 59)).as_deref(),
+                Some("59s"),
+                "{t}"
+            );
+        }
         for bad in [
             "",
             "2026-01-02",
@@ -153,7 +101,7 @@ mod tests {
             "x-y-zTa:b:cZ",
             "2026-01-02T03:04:05",
         ] {
-            assert_eq!(unix_seconds(bad), None, "{bad}");
+            assert_eq!(age(bad, at(1_767_323_045)), None, "{bad}");
         }
     }
 

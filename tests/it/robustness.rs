@@ -767,13 +767,13 @@ fn the_demo_names_the_instance_and_no_path_it_removes() {
         r.stdout
     );
     assert!(
-        r.stdout.contains("\n▶ CreateInstance garm-demo0runner1\n"),
+        r.stdout.contains("\n▶ CreateInstance garm-7hq2kx0d3mzt\n"),
         "{}",
         r.stdout
     );
     let progress: Vec<&str> = r.stdout.lines().filter(|l| l.contains(" … ")).collect();
     assert!(!progress.is_empty(), "{}", r.stdout);
     for l in progress {
-        assert!(l.starts_with("    … [garm-demo0runner1] "), "{l}");
+        assert!(l.starts_with("    … [garm-7hq2kx0d3mzt] "), "{l}");
     }
 }
