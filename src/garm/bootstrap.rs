@@ -14,24 +14,19 @@ pub const MAX_BOOTSTRAP_BYTES: u64 = 4 * 1024 * 1024;
 
 /// One runner download offered by the forge (`tools` in the bootstrap JSON).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct RunnerTool {
     /// `linux`, `osx`, `win` (GitHub) or `linux`, `windows` (Gitea).
-    #[serde(default)]
     pub os: String,
     /// `x64`, `arm`, `arm64`.
-    #[serde(default)]
     pub architecture: String,
     /// Where the runner archive or binary is downloaded from.
-    #[serde(default)]
     pub download_url: String,
     /// File name of the download.
-    #[serde(default)]
     pub filename: String,
     /// SHA-256 of the download (GitHub only).
-    #[serde(default)]
     pub sha256_checksum: String,
     /// Short-lived token for private downloads (GHES).
-    #[serde(default)]
     pub temp_download_token: Option<Secret>,
 }
 
@@ -70,13 +65,10 @@ fn describe_json(e: &serde_json::Error) -> String {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ProxyConfig {
     /// Proxy for plain HTTP.
-    #[serde(default)]
     pub http_proxy: Option<Secret>,
     /// Proxy for HTTPS.
-    #[serde(default)]
     pub https_proxy: Option<Secret>,
     /// Hosts that bypass the proxy.
-    #[serde(default)]
     pub no_proxy: Option<String>,
 }
 
@@ -88,7 +80,6 @@ pub struct BootstrapInstance {
     /// GARM instance name, e.g. `garm-ny9heeqyw2rl`.
     pub name: String,
     /// Runner downloads.
-    #[serde(default)]
     pub tools: Option<Vec<RunnerTool>>,
     /// GitHub registration URL or the Gitea API base URL.
     #[serde(default)]
@@ -103,7 +94,6 @@ pub struct BootstrapInstance {
     #[serde(rename = "instance-token", default)]
     pub instance_token: Secret,
     /// Pool extra specs plus GARM's injected keys. Absent means `{}`.
-    #[serde(default)]
     pub extra_specs: Option<serde_json::Value>,
     /// Runner group (GitHub).
     #[serde(rename = "github-runner-group", default)]
@@ -124,7 +114,6 @@ pub struct BootstrapInstance {
     #[serde(default)]
     pub image: String,
     /// Labels to register (non-JIT only); null under JIT.
-    #[serde(default)]
     pub labels: Option<Vec<String>>,
     /// Pool id (same as `GARM_POOL_ID`).
     #[serde(default)]
@@ -133,7 +122,6 @@ pub struct BootstrapInstance {
     #[serde(default)]
     pub jit_config_enabled: bool,
     /// Proxy settings.
-    #[serde(default)]
     pub proxy_config: Option<ProxyConfig>,
 }
 
@@ -238,8 +226,8 @@ impl BootstrapInstance {
     ///
     /// The token is read, not verified: only GARM can verify it, and it only tells us which
     /// bootstrap flavour the container must follow. Defaults to `github`.
-    pub fn forge_type(&self) -> String {
-        forge_type_from_token(self.instance_token.expose()).unwrap_or_else(|| "github".to_string())
+    pub fn forge_type(&self) -> &'static str {
+        forge_type_from_token(self.instance_token.expose()).unwrap_or("github")
     }
 
     /// The runner download matching the pool's OS and architecture, if GARM offered one.
@@ -254,12 +242,12 @@ impl BootstrapInstance {
 }
 
 /// Reads the `forge_type` claim of a JWT without verifying its signature.
-pub fn forge_type_from_token(token: &str) -> Option<String> {
+pub fn forge_type_from_token(token: &str) -> Option<&'static str> {
     let claims = edge_connect::jwt::unverified_claims(token)?;
     let forge = claims.get("forge_type")?.as_str()?.to_ascii_lowercase();
     match forge.as_str() {
-        "github" | "gitea" => Some(forge),
-        "forgejo" => Some("gitea".to_string()),
+        "github" => Some("github"),
+        "gitea" | "forgejo" => Some("gitea"),
         _ => None,
     }
 }
@@ -337,7 +325,7 @@ mod tests {
         let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .encode(r#"{"forge_type":"gitea","name":"x"}"#);
         assert_eq!(
-            forge_type_from_token(&format!("h.{payload}.s")).as_deref(),
+            forge_type_from_token(&format!("h.{payload}.s")),
             Some("gitea")
         );
         assert_eq!(forge_type_from_token("garbage"), None);
