@@ -126,33 +126,29 @@ pub struct BootstrapInstance {
 }
 
 impl BootstrapInstance {
-    /// Reads and parses the bootstrap document from a reader (stdin in GARM mode, a file in CLI mode).
-    pub fn from_reader(reader: impl Read) -> Result<Self, ProtocolError> {
-        let mut raw = Vec::new();
-        reader
-            .take(MAX_BOOTSTRAP_BYTES + 1)
-            .read_to_end(&mut raw)
-            .map_err(|e| ProtocolError::new(format!("cannot read bootstrap params: {e}")))?;
-        if raw.len() as u64 > MAX_BOOTSTRAP_BYTES {
-            return Err(ProtocolError::new(format!(
-                "bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"
-            )));
-        }
-        Self::from_slice(&raw)
-    }
-
-    /// Reads the bootstrap document from `reader` (stdin), giving up after `within` (the
-    /// command's deadline, `edge_connect.operation_timeout_secs`): GARM writes the document
-    /// and closes stdin, but a wrapper that keeps it open, or feeds it a byte at a time, must
-    /// not hold the command past its deadline. The reading thread is left blocked in `read`;
-    /// the process ends with the error.
+    /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap document from `reader`
+    /// (stdin), giving up after `within` (the command's deadline,
+    /// `edge_connect.operation_timeout_secs`): GARM writes the document and closes stdin, but a
+    /// wrapper that keeps it open, or feeds it a byte at a time, must not hold the command past
+    /// its deadline. The reading thread is left blocked in `read`; the process ends with the
+    /// error.
     pub fn from_reader_within(
         reader: impl Read + Send + 'static,
         within: std::time::Duration,
     ) -> Result<Self, ProtocolError> {
         let (sender, receiver) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = sender.send(Self::from_reader(reader));
+            let mut raw = Vec::new();
+            let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
+            let _ = sender.send(match read {
+                Err(e) => Err(ProtocolError::new(format!(
+                    "cannot read bootstrap params: {e}"
+                ))),
+                Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(
+                    format!("bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"),
+                )),
+                Ok(_) => Self::from_slice(&raw),
+            });
         });
         receiver.recv_timeout(within).unwrap_or_else(|_| {
             Err(ProtocolError::new(
@@ -191,9 +187,7 @@ impl BootstrapInstance {
                 "invalid bootstrap params: `image` is empty (set the pool's image to a runner container image)",
             ));
         }
-        if let Some(bundle) = &self.ca_cert_bundle {
-            self.decode_ca_bundle_str(bundle)?;
-        }
+        self.ca_bundle()?;
         if let Some(specs) = &self.extra_specs {
             if !(specs.is_object() || specs.is_null()) {
                 return Err(ProtocolError::new(
@@ -204,21 +198,24 @@ impl BootstrapInstance {
         Ok(())
     }
 
-    fn decode_ca_bundle_str(&self, bundle: &str) -> Result<String, ProtocolError> {
+    /// The decoded `ca-cert-bundle`, if GARM sent one.
+    fn ca_bundle(&self) -> Result<Option<String>, ProtocolError> {
+        let Some(bundle) = &self.ca_cert_bundle else {
+            return Ok(None);
+        };
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(bundle.trim())
             .map_err(|_| {
                 ProtocolError::new("invalid bootstrap params: `ca-cert-bundle` is not base64")
             })?;
-        String::from_utf8(bytes).map_err(|_| {
+        String::from_utf8(bytes).map(Some).map_err(|_| {
             ProtocolError::new("invalid bootstrap params: `ca-cert-bundle` is not PEM text")
         })
     }
 
     /// The decoded PEM text of `ca-cert-bundle`, if GARM sent one.
     pub fn ca_bundle_pem(&self) -> Option<String> {
-        let bundle = self.ca_cert_bundle.as_deref()?;
-        let pem = self.decode_ca_bundle_str(bundle).ok()?;
+        let pem = self.ca_bundle().ok().flatten()?;
         (!pem.trim().is_empty()).then_some(pem)
     }
 
@@ -428,7 +425,11 @@ mod tests {
     #[test]
     fn oversized_input_is_refused() {
         let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
-        let err = BootstrapInstance::from_reader(&big[..]).unwrap_err();
+        let err = BootstrapInstance::from_reader_within(
+            std::io::Cursor::new(big),
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("exceed"), "{err}");
     }
 }
