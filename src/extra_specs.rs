@@ -23,51 +23,37 @@ pub enum PlacementStrategy {
 
 /// The pool's `extra_specs`. Unknown keys are refused, except GARM's own.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ExtraSpecs {
     /// Edge Connect flavor for this pool's runners (overrides the pool flavor).
-    #[serde(default)]
     pub flavor: Option<String>,
     /// Zones to place runners in (newer API). Replaces the config's placement.
-    #[serde(default)]
     pub zones: Option<Vec<SiteKey>>,
     /// Cloudlets to place runners on (older API). Replaces the config's placement.
-    #[serde(default)]
     pub cloudlets: Option<Vec<SiteKey>>,
     /// How to choose among several zones / cloudlets.
-    #[serde(default)]
     pub placement_strategy: Option<PlacementStrategy>,
     /// Extra environment variables for the runner container.
-    #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Container command (overrides `edge_connect.command`).
-    #[serde(default)]
     pub command: Option<String>,
     /// Container arguments (override `edge_connect.command_args`).
-    #[serde(default)]
     pub command_args: Option<Vec<String>>,
     /// `kubernetes` or `docker` (overrides `edge_connect.deployment`).
-    #[serde(default)]
     pub deployment: Option<Deployment>,
     /// `env_vars` or `envvars_yaml` (overrides `edge_connect.env_delivery`; `envvars_yaml`
     /// needs deployment kubernetes).
-    #[serde(default)]
     pub env_delivery: Option<EnvDelivery>,
     /// Registry user for a private runner image.
-    #[serde(default)]
     pub image_pull_username: Option<String>,
     /// NAME of an environment variable (passed through by GARM) holding the registry password.
     /// The password itself never goes into extra specs: GARM hands them to the runner.
-    #[serde(default)]
     pub image_pull_password_env: Option<String>,
     /// GARM-injected (v0.2.0+): base64 install-script wrapper; accepted and ignored.
-    #[serde(default)]
     pub runner_install_template: Option<String>,
     /// GARM cloud-init key; accepted and ignored.
-    #[serde(default)]
     pub pre_install_scripts: Option<HashMap<String, String>>,
     /// GARM cloud-init key; accepted and ignored.
-    #[serde(default)]
     pub extra_context: Option<HashMap<String, String>>,
 }
 
@@ -91,6 +77,7 @@ impl ExtraSpecs {
         specs
             .validate()
             .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
+        specs.check_pull_password_env(None)?;
         Ok(specs)
     }
 
@@ -115,12 +102,7 @@ impl ExtraSpecs {
             }
         }
         for name in self.env.keys() {
-            let valid = name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
+            if !crate::naming::is_env_name(name) {
                 return Err(format!(
                     "env: `{}` is not a valid environment variable name",
                     crate::text::echo(name)
@@ -147,9 +129,6 @@ impl ExtraSpecs {
         }
         if self.image_pull_username.is_some() != self.image_pull_password_env.is_some() {
             return Err("image_pull_username and image_pull_password_env go together".into());
-        }
-        if let Some(var) = &self.image_pull_password_env {
-            check_pull_password_env(var, None)?;
         }
         Ok(())
     }
@@ -185,13 +164,30 @@ impl ExtraSpecs {
     }
 
     /// Refuses an `image_pull_password_env` the provider must not hand to a registry: one of
-    /// its own credential variables, or (with the operator's `image_pull_password_env_prefix`)
-    /// a name outside the prefix. `ValidatePoolInfo` and CreateInstance call it with the
-    /// config's prefix; [`ExtraSpecs::from_value`] checks the fixed names on its own.
+    /// its own credential variables (the platform sends pull credentials to whatever registry
+    /// the pool's image names), or (with the operator's `image_pull_password_env_prefix`) a
+    /// name outside the prefix. `ValidatePoolInfo` and CreateInstance call it with the config's
+    /// prefix; [`ExtraSpecs::from_value`] without one (the fixed names only).
     pub fn check_pull_password_env(&self, prefix: Option<&str>) -> Result<(), Error> {
-        match &self.image_pull_password_env {
-            Some(var) => check_pull_password_env(var, prefix)
-                .map_err(|m| Error::failed(format!("invalid extra_specs: {m}"))),
+        let Some(var) = &self.image_pull_password_env else {
+            return Ok(());
+        };
+        let shown = crate::text::echo(var);
+        // The credentials config/credentials.rs reads. Other `EDP_EDGE_CONNECT_*` names stay
+        // usable: the documented setup passes registry passwords under the same GARM prefix.
+        let upper = var.to_ascii_uppercase();
+        if upper == crate::config::ENV_USERNAME
+            || upper == crate::config::ENV_PASSWORD
+            || PROXY_VARIABLES.contains(&upper.as_str())
+        {
+            return Err(Error::failed(format!(
+                "invalid extra_specs: image_pull_password_env: {shown} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password"
+            )));
+        }
+        match prefix.filter(|p| !var.starts_with(p)) {
+            Some(prefix) => Err(Error::failed(format!(
+                "invalid extra_specs: image_pull_password_env: {shown} does not start with {prefix} (image_pull_password_env_prefix in the provider config)"
+            ))),
             None => Ok(()),
         }
     }
@@ -207,32 +203,6 @@ impl ExtraSpecs {
 /// Proxy variables the client reads (crates/edge-connect/src/proxy.rs); their URLs may hold
 /// the proxy's user and password.
 const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
-
-/// `var` may name a registry password: not one of the provider's credentials (the platform
-/// sends pull credentials to whatever registry the pool's image names), and inside `prefix`
-/// when the operator set one.
-fn check_pull_password_env(var: &str, prefix: Option<&str>) -> Result<(), String> {
-    let shown = crate::text::echo(var);
-    // The credentials config/credentials.rs reads. Other `EDP_EDGE_CONNECT_*` names stay
-    // usable: the documented setup passes registry passwords under the same GARM prefix.
-    let upper = var.to_ascii_uppercase();
-    if upper == crate::config::ENV_USERNAME
-        || upper == crate::config::ENV_PASSWORD
-        || PROXY_VARIABLES.contains(&upper.as_str())
-    {
-        return Err(format!(
-            "image_pull_password_env: {shown} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password"
-        ));
-    }
-    if let Some(prefix) = prefix {
-        if !var.starts_with(prefix) {
-            return Err(format!(
-                "image_pull_password_env: {shown} does not start with {prefix} (image_pull_password_env_prefix in the provider config)"
-            ));
-        }
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

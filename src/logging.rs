@@ -13,6 +13,8 @@
 //! and it must be exactly one line. Nothing is logged to stderr there.
 
 use std::io::Write;
+#[cfg(unix)]
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -56,8 +58,10 @@ impl LogGuard {
     }
 }
 
-/// A file writer that turns every buffered event into one `write(2)` in append mode.
-struct AppendFile(std::fs::File);
+/// A writer that cleans every formatted event before it writes it: the log file (each event one
+/// `write(2)` in append mode) or stderr in CLI mode. A write error is the layer's to ignore
+/// (`log_internal_errors(false)`): there is nowhere left to report it.
+struct Cleaned<W>(W);
 
 /// One formatted record as it may be written: secrets masked, control characters escaped.
 fn clean(record: &[u8]) -> std::borrow::Cow<'_, [u8]> {
@@ -73,7 +77,7 @@ fn clean(record: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     }
 }
 
-impl Write for AppendFile {
+impl<W: Write> Write for Cleaned<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // write_all on an O_APPEND file: the kernel places each write at the current end.
         self.0.write_all(&clean(buf))?;
@@ -85,93 +89,43 @@ impl Write for AppendFile {
     }
 }
 
-/// stderr for CLI-mode warnings, with the same escaping as the file; a write error (stderr
-/// closed or full) is ignored rather than reported, since there is nowhere left to report it.
-struct EscapedStderr;
-
-impl Write for EscapedStderr {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let _ = std::io::stderr().lock().write_all(&clean(buf));
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let _ = std::io::stderr().flush();
-        Ok(())
-    }
-}
-
-fn stderr_writer() -> EscapedStderr {
-    EscapedStderr
-}
-
 /// Starts logging as the config says. A log file that cannot be opened does not fail the
 /// command: CLI mode logs warnings to stderr instead, with one warning saying so; GARM mode logs
 /// nothing and keeps the reason in [`LogGuard::warning`] for its error line.
-pub fn init(config: Option<&Config>) -> LogGuard {
-    let level = config.map(|c| c.log_level).unwrap_or(LogLevel::Warn);
-    let format = config.map(|c| c.log_format).unwrap_or_default();
-    let file = config.and_then(|c| c.log_file.as_deref());
-    let stderr_reserved = STDERR_RESERVED.load(Ordering::Relaxed);
-    match file.map(|path| open_append(path).map_err(|e| (path, e))) {
-        Some(Ok(f)) => {
+pub fn init(config: &Config) -> LogGuard {
+    let (level, format) = (config.log_level, config.log_format);
+    let warning = match config.log_file.as_deref().map(|p| (p, open_append(p))) {
+        Some((_, Ok(f))) => {
             // The default queue pre-allocates 128,000 lines (about 4 MB touched per process); a
             // provider command writes a few dozen, and GARM runs many processes at once.
             let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
                 .buffered_lines_limit(LOG_QUEUE_LINES)
                 .lossy(false)
-                .finish(AppendFile(f));
+                .finish(Cleaned(f));
             install(level, format, writer);
-            LogGuard {
+            return LogGuard {
                 _guard: Some(guard),
                 warning: None,
-            }
+            };
         }
-        Some(Err((path, e))) => {
-            let warning = format!(
-                "cannot open log_file {}: {e}",
-                crate::text::one_line(&path.display().to_string())
-            );
-            if !stderr_reserved {
-                install(LogLevel::Warn.min_with(level), format, stderr_writer);
-                tracing::warn!("{warning}; logging warnings to stderr instead");
-            }
-            LogGuard {
-                _guard: None,
-                warning: Some(warning.into_boxed_str()),
-            }
-        }
-        None => {
-            if !stderr_reserved {
-                install(LogLevel::Warn.min_with(level), format, stderr_writer);
-            }
-            LogGuard {
-                _guard: None,
-                warning: None,
-            }
+        Some((path, Err(e))) => Some(format!(
+            "cannot open log_file {}: {e}",
+            crate::text::one_line(&path.display().to_string())
+        )),
+        None => None,
+    };
+    if !STDERR_RESERVED.load(Ordering::Relaxed) {
+        // stderr carries warnings at most: GARM shows it to users.
+        install(level.min(LogLevel::Warn), format, || {
+            Cleaned(std::io::stderr())
+        });
+        if let Some(warning) = &warning {
+            tracing::warn!("{warning}; logging warnings to stderr instead");
         }
     }
-}
-
-impl LogLevel {
-    /// The less verbose of two levels (stderr carries warnings at most, GARM shows it to users).
-    fn min_with(self, other: LogLevel) -> LogLevel {
-        let rank = |l: LogLevel| l as u8;
-        if rank(self) <= rank(other) {
-            self
-        } else {
-            other
-        }
-    }
-
-    fn directive(self) -> &'static str {
-        match self {
-            LogLevel::Error => "error",
-            LogLevel::Warn => "warn",
-            LogLevel::Info => "info",
-            LogLevel::Debug => "debug",
-            LogLevel::Trace => "trace",
-        }
+    LogGuard {
+        _guard: None,
+        warning: warning.map(String::into_boxed_str),
     }
 }
 
@@ -184,13 +138,10 @@ fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.create(true).append(true);
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(|e| {
+    options
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = crate::text::open_regular(path, &options).map_err(|e| {
         // ELOOP is what O_NOFOLLOW answers for a symlink: say so in words.
         #[cfg(unix)]
         if e.raw_os_error() == Some(libc::ELOOP) {
@@ -203,24 +154,15 @@ fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
         // a device without its driver: say what the path is.
         #[cfg(unix)]
         if e.raw_os_error() == Some(libc::ENXIO) {
-            if let Ok(meta) = std::fs::symlink_metadata(path) {
-                return std::io::Error::other(format!(
-                    "not a regular file ({})",
-                    crate::text::file_kind(&meta)
-                ));
+            let meta = std::fs::symlink_metadata(path);
+            if let Some(e) = meta.ok().and_then(|m| crate::text::not_regular(&m)) {
+                return e;
             }
         }
         e
     })?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other(format!(
-            "not a regular file ({})",
-            crate::text::file_kind(&meta)
-        )));
-    }
     #[cfg(unix)]
-    keep_private(&file, &meta)?;
+    keep_private(&file)?;
     Ok(file)
 }
 
@@ -228,8 +170,8 @@ fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
 /// planted it to collect it); our own file is made 0600 on the open descriptor, whatever mode
 /// it had (an earlier version, or a umask, may have left it 0644).
 #[cfg(unix)]
-fn keep_private(file: &std::fs::File, meta: &std::fs::Metadata) -> std::io::Result<()> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+fn keep_private(file: &std::fs::File) -> std::io::Result<()> {
+    let meta = file.metadata()?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
@@ -250,35 +192,24 @@ where
 {
     // Our crates (the provider and its Edge Connect client) at the configured level;
     // dependencies (hyper, rustls) only at warn, so the log holds provider events and never raw
-    // HTTP traffic.
-    let level = level.directive();
+    // HTTP traffic. The variant names are tracing's level names.
+    let level = format!("{level:?}").to_ascii_lowercase();
     let filter = EnvFilter::new(format!(
         "warn,garm_provider_edge_connect={level},edge_connect={level}"
     ));
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(writer)
+        .with_ansi(false)
+        // Its report of a failed write is an eprintln!, which panics when stderr cannot be
+        // written either.
+        .log_internal_errors(false);
     let base = tracing_subscriber::registry().with(filter);
-    let result = match format {
-        LogFormat::Text => base
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(writer)
-                    .with_ansi(false)
-                    .with_target(false)
-                    // Its report of a failed write is an eprintln!, which panics when stderr
-                    // cannot be written either.
-                    .log_internal_errors(false),
-            )
-            .try_init(),
-        LogFormat::Json => base
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .json()
-                    .with_current_span(true)
-                    .with_span_list(false)
-                    .with_writer(writer)
-                    .log_internal_errors(false),
-            )
-            .try_init(),
-    };
     // A second init (tests calling into the library twice) keeps the first subscriber.
-    let _ = result;
+    let _ = match format {
+        LogFormat::Text => base.with(layer.with_target(false)).try_init(),
+        LogFormat::Json => {
+            let layer = layer.json().with_current_span(true).with_span_list(false);
+            base.with(layer).try_init()
+        }
+    };
 }

@@ -102,25 +102,20 @@ fn check_command(
     let command = command.filter(|c| !c.is_empty());
     match deployment {
         Deployment::Kubernetes => {
-            if let Some(command) = command {
-                for word in command.split(' ').filter(|w| !w.is_empty()) {
-                    yaml_word_problem(word).map_or(Ok(()), |why| {
-                        Err(format!(
-                            "{}: the word {} would not reach the container as written: {why}",
-                            key("command"),
-                            crate::text::quoted(word)
-                        ))
-                    })?;
+            // The command's words (split on spaces as the generator does), then each argument.
+            let words = command.into_iter().flat_map(|c| c.split(' '));
+            let words = words
+                .filter(|w| !w.is_empty())
+                .map(|w| ("command", "the word ", w));
+            let args = args.iter().map(|a| ("command_args", "", a.as_str()));
+            for (name, what, word) in words.chain(args) {
+                if let Some(why) = yaml_word_problem(word) {
+                    return Err(format!(
+                        "{}: {what}{} would not reach the container as written: {why}",
+                        key(name),
+                        crate::text::quoted(word)
+                    ));
                 }
-            }
-            for arg in args {
-                yaml_word_problem(arg).map_or(Ok(()), |why| {
-                    Err(format!(
-                        "{}: {} would not reach the container as written: {why}",
-                        key("command_args"),
-                        crate::text::quoted(arg)
-                    ))
-                })?;
             }
             Ok(())
         }

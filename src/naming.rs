@@ -58,6 +58,12 @@ pub fn is_valid_key_part(value: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || "-_ .&,!".contains(c))
 }
 
+/// An environment variable name: a letter or `_`, then letters, digits and `_`.
+pub fn is_env_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,7 +46,7 @@ pub fn open(config_file: &Path) -> Result<Session, Error> {
     let deadline = Deadline::after(Duration::from_secs(
         config.edge_connect.operation_timeout_secs,
     ));
-    let log = crate::logging::init(Some(&config));
+    let log = crate::logging::init(&config);
     for (key, why) in config.retired_keys() {
         tracing::warn!(
             key,

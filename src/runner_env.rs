@@ -164,21 +164,27 @@ pub fn runner_env(
     set(ENV_OS_ARCH, &bootstrap.arch);
     set("RUNNER_NAME", &bootstrap.name);
     let forge = bootstrap.forge_type();
-    set("FORGE_TYPE", &forge);
+    set("FORGE_TYPE", forge);
     set("FORGE_URL", &bootstrap.repo_url);
-    if forge == "github" {
-        let scope = github_scope(&bootstrap.repo_url);
-        if let Some(base) = scope.base_url {
-            set("GITHUB_URL", &base);
+    // A GitHub registration URL names the base URL and the entity.
+    let url = reqwest::Url::parse(&bootstrap.repo_url).ok();
+    if let Some(url) = url.filter(|_| forge == "github") {
+        if let Some(host) = url.host_str() {
+            let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+            set("GITHUB_URL", &format!("{}://{host}{port}", url.scheme()));
         }
-        if let Some(org) = scope.org {
-            set("RUNNER_ORG", &org);
-        }
-        if let Some(repo) = scope.repo {
-            set("RUNNER_REPO", &repo);
-        }
-        if let Some(ent) = scope.enterprise {
-            set("RUNNER_ENTERPRISE", &ent);
+        let parts: Vec<&str> = url
+            .path_segments()
+            .map(|s| s.filter(|p| !p.is_empty()).collect())
+            .unwrap_or_default();
+        match parts.as_slice() {
+            ["enterprises", ent, ..] => set("RUNNER_ENTERPRISE", ent),
+            [org, repo, ..] => {
+                set("RUNNER_ORG", org);
+                set("RUNNER_REPO", repo);
+            }
+            [org] => set("RUNNER_ORG", org),
+            [] => {}
         }
     }
     set("RUNNER_GROUP", &bootstrap.github_runner_group);
@@ -188,11 +194,7 @@ pub fn runner_env(
     );
     set(
         "JIT_CONFIG_ENABLED",
-        if bootstrap.jit_config_enabled {
-            "true"
-        } else {
-            "false"
-        },
+        &bootstrap.jit_config_enabled.to_string(),
     );
     set("RUNNER_EPHEMERAL", "true");
     set("RUNNER_NO_DEFAULT_LABELS", "true");
@@ -245,14 +247,11 @@ pub fn placement_tag(placement: &Placement) -> String {
         Placement::Cloudlet(k) => ("cloudlet", k),
     };
     // Key parts cannot hold `/` (the key rule), so a third part is unambiguous.
-    if k.federated_organization.is_empty() {
-        format!("{kind}:{}/{}", k.organization, k.name)
-    } else {
-        format!(
-            "{kind}:{}/{}/{}",
-            k.organization, k.name, k.federated_organization
-        )
+    let mut tag = format!("{kind}:{}/{}", k.organization, k.name);
+    if !k.federated_organization.is_empty() {
+        tag = format!("{tag}/{}", k.federated_organization);
     }
+    tag
 }
 
 /// Parses [`placement_tag`] output.
@@ -271,61 +270,30 @@ pub fn parse_placement_tag(tag: &str) -> Option<Placement> {
     }
 }
 
-#[derive(Debug, Default, PartialEq, Eq)]
-struct GithubScope {
-    base_url: Option<String>,
-    org: Option<String>,
-    repo: Option<String>,
-    enterprise: Option<String>,
-}
-
-/// Splits a GitHub registration URL into base URL and entity.
-fn github_scope(repo_url: &str) -> GithubScope {
-    let Ok(url) = reqwest::Url::parse(repo_url) else {
-        return GithubScope::default();
-    };
-    let base_url = url.host_str().map(|host| match url.port() {
-        Some(port) => format!("{}://{host}:{port}", url.scheme()),
-        None => format!("{}://{host}", url.scheme()),
-    });
-    let parts: Vec<&str> = url
-        .path_segments()
-        .map(|s| s.filter(|p| !p.is_empty()).collect())
-        .unwrap_or_default();
-    let mut scope = GithubScope {
-        base_url,
-        ..Default::default()
-    };
-    match parts.as_slice() {
-        ["enterprises", ent, ..] => scope.enterprise = Some(ent.to_string()),
-        [org, repo, ..] => {
-            scope.org = Some(org.to_string());
-            scope.repo = Some(repo.to_string());
-        }
-        [org] => scope.org = Some(org.to_string()),
-        [] => {}
-    }
-    scope
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn plain_env_of(repo_url: &str) -> BTreeMap<String, String> {
+        let doc = serde_json::json!({"name": "garm-a", "image": "runner:1", "repo_url": repo_url});
+        let bootstrap = BootstrapInstance::from_slice(doc.to_string().as_bytes()).unwrap();
+        runner_env(&bootstrap, "c", "p", &[], &BTreeMap::new(), false).plain
+    }
+
     #[test]
     fn github_urls_split_into_entities() {
-        let s = github_scope("https://github.com/acme/widgets");
-        assert_eq!(s.base_url.as_deref(), Some("https://github.com"));
+        let e = plain_env_of("https://github.com/acme/widgets");
+        assert_eq!(e["GITHUB_URL"], "https://github.com");
         assert_eq!(
-            (s.org.as_deref(), s.repo.as_deref()),
-            (Some("acme"), Some("widgets"))
+            (e["RUNNER_ORG"].as_str(), e["RUNNER_REPO"].as_str()),
+            ("acme", "widgets")
         );
-        let s = github_scope("https://ghes.example.com:8443/enterprises/big");
-        assert_eq!(s.base_url.as_deref(), Some("https://ghes.example.com:8443"));
-        assert_eq!(s.enterprise.as_deref(), Some("big"));
+        let e = plain_env_of("https://ghes.example.com:8443/enterprises/big");
+        assert_eq!(e["GITHUB_URL"], "https://ghes.example.com:8443");
+        assert_eq!(e["RUNNER_ENTERPRISE"], "big");
         assert_eq!(
-            github_scope("https://github.com/acme").org.as_deref(),
-            Some("acme")
+            plain_env_of("https://github.com/acme")["RUNNER_ORG"],
+            "acme"
         );
     }
 

@@ -5,6 +5,8 @@
 //! it without depending on the provider above it.
 
 use std::io::Read;
+#[cfg(unix)]
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// How many characters of an input are echoed in a message: enough to recognise it, short
@@ -46,11 +48,7 @@ pub fn quoted(value: &str) -> String {
 
 /// `text` with every control character escaped, so that it stays one line whatever it holds.
 pub fn one_line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        push_escaped(&mut out, c);
-    }
-    out
+    echo_max(text, usize::MAX)
 }
 
 fn push_escaped(out: &mut String, c: char) {
@@ -100,7 +98,7 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
     // "invalid type: <unexpected>, expected <expected>" and "invalid value: ..."
     for prefix in ["invalid type: ", "invalid value: "] {
         if let Some(rest) = message.strip_prefix(prefix) {
-            if let Some((unexpected, expected)) = split_expected(rest) {
+            if let Some((unexpected, expected)) = rest.rsplit_once(", expected ") {
                 return format!(
                     "expected {}, got {}",
                     expected_in_words(expected),
@@ -110,7 +108,7 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
         }
     }
     if let Some(rest) = message.strip_prefix("invalid length ") {
-        if let Some((_, expected)) = split_expected(rest) {
+        if let Some((_, expected)) = rest.rsplit_once(", expected ") {
             return format!("expected {}", expected_in_words(expected));
         }
     }
@@ -171,12 +169,6 @@ pub fn keyed(path: &str, what: &str) -> String {
     }
 }
 
-/// Splits "<unexpected>, expected <expected>" at the last ", expected ".
-fn split_expected(rest: &str) -> Option<(&str, &str)> {
-    let at = rest.rfind(", expected ")?;
-    Some((&rest[..at], &rest[at + ", expected ".len()..]))
-}
-
 fn expected_in_words(expected: &str) -> String {
     let e = expected.trim();
     match e {
@@ -193,10 +185,7 @@ fn expected_in_words(expected: &str) -> String {
 
 fn unexpected_in_words(unexpected: &str, show_value: bool) -> String {
     let u = unexpected.trim();
-    let (kind, value) = match u.split_once(' ') {
-        Some((k, v)) => (k, v),
-        None => (u, ""),
-    };
+    let (kind, value) = u.split_once(' ').unwrap_or((u, ""));
     let kind = match kind {
         "string" => "a string",
         "integer" => "a number",
@@ -224,7 +213,11 @@ fn unexpected_in_words(unexpected: &str, show_value: bool) -> String {
 /// are refused with a line that says why. Symlinks are followed (Kubernetes mounts Secrets and
 /// ConfigMaps through them).
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let file = open_regular(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    options.custom_flags(libc::O_NONBLOCK);
+    let file = open_regular(path, &options).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     file.take(max_bytes + 1)
         .read_to_end(&mut raw)
@@ -237,50 +230,35 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String>
     Ok(raw)
 }
 
-/// Opens `path` for reading if it is a regular file. The open itself does not block on a FIFO
+/// Opens `path` with `options` if it is a regular file. `options` must not block on a FIFO
 /// (O_NONBLOCK); the type is checked on the opened file, so it cannot change in between.
-pub fn open_regular(path: &Path) -> Result<std::fs::File, String> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+pub fn open_regular(path: &Path, options: &std::fs::OpenOptions) -> std::io::Result<std::fs::File> {
+    let file = options.open(path)?;
+    match not_regular(&file.metadata()?) {
+        Some(e) => Err(e),
+        None => Ok(file),
     }
-    let file = options.open(path).map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err(format!("not a regular file ({})", file_kind(&meta)));
-    }
-    Ok(file)
 }
 
-/// "a directory", "a FIFO", ... for messages about a path that is not a regular file.
-pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+/// "not a regular file (a FIFO)", ... for a path that is not a regular file; `None` for one.
+pub fn not_regular(meta: &std::fs::Metadata) -> Option<std::io::Error> {
     let t = meta.file_type();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_char_device() {
-            return "a character device";
-        }
-        if t.is_block_device() {
-            return "a block device";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-    }
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else {
-        "not a regular file"
-    }
+    let kind = [
+        (t.is_dir(), "a directory"),
+        (t.is_symlink(), "a symbolic link"),
+        #[cfg(unix)]
+        (t.is_fifo(), "a FIFO"),
+        #[cfg(unix)]
+        (t.is_char_device(), "a character device"),
+        #[cfg(unix)]
+        (t.is_block_device(), "a block device"),
+        #[cfg(unix)]
+        (t.is_socket(), "a socket"),
+    ]
+    .into_iter()
+    .find_map(|(is, kind)| is.then_some(kind))
+    .unwrap_or("not a regular file");
+    (!t.is_file()).then(|| std::io::Error::other(format!("not a regular file ({kind})")))
 }
 
 #[cfg(test)]

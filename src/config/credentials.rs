@@ -8,12 +8,10 @@ pub const ENV_USERNAME: &str = "EDP_EDGE_CONNECT_USERNAME";
 /// Environment variable that overrides the credentials file's `password`.
 pub const ENV_PASSWORD: &str = "EDP_EDGE_CONNECT_PASSWORD";
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CredentialsFile {
-    #[serde(default)]
     username: Option<String>,
-    #[serde(default)]
     password: Option<Secret>,
 }
 
@@ -21,48 +19,52 @@ impl Config {
     /// Resolves credentials: the file first, then `EDP_EDGE_CONNECT_USERNAME` /
     /// `EDP_EDGE_CONNECT_PASSWORD` from `env` override it.
     pub fn credentials(&self, env: &HashMap<String, String>) -> Result<Credentials, Error> {
-        let mut username = None;
-        let mut password = None;
+        let from_env = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
+        let (env_username, env_password) = (from_env(ENV_USERNAME), from_env(ENV_PASSWORD));
+        let mut file = CredentialsFile::default();
         let mut file_read: Option<&PathBuf> = None;
-        if let Some(path) = &self.credentials_file {
-            let from_env_complete = env.get(ENV_USERNAME).is_some_and(|v| !v.is_empty())
-                && env.get(ENV_PASSWORD).is_some_and(|v| !v.is_empty());
-            if !from_env_complete {
-                check_credentials_permissions(path, self.allow_insecure_credentials_file)?;
-                let unreadable = |e: String| {
-                    Error::failed(format!(
-                        "cannot read credentials_file {}: {e}",
+        // Complete credentials in the environment make the file unnecessary: it is not read.
+        let needed = env_username.is_none() || env_password.is_none();
+        if let Some(path) = self.credentials_file.as_ref().filter(|_| needed) {
+            let unreadable = |e: String| {
+                Error::failed(format!(
+                    "cannot read credentials_file {}: {e}",
+                    path.display()
+                ))
+            };
+            // Credentials files must not be readable by group or others: GARM's host is shared.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+                let mode = meta.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 && !self.allow_insecure_credentials_file {
+                    return Err(Error::failed(format!(
+                        "credentials_file {} is readable by others (mode {mode:o}); run: chmod 600 {}",
+                        path.display(),
                         path.display()
-                    ))
-                };
-                let raw = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
-                    .map_err(unreadable)?;
-                let text = String::from_utf8(raw)
-                    .map_err(|_| unreadable("not valid UTF-8".to_string()))?;
-                // Never show a value from this file: it is the password's home.
-                let file: CredentialsFile = serde_path_to_error::deserialize(
-                    toml::Deserializer::new(&text),
-                )
-                .map_err(|e| {
+                    )));
+                }
+            }
+            let raw = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
+                .map_err(unreadable)?;
+            let text =
+                String::from_utf8(raw).map_err(|_| unreadable("not valid UTF-8".to_string()))?;
+            // Never show a value from this file: it is the password's home.
+            file =
+                serde_path_to_error::deserialize(toml::Deserializer::new(&text)).map_err(|e| {
                     Error::failed(format!(
                         "credentials_file {}: {}",
                         path.display(),
                         toml_error(&e, &text, false)
                     ))
                 })?;
-                username = file.username;
-                password = file.password;
-                file_read = Some(path);
-            }
+            file_read = Some(path);
         }
-        if let Some(u) = env.get(ENV_USERNAME).filter(|v| !v.is_empty()) {
-            username = Some(u.clone());
-        }
-        if let Some(p) = env.get(ENV_PASSWORD).filter(|v| !v.is_empty()) {
-            password = Some(Secret::new(p.clone()));
-        }
-        let username = username.filter(|u| !u.is_empty());
-        let password = password.filter(|p| !p.is_empty());
+        let username = env_username.or(file.username).filter(|u| !u.is_empty());
+        let password = (env_password.map(Secret::new))
+            .or(file.password)
+            .filter(|p| !p.is_empty());
         match (username, password, file_read) {
             (Some(username), Some(password), _) => Ok(Credentials { username, password }),
             (None, None, None) => Err(Error::failed(format!(
@@ -86,30 +88,4 @@ impl Config {
             }
         }
     }
-}
-
-/// Credentials files must not be readable by group or others: GARM's host is shared.
-#[cfg(unix)]
-fn check_credentials_permissions(path: &Path, allow_insecure: bool) -> Result<(), Error> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|e| {
-        Error::failed(format!(
-            "cannot read credentials_file {}: {e}",
-            path.display()
-        ))
-    })?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 && !allow_insecure {
-        return Err(Error::failed(format!(
-            "credentials_file {} is readable by others (mode {mode:o}); run: chmod 600 {}",
-            path.display(),
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_credentials_permissions(_path: &Path, _allow_insecure: bool) -> Result<(), Error> {
-    Ok(())
 }

@@ -44,26 +44,21 @@ impl Config {
             .validate()
             .map_err(|msg| Error::failed(format!("config {}: {msg}", path.display())))?;
         if let Some(dir) = path.parent() {
-            config.resolve_relative_paths(dir);
-        }
-        Ok(config)
-    }
-
-    /// Makes every relative path of the config relative to `dir` (the config file's directory).
-    fn resolve_relative_paths(&mut self, dir: &Path) {
-        for path in [
-            &mut self.credentials_file,
-            &mut self.log_file,
-            &mut self.token_cache_dir,
-            &mut self.edge_connect.ca_bundle,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            if path.is_relative() {
-                *path = dir.join(&*path);
+            for file in [
+                &mut config.credentials_file,
+                &mut config.log_file,
+                &mut config.token_cache_dir,
+                &mut config.edge_connect.ca_bundle,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if file.is_relative() {
+                    *file = dir.join(&*file);
+                }
             }
         }
+        Ok(config)
     }
 }
 

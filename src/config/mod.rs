@@ -9,7 +9,7 @@
 //! deployments: every key added since is optional with a safe default.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -95,11 +95,11 @@ pub struct EdgeConnectConfig {
     #[serde(default)]
     pub command_args: Vec<String>,
     /// Timeout of one HTTP request, in seconds (streams: between two lines).
-    #[serde(default = "default_request_timeout")]
+    #[serde(default = "secs::<60>")]
     pub request_timeout_secs: u64,
     /// Deadline for one whole provider command, in seconds. Keep it below GARM's
     /// `runner_bootstrap_timeout` (20 minutes by default).
-    #[serde(default = "default_operation_timeout")]
+    #[serde(default = "secs::<900>")]
     pub operation_timeout_secs: u64,
     /// How long a refused connection or an unresolvable host is retried before the command
     /// fails, in seconds: an unreachable URL fails in tens of seconds, not at the deadline.
@@ -110,7 +110,7 @@ pub struct EdgeConnectConfig {
     /// themselves, before it gives up on the runner on that site, in seconds. A repeated pull
     /// failure, or a reason that cannot clear (`ImagePullBackOff`, `CrashLoopBackOff`, ...),
     /// ends the create at once.
-    #[serde(default = "default_start_failure_grace")]
+    #[serde(default = "secs::<30>")]
     pub start_failure_grace_secs: u64,
     /// PEM file with extra CA certificates to trust for the Edge Connect URL.
     #[serde(default)]
@@ -150,14 +150,9 @@ fn default_true() -> bool {
 fn default_app_version() -> String {
     "1".to_string()
 }
-fn default_request_timeout() -> u64 {
-    60
-}
-fn default_operation_timeout() -> u64 {
-    900
-}
-fn default_start_failure_grace() -> u64 {
-    30
+/// A default number of seconds.
+fn secs<const N: u64>() -> u64 {
+    N
 }
 fn default_connect_retry() -> u64 {
     edge_connect::DEFAULT_CONNECT_RETRY.as_secs()
@@ -219,7 +214,7 @@ impl Config {
     }
 
     /// The retired keys this config holds, each with why it is ignored ([`RETIRED_KEYS`]).
-    pub fn retired_keys(&self) -> Vec<(&'static str, &'static str)> {
+    pub fn retired_keys(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
         let ec = &self.edge_connect;
         let present = [
             ec.retired_remove_all_concurrency.is_some(),
@@ -229,7 +224,6 @@ impl Config {
             .into_iter()
             .zip(present)
             .filter_map(|(key, present)| present.then_some(key))
-            .collect()
     }
 
     /// JSON Schema of this config, generated from the types above.
@@ -242,6 +236,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     const SEED: &str = r#"
 log_file = "/garm/provider.log"

@@ -5,14 +5,9 @@ use super::*;
 impl Config {
     /// Checks values that TOML types cannot express. Returns a message naming the key.
     pub fn validate(&self) -> Result<(), String> {
-        if let Some(prefix) = &self.image_pull_password_env_prefix {
-            let name_like = prefix.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                && prefix
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !name_like {
-                return Err("image_pull_password_env_prefix: must start an environment variable name (letters, digits, _), e.g. GARM_REGISTRY_".to_string());
-            }
+        let prefix = self.image_pull_password_env_prefix.as_deref();
+        if prefix.is_some_and(|p| !crate::naming::is_env_name(p)) {
+            return Err("image_pull_password_env_prefix: must start an environment variable name (letters, digits, _), e.g. GARM_REGISTRY_".to_string());
         }
         let ec = &self.edge_connect;
         let url = reqwest::Url::parse(&ec.url).map_err(|e| {
@@ -21,14 +16,10 @@ impl Config {
                 crate::text::echo(&ec.url)
             )
         })?;
-        if url.path().trim_end_matches('/').ends_with("/api/v1") {
+        let path = url.path().trim_end_matches('/');
+        if path.ends_with("/api/v1") {
             let mut base = url.clone();
-            let path = base
-                .path()
-                .trim_end_matches('/')
-                .trim_end_matches("/api/v1")
-                .to_string();
-            base.set_path(&path);
+            base.set_path(path.trim_end_matches("/api/v1"));
             return Err(format!(
                 "edge_connect.url: give the base URL without /api/v1, the provider adds it (edge_connect.url = \"{}\")",
                 base.as_str().trim_end_matches('/')

@@ -74,7 +74,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(
         "garm",
-        command = env.command.as_str(),
+        command = ?env.command,
         instance = tracing::field::Empty,
         pool = env.pool_id.as_deref().unwrap_or(""),
         controller = %env.controller_id,
@@ -166,8 +166,7 @@ fn operation(env: &GarmEnv, stdin_within: std::time::Duration) -> Result<Operati
         GarmCommand::StopInstance => Operation::Stop { instance },
         other => {
             return Err(Error::failed(format!(
-                "{} is not an instance command",
-                other.as_str()
+                "{other:?} is not an instance command"
             )))
         }
     })

@@ -14,24 +14,19 @@ pub const MAX_BOOTSTRAP_BYTES: u64 = 4 * 1024 * 1024;
 
 /// One runner download offered by the forge (`tools` in the bootstrap JSON).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct RunnerTool {
     /// `linux`, `osx`, `win` (GitHub) or `linux`, `windows` (Gitea).
-    #[serde(default)]
     pub os: String,
     /// `x64`, `arm`, `arm64`.
-    #[serde(default)]
     pub architecture: String,
     /// Where the runner archive or binary is downloaded from.
-    #[serde(default)]
     pub download_url: String,
     /// File name of the download.
-    #[serde(default)]
     pub filename: String,
     /// SHA-256 of the download (GitHub only).
-    #[serde(default)]
     pub sha256_checksum: String,
     /// Short-lived token for private downloads (GHES).
-    #[serde(default)]
     pub temp_download_token: Option<Secret>,
 }
 
@@ -70,13 +65,10 @@ fn describe_json(e: &serde_json::Error) -> String {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ProxyConfig {
     /// Proxy for plain HTTP.
-    #[serde(default)]
     pub http_proxy: Option<Secret>,
     /// Proxy for HTTPS.
-    #[serde(default)]
     pub https_proxy: Option<Secret>,
     /// Hosts that bypass the proxy.
-    #[serde(default)]
     pub no_proxy: Option<String>,
 }
 
@@ -88,7 +80,6 @@ pub struct BootstrapInstance {
     /// GARM instance name, e.g. `garm-ny9heeqyw2rl`.
     pub name: String,
     /// Runner downloads.
-    #[serde(default)]
     pub tools: Option<Vec<RunnerTool>>,
     /// GitHub registration URL or the Gitea API base URL.
     #[serde(default)]
@@ -103,7 +94,6 @@ pub struct BootstrapInstance {
     #[serde(rename = "instance-token", default)]
     pub instance_token: Secret,
     /// Pool extra specs plus GARM's injected keys. Absent means `{}`.
-    #[serde(default)]
     pub extra_specs: Option<serde_json::Value>,
     /// Runner group (GitHub).
     #[serde(rename = "github-runner-group", default)]
@@ -124,7 +114,6 @@ pub struct BootstrapInstance {
     #[serde(default)]
     pub image: String,
     /// Labels to register (non-JIT only); null under JIT.
-    #[serde(default)]
     pub labels: Option<Vec<String>>,
     /// Pool id (same as `GARM_POOL_ID`).
     #[serde(default)]
@@ -133,38 +122,33 @@ pub struct BootstrapInstance {
     #[serde(default)]
     pub jit_config_enabled: bool,
     /// Proxy settings.
-    #[serde(default)]
     pub proxy_config: Option<ProxyConfig>,
 }
 
 impl BootstrapInstance {
-    /// Reads and parses the bootstrap document from a reader (stdin in GARM mode, a file in CLI mode).
-    pub fn from_reader(reader: impl Read) -> Result<Self, ProtocolError> {
-        let mut raw = Vec::new();
-        reader
-            .take(MAX_BOOTSTRAP_BYTES + 1)
-            .read_to_end(&mut raw)
-            .map_err(|e| ProtocolError::new(format!("cannot read bootstrap params: {e}")))?;
-        if raw.len() as u64 > MAX_BOOTSTRAP_BYTES {
-            return Err(ProtocolError::new(format!(
-                "bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"
-            )));
-        }
-        Self::from_slice(&raw)
-    }
-
-    /// Reads the bootstrap document from `reader` (stdin), giving up after `within` (the
-    /// command's deadline, `edge_connect.operation_timeout_secs`): GARM writes the document
-    /// and closes stdin, but a wrapper that keeps it open, or feeds it a byte at a time, must
-    /// not hold the command past its deadline. The reading thread is left blocked in `read`;
-    /// the process ends with the error.
+    /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap document from `reader`
+    /// (stdin), giving up after `within` (the command's deadline,
+    /// `edge_connect.operation_timeout_secs`): GARM writes the document and closes stdin, but a
+    /// wrapper that keeps it open, or feeds it a byte at a time, must not hold the command past
+    /// its deadline. The reading thread is left blocked in `read`; the process ends with the
+    /// error.
     pub fn from_reader_within(
         reader: impl Read + Send + 'static,
         within: std::time::Duration,
     ) -> Result<Self, ProtocolError> {
         let (sender, receiver) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = sender.send(Self::from_reader(reader));
+            let mut raw = Vec::new();
+            let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
+            let _ = sender.send(match read {
+                Err(e) => Err(ProtocolError::new(format!(
+                    "cannot read bootstrap params: {e}"
+                ))),
+                Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(
+                    format!("bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"),
+                )),
+                Ok(_) => Self::from_slice(&raw),
+            });
         });
         receiver.recv_timeout(within).unwrap_or_else(|_| {
             Err(ProtocolError::new(
@@ -203,9 +187,7 @@ impl BootstrapInstance {
                 "invalid bootstrap params: `image` is empty (set the pool's image to a runner container image)",
             ));
         }
-        if let Some(bundle) = &self.ca_cert_bundle {
-            self.decode_ca_bundle_str(bundle)?;
-        }
+        self.ca_bundle()?;
         if let Some(specs) = &self.extra_specs {
             if !(specs.is_object() || specs.is_null()) {
                 return Err(ProtocolError::new(
@@ -216,21 +198,24 @@ impl BootstrapInstance {
         Ok(())
     }
 
-    fn decode_ca_bundle_str(&self, bundle: &str) -> Result<String, ProtocolError> {
+    /// The decoded `ca-cert-bundle`, if GARM sent one.
+    fn ca_bundle(&self) -> Result<Option<String>, ProtocolError> {
+        let Some(bundle) = &self.ca_cert_bundle else {
+            return Ok(None);
+        };
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(bundle.trim())
             .map_err(|_| {
                 ProtocolError::new("invalid bootstrap params: `ca-cert-bundle` is not base64")
             })?;
-        String::from_utf8(bytes).map_err(|_| {
+        String::from_utf8(bytes).map(Some).map_err(|_| {
             ProtocolError::new("invalid bootstrap params: `ca-cert-bundle` is not PEM text")
         })
     }
 
     /// The decoded PEM text of `ca-cert-bundle`, if GARM sent one.
     pub fn ca_bundle_pem(&self) -> Option<String> {
-        let bundle = self.ca_cert_bundle.as_deref()?;
-        let pem = self.decode_ca_bundle_str(bundle).ok()?;
+        let pem = self.ca_bundle().ok().flatten()?;
         (!pem.trim().is_empty()).then_some(pem)
     }
 
@@ -238,8 +223,8 @@ impl BootstrapInstance {
     ///
     /// The token is read, not verified: only GARM can verify it, and it only tells us which
     /// bootstrap flavour the container must follow. Defaults to `github`.
-    pub fn forge_type(&self) -> String {
-        forge_type_from_token(self.instance_token.expose()).unwrap_or_else(|| "github".to_string())
+    pub fn forge_type(&self) -> &'static str {
+        forge_type_from_token(self.instance_token.expose()).unwrap_or("github")
     }
 
     /// The runner download matching the pool's OS and architecture, if GARM offered one.
@@ -254,12 +239,12 @@ impl BootstrapInstance {
 }
 
 /// Reads the `forge_type` claim of a JWT without verifying its signature.
-pub fn forge_type_from_token(token: &str) -> Option<String> {
+pub fn forge_type_from_token(token: &str) -> Option<&'static str> {
     let claims = edge_connect::jwt::unverified_claims(token)?;
     let forge = claims.get("forge_type")?.as_str()?.to_ascii_lowercase();
     match forge.as_str() {
-        "github" | "gitea" => Some(forge),
-        "forgejo" => Some("gitea".to_string()),
+        "github" => Some("github"),
+        "gitea" | "forgejo" => Some("gitea"),
         _ => None,
     }
 }
@@ -337,7 +322,7 @@ mod tests {
         let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .encode(r#"{"forge_type":"gitea","name":"x"}"#);
         assert_eq!(
-            forge_type_from_token(&format!("h.{payload}.s")).as_deref(),
+            forge_type_from_token(&format!("h.{payload}.s")),
             Some("gitea")
         );
         assert_eq!(forge_type_from_token("garbage"), None);
@@ -440,7 +425,11 @@ mod tests {
     #[test]
     fn oversized_input_is_refused() {
         let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
-        let err = BootstrapInstance::from_reader(&big[..]).unwrap_err();
+        let err = BootstrapInstance::from_reader_within(
+            std::io::Cursor::new(big),
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("exceed"), "{err}");
     }
 }

@@ -39,8 +39,8 @@ impl InterfaceVersion {
     }
 }
 
-/// `GARM_COMMAND`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `GARM_COMMAND`, each variant named as GARM spells it (its `Debug` form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 pub enum GarmCommand {
     /// Create one runner from the bootstrap params on stdin.
     CreateInstance,
@@ -70,28 +70,18 @@ pub enum GarmCommand {
 
 impl GarmCommand {
     fn parse(name: &str, version: InterfaceVersion) -> Result<Self, ProtocolError> {
-        use GarmCommand::*;
-        let cmd = match name {
-            "CreateInstance" => CreateInstance,
-            "DeleteInstance" => DeleteInstance,
-            "GetInstance" => GetInstance,
-            "ListInstances" => ListInstances,
-            "RemoveAllInstances" => RemoveAllInstances,
-            "StartInstance" => StartInstance,
-            "StopInstance" => StopInstance,
-            "GetVersion" => GetVersion,
-            "GetSupportedInterfaceVersions" => GetSupportedInterfaceVersions,
-            "ValidatePoolInfo" => ValidatePoolInfo,
-            "GetConfigJSONSchema" => GetConfigJSONSchema,
-            "GetExtraSpecsJSONSchema" => GetExtraSpecsJSONSchema,
-            "" => return Err(ProtocolError::new("GARM_COMMAND is empty")),
-            other => {
-                return Err(ProtocolError::new(format!(
+        use serde::de::{value::Error, Deserialize, IntoDeserializer};
+        if name.is_empty() {
+            return Err(ProtocolError::new("GARM_COMMAND is empty"));
+        }
+        let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name)).map_err(
+            |_| {
+                ProtocolError::new(format!(
                     "unknown command: GARM_COMMAND={}",
-                    crate::text::echo(other)
-                )))
-            }
-        };
+                    crate::text::echo(name)
+                ))
+            },
+        )?;
         if version == InterfaceVersion::V010 && cmd.is_v011_only() {
             return Err(ProtocolError::new(format!(
                 "{name} needs GARM_INTERFACE_VERSION=v0.1.1 (got v0.1.0)"
@@ -108,39 +98,6 @@ impl GarmCommand {
                 | GarmCommand::GetConfigJSONSchema
                 | GarmCommand::GetExtraSpecsJSONSchema
         )
-    }
-
-    /// Whether the command talks to Edge Connect (and so needs the config file).
-    pub fn needs_config(self) -> bool {
-        matches!(
-            self,
-            GarmCommand::CreateInstance
-                | GarmCommand::DeleteInstance
-                | GarmCommand::GetInstance
-                | GarmCommand::ListInstances
-                | GarmCommand::RemoveAllInstances
-                | GarmCommand::StartInstance
-                | GarmCommand::StopInstance
-        )
-    }
-
-    /// The command's name as GARM spells it.
-    pub fn as_str(self) -> &'static str {
-        use GarmCommand::*;
-        match self {
-            CreateInstance => "CreateInstance",
-            DeleteInstance => "DeleteInstance",
-            GetInstance => "GetInstance",
-            ListInstances => "ListInstances",
-            RemoveAllInstances => "RemoveAllInstances",
-            StartInstance => "StartInstance",
-            StopInstance => "StopInstance",
-            GetVersion => "GetVersion",
-            GetSupportedInterfaceVersions => "GetSupportedInterfaceVersions",
-            ValidatePoolInfo => "ValidatePoolInfo",
-            GetConfigJSONSchema => "GetConfigJSONSchema",
-            GetExtraSpecsJSONSchema => "GetExtraSpecsJSONSchema",
-        }
     }
 }
 
@@ -164,23 +121,17 @@ pub struct GarmEnv {
 }
 
 impl GarmEnv {
-    /// Reads the process environment. Only `GARM_*` names are consulted here. A variable
-    /// this provider reads whose value is not UTF-8 is refused as such (not reported "not set",
-    /// which would send the operator looking in the wrong place).
+    /// Reads the GARM variables this provider reads from the process environment. One whose
+    /// value is not UTF-8 is refused as such (not reported "not set", which would send the
+    /// operator looking in the wrong place).
     pub fn from_process() -> Result<Self, ProtocolError> {
         let mut vars = HashMap::new();
-        for (k, v) in std::env::vars_os() {
-            let Some(k) = k.to_str().filter(|k| k.starts_with("GARM_")) else {
-                continue;
-            };
-            match v.into_string() {
-                Ok(v) => {
-                    vars.insert(k.to_string(), v);
-                }
-                Err(_) if READ_VARIABLES.contains(&k) => {
-                    return Err(ProtocolError::new(format!("{k} is not valid UTF-8")))
-                }
-                Err(_) => {}
+        for k in READ_VARIABLES {
+            if let Some(v) = std::env::var_os(k) {
+                let v = v
+                    .into_string()
+                    .map_err(|_| ProtocolError::new(format!("{k} is not valid UTF-8")))?;
+                vars.insert(k.to_string(), v);
             }
         }
         Self::from_map(&vars)
@@ -188,11 +139,8 @@ impl GarmEnv {
 
     /// Parses and validates from a name → value map (what tests use).
     pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, ProtocolError> {
-        let get = |k: &str| {
-            vars.get(k)
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default()
-        };
+        let raw = |k: &str| vars.get(k).cloned().unwrap_or_default();
+        let get = |k: &str| raw(k).trim().to_string();
         let version = match get("GARM_INTERFACE_VERSION").as_str() {
             "" | "v0.1.0" => InterfaceVersion::V010,
             "v0.1.1" => InterfaceVersion::V011,
@@ -218,12 +166,9 @@ impl GarmEnv {
             version,
             command,
             controller_id: get("GARM_CONTROLLER_ID"),
-            config_file: vars
-                .get("GARM_PROVIDER_CONFIG_FILE")
-                .cloned()
-                .unwrap_or_default(),
+            config_file: raw("GARM_PROVIDER_CONFIG_FILE"),
             pool_id,
-            instance_id: vars.get("GARM_INSTANCE_ID").cloned().unwrap_or_default(),
+            instance_id: raw("GARM_INSTANCE_ID"),
             pool_extra_specs: decode_extra_specs(vars.get("GARM_POOL_EXTRASPECS"))?,
         };
         env.validate()?;
@@ -232,7 +177,8 @@ impl GarmEnv {
 
     fn validate(&self) -> Result<(), ProtocolError> {
         use GarmCommand::*;
-        if self.command.needs_config() {
+        // Every command but the version and v0.1.1's additions talks to Edge Connect.
+        if self.command != GetVersion && !self.command.is_v011_only() {
             if self.config_file.is_empty() {
                 return Err(ProtocolError::new("GARM_PROVIDER_CONFIG_FILE is not set"));
             }
@@ -245,8 +191,8 @@ impl GarmEnv {
                 if self.instance_id.trim().is_empty() =>
             {
                 Err(ProtocolError::new(format!(
-                    "GARM_INSTANCE_ID is not set ({} needs it)",
-                    self.command.as_str()
+                    "GARM_INSTANCE_ID is not set ({:?} needs it)",
+                    self.command
                 )))
             }
             ListInstances if self.pool_id.is_none() => Err(ProtocolError::new(
@@ -392,7 +338,7 @@ mod tests {
             ]));
             match result {
                 Ok(env) => {
-                    proptest::prop_assert_eq!(env.command.as_str(), command.trim());
+                    proptest::prop_assert_eq!(format!("{:?}", env.command), command.trim());
                     let want_version = if version.trim().is_empty() { "v0.1.0" } else { version.trim() };
                     proptest::prop_assert_eq!(env.version.as_str(), want_version);
                     proptest::prop_assert_eq!(env.pool_id, (!pool.is_empty()).then(|| pool.clone()));
