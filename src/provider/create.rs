@@ -174,7 +174,7 @@ impl Provider {
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
             self.remove_app_insts_of(app_key, deadline).await?;
-            self.delete_app(app_key, deadline).await
+            self.delete_app(app_key, deadline, None).await
         };
         match cleanup.await {
             Ok(()) => {

@@ -157,16 +157,9 @@ enum Waited {
 }
 
 impl Provider {
-    /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline.
+    /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline;
+    /// RemoveAll's calls go through its `throttle`.
     pub(super) async fn delete_app_inst(
-        &self,
-        key: &AppInstKey,
-        deadline: Deadline,
-    ) -> Result<(), Error> {
-        self.delete_app_inst_throttled(key, deadline, None).await
-    }
-
-    async fn delete_app_inst_throttled(
         &self,
         key: &AppInstKey,
         deadline: Deadline,
@@ -230,11 +223,7 @@ impl Provider {
     }
 
     /// Deletes an App, waiting while it is still in use by an AppInst that is going away.
-    pub(super) async fn delete_app(&self, key: &AppKey, deadline: Deadline) -> Result<(), Error> {
-        self.delete_app_throttled(key, deadline, None).await
-    }
-
-    async fn delete_app_throttled(
+    pub(super) async fn delete_app(
         &self,
         key: &AppKey,
         deadline: Deadline,
@@ -266,11 +255,9 @@ impl Provider {
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         for inst in &runner.app_insts {
-            self.delete_app_inst_throttled(&inst.key, deadline, throttle)
-                .await?;
+            self.delete_app_inst(&inst.key, deadline, throttle).await?;
         }
-        self.delete_app_throttled(&runner.key, deadline, throttle)
-            .await
+        self.delete_app(&runner.key, deadline, throttle).await
     }
 
     /// Delete: by provider id or GARM name; already gone is success.

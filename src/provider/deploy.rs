@@ -244,7 +244,7 @@ impl Provider {
         for inst in self.app_insts_named(&app_key.name, deadline).await? {
             // An AppInst that names no App cannot be confirmed as ours: never deleted.
             if inst.app_key.as_ref() == Some(app_key) {
-                self.delete_app_inst(&inst.key, deadline).await?;
+                self.delete_app_inst(&inst.key, deadline, None).await?;
             }
         }
         Ok(())

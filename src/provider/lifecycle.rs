@@ -16,7 +16,7 @@ impl Provider {
         let runner = self.existing_runner(instance, deadline).await?;
         if let Some(inst) = runner.app_insts.first() {
             self.report(&format!("removing AppInst {}", inst.key.name));
-            self.delete_app_inst(&inst.key, deadline).await?;
+            self.delete_app_inst(&inst.key, deadline, None).await?;
         }
         tracing::info!(instance, "stopped");
         Ok(Outcome::Done)
@@ -30,7 +30,7 @@ impl Provider {
                 return Ok(Outcome::Done);
             }
             // A failed or vanishing AppInst is replaced by a fresh one.
-            self.delete_app_inst(&inst.key, deadline).await?;
+            self.delete_app_inst(&inst.key, deadline, None).await?;
         }
         let sites = self.recorded_placements(&runner.vars);
         let targets = self.targets(&sites, deadline).await?;
