@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use super::placement::{self, Target};
+use super::status::RunnerView;
 use super::wait::{retry_transient, Deadline};
-use super::Provider;
-use crate::config::Placement;
+use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
@@ -29,96 +29,81 @@ impl Provider {
         pool_id: &str,
         extra_specs: Option<&serde_json::Value>,
         deadline: Deadline,
-    ) -> Result<ProviderInstance, Error> {
+    ) -> Result<Outcome, Error> {
         // Everything that can be refused locally is refused before the first API call.
         let specs = ExtraSpecs::from_value(extra_specs)?;
         let name = edge_name(&bootstrap.name);
         let sites = placement::candidates(&self.config, &specs, &bootstrap.name);
         let app = self.new_app(bootstrap, pool_id, &specs, &name, &sites)?;
         let app_key = app.key.clone();
+        let duplicate = || {
+            Error::Duplicate(format!(
+                "instance {} already exists on Edge Connect (App {name})",
+                crate::text::echo(&bootstrap.name)
+            ))
+        };
 
         // A CreateApp for a name that exists wipes that App's secret env vars before failing
         // with "already exists" (main `pkg/controller/app_api.go:694-716`): look first, and
         // never send one that could collide with a live runner.
         if self.app_exists(&name, deadline).await? {
-            return Err(Error::Duplicate(format!(
-                "instance {} already exists on Edge Connect (App {name})",
-                crate::text::echo(&bootstrap.name)
-            )));
+            return Err(duplicate());
         }
+        let targets = self.targets(&sites, deadline).await?;
         // What must be read back after CreateApp: an older controller drops fields it does not
-        // know (docs/edge-connect-behaviours.md B1). A placement through zones can only succeed
-        // on a zones (Gen3, 2024-09) controller, and those keep env_vars (2024-03); pull
-        // credentials exist only since 2025-10, so they are always confirmed.
-        let needs = Needs {
-            env_vars: (!app.env_vars.is_empty() || !app.secret_env_vars.is_empty())
-                && !self.zones_only(&sites, deadline).await?,
-            pull_credentials: app.username.is_some(),
-        };
+        // know (docs/edge-connect-behaviours.md B1). A placement through zones only (see
+        // `placement::target`) can only succeed on a zones (Gen3, 2024-09) controller, and those
+        // keep env_vars (2024-03); pull credentials exist only since 2025-10, so they are always
+        // confirmed.
+        let confirm_env_vars = (!app.env_vars.is_empty() || !app.secret_env_vars.is_empty())
+            && targets.iter().any(|t| matches!(t, Target::Cloudlet(_)));
 
         tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
         self.report(&format!("creating App {name}"));
-        if let Err(e) = self.client.until(deadline).create_app(&app).await {
-            return Err(match e.kind {
-                ApiErrorKind::AlreadyExists => Error::Duplicate(format!(
-                    "instance {} already exists on Edge Connect (App {name})",
-                    crate::text::echo(&bootstrap.name)
-                )),
+        let made = match self.client.until(deadline).create_app(&app).await {
+            Err(e) => match e.kind {
+                ApiErrorKind::AlreadyExists => return Err(duplicate()),
                 // Login failed or no connection was made: CreateApp never left this process,
                 // so there is nothing to roll back (and an unreachable server would only make
                 // the rollback wait out its whole grace).
-                ApiErrorKind::Transport if never_sent(&e) => e.into(),
+                ApiErrorKind::Transport if never_sent(&e) => return Err(e.into()),
                 // The request may have reached the server: make sure no App stays behind.
-                ApiErrorKind::Transport => {
-                    let within = deadline.extended(ROLLBACK_GRACE);
-                    self.rollback(&name, &app_key, within, e.into()).await
-                }
-                _ => self.explain(e).await,
-            });
-        }
-
-        if let Err(e) = self.confirm_kept(&name, &app, needs, deadline).await {
-            let within = deadline.extended(ROLLBACK_GRACE);
-            return Err(self.rollback(&name, &app_key, within, e).await);
-        }
-
-        match self
-            .deploy(&name, &app_key, &sites, Some(&app.image_path), deadline)
-            .await
-        {
+                ApiErrorKind::Transport => Err(Error::from(e).into()),
+                _ => return Err(self.explain(e).await),
+            },
             Ok(()) => {
-                tracing::info!(app = %name, "created");
-                Ok(ProviderInstance {
-                    provider_id: name,
-                    name: bootstrap.name.clone(),
-                    os_type: bootstrap.os_type.clone(),
-                    os_name: String::new(),
-                    os_version: String::new(),
-                    os_arch: bootstrap.arch.clone(),
-                    addresses: Vec::new(),
-                    status: InstanceStatus::Running,
-                    provider_fault: None,
-                })
-            }
-            Err(failure) => {
-                let within = if failure.start_failure {
-                    Deadline::after(START_FAILURE_ROLLBACK)
-                } else {
-                    deadline.extended(ROLLBACK_GRACE)
+                let image = Some(app.image_path.as_str());
+                let deploy = async {
+                    self.confirm_kept(&app, confirm_env_vars, deadline).await?;
+                    self.deploy(&app_key, &sites, targets, image, deadline)
+                        .await
                 };
-                Err(self.rollback(&name, &app_key, within, failure.error).await)
+                deploy.await
             }
-        }
-    }
-
-    /// True when every site is reached through a zone (see `placement::target`).
-    async fn zones_only(&self, sites: &[Placement], deadline: Deadline) -> Result<bool, Error> {
-        for site in sites {
-            if let Target::Cloudlet(_) = self.target_for(site, deadline).await? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        };
+        let Err(failure) = made else {
+            tracing::info!(app = %name, "created");
+            let instance = ProviderInstance {
+                provider_id: name,
+                name: bootstrap.name.clone(),
+                os_type: bootstrap.os_type.clone(),
+                os_name: String::new(),
+                os_version: String::new(),
+                os_arch: bootstrap.arch.clone(),
+                addresses: Vec::new(),
+                status: InstanceStatus::Running,
+                provider_fault: None,
+            };
+            return Ok(Outcome::Instance(Box::new(RunnerView::of_instance(
+                instance,
+            ))));
+        };
+        let within = if failure.start_failure {
+            Deadline::after(START_FAILURE_ROLLBACK)
+        } else {
+            deadline.extended(ROLLBACK_GRACE)
+        };
+        Err(self.rollback(&app_key, within, failure.error).await)
     }
 
     /// True when an App of this name exists in the organization (any version, anyone's).
@@ -130,9 +115,8 @@ impl Provider {
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
     async fn apps_named(&self, name: &str, deadline: Deadline) -> Result<Vec<App>, Error> {
         let filter = AppKey {
-            organization: self.organization().to_string(),
-            name: name.to_string(),
             version: String::new(),
+            ..self.app_key(name)
         };
         let (client, filter) = (&self.client.until(deadline), &filter);
         Ok(retry_transient(deadline, "ShowApp", || async move {
@@ -145,14 +129,18 @@ impl Provider {
     /// ownership markers depend on (docs/edge-connect-behaviours.md B1: an older controller
     /// drops unknown fields without an error, and the runner would then leak). Decided from
     /// this answer alone; nothing is remembered for later commands.
+    ///
+    /// `env_vars` (bootstrap variables and ownership markers) are confirmed when asked for; pull
+    /// credentials (a private image) whenever they were sent.
     async fn confirm_kept(
         &self,
-        name: &str,
         sent: &NewApp,
-        needs: Needs,
+        env_vars: bool,
         deadline: Deadline,
     ) -> Result<(), Error> {
-        if !needs.env_vars && !needs.pull_credentials {
+        let name = &sent.key.name;
+        let pull_credentials = sent.username.is_some();
+        if !env_vars && !pull_credentials {
             return Ok(());
         }
         let apps = self.apps_named(name, deadline).await?;
@@ -161,7 +149,7 @@ impl Provider {
                 "App {name} is not listed right after CreateApp succeeded"
             )));
         };
-        if needs.env_vars && !shown.has_plain_env_var(crate::runner_env::ENV_CONTROLLER_ID) {
+        if env_vars && !shown.has_plain_env_var(crate::runner_env::ENV_CONTROLLER_ID) {
             // Only an App shown without any env_vars says that the platform drops the field;
             // one that shows other values is an answer that does not match what was sent.
             return Err(if shown.shows_env_vars() {
@@ -172,7 +160,7 @@ impl Provider {
                 Error::failed(ENV_VARS_DROPPED)
             });
         }
-        if needs.pull_credentials && sent.username.as_deref() != Some(shown.username.as_str()) {
+        if pull_credentials && sent.username.as_deref() != Some(shown.username.as_str()) {
             return Err(Error::failed(PULL_CREDENTIALS_DROPPED));
         }
         Ok(())
@@ -181,17 +169,12 @@ impl Provider {
     /// Removes whatever a failed create left (AppInst in any state, then the App) by `deadline`
     /// and returns the error to report, noting a failed cleanup (GARM's DeleteInstance will
     /// finish it).
-    async fn rollback(
-        &self,
-        name: &str,
-        app_key: &AppKey,
-        deadline: Deadline,
-        cause: Error,
-    ) -> Error {
+    async fn rollback(&self, app_key: &AppKey, deadline: Deadline, cause: Error) -> Error {
+        let name = &app_key.name;
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
-            self.remove_app_insts_of(name, app_key, deadline).await?;
-            self.delete_app(app_key, deadline).await
+            self.remove_app_insts_of(app_key, deadline).await?;
+            self.delete_app(app_key, deadline, None).await
         };
         match cleanup.await {
             Ok(()) => {
@@ -208,15 +191,6 @@ impl Provider {
             }
         }
     }
-}
-
-/// Fields of the App that must be confirmed by reading it back.
-#[derive(Debug, Clone, Copy)]
-struct Needs {
-    /// `env_vars` / `secret_env_vars` (bootstrap variables and ownership markers).
-    env_vars: bool,
-    /// `username` / `credentials` (a private image).
-    pull_credentials: bool,
 }
 
 const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";

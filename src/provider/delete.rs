@@ -8,7 +8,7 @@ use edge_connect::models::{AppInst, AppInstKey, AppKey};
 use edge_connect::{ApiError, ApiErrorKind};
 
 use super::wait::{retry_transient, Deadline};
-use super::{OwnedRunner, Provider};
+use super::{Outcome, OwnedRunner, Provider};
 use crate::error::Error;
 
 /// How many Edge Connect calls RemoveAll has in flight at most (a fixed limit: the retired
@@ -157,16 +157,9 @@ enum Waited {
 }
 
 impl Provider {
-    /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline.
+    /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline;
+    /// RemoveAll's calls go through its `throttle`.
     pub(super) async fn delete_app_inst(
-        &self,
-        key: &AppInstKey,
-        deadline: Deadline,
-    ) -> Result<(), Error> {
-        self.delete_app_inst_throttled(key, deadline, None).await
-    }
-
-    async fn delete_app_inst_throttled(
         &self,
         key: &AppInstKey,
         deadline: Deadline,
@@ -201,7 +194,8 @@ impl Provider {
                         }
                     }
                     self.report(&format!("AppInst {} is busy; waiting", key.name));
-                    self.sleep_within(deadline).await?;
+                    let what = format!("AppInst {} busy, not deleted", key.name);
+                    self.sleep_within(deadline, &what).await?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -214,8 +208,9 @@ impl Provider {
         key: &AppInstKey,
         deadline: Deadline,
     ) -> Result<Waited, Error> {
+        let what = format!("the other delete of AppInst {} not finished", key.name);
         loop {
-            self.sleep_within(deadline).await?;
+            self.sleep_within(deadline, &what).await?;
             let insts = self.app_insts_named(&key.name, deadline).await?;
             // In the older API the cloudlet is part of the key: only that one counts.
             let Some(inst) = insts.iter().find(|i| same_key(i, key)) else {
@@ -228,11 +223,7 @@ impl Provider {
     }
 
     /// Deletes an App, waiting while it is still in use by an AppInst that is going away.
-    pub(super) async fn delete_app(&self, key: &AppKey, deadline: Deadline) -> Result<(), Error> {
-        self.delete_app_throttled(key, deadline, None).await
-    }
-
-    async fn delete_app_throttled(
+    pub(super) async fn delete_app(
         &self,
         key: &AppKey,
         deadline: Deadline,
@@ -248,7 +239,8 @@ impl Provider {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::Busy && !deadline.expired() => {
-                    self.sleep_within(deadline).await?;
+                    let what = format!("App {} in use, not deleted", key.name);
+                    self.sleep_within(deadline, &what).await?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -263,27 +255,29 @@ impl Provider {
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         for inst in &runner.app_insts {
-            self.delete_app_inst_throttled(&inst.key, deadline, throttle)
-                .await?;
+            self.delete_app_inst(&inst.key, deadline, throttle).await?;
         }
-        self.delete_app_throttled(&runner.key, deadline, throttle)
-            .await
+        self.delete_app(&runner.key, deadline, throttle).await
     }
 
     /// Delete: by provider id or GARM name; already gone is success.
-    pub(super) async fn delete(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
+    pub(super) async fn delete(
+        &self,
+        instance: &str,
+        deadline: Deadline,
+    ) -> Result<Outcome, Error> {
         let Some(runner) = self.find_runner(instance, deadline).await? else {
             tracing::info!(instance, "nothing to delete");
-            return Ok(());
+            return Ok(Outcome::Done);
         };
         self.remove_runner(&runner, deadline, None).await?;
         tracing::info!(instance, "deleted");
-        Ok(())
+        Ok(Outcome::Done)
     }
 
     /// RemoveAll: every runner of this controller, any pool, [`REMOVE_ALL_CONCURRENCY`] calls at
     /// once at most (fewer while the controller answers 429 / 503).
-    pub(super) async fn remove_all(&self, deadline: Deadline) -> Result<(), Error> {
+    pub(super) async fn remove_all(&self, deadline: Deadline) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
         let runners = self.runners(None, deadline).await?;
         let total = runners.len();
@@ -302,7 +296,7 @@ impl Provider {
         match failures.first() {
             None => {
                 tracing::info!(total, "removed all instances of this controller");
-                Ok(())
+                Ok(Outcome::Done)
             }
             Some(first) => Err(Error::failed(format!(
                 "{} of {total} instances could not be removed; first: {first}",

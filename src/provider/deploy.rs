@@ -4,7 +4,7 @@
 //! decided by looking at the AppInst instead of creating it again.
 
 use edge_connect::appinst_start::{self, StartProblem, StartReason};
-use edge_connect::models::{AppKey, NewAppInst};
+use edge_connect::models::{AppKey, NewAppInst, Site};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
 use super::placement::{self, site_unusable, Target};
@@ -14,15 +14,7 @@ use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
 
-/// How one site answered.
-enum Placed {
-    /// The AppInst is Ready there.
-    Running,
-    /// The site cannot take it; nothing of ours is left there.
-    Refused(Refusal),
-}
-
-/// Why a site did not take the AppInst.
+/// Why a site did not take the AppInst; nothing of ours is left there.
 struct Refusal {
     /// In words, for the final message.
     why: String,
@@ -50,46 +42,33 @@ impl From<Error> for DeployFailure {
     }
 }
 
-impl From<DeployFailure> for Error {
-    fn from(failure: DeployFailure) -> Self {
-        failure.error
-    }
-}
-
-/// How a CreateAppInst stream ended.
-enum Watched {
-    /// The stream ended (or failed) by itself.
-    Ended(Result<StreamEnd, ApiError>),
-    /// The status lines said the runner will not start; the stream was closed.
-    CannotStart(StartReason),
-}
-
 impl Provider {
-    /// Creates the AppInst on the first site that takes it. A site that refuses it (the
-    /// controller's refusal, a capacity refusal, a `CreateError`, a pod that cannot be
-    /// scheduled) is left clean before the next one is tried: the AppInst name is unique across
-    /// sites on Gen3. `image` names the image in the messages (Start does not know it).
+    /// Creates the AppInst of `app_key` (named as its App) on the first site that takes it,
+    /// each site addressed as `targets` says. A site that refuses it (the controller's refusal,
+    /// a capacity refusal, a `CreateError`, a pod that cannot be scheduled) is left clean before
+    /// the next one is tried: the AppInst name is unique across sites on Gen3. `image` names the
+    /// image in the messages (Start does not know it).
     pub(super) async fn deploy(
         &self,
-        name: &str,
         app_key: &AppKey,
         sites: &[Placement],
+        targets: Vec<Target>,
         image: Option<&str>,
         deadline: Deadline,
     ) -> Result<(), DeployFailure> {
         let mut tried: Vec<(String, Refusal)> = Vec::new();
-        for site in sites {
-            let target = self.target_for(site, deadline).await?;
-            match self
-                .place(name, app_key, site, target, image, deadline)
-                .await?
-            {
-                Placed::Running => return Ok(()),
-                Placed::Refused(refusal) => {
-                    self.site_refused(sites, site, &refusal.why);
-                    tried.push((site.to_string(), refusal));
-                }
+        for (site, target) in sites.iter().zip(targets) {
+            let Err(refusal) = self.place(app_key, site, target, image, deadline).await? else {
+                return Ok(());
+            };
+            // With one site only the final error says it, so GARM mode's stderr stays one line.
+            if sites.len() > 1 {
+                tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
+            } else {
+                tracing::info!(%site, error = refusal.why, "site cannot take the AppInst");
             }
+            self.report(&format!("{site} cannot take it: {}", refusal.why));
+            tried.push((site.to_string(), refusal));
         }
         if tried.len() > 1 {
             let each: Vec<String> = tried
@@ -111,62 +90,54 @@ impl Provider {
         .into())
     }
 
-    /// One site: CreateAppInst, and what its answer means. A `Zone not specified` for a
-    /// cloudlet key contradicts what ShowCloudlet said: the cloudlet is asked for again and the
-    /// create retried once with what the server says now.
+    /// One site: CreateAppInst, and what its answer means: `Ok(())` the AppInst is Ready there,
+    /// `Err` the site refused it. A `Zone not specified` for a cloudlet key contradicts what
+    /// ShowCloudlet said: the cloudlet is asked for again and the create retried once with what
+    /// the server says now.
     async fn place(
         &self,
-        name: &str,
         app_key: &AppKey,
         site: &Placement,
         mut target: Target,
         image: Option<&str>,
         deadline: Deadline,
-    ) -> Result<Placed, DeployFailure> {
+    ) -> Result<Result<(), Refusal>, DeployFailure> {
+        let name = &app_key.name;
         let mut redecided = false;
         loop {
             let request =
                 placement::new_app_inst(name, self.organization(), app_key.clone(), &target);
             self.report(&format!("creating AppInst {name} in {site} ({target})"));
-            let outcome = match self.create_watching(&request, deadline).await {
-                Watched::Ended(outcome) => outcome,
-                Watched::CannotStart(reason) => {
-                    return self
-                        .cannot_start(name, app_key, site, reason, image, deadline)
-                        .await
+            let e = match self.create_watching(&request, deadline).await {
+                // A pod that cannot be scheduled is a refusal of the site; an image,
+                // configuration or crash problem would be the same anywhere: it ends the create.
+                Err(reason) => {
+                    let why = cannot_start_message(image, site, reason.problem(), reason);
+                    tracing::warn!(app = %name, %site, %reason, "the runner will not start");
+                    if reason.problem() != StartProblem::Capacity {
+                        return Err(DeployFailure {
+                            error: Error::failed(why),
+                            start_failure: true,
+                        });
+                    }
+                    self.remove_app_insts_of(app_key, deadline).await?;
+                    return Ok(Err(Refusal { why, api: None }));
                 }
-            };
-            let e = match outcome {
-                Ok(StreamEnd::Completed(last)) if appinst_start::created(&last) => {
-                    return Ok(Placed::Running)
+                Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
+                    return Ok(Ok(()))
                 }
-                Ok(end) => {
-                    // Timed out server-side, or ended without its result line: the stream does
-                    // not say whether the AppInst exists, ShowAppInst does.
-                    let last = match &end {
-                        StreamEnd::Completed(m) | StreamEnd::StillInProgress(m) => m,
-                    };
-                    tracing::warn!(last = %last, "CreateAppInst ended without its result; reading the AppInst");
+                Ok(Err(e)) if e.kind != ApiErrorKind::Transport => e,
+                Ok(unsettled) => {
+                    // The stream broke, timed out server-side or ended without its result line:
+                    // the work may go on server-side and the stream does not say whether the
+                    // AppInst exists. ShowAppInst does; it is never created a second time.
+                    tracing::warn!(outcome = ?unsettled, "CreateAppInst ended without its result; reading the AppInst");
                     self.report(
                         "the CreateAppInst stream ended without its result; checking the AppInst",
                     );
-                    return Ok(self
-                        .await_ready(name, deadline)
-                        .await
-                        .map(|()| Placed::Running)?);
+                    return Ok(self.await_ready(name, deadline).await.map(Ok)?);
                 }
-                Err(e) => e,
             };
-            if e.kind == ApiErrorKind::Transport {
-                // The stream broke, but the work may go on server-side: watch the object
-                // instead of creating it a second time.
-                tracing::warn!(error = %e, "CreateAppInst stream broke; polling the AppInst");
-                self.report("stream interrupted; checking the AppInst state");
-                return Ok(self
-                    .await_ready(name, deadline)
-                    .await
-                    .map(|()| Placed::Running)?);
-            }
             if e.zone_not_specified() {
                 if let (Placement::Cloudlet(key), false) = (site, redecided) {
                     redecided = true;
@@ -175,58 +146,56 @@ impl Provider {
                     if let Target::Zone(_) = target {
                         continue;
                     }
-                    return Ok(Placed::Refused(Refusal {
-                        why: placement::no_zone(key, &cloudlets),
-                        api: None,
-                    }));
+                    let why = placement::no_zone(key, &cloudlets);
+                    return Ok(Err(Refusal { why, api: None }));
                 }
             }
             let accepted = e.status == Some(200);
-            if site_unusable(&e, &target) {
-                let forbidden = e.kind == ApiErrorKind::Forbidden;
-                // Gen2 answers a cloudlet outside the organization's cloudlet pools with 403
-                // (docs/edge-connect-behaviours.md B3): not a problem of the organization.
-                let why = if forbidden {
-                    format!(
-                        "{site} is not in a cloudlet pool of organization {} (HTTP 403)",
-                        self.organization()
-                    )
+            let (why, api) = if site_unusable(&e, &target) {
+                if e.kind == ApiErrorKind::Forbidden {
+                    // Gen2 answers a cloudlet outside the organization's cloudlet pools with 403
+                    // (docs/edge-connect-behaviours.md B3): not a problem of the organization.
+                    let org = self.organization();
+                    let why = format!(
+                        "{site} is not in a cloudlet pool of organization {org} (HTTP 403)"
+                    );
+                    (why, None)
                 } else {
-                    e.message.clone()
-                };
-                if accepted {
-                    // The refusal came as a stream result: the AppInst may exist on this site.
-                    self.remove_app_insts_of(name, app_key, deadline).await?;
+                    (e.message.clone(), Some(e))
                 }
-                let api = (!forbidden).then_some(e);
-                return Ok(Placed::Refused(Refusal { why, api }));
-            }
-            if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
+            } else if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
                 // The controller took the AppInst and the site failed to make it (CreateError,
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
                 if appinst_start::docker_pull_failed(&e.message) {
-                    return Err(Error::failed(format!(
-                        "{} cannot be pulled on {} ({}): check the image name and tag, and image_pull_username / image_pull_password_env for a private registry",
-                        image_words(image),
-                        site_name(site),
-                        e.message
-                    ))
-                    .into());
+                    let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
+                    return Err(Error::failed(why).into());
                 }
-                self.remove_app_insts_of(name, app_key, deadline).await?;
-                let why = match appinst_start::pod_reasons(&e.message).first() {
-                    Some(&reason) => cannot_start_message(image, site, reason),
-                    None => e.message.clone(),
-                };
-                return Ok(Placed::Refused(Refusal { why, api: None }));
+                match appinst_start::pod_reasons(&e.message).first() {
+                    Some(&reason) => (
+                        cannot_start_message(image, site, reason.problem(), reason),
+                        None,
+                    ),
+                    None => (e.message.clone(), None),
+                }
+            } else {
+                return Err(Error::from(e).into());
+            };
+            if accepted {
+                // The refusal came as a stream result: the AppInst may exist on this site.
+                self.remove_app_insts_of(app_key, deadline).await?;
             }
-            return Err(Error::from(e).into());
+            return Ok(Err(Refusal { why, api }));
         }
     }
 
-    /// CreateAppInst with its status lines watched. Refusals before the stream started (429,
-    /// 5xx as the HTTP status) are repeated within the deadline: nothing was made.
-    async fn create_watching(&self, request: &NewAppInst, deadline: Deadline) -> Watched {
+    /// CreateAppInst with its status lines watched; `Err` when they said the runner will not
+    /// start (the stream was then closed). Refusals before the stream started (429, 5xx as the
+    /// HTTP status) are repeated within the deadline: nothing was made.
+    async fn create_watching(
+        &self,
+        request: &NewAppInst,
+        deadline: Deadline,
+    ) -> Result<Result<StreamEnd, ApiError>, StartReason> {
         let grace =
             std::time::Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
         let (mut watch, mut verdict) = start_watch(grace);
@@ -244,12 +213,12 @@ impl Provider {
                     biased;
                     // Closing the stream makes a central CRM's controller undo the create
                     // (docs/edge-connect-behaviours.md B7); the rollback then waits for that.
-                    reason = verdict.reason() => return Watched::CannotStart(reason),
+                    reason = verdict.reason() => return Err(reason),
                     result = call => result,
                 }
             };
             if let Some(reason) = verdict.decided() {
-                return Watched::CannotStart(reason);
+                return Err(reason);
             }
             match result {
                 Err(e)
@@ -260,61 +229,22 @@ impl Provider {
                     tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");
                     tokio::time::sleep(backoff(attempt)).await;
                 }
-                other => return Watched::Ended(other),
+                other => return Ok(other),
             }
         }
     }
 
-    /// The runner will not start on this site. A pod that cannot be scheduled is a refusal of
-    /// the site (its AppInst is removed, the next site is tried); an image, configuration or
-    /// crash problem would be the same anywhere, so it ends the create.
-    async fn cannot_start(
-        &self,
-        name: &str,
-        app_key: &AppKey,
-        site: &Placement,
-        reason: StartReason,
-        image: Option<&str>,
-        deadline: Deadline,
-    ) -> Result<Placed, DeployFailure> {
-        let message = cannot_start_message(image, site, reason);
-        tracing::warn!(app = %name, %site, %reason, "the runner will not start");
-        if reason.problem() != StartProblem::Capacity {
-            return Err(DeployFailure {
-                error: Error::failed(message),
-                start_failure: true,
-            });
-        }
-        self.remove_app_insts_of(name, app_key, deadline).await?;
-        Ok(Placed::Refused(Refusal {
-            why: message,
-            api: None,
-        }))
-    }
-
-    /// Logs and reports a site that cannot take the AppInst; with one site only the final error
-    /// says it, so GARM mode's stderr stays one line.
-    fn site_refused(&self, sites: &[Placement], site: &Placement, why: &str) {
-        if sites.len() > 1 {
-            tracing::warn!(%site, error = why, "site cannot take the AppInst; trying the next one");
-        } else {
-            tracing::info!(%site, error = why, "site cannot take the AppInst");
-        }
-        self.report(&format!("{site} cannot take it: {why}"));
-    }
-
-    /// Deletes the AppInsts named `name` that deploy `app_key` (never another App's AppInst of
-    /// the same name).
+    /// Deletes the AppInsts named as the App `app_key` that deploy it (never another App's
+    /// AppInst of the same name).
     pub(super) async fn remove_app_insts_of(
         &self,
-        name: &str,
         app_key: &AppKey,
         deadline: Deadline,
     ) -> Result<(), Error> {
-        for inst in self.app_insts_named(name, deadline).await? {
+        for inst in self.app_insts_named(&app_key.name, deadline).await? {
             // An AppInst that names no App cannot be confirmed as ours: never deleted.
             if inst.app_key.as_ref() == Some(app_key) {
-                self.delete_app_inst(&inst.key, deadline).await?;
+                self.delete_app_inst(&inst.key, deadline, None).await?;
             }
         }
         Ok(())
@@ -323,40 +253,25 @@ impl Provider {
     /// Adds what the operator needs to fix a refusal: the flavors or sites that do exist. Costs a
     /// Show call, on the error path only.
     pub(super) async fn explain(&self, e: ApiError) -> Error {
-        let listing = if e.missing() == Some(Subject::Flavor) {
-            self.client.show_flavors().await.ok().map(|f| {
-                format!(
-                    "flavors in region {}: {}",
-                    self.client.region(),
-                    join(f.iter().map(|f| f.flavor_name().to_string()))
-                )
-            })
-        } else if e.missing() == Some(Subject::Zone) {
-            self.client.show_zones().await.ok().map(|z| {
-                format!(
-                    "zones: {}",
-                    join(
-                        z.iter()
-                            .map(|z| format!("{}/{}", z.key.organization, z.key.name))
-                    )
-                )
-            })
-        } else if e.missing() == Some(Subject::Cloudlet) {
-            self.client.show_cloudlets().await.ok().map(|c| {
-                format!(
-                    "cloudlets: {}",
-                    join(
-                        c.iter()
-                            .map(|c| format!("{}/{}", c.key.organization, c.key.name))
-                    )
-                )
-            })
-        } else {
-            None
+        let sites = |what: &str, shown: Result<Vec<Site>, ApiError>| {
+            (what.to_string(), shown.map(|s| placement::names(&s)))
         };
-        match listing {
-            Some(listing) => Error::failed(format!("{e}; {listing}")),
-            None => e.into(),
+        let (what, names): (String, Result<Vec<String>, ApiError>) = match e.missing() {
+            Some(Subject::Flavor) => (
+                format!("flavors in region {}", self.client.region()),
+                self.client
+                    .show_flavors()
+                    .await
+                    .map(|f| f.iter().map(|f| f.flavor_name().to_string()).collect()),
+            ),
+            Some(Subject::Zone) => sites("zones", self.client.show_zones().await),
+            Some(Subject::Cloudlet) => sites("cloudlets", self.client.show_cloudlets().await),
+            _ => return e.into(),
+        };
+        match names {
+            Ok(names) if names.is_empty() => Error::failed(format!("{e}; {what}: none")),
+            Ok(names) => Error::failed(format!("{e}; {what}: {}", names.join(", "))),
+            Err(_) => e.into(),
         }
     }
 
@@ -381,36 +296,27 @@ impl Provider {
                     )))
                 }
             }
-            if !deadline.has_room_for(self.poll_interval) {
-                return Err(Error::failed(format!(
-                    "AppInst {name} not Ready within edge_connect.operation_timeout_secs={}s",
-                    self.config.edge_connect.operation_timeout_secs
-                )));
-            }
-            tokio::time::sleep(self.poll_interval).await;
+            self.sleep_within(deadline, &format!("AppInst {name} not Ready"))
+                .await?;
         }
     }
 }
 
-/// `organization/name` of a site, as the operator wrote it.
-fn site_name(site: &Placement) -> String {
-    match site {
-        Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
-    }
-}
-
-fn image_words(image: Option<&str>) -> String {
-    image.map_or_else(
+/// One line naming the image, the site, the reason and what to check.
+fn cannot_start_message(
+    image: Option<&str>,
+    site: &Placement,
+    problem: StartProblem,
+    reason: impl std::fmt::Display,
+) -> String {
+    let image = image.map_or_else(
         || "the runner's image".to_string(),
         |i| format!("image {i}"),
-    )
-}
-
-/// One line naming the image, the site, the reason and what to check.
-fn cannot_start_message(image: Option<&str>, site: &Placement, reason: StartReason) -> String {
-    let image = image_words(image);
-    let on = site_name(site);
-    match reason.problem() {
+    );
+    let on = match site {
+        Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
+    };
+    match problem {
         StartProblem::Image => format!(
             "{image} cannot be pulled on {on} ({reason}): check the image name and tag, and image_pull_username / image_pull_password_env for a private registry"
         ),
@@ -423,14 +329,5 @@ fn cannot_start_message(image: Option<&str>, site: &Placement, reason: StartReas
         StartProblem::Capacity => format!(
             "the runner cannot be scheduled on {on} ({reason}): the site has no room for its flavor; choose a smaller flavor or another site"
         ),
-    }
-}
-
-fn join(items: impl Iterator<Item = String>) -> String {
-    let items: Vec<String> = items.collect();
-    if items.is_empty() {
-        "none".to_string()
-    } else {
-        items.join(", ")
     }
 }

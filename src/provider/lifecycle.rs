@@ -7,48 +7,37 @@
 //! again; GARM only starts runners it considers offline.
 
 use super::wait::Deadline;
-use super::Provider;
+use super::{Outcome, Provider};
 use crate::error::Error;
+use crate::garm::InstanceStatus;
 
 impl Provider {
-    /// The runner behind `instance`, or NotFound (exit 30 for GARM).
-    async fn existing_runner(
-        &self,
-        instance: &str,
-        deadline: Deadline,
-    ) -> Result<super::OwnedRunner, Error> {
-        self.find_runner(instance, deadline).await?.ok_or_else(|| {
-            Error::NotFound(format!(
-                "instance {} not found",
-                crate::text::echo(instance)
-            ))
-        })
-    }
-
-    pub(super) async fn stop(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
+    pub(super) async fn stop(&self, instance: &str, deadline: Deadline) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance, deadline).await?;
-        if let Some(inst) = runner.app_inst() {
+        if let Some(inst) = runner.app_insts.first() {
             self.report(&format!("removing AppInst {}", inst.key.name));
-            self.delete_app_inst(&inst.key, deadline).await?;
+            self.delete_app_inst(&inst.key, deadline, None).await?;
         }
         tracing::info!(instance, "stopped");
-        Ok(())
+        Ok(Outcome::Done)
     }
 
-    pub(super) async fn start(&self, instance: &str, deadline: Deadline) -> Result<(), Error> {
+    pub(super) async fn start(&self, instance: &str, deadline: Deadline) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance, deadline).await?;
-        if let Some(inst) = runner.app_inst() {
-            if super::status::garm_status(Some(inst)).0 == crate::garm::InstanceStatus::Running {
+        if let Some(inst) = runner.app_insts.first() {
+            if super::status::garm_status(Some(inst)).0 == InstanceStatus::Running {
                 tracing::info!(instance, state = %inst.state, "already started");
-                return Ok(());
+                return Ok(Outcome::Done);
             }
             // A failed or vanishing AppInst is replaced by a fresh one.
-            self.delete_app_inst(&inst.key, deadline).await?;
+            self.delete_app_inst(&inst.key, deadline, None).await?;
         }
         let sites = self.recorded_placements(&runner.vars);
-        self.deploy(&runner.key.name, &runner.key, &sites, None, deadline)
-            .await?;
+        let targets = self.targets(&sites, deadline).await?;
+        self.deploy(&runner.key, &sites, targets, None, deadline)
+            .await
+            .map_err(|failure| failure.error)?;
         tracing::info!(instance, "started");
-        Ok(())
+        Ok(Outcome::Done)
     }
 }

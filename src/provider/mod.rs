@@ -126,12 +126,10 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
-    /// How often in-progress AppInsts are polled.
-    poll_interval: Duration,
-    /// ShowCloudlet's answer, fetched once per process when a cloudlet is configured: it says
-    /// how the cloudlet is addressed (see `placement::target`). Never kept beyond the process.
-    cloudlets: tokio::sync::OnceCell<Vec<edge_connect::models::Site>>,
 }
+
+/// How often in-progress AppInsts are polled.
+const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// An App of this controller (its key and what its environment records) together with the
 /// AppInsts that have its name and deploy it: normally none (stopped) or one.
@@ -140,13 +138,6 @@ struct OwnedRunner {
     key: AppKey,
     vars: RunnerVars,
     app_insts: Vec<AppInst>,
-}
-
-impl OwnedRunner {
-    /// The runner's AppInst, if it has one.
-    fn app_inst(&self) -> Option<&AppInst> {
-        self.app_insts.first()
-    }
 }
 
 impl Provider {
@@ -165,8 +156,6 @@ impl Provider {
             controller_id: controller_id.into(),
             environment,
             progress,
-            poll_interval: Duration::from_secs(2),
-            cloudlets: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -183,30 +172,17 @@ impl Provider {
                 bootstrap,
                 pool_id,
                 extra_specs,
-            } => self
-                .create(&bootstrap, &pool_id, extra_specs.as_ref(), deadline)
-                .await
-                .map(|i| Outcome::Instance(Box::new(status::RunnerView::of_instance(i)))),
-            Operation::Delete { instance } => self
-                .delete(&instance, deadline)
-                .await
-                .map(|_| Outcome::Done),
-            Operation::Get { instance } => self
-                .get(&instance, deadline)
-                .await
-                .map(|v| Outcome::Instance(Box::new(v))),
-            Operation::List { pool_id } => self
-                .list(Some(&pool_id), deadline)
-                .await
-                .map(Outcome::Instances),
-            Operation::ListAll => self.list(None, deadline).await.map(Outcome::Instances),
-            Operation::RemoveAll => self.remove_all(deadline).await.map(|_| Outcome::Done),
-            Operation::Start { instance } => {
-                self.start(&instance, deadline).await.map(|_| Outcome::Done)
+            } => {
+                self.create(&bootstrap, &pool_id, extra_specs.as_ref(), deadline)
+                    .await
             }
-            Operation::Stop { instance } => {
-                self.stop(&instance, deadline).await.map(|_| Outcome::Done)
-            }
+            Operation::Delete { instance } => self.delete(&instance, deadline).await,
+            Operation::Get { instance } => self.get(&instance, deadline).await,
+            Operation::List { pool_id } => self.list(Some(&pool_id), deadline).await,
+            Operation::ListAll => self.list(None, deadline).await,
+            Operation::RemoveAll => self.remove_all(deadline).await,
+            Operation::Start { instance } => self.start(&instance, deadline).await,
+            Operation::Stop { instance } => self.stop(&instance, deadline).await,
         }
     }
 
@@ -225,14 +201,16 @@ impl Provider {
     fn report(&self, message: &str) {
         (self.progress)(message);
     }
-    async fn sleep_within(&self, deadline: Deadline) -> Result<(), Error> {
-        if !deadline.has_room_for(self.poll_interval) {
+
+    /// Waits one poll interval, or fails saying that `what` did not happen by the deadline.
+    async fn sleep_within(&self, deadline: Deadline, what: &str) -> Result<(), Error> {
+        if !deadline.has_room_for(POLL_INTERVAL) {
             return Err(Error::failed(format!(
-                "gave up after edge_connect.operation_timeout_secs={}s",
+                "{what} within edge_connect.operation_timeout_secs={}s",
                 self.config.edge_connect.operation_timeout_secs
             )));
         }
-        tokio::time::sleep(self.poll_interval).await;
+        tokio::time::sleep(POLL_INTERVAL).await;
         Ok(())
     }
 }

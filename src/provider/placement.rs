@@ -47,12 +47,16 @@ impl std::fmt::Display for Target {
     }
 }
 
-fn site_ref(key: &crate::config::SiteKey) -> SiteRef {
-    SiteRef::from(key)
+/// `organization/name` of each site.
+pub fn names(sites: &[Site]) -> Vec<String> {
+    sites
+        .iter()
+        .map(|s| format!("{}/{}", s.key.organization, s.key.name))
+        .collect()
 }
 
 /// The cloudlet `key` as ShowCloudlet lists it, if it does.
-pub fn shown<'a>(cloudlets: &'a [Site], key: &crate::config::SiteKey) -> Option<&'a Site> {
+fn shown<'a>(cloudlets: &'a [Site], key: &crate::config::SiteKey) -> Option<&'a Site> {
     cloudlets
         .iter()
         .find(|s| s.key.organization == key.organization && s.key.name == key.name)
@@ -71,14 +75,14 @@ pub fn shown<'a>(cloudlets: &'a [Site], key: &crate::config::SiteKey) -> Option<
 /// with `Zone not specified`, which [`no_zone`] then explains.
 pub fn target(site: &Placement, cloudlets: &[Site]) -> Target {
     match site {
-        Placement::Zone(z) => Target::Zone(site_ref(z)),
+        Placement::Zone(z) => Target::Zone(SiteRef::from(z)),
         Placement::Cloudlet(c) => match shown(cloudlets, c) {
             Some(found) if !found.zone.is_empty() => Target::Zone(SiteRef {
                 organization: found.key.organization.clone(),
                 name: found.zone.clone(),
                 federated_organization: found.key.federated_organization.clone(),
             }),
-            _ => Target::Cloudlet(site_ref(c)),
+            _ => Target::Cloudlet(SiteRef::from(c)),
         },
     }
 }
@@ -95,11 +99,7 @@ pub fn no_zone(key: &crate::config::SiteKey, cloudlets: &[Site]) -> String {
             "cloudlet {}/{} not found; cloudlets here: {}",
             key.organization,
             key.name,
-            cloudlets
-                .iter()
-                .map(|s| format!("{}/{}", s.key.organization, s.key.name))
-                .collect::<Vec<_>>()
-                .join(", ")
+            names(cloudlets).join(", ")
         ),
     }
 }
@@ -141,21 +141,19 @@ pub fn site_unusable(e: &ApiError, target: &Target) -> bool {
 }
 
 impl super::Provider {
-    /// The target for a configured site. A cloudlet costs one ShowCloudlet per process (the
-    /// answer serves every cloudlet site of the command); a zone costs nothing.
-    pub(super) async fn target_for(
+    /// How each site is addressed ([`target`]): cloudlets cost one ShowCloudlet for all of
+    /// them, zones nothing. Decided once per command, from the answer in hand.
+    pub(super) async fn targets(
         &self,
-        site: &Placement,
+        sites: &[Placement],
         deadline: super::wait::Deadline,
-    ) -> Result<Target, crate::error::Error> {
-        if let Placement::Zone(_) = site {
-            return Ok(target(site, &[]));
-        }
-        let cloudlets = self
-            .cloudlets
-            .get_or_try_init(|| self.show_cloudlets(deadline))
-            .await?;
-        Ok(target(site, cloudlets))
+    ) -> Result<Vec<Target>, crate::error::Error> {
+        let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
+            self.show_cloudlets(deadline).await?
+        } else {
+            Vec::new()
+        };
+        Ok(sites.iter().map(|s| target(s, &cloudlets)).collect())
     }
 
     /// ShowCloudlet, retried while transient.

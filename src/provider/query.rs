@@ -1,23 +1,27 @@
 //! GetInstance and ListInstances.
 
-use super::status::RunnerView;
 use super::wait::Deadline;
-use super::Provider;
+use super::{Outcome, OwnedRunner, Provider};
 use crate::error::Error;
 
 impl Provider {
-    pub(super) async fn get(
+    /// The runner behind `instance`, or NotFound (exit 30 for GARM).
+    pub(super) async fn existing_runner(
         &self,
         instance: &str,
         deadline: Deadline,
-    ) -> Result<RunnerView, Error> {
-        match self.find_runner(instance, deadline).await? {
-            Some(runner) => Ok(self.view_of(runner)),
-            None => Err(Error::NotFound(format!(
+    ) -> Result<OwnedRunner, Error> {
+        self.find_runner(instance, deadline).await?.ok_or_else(|| {
+            Error::NotFound(format!(
                 "instance {} not found",
                 crate::text::echo(instance)
-            ))),
-        }
+            ))
+        })
+    }
+
+    pub(super) async fn get(&self, instance: &str, deadline: Deadline) -> Result<Outcome, Error> {
+        let runner = self.existing_runner(instance, deadline).await?;
+        Ok(Outcome::Instance(Box::new(self.view_of(runner))))
     }
 
     /// Exactly this controller's runners of one pool (or of every pool when `pool_id` is None).
@@ -25,9 +29,10 @@ impl Provider {
         &self,
         pool_id: Option<&str>,
         deadline: Deadline,
-    ) -> Result<Vec<RunnerView>, Error> {
+    ) -> Result<Outcome, Error> {
         let runners = self.runners(pool_id, deadline).await?;
         // Each runner is dropped as its view is made.
-        Ok(runners.into_iter().map(|r| self.view_of(r)).collect())
+        let views = runners.into_iter().map(|r| self.view_of(r)).collect();
+        Ok(Outcome::Instances(views))
     }
 }

@@ -1,8 +1,6 @@
 //! What a runner looks like from outside: the status GARM accepts for an AppInst (and its fault),
 //! GARM's [`ProviderInstance`], and the [`RunnerView`] an operator's table shows.
 
-use std::fmt;
-
 use serde::Serialize;
 
 use super::{OwnedRunner, Provider};
@@ -82,29 +80,6 @@ impl RunnerView {
             created_at: String::new(),
             fault: String::new(),
         }
-    }
-}
-
-impl fmt::Display for RunnerView {
-    /// One line: name, pool, site, state, creation time and fault, `-` for what is empty.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let or_dash = |s: &str| {
-            if s.is_empty() {
-                "-".to_string()
-            } else {
-                s.to_string()
-            }
-        };
-        write!(
-            f,
-            "{} {} {} {} {} {}",
-            self.instance.name,
-            or_dash(&self.pool),
-            or_dash(&self.site),
-            or_dash(&self.state),
-            or_dash(&self.created_at),
-            or_dash(&self.fault)
-        )
     }
 }
 

@@ -14,22 +14,6 @@ pub use edge_connect::{backoff, Deadline};
 pub async fn retry_transient<T, F, Fut>(
     deadline: Deadline,
     what: &str,
-    call: F,
-) -> Result<T, ApiError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, ApiError>>,
-{
-    retry_transient_reporting(deadline, what, &|_| {}, call).await
-}
-
-/// [`retry_transient`], telling `progress` about each retry in one line ("retrying ShowApp:
-/// HTTP 503 ... (attempt 3)"), so that the CLI is not silent while it waits. Pass the
-/// provider's `Progress` as `&*progress`.
-pub async fn retry_transient_reporting<T, F, Fut>(
-    deadline: Deadline,
-    what: &str,
-    progress: &(dyn Fn(&str) + Send + Sync),
     mut call: F,
 ) -> Result<T, ApiError>
 where
@@ -46,11 +30,6 @@ where
                     return Err(e);
                 }
                 tracing::warn!(call = what, attempt, wait_ms = wait.as_millis() as u64, error = %e, "transient failure, retrying");
-                progress(&format!(
-                    "retrying {what}: {} (attempt {})",
-                    e.message,
-                    attempt + 1
-                ));
                 tokio::time::sleep(wait).await;
             }
             other => return other,
@@ -61,49 +40,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
     #[tokio::test]
-    async fn retries_are_reported_and_final_errors_end_them() {
-        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-        let seen = lines.clone();
-        let progress = move |l: &str| seen.lock().unwrap().push(l.to_string());
+    async fn transient_failures_are_retried_and_final_errors_end_them() {
         let mut calls = 0;
-        let result: Result<(), ApiError> = retry_transient_reporting(
-            Deadline::after(Duration::from_secs(30)),
-            "ShowApp",
-            &progress,
-            || {
+        let result: Result<(), ApiError> =
+            retry_transient(Deadline::after(Duration::from_secs(30)), "ShowApp", || {
                 calls += 1;
-                let n = calls;
+                let status = if calls < 3 { 503 } else { 400 };
                 async move {
-                    if n < 3 {
-                        Err(ApiError::from_status(
-                            edge_connect::Rpc::ShowApp,
-                            503,
-                            "Service unavailable",
-                        ))
-                    } else {
-                        Err(ApiError::from_status(
-                            edge_connect::Rpc::ShowApp,
-                            400,
-                            "Invalid",
-                        ))
-                    }
+                    Err(ApiError::from_status(
+                        edge_connect::Rpc::ShowApp,
+                        status,
+                        "refused",
+                    ))
                 }
-            },
-        )
-        .await;
+            })
+            .await;
         assert_eq!(result.unwrap_err().status, Some(400));
         assert_eq!(calls, 3);
-        let lines = lines.lock().unwrap();
-        assert_eq!(
-            *lines,
-            [
-                "retrying ShowApp: Service unavailable (attempt 2)",
-                "retrying ShowApp: Service unavailable (attempt 3)"
-            ]
-        );
     }
 }
