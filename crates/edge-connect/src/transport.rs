@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::deadline::Deadline;
 use crate::error::ApiError;
 use crate::rpc::Rpc;
@@ -57,12 +55,6 @@ impl Wait {
             }
         })
     }
-}
-
-#[derive(Deserialize)]
-struct MessageBody {
-    #[serde(default)]
-    message: String,
 }
 
 /// A whole unary answer; more than `MAX_UNARY_BODY` bytes is a protocol error.
@@ -124,9 +116,9 @@ pub(crate) async fn next_chunk(
 /// The `message` of an error body, or a stand-in naming the status. (Every [`ApiError`] makes
 /// its message one clean, bounded line.)
 pub(crate) fn error_message(body: &[u8], status: u16) -> String {
-    serde_json::from_slice::<MessageBody>(body)
+    serde_json::from_slice::<serde_json::Value>(body)
         .ok()
-        .map(|m| m.message)
+        .and_then(|v| Some(v.get("message")?.as_str()?.to_string()))
         .filter(|m| !m.trim().is_empty())
         .unwrap_or_else(|| format!("HTTP {status} without a readable message"))
 }
@@ -148,12 +140,10 @@ pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> ApiError {
     let message = transport_message(e);
     let lower = message.to_ascii_lowercase();
     if lower.contains("certificate") || lower.contains("handshake") {
+        let message = format!("{message} (set edge_connect.ca_bundle for a private CA)");
         ApiError {
             kind: crate::ApiErrorKind::Tls,
-            rpc,
-            status: None,
-            message: format!("{message} (set edge_connect.ca_bundle for a private CA)"),
-            unreachable: false,
+            ..ApiError::transport(rpc, message)
         }
     } else {
         ApiError::transport(rpc, message)
