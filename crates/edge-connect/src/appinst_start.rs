@@ -3,15 +3,12 @@
 //! do with them; this module only reads the controller's words
 //! (docs/edge-connect-behaviours.md B12, B13).
 
-/// The last line of a CreateAppInst stream that created the AppInst (main
-/// `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends without it (and
-/// without an error result, e.g. `Failed to get progress messages. Please use ShowAppInst …`,
-/// `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
-pub const CREATED: &str = "Created AppInst successfully";
-
-/// True when a stream's last progress line is the controller's success line.
+/// True when a stream's last progress line is the one of a CreateAppInst stream that created
+/// the AppInst (main `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends
+/// without it (and without an error result, e.g. `Failed to get progress messages. Please use
+/// ShowAppInst …`, `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
 pub fn created(last: &str) -> bool {
-    last == CREATED
+    last == "Created AppInst successfully"
 }
 
 /// A container or pod reason the CRM reports that means "will not start without a change"
