@@ -22,7 +22,7 @@
 //! | [`appinst_start`] | what a CreateAppInst stream says about the start: success line, pod status reasons, docker pull failures |
 //! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
 //! | [`error`] | typed errors from status codes and controller texts |
-//! | `token_store`, [`token_cache`] | tokens shared between processes |
+//! | [`token_cache`] | tokens shared between processes |
 
 pub mod appinst_start;
 mod call;
@@ -42,10 +42,9 @@ mod secret;
 mod state;
 mod stream;
 pub mod token_cache;
-mod token_store;
 mod transport;
 
-pub use client::{proxy_for, Client, RetryReport};
+pub use client::{Client, RetryReport};
 pub use deadline::{backoff, Deadline};
 pub use error::{ApiError, ApiErrorKind, Subject};
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
@@ -53,4 +52,3 @@ pub use rpc::{Rpc, MAX_COLLECTED};
 pub use secret::Secret;
 pub use state::AppInstState;
 pub use stream::{Show, StreamEnd};
-pub use token_store::{LoginLock, TokenStore};

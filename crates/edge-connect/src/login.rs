@@ -1,5 +1,5 @@
 //! Logging in: with retries of transient failures, one refusal shared by every call of the
-//! command, and one login shared by processes starting together (through the token store).
+//! command, and one login shared by processes starting together (through the token cache).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use crate::client::Client;
 use crate::error::ApiError;
 use crate::rpc::Rpc;
 use crate::secret::Secret;
-use crate::token_store::LoginLock;
+use crate::token_cache::LoginLock;
 
 impl Client {
     /// Logs in once with the configured credentials and returns a fresh token: one attempt, no
@@ -46,36 +46,15 @@ impl Client {
     }
 
     async fn login_attempt(&self, retry_unreachable: bool) -> Result<Secret, ApiError> {
-        let started = Instant::now();
         let body = json!({
             "username": self.shared.credentials.username,
             "password": self.shared.credentials.password.expose(),
         });
+        let wait = self.wait(true);
         let response = self
-            .post(
-                Rpc::Login,
-                &self.url("/api/v1/login"),
-                &body,
-                None,
-                retry_unreachable,
-                self.wait(true),
-            )
+            .post(Rpc::Login, &body, None, retry_unreachable, wait)
             .await?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            let bytes =
-                crate::transport::read_error_body(response, Rpc::Login, self.wait(true)).await;
-            let message = self.scrub(&crate::transport::error_message(&bytes, status));
-            tracing::info!(rpc = "login", status, ms = started.elapsed().as_millis() as u64, error = %message, "edge connect call");
-            return Err(ApiError::from_status(Rpc::Login, status, &message));
-        }
-        let bytes = crate::transport::read_body(response, Rpc::Login, self.wait(true)).await?;
-        tracing::info!(
-            rpc = "login",
-            status,
-            ms = started.elapsed().as_millis() as u64,
-            "edge connect call"
-        );
+        let bytes = crate::transport::read_body(response, Rpc::Login, wait).await?;
         #[derive(serde::Deserialize)]
         struct TokenBody {
             token: String,
@@ -120,15 +99,24 @@ impl Client {
         result
     }
 
-    /// A token: the one in hand, a cached one, or a fresh login.
-    pub(crate) async fn token(&self) -> Result<Secret, ApiError> {
+    /// A token: the one in hand, a cached one, or a fresh login. `refused` is a token the
+    /// server just refused: it is discarded and replaced (unless another task already did).
+    pub(crate) async fn token(&self, refused: Option<&Secret>) -> Result<Secret, ApiError> {
         let mut slot = self.shared.token.lock().await;
-        if let Some(t) = slot.as_ref() {
+        if let Some(t) = slot.as_ref().filter(|t| Some(*t) != refused) {
             return Ok(t.clone());
         }
-        let token = match self.store.as_ref().and_then(|s| s.load()) {
+        let cached = match (&self.store, refused) {
+            (Some(store), None) => store.load(),
+            (Some(store), Some(refused)) => {
+                store.discard(refused);
+                None
+            }
+            (None, _) => None,
+        };
+        let token = match cached {
             Some(t) => t,
-            None => self.shared_login(None).await?,
+            None => self.shared_login(refused).await?,
         };
         *slot = Some(token.clone());
         Ok(token)
@@ -157,7 +145,7 @@ impl Client {
                     if let Some(t) = fresh() {
                         return Ok(t);
                     }
-                    if waited_since.elapsed() >= self.shared.request_timeout
+                    if waited_since.elapsed() >= self.shared.options.request_timeout
                         || !self.deadline.has_room_for(Duration::from_millis(25))
                     {
                         return self.login_once_refused().await;
@@ -166,21 +154,5 @@ impl Client {
                 }
             }
         }
-    }
-
-    /// Replaces a refused token by a fresh login (unless another task already did).
-    pub(crate) async fn renew_token(&self, refused: &Secret) -> Result<Secret, ApiError> {
-        let mut slot = self.shared.token.lock().await;
-        if let Some(current) = slot.as_ref() {
-            if current != refused {
-                return Ok(current.clone());
-            }
-        }
-        if let Some(store) = &self.store {
-            store.discard(refused);
-        }
-        let token = self.shared_login(Some(refused)).await?;
-        *slot = Some(token.clone());
-        Ok(token)
     }
 }
