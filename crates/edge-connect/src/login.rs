@@ -106,52 +106,43 @@ impl Client {
         if let Some(t) = slot.as_ref().filter(|t| Some(*t) != refused) {
             return Ok(t.clone());
         }
-        let cached = match (&self.store, refused) {
-            (Some(store), None) => store.load(),
-            (Some(store), Some(refused)) => {
-                store.discard(refused);
-                None
-            }
-            (None, _) => None,
-        };
-        let token = match cached {
-            Some(t) => t,
-            None => self.shared_login(refused).await?,
-        };
+        if let (Some(store), Some(refused)) = (&self.store, refused) {
+            store.discard(refused);
+        }
+        let token = self.shared_login(refused).await?;
         *slot = Some(token.clone());
         Ok(token)
     }
 
-    /// Logs in, unless another process does so at the same time: then waits for its token in
-    /// the store (at most one request timeout) instead of logging in as well. `refused` is a
-    /// token the server just refused, which a store entry must differ from to be used.
+    /// A cached token, else a login, unless another process logs in at the same time: then
+    /// waits for its token in the cache (at most one request timeout) instead of logging in as
+    /// well. `refused` is a token the server just refused, which a cached one must differ from.
     async fn shared_login(&self, refused: Option<&Secret>) -> Result<Secret, ApiError> {
         let Some(store) = &self.store else {
             return self.login_once_refused().await;
         };
         let fresh = || store.load().filter(|t| Some(t) != refused);
         let waited_since = Instant::now();
+        let pause = Duration::from_millis(25);
         loop {
+            if let Some(t) = fresh() {
+                return Ok(t);
+            }
             match store.try_login_lock() {
                 LoginLock::Acquired(_guard) => {
                     // Someone may have finished logging in between our look and the lock.
-                    if let Some(t) = fresh() {
-                        return Ok(t);
-                    }
-                    return self.login_once_refused().await;
+                    return match fresh() {
+                        Some(t) => Ok(t),
+                        None => self.login_once_refused().await,
+                    };
                 }
-                LoginLock::Unavailable => return self.login_once_refused().await,
-                LoginLock::Busy => {
-                    if let Some(t) = fresh() {
-                        return Ok(t);
-                    }
-                    if waited_since.elapsed() >= self.shared.options.request_timeout
-                        || !self.deadline.has_room_for(Duration::from_millis(25))
-                    {
-                        return self.login_once_refused().await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(25)).await;
+                LoginLock::Busy
+                    if waited_since.elapsed() < self.shared.options.request_timeout
+                        && self.deadline.has_room_for(pause) =>
+                {
+                    tokio::time::sleep(pause).await
                 }
+                _ => return self.login_once_refused().await,
             }
         }
     }
