@@ -1,5 +1,5 @@
 //! The client itself: what it is built from, what its calls share (connection pool, token,
-//! counters), its deadline, and how every message it makes is kept free of secrets.
+//! counters) and its deadline.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -87,15 +87,13 @@ impl Client {
     ) -> Result<Self, SetupError> {
         let base = parse_url(&config.url)?;
         let proxy = crate::proxy::choose(&base, &|name| std::env::var(name).ok())?;
-        if let Some(p) = &proxy {
-            if base.scheme() == "http" {
-                return Err(SetupError(format!(
-                    "edge_connect.url is plain http and {} sends it through the proxy {}: the password and tokens would cross it unencrypted; use https, or exempt {} in NO_PROXY",
-                    p.variable,
-                    p.address,
-                    base.host_str().unwrap_or("the host")
-                )));
-            }
+        if let Some(p) = proxy.as_ref().filter(|_| base.scheme() == "http") {
+            return Err(SetupError(format!(
+                "edge_connect.url is plain http and {} sends it through the proxy {}: the password and tokens would cross it unencrypted; use https, or exempt {} in NO_PROXY",
+                p.variable,
+                p.address,
+                base.host_str().unwrap_or("the host")
+            )));
         }
         let mut builder = reqwest::Client::builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(15)))

@@ -96,9 +96,8 @@ impl ApiError {
             // The Master Controller's "Missing OTP": the user has two-factor authentication.
             // Not a server fault: retrying cannot help.
             511 if rpc == Rpc::Login => {
-                return Self::new(ApiErrorKind::Auth, rpc, Some(status), &format!(
-                    "the Edge Connect user has two-factor authentication; use a user or API key without it ({message})"
-                ));
+                let message = format!("the Edge Connect user has two-factor authentication; use a user or API key without it ({message})");
+                return Self::new(ApiErrorKind::Auth, rpc, Some(status), &message);
             }
             300..=399 => ApiErrorKind::Redirect,
             403 => ApiErrorKind::Forbidden,
@@ -127,16 +126,12 @@ impl ApiError {
     /// a `Location` query can carry anything.
     pub fn redirect(rpc: Rpc, status: u16, target: Option<&str>) -> Self {
         let target = target.unwrap_or("an unreadable location");
-        Self::new(
-            ApiErrorKind::Redirect,
-            rpc,
-            Some(status),
-            &format!(
-                "redirect to {target} refused (redirects are never followed, so that no \
+        let message = format!(
+            "redirect to {target} refused (redirects are never followed, so that no \
              credentials go to another address; set edge_connect.url to the address that \
              answers)"
-            ),
-        )
+        );
+        Self::new(ApiErrorKind::Redirect, rpc, Some(status), &message)
     }
 
     /// A host that cannot be reached (refused, no route, name not resolved), after retrying

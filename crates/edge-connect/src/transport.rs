@@ -42,17 +42,12 @@ impl Wait {
     ) -> Result<T, ApiError> {
         let (budget, is_deadline) = self.budget();
         tokio::time::timeout(budget, future).await.map_err(|_| {
-            if is_deadline {
-                ApiError::transport(
-                    rpc,
-                    format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}"),
-                )
+            let message = if is_deadline {
+                format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}")
             } else {
-                ApiError::transport(
-                    rpc,
-                    format!("no {what} within edge_connect.request_timeout_secs"),
-                )
-            }
+                format!("no {what} within edge_connect.request_timeout_secs")
+            };
+            ApiError::transport(rpc, message)
         })
     }
 }
@@ -126,12 +121,12 @@ pub(crate) fn error_message(body: &[u8], status: u16) -> String {
 /// True when reqwest could not reach the host at all (refused, no route, name not resolved):
 /// nothing was sent, so a retry cannot repeat anything.
 pub(crate) fn is_unreachable(e: &reqwest::Error) -> bool {
-    if !e.is_connect() {
-        return false;
-    }
     // A TLS handshake failure is also a "connect" error to reqwest; it is not unreachability.
     let lower = transport_message(e).to_ascii_lowercase();
-    !(lower.contains("certificate") || lower.contains("handshake") || lower.contains("tls"))
+    e.is_connect()
+        && !["certificate", "handshake", "tls"]
+            .iter()
+            .any(|w| lower.contains(w))
 }
 
 /// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
