@@ -87,14 +87,11 @@ impl Client {
             return Err(e);
         }
         let result = self.login_retrying().await;
-        if let Err(e) = &result {
-            // Any final refusal (credentials, a redirect, an unreachable host after its bound):
-            // the calls running alongside must not each repeat it.
-            if !e.is_transient() {
-                if let Ok(mut slot) = self.shared.refused_login.lock() {
-                    *slot = Some(e.clone());
-                }
-            }
+        // Any final refusal (credentials, a redirect, an unreachable host after its bound): the
+        // calls running alongside must not each repeat it.
+        match (&result, self.shared.refused_login.lock()) {
+            (Err(e), Ok(mut slot)) if !e.is_transient() => *slot = Some(e.clone()),
+            _ => {}
         }
         result
     }

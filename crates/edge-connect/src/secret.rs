@@ -82,12 +82,6 @@ impl fmt::Display for Secret {
     }
 }
 
-impl From<String> for Secret {
-    fn from(value: String) -> Self {
-        Secret::new(value)
-    }
-}
-
 /// Every secret this process has seen.
 static KNOWN: Mutex<Redactor> = Mutex::new(Redactor::new());
 

@@ -55,17 +55,16 @@ pub(crate) enum LoginLock {
 struct CachedToken {
     token: String,
     expires_at: u64,
-    /// When the token was issued (`iat`, else when it was stored); absent in older files.
+    /// When the token was issued (`iat`, else when it was stored); absent (0) in older files,
+    /// whose tokens then keep the full margin.
     #[serde(default)]
-    issued_at: Option<u64>,
+    issued_at: u64,
 }
 
 impl CachedToken {
     /// Still usable: not within the expiry margin.
     fn usable(&self, now: u64) -> bool {
-        let lifetime = self
-            .issued_at
-            .map_or(u64::MAX, |i| self.expires_at.saturating_sub(i));
+        let lifetime = self.expires_at.saturating_sub(self.issued_at);
         let margin = MAX_EXPIRY_MARGIN_SECS.min(lifetime / EXPIRY_MARGIN_DIVISOR);
         !self.token.is_empty() && self.expires_at > now.saturating_add(margin)
     }
@@ -269,7 +268,7 @@ impl TokenCache {
         let body = CachedToken {
             token: token.expose().to_string(),
             expires_at: claim("exp").unwrap_or(now + FALLBACK_LIFETIME_SECS),
-            issued_at: Some(claim("iat").unwrap_or(now)),
+            issued_at: claim("iat").unwrap_or(now),
         };
         if let Err(e) = write_atomically(&self.path, &body) {
             tracing::info!(error = %e, "cannot write the token cache");
