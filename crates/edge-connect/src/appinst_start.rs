@@ -64,14 +64,6 @@ const REASONS: [(&str, StartReason); 8] = [
 ];
 
 impl StartReason {
-    /// The reason as Kubernetes spells it.
-    pub fn as_str(self) -> &'static str {
-        REASONS
-            .iter()
-            .find(|(_, r)| *r == self)
-            .map_or("", |(name, _)| name)
-    }
-
     /// True for a reason that may clear without a change (a first failed pull); the others
     /// stay until someone changes the image, the configuration or the site.
     pub fn transient(self) -> bool {
@@ -94,9 +86,14 @@ impl StartReason {
     }
 }
 
+/// The reason as Kubernetes spells it.
 impl std::fmt::Display for StartReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        let name = REASONS
+            .iter()
+            .find(|(_, r)| r == self)
+            .map_or("", |(n, _)| n);
+        f.write_str(name)
     }
 }
 
@@ -234,7 +231,7 @@ mod tests {
     #[test]
     fn only_a_first_failed_pull_may_clear() {
         for (name, reason) in REASONS {
-            assert_eq!(reason.as_str(), name);
+            assert_eq!(reason.to_string(), name);
             assert_eq!(reason.transient(), name == "ErrImagePull");
         }
     }
