@@ -76,11 +76,8 @@ pub fn run<T>(
     let credentials = config.credentials(&environment)?;
     let cache = token_cache(&config, &environment, &credentials);
     let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
-        .with_retry_report(progress.clone());
-    let client = match cache {
-        Some(cache) => client.with_token_store(Box::new(cache)),
-        None => client,
-    };
+        .with_retry_report(progress.clone())
+        .with_token_cache(cache);
     let provider = Provider::new(client, config, controller_id, environment, progress);
     let output = block_on(work(&provider));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());

@@ -56,7 +56,7 @@ pub fn names(sites: &[Site]) -> Vec<String> {
 }
 
 /// The cloudlet `key` as ShowCloudlet lists it, if it does.
-fn shown<'a>(cloudlets: &'a [Site], key: &crate::config::SiteKey) -> Option<&'a Site> {
+pub fn shown<'a>(cloudlets: &'a [Site], key: &crate::config::SiteKey) -> Option<&'a Site> {
     cloudlets
         .iter()
         .find(|s| s.key.organization == key.organization && s.key.name == key.name)

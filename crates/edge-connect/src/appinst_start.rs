@@ -3,15 +3,12 @@
 //! do with them; this module only reads the controller's words
 //! (docs/edge-connect-behaviours.md B12, B13).
 
-/// The last line of a CreateAppInst stream that created the AppInst (main
-/// `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends without it (and
-/// without an error result, e.g. `Failed to get progress messages. Please use ShowAppInst …`,
-/// `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
-pub const CREATED: &str = "Created AppInst successfully";
-
-/// True when a stream's last progress line is the controller's success line.
+/// True when a stream's last progress line is the one of a CreateAppInst stream that created
+/// the AppInst (main `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends
+/// without it (and without an error result, e.g. `Failed to get progress messages. Please use
+/// ShowAppInst …`, `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
 pub fn created(last: &str) -> bool {
-    last == CREATED
+    last == "Created AppInst successfully"
 }
 
 /// A container or pod reason the CRM reports that means "will not start without a change"
@@ -67,14 +64,6 @@ const REASONS: [(&str, StartReason); 8] = [
 ];
 
 impl StartReason {
-    /// The reason as Kubernetes spells it.
-    pub fn as_str(self) -> &'static str {
-        REASONS
-            .iter()
-            .find(|(_, r)| *r == self)
-            .map_or("", |(name, _)| name)
-    }
-
     /// True for a reason that may clear without a change (a first failed pull); the others
     /// stay until someone changes the image, the configuration or the site.
     pub fn transient(self) -> bool {
@@ -97,9 +86,14 @@ impl StartReason {
     }
 }
 
+/// The reason as Kubernetes spells it.
 impl std::fmt::Display for StartReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        let name = REASONS
+            .iter()
+            .find(|(_, r)| r == self)
+            .map_or("", |(n, _)| n);
+        f.write_str(name)
     }
 }
 
@@ -237,7 +231,7 @@ mod tests {
     #[test]
     fn only_a_first_failed_pull_may_clear() {
         for (name, reason) in REASONS {
-            assert_eq!(reason.as_str(), name);
+            assert_eq!(reason.to_string(), name);
             assert_eq!(reason.transient(), name == "ErrImagePull");
         }
     }

@@ -1,5 +1,5 @@
 //! The client itself: what it is built from, what its calls share (connection pool, token,
-//! counters), its deadline, and how every message it makes is kept free of secrets.
+//! counters) and its deadline.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use crate::error::ApiError;
 use crate::options::{ClientOptions, Credentials, SetupError};
 use crate::proxy::ProxyChoice;
 use crate::secret::Secret;
-use crate::token_store::TokenStore;
+use crate::token_cache::TokenCache;
 use crate::transport::Wait;
 
 /// A hook that is told, in one line, about each retry the client makes (so that a CLI can show
@@ -25,7 +25,7 @@ pub type RetryReport = Arc<dyn Fn(&str) + Send + Sync>;
 #[derive(Clone)]
 pub struct Client {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) store: Option<Arc<dyn TokenStore>>,
+    pub(crate) store: Option<Arc<TokenCache>>,
     pub(crate) report: Option<RetryReport>,
     pub(crate) deadline: Deadline,
 }
@@ -34,12 +34,8 @@ pub struct Client {
 pub(crate) struct Shared {
     pub(crate) http: reqwest::Client,
     pub(crate) base: reqwest::Url,
-    /// `host:port` of the URL, for messages (never the path or query).
-    pub(crate) host: String,
-    pub(crate) region: String,
+    pub(crate) options: ClientOptions,
     pub(crate) credentials: Credentials,
-    pub(crate) request_timeout: Duration,
-    pub(crate) connect_retry: Duration,
     /// Since when every connection attempt failed (reset by any answer). Shared by all calls, so
     /// that a rollback after an unreachable create does not wait out the bound again.
     pub(crate) unreachable_since: std::sync::Mutex<Option<Instant>>,
@@ -50,18 +46,6 @@ pub(crate) struct Shared {
     pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
     pub(crate) logins: AtomicUsize,
     pub(crate) requests: AtomicUsize,
-}
-
-/// The proxy (`host:port`, never its credentials) that a client for `url` would use under the
-/// current process environment, or `None` for a direct connection. Errors are the ones
-/// [`Client::new`] would return for the proxy environment.
-pub fn proxy_for(url: &str) -> Result<Option<String>, SetupError> {
-    let base = parse_url(url)?;
-    Ok(crate::proxy::choose(&base, &env_var)?.map(|p| p.address))
-}
-
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
 }
 
 fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
@@ -102,21 +86,17 @@ impl Client {
         deadline: Deadline,
     ) -> Result<Self, SetupError> {
         let base = parse_url(&config.url)?;
-        let host = host_port(&base);
-        let proxy = crate::proxy::choose(&base, &env_var)?;
-        if let Some(p) = &proxy {
-            if base.scheme() == "http" {
-                return Err(SetupError(format!(
-                    "edge_connect.url is plain http and {} sends it through the proxy {}: the password and tokens would cross it unencrypted; use https, or exempt {} in NO_PROXY",
-                    p.variable,
-                    p.address,
-                    base.host_str().unwrap_or("the host")
-                )));
-            }
+        let proxy = crate::proxy::choose(&base, &|name| std::env::var(name).ok())?;
+        if let Some(p) = proxy.as_ref().filter(|_| base.scheme() == "http") {
+            return Err(SetupError(format!(
+                "edge_connect.url is plain http and {} sends it through the proxy {}: the password and tokens would cross it unencrypted; use https, or exempt {} in NO_PROXY",
+                p.variable,
+                p.address,
+                base.host_str().unwrap_or("the host")
+            )));
         }
-        let request_timeout = config.request_timeout;
         let mut builder = reqwest::Client::builder()
-            .connect_timeout(request_timeout.min(Duration::from_secs(15)))
+            .connect_timeout(config.request_timeout.min(Duration::from_secs(15)))
             // A redirect would resend the login's password or an App's secrets to wherever the
             // Location points; the Master Controller never redirects an API call.
             .redirect(reqwest::redirect::Policy::none())
@@ -173,11 +153,8 @@ impl Client {
             shared: Arc::new(Shared {
                 http,
                 base,
-                host,
-                region: config.region.clone(),
+                options: config.clone(),
                 credentials,
-                request_timeout,
-                connect_retry: config.connect_retry,
                 unreachable_since: std::sync::Mutex::new(None),
                 proxy,
                 token: Mutex::new(None),
@@ -191,9 +168,9 @@ impl Client {
         })
     }
 
-    /// Uses a token store (cache) for tokens across processes.
-    pub fn with_token_store(mut self, store: Box<dyn TokenStore>) -> Self {
-        self.store = Some(Arc::from(store));
+    /// Uses a token cache (if any) for tokens across processes.
+    pub fn with_token_cache(mut self, cache: Option<TokenCache>) -> Self {
+        self.store = cache.map(Arc::new);
         self
     }
 
@@ -223,11 +200,6 @@ impl Client {
         self.shared.proxy.as_ref().map(|p| p.address.as_str())
     }
 
-    /// `host:port` of the Edge Connect URL.
-    pub fn host(&self) -> &str {
-        &self.shared.host
-    }
-
     /// Number of logins this client made (all its handles together).
     pub fn logins(&self) -> usize {
         self.shared.logins.load(Ordering::Relaxed)
@@ -240,20 +212,13 @@ impl Client {
 
     /// The configured region.
     pub fn region(&self) -> &str {
-        &self.shared.region
-    }
-
-    pub(crate) fn url(&self, path: &str) -> reqwest::Url {
-        let mut url = self.shared.base.clone();
-        let joined = format!("{}{}", url.path().trim_end_matches('/'), path);
-        url.set_path(&joined);
-        url
+        &self.shared.options.region
     }
 
     /// Bounds for reading an answer: the silence bound (if `silence`) and the deadline.
     pub(crate) fn wait(&self, silence: bool) -> Wait {
         Wait {
-            silence: silence.then_some(self.shared.request_timeout),
+            silence: silence.then_some(self.shared.options.request_timeout),
             deadline: self.deadline,
         }
     }
@@ -265,22 +230,12 @@ impl Client {
         }
     }
 
-    /// `text` with every secret of the process masked ([`Secret::scrub`], the one scrubber): a
-    /// server may echo what it was sent, a library may print what it was given.
-    pub(crate) fn scrub(&self, text: &str) -> String {
-        Secret::scrub(text).into_owned()
-    }
-
-    pub(crate) fn scrubbed(&self, mut e: ApiError) -> ApiError {
-        e.message = self.scrub(&e.message);
-        e
-    }
-
     /// Where the connection goes, for "cannot connect" messages.
     pub(crate) fn destination(&self) -> String {
+        let host = host_port(&self.shared.base);
         match &self.shared.proxy {
-            Some(p) => format!("the proxy {} (for {})", p.address, self.shared.host),
-            None => self.shared.host.clone(),
+            Some(p) => format!("the proxy {} (for {host})", p.address),
+            None => host,
         }
     }
 }

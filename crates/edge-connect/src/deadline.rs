@@ -25,11 +25,6 @@ impl Deadline {
         Deadline { end }
     }
 
-    /// The instant it passes.
-    pub fn instant(&self) -> Instant {
-        self.end
-    }
-
     /// Time left (zero once passed).
     pub fn remaining(&self) -> Duration {
         self.end.saturating_duration_since(Instant::now())
@@ -85,7 +80,7 @@ mod tests {
     #[test]
     fn huge_budgets_and_graces_do_not_panic() {
         let d = Deadline::after(Duration::MAX);
-        assert!(d.instant() > Instant::now());
+        assert!(d.end > Instant::now());
         assert!(!d.expired());
         assert!(!d.extended(Duration::MAX).expired());
     }
@@ -98,9 +93,6 @@ mod tests {
         let grace = passed.extended(Duration::from_secs(60));
         assert!(grace.remaining() > Duration::from_secs(59));
         let far = Deadline::after(Duration::from_secs(600));
-        assert!(
-            far.extended(Duration::from_secs(60)).instant()
-                >= far.instant() + Duration::from_secs(60)
-        );
+        assert!(far.extended(Duration::from_secs(60)).end >= far.end + Duration::from_secs(60));
     }
 }

@@ -77,19 +77,28 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// An error of `kind`; `message` becomes one clean line ([`one_line`]).
+    fn new(kind: ApiErrorKind, rpc: Rpc, status: Option<u16>, message: &str) -> Self {
+        ApiError {
+            kind,
+            rpc,
+            status,
+            message: one_line(message),
+            unreachable: false,
+        }
+    }
+
     /// Builds an error from an HTTP status and the server's `message`.
     pub fn from_status(rpc: Rpc, status: u16, message: &str) -> Self {
-        let mut message = one_line(message);
-        if rpc == Rpc::Login && status == 511 {
-            message = format!(
-            "the Edge Connect user has two-factor authentication; use a user or API key without it ({message})"
-        );
-        }
+        let message = one_line(message);
         let kind = match status {
             401 => ApiErrorKind::Auth,
             // The Master Controller's "Missing OTP": the user has two-factor authentication.
             // Not a server fault: retrying cannot help.
-            511 if rpc == Rpc::Login => ApiErrorKind::Auth,
+            511 if rpc == Rpc::Login => {
+                let message = format!("the Edge Connect user has two-factor authentication; use a user or API key without it ({message})");
+                return Self::new(ApiErrorKind::Auth, rpc, Some(status), &message);
+            }
             300..=399 => ApiErrorKind::Redirect,
             403 => ApiErrorKind::Forbidden,
             429 => ApiErrorKind::RateLimited,
@@ -98,13 +107,7 @@ impl ApiError {
             400 if rpc == Rpc::Login => ApiErrorKind::Auth,
             _ => classify_message(&message),
         };
-        ApiError {
-            kind,
-            rpc,
-            status: Some(status),
-            message,
-            unreachable: false,
-        }
+        Self::new(kind, rpc, Some(status), &message)
     }
 
     /// A `{"result": {...}}` trailer at the end of a stream.
@@ -116,30 +119,19 @@ impl ApiError {
 
     /// A transport failure (no usable response).
     pub fn transport(rpc: Rpc, message: impl Into<String>) -> Self {
-        ApiError {
-            kind: ApiErrorKind::Transport,
-            rpc,
-            status: None,
-            message: one_line(&message.into()),
-            unreachable: false,
-        }
+        Self::new(ApiErrorKind::Transport, rpc, None, &message.into())
     }
 
     /// A redirect answer (never followed). Names the status and the target's host and port only:
     /// a `Location` query can carry anything.
     pub fn redirect(rpc: Rpc, status: u16, target: Option<&str>) -> Self {
-        let target = target.map_or_else(|| "an unreadable location".to_string(), |t| t.to_string());
-        ApiError {
-            kind: ApiErrorKind::Redirect,
-            rpc,
-            status: Some(status),
-            unreachable: false,
-            message: one_line(&format!(
-                "redirect to {target} refused (redirects are never followed, so that no \
-                 credentials go to another address; set edge_connect.url to the address that \
-                 answers)"
-            )),
-        }
+        let target = target.unwrap_or("an unreadable location");
+        let message = format!(
+            "redirect to {target} refused (redirects are never followed, so that no \
+             credentials go to another address; set edge_connect.url to the address that \
+             answers)"
+        );
+        Self::new(ApiErrorKind::Redirect, rpc, Some(status), &message)
     }
 
     /// A host that cannot be reached (refused, no route, name not resolved), after retrying
@@ -154,24 +146,16 @@ impl ApiError {
         let tried = tried.map_or_else(String::new, |(t, bound)| {
             format!(" (tried for {} s; {bound})", t.as_secs())
         });
+        let message = format!("cannot connect to {host}: {detail}{tried}");
         ApiError {
-            kind: ApiErrorKind::Transport,
-            rpc,
-            status: None,
-            message: one_line(&format!("cannot connect to {host}: {detail}{tried}")),
             unreachable: true,
+            ..Self::new(ApiErrorKind::Transport, rpc, None, &message)
         }
     }
 
     /// An answer we could not parse.
     pub fn protocol(rpc: Rpc, message: impl Into<String>) -> Self {
-        ApiError {
-            kind: ApiErrorKind::Protocol,
-            rpc,
-            status: None,
-            message: one_line(&message.into()),
-            unreachable: false,
-        }
+        Self::new(ApiErrorKind::Protocol, rpc, None, &message.into())
     }
 
     /// Which object a "not found" names (`Zone key {...} not found`, `Specified Cloudlet not
@@ -256,23 +240,15 @@ const MAX_MESSAGE_CHARS: usize = 500;
 fn one_line(s: &str) -> String {
     // Scrubbed before it is cut: a secret cut in half no longer matches the scrubber.
     let s = crate::Secret::scrub(s);
-    let cleaned: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+    let words: Vec<&str> = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
         .collect();
-    let mut line = String::new();
-    for (i, word) in cleaned.split_whitespace().enumerate() {
-        if i > 0 {
-            line.push(' ');
-        }
-        line.push_str(word);
-        if line.chars().count() > MAX_MESSAGE_CHARS {
-            line = line.chars().take(MAX_MESSAGE_CHARS).collect();
-            line.push('…');
-            break;
-        }
+    let line = words.join(" ");
+    if line.chars().count() <= MAX_MESSAGE_CHARS {
+        return line;
     }
-    line
+    line.chars().take(MAX_MESSAGE_CHARS).chain(['…']).collect()
 }
 
 impl fmt::Display for ApiError {

@@ -10,7 +10,7 @@
 //! | Module | Job |
 //! |---|---|
 //! | `options` | what a client is built from |
-//! | `client` | what a client is made of and shares between its handles; scrubbing messages |
+//! | `client` | what a client is made of and shares between its handles |
 //! | `login` | login with retries, one refusal per command, one login shared between processes |
 //! | `call` | one POST (retried while unreachable, re-login on 401); unary calls |
 //! | `stream` | Show answers as a typed [`Show`] stream; AppInst operation streams |
@@ -21,8 +21,8 @@
 //! | `rpc` | the RPCs by name ([`Rpc`]) and one function per RPC |
 //! | [`appinst_start`] | what a CreateAppInst stream says about the start: success line, pod status reasons, docker pull failures |
 //! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
-//! | [`error`] | typed errors from status codes and controller texts |
-//! | `token_store`, [`token_cache`] | tokens shared between processes |
+//! | [`error`] | typed errors from status codes and controller texts, each message one scrubbed line |
+//! | [`token_cache`] | tokens shared between processes |
 
 pub mod appinst_start;
 mod call;
@@ -42,10 +42,9 @@ mod secret;
 mod state;
 mod stream;
 pub mod token_cache;
-mod token_store;
 mod transport;
 
-pub use client::{proxy_for, Client, RetryReport};
+pub use client::{Client, RetryReport};
 pub use deadline::{backoff, Deadline};
 pub use error::{ApiError, ApiErrorKind, Subject};
 pub use lines::Mentions;
@@ -54,4 +53,3 @@ pub use rpc::{Rpc, MAX_COLLECTED};
 pub use secret::Secret;
 pub use state::AppInstState;
 pub use stream::{Show, StreamEnd};
-pub use token_store::{LoginLock, TokenStore};

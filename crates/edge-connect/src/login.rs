@@ -1,5 +1,5 @@
 //! Logging in: with retries of transient failures, one refusal shared by every call of the
-//! command, and one login shared by processes starting together (through the token store).
+//! command, and one login shared by processes starting together (through the token cache).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use crate::client::Client;
 use crate::error::ApiError;
 use crate::rpc::Rpc;
 use crate::secret::Secret;
-use crate::token_store::LoginLock;
+use crate::token_cache::LoginLock;
 
 impl Client {
     /// Logs in once with the configured credentials and returns a fresh token: one attempt, no
@@ -46,36 +46,15 @@ impl Client {
     }
 
     async fn login_attempt(&self, retry_unreachable: bool) -> Result<Secret, ApiError> {
-        let started = Instant::now();
         let body = json!({
             "username": self.shared.credentials.username,
             "password": self.shared.credentials.password.expose(),
         });
+        let wait = self.wait(true);
         let response = self
-            .post(
-                Rpc::Login,
-                &self.url("/api/v1/login"),
-                &body,
-                None,
-                retry_unreachable,
-                self.wait(true),
-            )
+            .post(Rpc::Login, &body, None, retry_unreachable, wait)
             .await?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            let bytes =
-                crate::transport::read_error_body(response, Rpc::Login, self.wait(true)).await;
-            let message = self.scrub(&crate::transport::error_message(&bytes, status));
-            tracing::info!(rpc = "login", status, ms = started.elapsed().as_millis() as u64, error = %message, "edge connect call");
-            return Err(ApiError::from_status(Rpc::Login, status, &message));
-        }
-        let bytes = crate::transport::read_body(response, Rpc::Login, self.wait(true)).await?;
-        tracing::info!(
-            rpc = "login",
-            status,
-            ms = started.elapsed().as_millis() as u64,
-            "edge connect call"
-        );
+        let bytes = crate::transport::read_body(response, Rpc::Login, wait).await?;
         #[derive(serde::Deserialize)]
         struct TokenBody {
             token: String,
@@ -108,79 +87,60 @@ impl Client {
             return Err(e);
         }
         let result = self.login_retrying().await;
-        if let Err(e) = &result {
-            // Any final refusal (credentials, a redirect, an unreachable host after its bound):
-            // the calls running alongside must not each repeat it.
-            if !e.is_transient() {
-                if let Ok(mut slot) = self.shared.refused_login.lock() {
-                    *slot = Some(e.clone());
-                }
-            }
+        // Any final refusal (credentials, a redirect, an unreachable host after its bound): the
+        // calls running alongside must not each repeat it.
+        match (&result, self.shared.refused_login.lock()) {
+            (Err(e), Ok(mut slot)) if !e.is_transient() => *slot = Some(e.clone()),
+            _ => {}
         }
         result
     }
 
-    /// A token: the one in hand, a cached one, or a fresh login.
-    pub(crate) async fn token(&self) -> Result<Secret, ApiError> {
+    /// A token: the one in hand, a cached one, or a fresh login. `refused` is a token the
+    /// server just refused: it is discarded and replaced (unless another task already did).
+    pub(crate) async fn token(&self, refused: Option<&Secret>) -> Result<Secret, ApiError> {
         let mut slot = self.shared.token.lock().await;
-        if let Some(t) = slot.as_ref() {
+        if let Some(t) = slot.as_ref().filter(|t| Some(*t) != refused) {
             return Ok(t.clone());
         }
-        let token = match self.store.as_ref().and_then(|s| s.load()) {
-            Some(t) => t,
-            None => self.shared_login(None).await?,
-        };
+        if let (Some(store), Some(refused)) = (&self.store, refused) {
+            store.discard(refused);
+        }
+        let token = self.shared_login(refused).await?;
         *slot = Some(token.clone());
         Ok(token)
     }
 
-    /// Logs in, unless another process does so at the same time: then waits for its token in
-    /// the store (at most one request timeout) instead of logging in as well. `refused` is a
-    /// token the server just refused, which a store entry must differ from to be used.
+    /// A cached token, else a login, unless another process logs in at the same time: then
+    /// waits for its token in the cache (at most one request timeout) instead of logging in as
+    /// well. `refused` is a token the server just refused, which a cached one must differ from.
     async fn shared_login(&self, refused: Option<&Secret>) -> Result<Secret, ApiError> {
         let Some(store) = &self.store else {
             return self.login_once_refused().await;
         };
         let fresh = || store.load().filter(|t| Some(t) != refused);
         let waited_since = Instant::now();
+        let pause = Duration::from_millis(25);
         loop {
+            if let Some(t) = fresh() {
+                return Ok(t);
+            }
             match store.try_login_lock() {
                 LoginLock::Acquired(_guard) => {
                     // Someone may have finished logging in between our look and the lock.
-                    if let Some(t) = fresh() {
-                        return Ok(t);
-                    }
-                    return self.login_once_refused().await;
+                    return match fresh() {
+                        Some(t) => Ok(t),
+                        None => self.login_once_refused().await,
+                    };
                 }
-                LoginLock::Unavailable => return self.login_once_refused().await,
-                LoginLock::Busy => {
-                    if let Some(t) = fresh() {
-                        return Ok(t);
-                    }
-                    if waited_since.elapsed() >= self.shared.request_timeout
-                        || !self.deadline.has_room_for(Duration::from_millis(25))
-                    {
-                        return self.login_once_refused().await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(25)).await;
+                LoginLock::Busy
+                    if waited_since.elapsed() < self.shared.options.request_timeout
+                        && self.deadline.has_room_for(pause) =>
+                {
+                    tokio::time::sleep(pause).await
                 }
+                _ => return self.login_once_refused().await,
             }
         }
-    }
-
-    /// Replaces a refused token by a fresh login (unless another task already did).
-    pub(crate) async fn renew_token(&self, refused: &Secret) -> Result<Secret, ApiError> {
-        let mut slot = self.shared.token.lock().await;
-        if let Some(current) = slot.as_ref() {
-            if current != refused {
-                return Ok(current.clone());
-            }
-        }
-        if let Some(store) = &self.store {
-            store.discard(refused);
-        }
-        let token = self.shared_login(Some(refused)).await?;
-        *slot = Some(token.clone());
-        Ok(token)
     }
 }

@@ -1,13 +1,14 @@
 //! Which proxy the client uses, decided once from the proxy environment.
 //!
 //! The rules are reqwest's own (`HTTPS_PROXY` / `HTTP_PROXY` by the URL's scheme, then
-//! `ALL_PROXY`, upper case before lower case, `NO_PROXY` entries as domain suffixes, IP
-//! addresses or networks, `*` for all; nothing when `REQUEST_METHOD` is set, as in a CGI
-//! program where `HTTP_PROXY` may come from a request header). The client evaluates them
-//! itself and hands reqwest the result, so that what [`Client::proxy`](crate::Client::proxy) and
-//! `check` report is, by construction, what the requests do.
+//! `ALL_PROXY`, upper case before lower case; nothing when `REQUEST_METHOD` is set, as in a CGI
+//! program where `HTTP_PROXY` may come from a request header); `NO_PROXY` (domain suffixes, IP
+//! addresses or networks, `*` for all) is read by the matcher reqwest itself uses (hyper-util's).
+//! The client decides here and hands reqwest the result, so that what
+//! [`Client::proxy`](crate::Client::proxy) and `check` report is, by construction, what the
+//! requests do, and which variable chose the proxy can be named.
 
-use std::net::IpAddr;
+use hyper_util::client::proxy::matcher::Matcher;
 
 use crate::options::SetupError;
 
@@ -50,9 +51,14 @@ pub(crate) fn choose(
     let Some((variable, value)) = by_scheme.or_else(|| get(["ALL_PROXY", "all_proxy"])) else {
         return Ok(None);
     };
-    let host = target.host_str().unwrap_or_default();
     if let Some((_, no_proxy)) = get(["NO_PROXY", "no_proxy"]) {
-        if no_proxy_matches(&no_proxy, host) {
+        // Asked with a stand-in proxy: only whether `NO_PROXY` exempts the target counts.
+        let matcher = Matcher::builder().all("http://proxy").no(no_proxy).build();
+        if target
+            .as_str()
+            .parse()
+            .is_ok_and(|uri| matcher.intercept(&uri).is_none())
+        {
             return Ok(None);
         }
     }
@@ -80,60 +86,6 @@ pub(crate) fn choose(
         url,
         variable,
     }))
-}
-
-/// True when `host` is exempted by a `NO_PROXY` list (reqwest's rules).
-fn no_proxy_matches(list: &str, host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let ip = host.parse::<IpAddr>().ok();
-    list.split(',').map(str::trim).any(|entry| {
-        if entry.is_empty() {
-            return false;
-        }
-        if entry == "*" {
-            return true;
-        }
-        if let Some(ip) = ip {
-            return ip_matches(entry, ip);
-        }
-        let domain = entry.strip_prefix('.').unwrap_or(entry);
-        host.eq_ignore_ascii_case(domain)
-            || (host.len() > domain.len()
-                && host
-                    .get(host.len() - domain.len()..)
-                    .is_some_and(|tail| tail.eq_ignore_ascii_case(domain))
-                && host.as_bytes()[host.len() - domain.len() - 1] == b'.')
-    })
-}
-
-/// `entry` is an address equal to `ip` or a network (`10.0.0.0/8`) containing it.
-fn ip_matches(entry: &str, ip: IpAddr) -> bool {
-    let (addr, bits) = match entry.split_once('/') {
-        Some((a, b)) => match b.parse::<u32>() {
-            Ok(bits) => (a, Some(bits)),
-            Err(_) => return false,
-        },
-        None => (entry, None),
-    };
-    let Ok(net) = addr
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<IpAddr>()
-    else {
-        return false;
-    };
-    match (net, ip, bits) {
-        (_, _, None) => net == ip,
-        (IpAddr::V4(n), IpAddr::V4(a), Some(bits)) if bits <= 32 => {
-            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
-            u32::from(n) & mask == u32::from(a) & mask
-        }
-        (IpAddr::V6(n), IpAddr::V6(a), Some(bits)) if bits <= 128 => {
-            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
-            u128::from(n) & mask == u128::from(a) & mask
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,11 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Mutex;
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde::Deserialize;
+use serde_json::Value;
 
 /// A secret string (password, Edge Connect token, GARM instance token, proxy URL with credentials).
 ///
@@ -21,67 +25,22 @@ use std::sync::Mutex;
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Secret(String);
 
-impl<'de> serde::Deserialize<'de> for Secret {
+impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // `deserialize_any`: with `deserialize_string`, serde_json reports a wrong type itself,
-        // value included, without asking the visitor.
-        deserializer.deserialize_any(SecretVisitor)
-    }
-}
-
-struct SecretVisitor;
-
-/// The error for any non-string value: names the type only.
-fn not_a_string<E: serde::de::Error>(what: &str) -> E {
-    E::custom(format!(
-        "expected a string for a secret, got {what} (value not shown)"
-    ))
-}
-
-impl<'de> serde::de::Visitor<'de> for SecretVisitor {
-    type Value = Secret;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Secret, E> {
-        Ok(Secret::new(v))
-    }
-    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Secret, E> {
-        Ok(Secret::new(v))
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Secret, E> {
-        Err(not_a_string("a boolean"))
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Secret, E> {
-        Err(not_a_string("an integer"))
-    }
-    fn visit_i128<E: serde::de::Error>(self, _: i128) -> Result<Secret, E> {
-        Err(not_a_string("an integer"))
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Secret, E> {
-        Err(not_a_string("an integer"))
-    }
-    fn visit_u128<E: serde::de::Error>(self, _: u128) -> Result<Secret, E> {
-        Err(not_a_string("an integer"))
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Secret, E> {
-        Err(not_a_string("a number"))
-    }
-    fn visit_char<E: serde::de::Error>(self, v: char) -> Result<Secret, E> {
-        Ok(Secret::new(v.to_string()))
-    }
-    fn visit_bytes<E: serde::de::Error>(self, _: &[u8]) -> Result<Secret, E> {
-        Err(not_a_string("bytes"))
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Secret, E> {
-        Err(not_a_string("nothing"))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<Secret, A::Error> {
-        Err(not_a_string("a list"))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Secret, A::Error> {
-        Err(not_a_string("a table"))
+        // Read as any value (with `deserialize_string`, serde_json reports a wrong type itself,
+        // value included); an error names the type only.
+        let what = match Value::deserialize(deserializer)? {
+            Value::String(s) => return Ok(Secret::new(s)),
+            Value::Bool(_) => "a boolean",
+            Value::Number(n) if n.is_f64() => "a number",
+            Value::Number(_) => "an integer",
+            Value::Null => "nothing",
+            Value::Array(_) => "a list",
+            Value::Object(_) => "a table",
+        };
+        Err(serde::de::Error::custom(format!(
+            "expected a string for a secret, got {what} (value not shown)"
+        )))
     }
 }
 
@@ -89,7 +48,7 @@ impl Secret {
     /// Wraps a value, and registers it with the scrubber ([`Secret::scrub`]).
     pub fn new(value: impl Into<String>) -> Self {
         let value = value.into();
-        register(&value);
+        known().add(&value);
         Secret(value)
     }
 
@@ -97,12 +56,7 @@ impl Secret {
     /// and anything shaped like a bearer token or a JWT, replaced by `***`. Every line that
     /// leaves the process passes through here: what a server echoes is not under our control.
     pub fn scrub(text: &str) -> Cow<'_, str> {
-        match KNOWN.lock() {
-            Ok(known) => known.scrub(text),
-            // A panic while registering cannot leave the lists unusable: keep scrubbing with
-            // what they hold.
-            Err(poisoned) => poisoned.into_inner().scrub(text),
-        }
+        known().scrub(text)
     }
 
     /// The secret value, for the one place that must send it somewhere.
@@ -128,20 +82,13 @@ impl fmt::Display for Secret {
     }
 }
 
-impl From<String> for Secret {
-    fn from(value: String) -> Self {
-        Secret::new(value)
-    }
-}
-
 /// Every secret this process has seen.
 static KNOWN: Mutex<Redactor> = Mutex::new(Redactor::new());
 
-fn register(value: &str) {
-    match KNOWN.lock() {
-        Ok(mut known) => known.add(value),
-        Err(poisoned) => poisoned.into_inner().add(value),
-    }
+/// The registered secrets. A panic while registering cannot leave the lists unusable: the
+/// scrubber keeps working with what they hold.
+fn known() -> MutexGuard<'static, Redactor> {
+    KNOWN.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Shorter values are not redacted: a three-letter password would blank every word that
@@ -212,10 +159,10 @@ impl Redactor {
                 out = Cow::Owned(out.replace(form.as_str(), MASK));
             }
         }
-        if let Some(masked) = mask_bearer(&out) {
+        if let Some(masked) = mask_spans(&out, "bearer", bearer_token) {
             out = Cow::Owned(masked);
         }
-        if let Some(masked) = mask_jwts(&out) {
+        if let Some(masked) = mask_spans(&out, "eyj", jwt) {
             out = Cow::Owned(masked);
         }
         out
@@ -225,37 +172,29 @@ impl Redactor {
 /// The spellings a value can reach output in: as is; JSON-escaped as serde_json writes it
 /// (`"` and `\` escaped), as Go's encoder writes it (also `&`, `<`, `>` as `\u0026`...; the
 /// Master Controller is Go, docs/edge-connect-behaviours.md B2), with non-ASCII as `\u00fc`
-/// (encoders that write ASCII only); URL-encoded (a query, a form, a proxy URL's user info);
-/// the password inside a URL, as written and decoded; and each of those JSON-escaped once more
-/// (a server message quoted inside a JSON log line).
+/// or `\u00FC` (encoders that write ASCII only); URL-encoded (a query, a form, a proxy URL's
+/// user info); the password inside a URL, as written and decoded; and each of those
+/// JSON-escaped once more (a server message quoted inside a JSON log line).
 fn forms(value: &str) -> Vec<String> {
     let mut base = vec![value.to_string()];
-    if let Ok(url) = reqwest::Url::parse(value) {
-        if let Some(password) = url.password() {
-            base.push(password.to_string());
-            base.push(
-                percent_encoding::percent_decode_str(password)
-                    .decode_utf8_lossy()
-                    .into_owned(),
-            );
-        }
+    if let Some(password) = reqwest::Url::parse(value)
+        .ok()
+        .and_then(|u| u.password().map(String::from))
+    {
+        let decoded = percent_encoding::percent_decode_str(&password).decode_utf8_lossy();
+        base.extend([decoded.into_owned(), password]);
     }
     let mut once = Vec::new();
     for b in &base {
-        once.extend([
-            b.clone(),
-            json_escape(b, Escape::Serde),
-            json_escape(b, Escape::Go),
-            json_escape(b, Escape::Ascii),
-            uppercase_hex(&json_escape(b, Escape::Ascii)),
-            url_encode(b, false),
-            url_encode(b, true),
-        ]);
+        let url = percent_encoding::utf8_percent_encode(b, URL_ESCAPED).to_string();
+        once.push(b.clone());
+        once.extend(ESCAPES.map(|e| json_escape(b, e)));
+        // `+` for a space: HTML forms, Go's `url.QueryEscape`.
+        once.extend([url.replace("%20", "+"), url]);
     }
     let mut all = once.clone();
     for f in &once {
-        all.push(json_escape(f, Escape::Serde));
-        all.push(json_escape(f, Escape::Go));
+        all.extend([Escape::Serde, Escape::Go].map(|e| json_escape(f, e)));
     }
     all.retain(|f| f.chars().count() >= MIN_SECRET_CHARS);
     all.sort();
@@ -263,36 +202,46 @@ fn forms(value: &str) -> Vec<String> {
     all
 }
 
-/// Which characters a JSON encoder escapes beyond `"`, `\` and control characters.
-#[derive(Clone, Copy, PartialEq)]
+/// Bytes percent-encoded in a URL: all but the unreserved ones (RFC 3986 2.3).
+const URL_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// What a JSON encoder escapes beyond `"`, `\` and control characters; each level escapes what
+/// the one before does, and more.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
 enum Escape {
     /// serde_json: nothing more.
     Serde,
     /// Go's encoding/json: `&`, `<`, `>`, U+2028, U+2029.
     Go,
-    /// Go's set and every non-ASCII character (UTF-16 `\uXXXX`).
+    /// Every non-ASCII character too (UTF-16 `\u00fc`).
     Ascii,
+    /// The same with upper-case hex digits (`\u00FC`).
+    AsciiUpper,
 }
+
+const ESCAPES: [Escape; 4] = [Escape::Serde, Escape::Go, Escape::Ascii, Escape::AsciiUpper];
 
 fn json_escape(s: &str, escape: Escape) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
+            '"' | '\\' | '\n' | '\r' | '\t' => out.extend(c.escape_default()),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            '&' | '<' | '>' | '\u{2028}' | '\u{2029}' if escape != Escape::Serde => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if !c.is_ascii() && escape == Escape::Ascii => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
+            c if (c as u32) < 0x20
+                || escape >= Escape::Go
+                    && matches!(c, '&' | '<' | '>' | '\u{2028}' | '\u{2029}')
+                || escape >= Escape::Ascii && !c.is_ascii() =>
+            {
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    out.push_str(&match escape {
+                        Escape::AsciiUpper => format!("\\u{unit:04X}"),
+                        _ => format!("\\u{unit:04x}"),
+                    });
                 }
             }
             c => out.push(c),
@@ -301,34 +250,31 @@ fn json_escape(s: &str, escape: Escape) -> String {
     out
 }
 
-/// `\u00fc` as `\u00FC` (some encoders write upper-case hex digits).
-fn uppercase_hex(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find("\\u") {
-        out.push_str(&rest[..at + 2]);
-        let hex: String = rest[at + 2..].chars().take(4).collect();
-        out.push_str(&hex.to_uppercase());
-        rest = &rest[at + 2 + hex.len()..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Percent-encoding of every byte but the unreserved ones (RFC 3986 2.3), upper-case hex; with
-/// `plus`, a space is `+` (HTML forms, Go's `url.QueryEscape`).
-fn url_encode(s: &str, plus: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' if plus => out.push('+'),
-            b => out.push_str(&format!("%{b:02X}")),
+/// `text` with each span that `span(bytes, at)` finds at an occurrence `at` of `marker` (ASCII,
+/// lower case, matched in any case) replaced by the mask; `None` when there is none.
+fn mask_spans(
+    text: &str,
+    marker: &str,
+    span: fn(&[u8], usize) -> Option<Range<usize>>,
+) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    let (mut out, mut copied, mut search) = (String::new(), 0, 0);
+    while let Some(found) = lower[search..].find(marker) {
+        let at = search + found;
+        search = at + marker.len();
+        if let Some(masked) = span(text.as_bytes(), at) {
+            out.push_str(&text[copied..masked.start]);
+            out.push_str(MASK);
+            (copied, search) = (masked.end, masked.end);
         }
     }
-    out
+    // A masked span is never empty, so `copied` moved if anything was masked.
+    (copied > 0).then(|| out + &text[copied..])
+}
+
+/// The end of the run of `allowed` bytes that starts at `from`.
+fn run(bytes: &[u8], from: usize, allowed: fn(u8) -> bool) -> usize {
+    from + bytes[from..].iter().take_while(|&&b| allowed(b)).count()
 }
 
 /// Shortest word after `Bearer` that is masked: real tokens are far longer, and "Bearer token
@@ -340,97 +286,47 @@ fn is_token_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b)
 }
 
-/// `Bearer <token>` (any case, after a space, `%20` or `+`) with the token masked, whatever
-/// the token is: an echoed Authorization header. `None` when there is none.
-fn mask_bearer(text: &str) -> Option<String> {
-    let lower = text.to_ascii_lowercase();
-    if !lower.contains("bearer") {
-        return None;
+/// At `Bearer` (any case), the token after one or more separators (spaces, `%20`, `+`),
+/// whatever the token is: an echoed Authorization header.
+fn bearer_token(bytes: &[u8], at: usize) -> Option<Range<usize>> {
+    let after = at + "bearer".len();
+    let mut start = after;
+    loop {
+        if matches!(bytes.get(start), Some(b' ' | b'+')) {
+            start += 1;
+        } else if bytes[start..].starts_with(b"%20") {
+            start += 3;
+        } else {
+            break;
+        }
     }
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut search = 0;
-    let mut changed = false;
-    while let Some(found) = lower[search..].find("bearer") {
-        let after = search + found + "bearer".len();
-        let mut start = after;
-        // One or more separators: spaces, `%20`, `+`.
-        loop {
-            if bytes.get(start) == Some(&b' ') || bytes.get(start) == Some(&b'+') {
-                start += 1;
-            } else if lower[start..].starts_with("%20") {
-                start += 3;
-            } else {
-                break;
-            }
-        }
-        let mut end = start;
-        while end < bytes.len() && is_token_char(bytes[end]) {
-            end += 1;
-        }
-        if start > after && end - start >= MIN_BEARER_CHARS {
-            out.push_str(&text[copied..start]);
-            out.push_str(MASK);
-            copied = end;
-            changed = true;
-        }
-        search = end.max(after);
-    }
-    out.push_str(&text[copied..]);
-    changed.then_some(out)
+    let end = run(bytes, start, is_token_char);
+    (start > after && end - start >= MIN_BEARER_CHARS).then_some(start..end)
 }
 
 fn is_base64url(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
 }
 
-/// Every JWT-shaped word (`eyJ…` header, `.`, payload, `.`, signature) masked, known or not:
-/// a token the provider never saw (another user's, a refreshed one) is still a credential.
-/// `None` when there is none.
-fn mask_jwts(text: &str) -> Option<String> {
-    if !text.contains("eyJ") {
+/// At `eyJ`, a JWT-shaped word (header, `.`, payload[, `.`, signature]), known or not: a token
+/// the provider never saw (another user's, a refreshed one) is still a credential. Header and
+/// payload suffice: a JWT cut short (a message cut at its length limit) still carries its claims.
+fn jwt(bytes: &[u8], at: usize) -> Option<Range<usize>> {
+    if !bytes[at..].starts_with(b"eyJ") || at > 0 && is_base64url(bytes[at - 1]) {
         return None;
     }
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut search = 0;
-    let mut changed = false;
-    while let Some(found) = text[search..].find("eyJ") {
-        let start = search + found;
-        // Up to three base64url segments; the header and payload a few characters at least.
-        let mut end = start;
-        let mut segments = [0usize; 3];
-        for (i, len) in segments.iter_mut().enumerate() {
-            if i > 0 {
-                if bytes.get(end) != Some(&b'.') {
-                    break;
-                }
-                end += 1;
-            }
-            let begin = end;
-            while end < bytes.len() && is_base64url(bytes[end]) {
-                end += 1;
-            }
-            *len = end - begin;
-        }
-        let word_start = start == 0 || !is_base64url(bytes[start - 1]);
-        // Header and payload suffice: a JWT cut short (a message cut at its length limit) still
-        // carries its claims.
-        let dotted = text[start..end].contains('.');
-        if word_start && dotted && segments[0] >= 10 && segments[1] >= 2 {
-            out.push_str(&text[copied..start]);
-            out.push_str(MASK);
-            copied = end;
-            changed = true;
-            search = end;
-        } else {
-            search = start + 3;
-        }
+    let header = run(bytes, at, is_base64url);
+    if header - at < 10 || bytes.get(header) != Some(&b'.') {
+        return None;
     }
-    out.push_str(&text[copied..]);
-    changed.then_some(out)
+    let payload = run(bytes, header + 1, is_base64url);
+    if payload - header - 1 < 2 {
+        return None;
+    }
+    match bytes.get(payload) {
+        Some(b'.') => Some(at..run(bytes, payload + 1, is_base64url)),
+        _ => Some(at..payload),
+    }
 }
 
 #[cfg(test)]
@@ -585,7 +481,7 @@ mod tests {
                 1 => json_escape(&secret, Escape::Serde),
                 2 => json_escape(&secret, Escape::Go),
                 3 => json_escape(&secret, Escape::Ascii),
-                _ => url_encode(&secret, false),
+                _ => percent_encoding::utf8_percent_encode(&secret, URL_ESCAPED).to_string(),
             };
             let out = r.scrub(&format!("{before}{wire}{after}")).into_owned();
             proptest::prop_assert_eq!(out, format!("{before}{MASK}{after}"));

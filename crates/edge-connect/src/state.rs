@@ -96,22 +96,6 @@ impl AppInstState {
             AppInstState::CreateError | AppInstState::UpdateError | AppInstState::DeleteError
         )
     }
-
-    /// The controller is still working on it and refuses deletes (`IsTransientState`,
-    /// `api/edgeproto/caches.go`).
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            AppInstState::CreateRequested
-                | AppInstState::Creating
-                | AppInstState::CreatingDependencies
-                | AppInstState::UpdateRequested
-                | AppInstState::Updating
-                | AppInstState::DeleteRequested
-                | AppInstState::Deleting
-                | AppInstState::DeletePrepare
-        )
-    }
 }
 
 impl fmt::Display for AppInstState {

@@ -23,7 +23,6 @@ use sha2::{Digest, Sha256};
 
 use crate::options::Credentials;
 use crate::secret::Secret;
-use crate::token_store::{LoginLock, TokenStore};
 
 /// Tokens are not reused this close to their expiry: at most this many seconds ...
 const MAX_EXPIRY_MARGIN_SECS: u64 = 300;
@@ -35,27 +34,37 @@ const FALLBACK_LIFETIME_SECS: u64 = 3600;
 /// A cache file is a token and two numbers; anything larger is not ours.
 const MAX_CACHE_FILE: u64 = 64 * 1024;
 
-/// The cache file for one URL and set of credentials.
+/// The cache file for one URL and set of credentials, where a [`Client`](crate::Client) gets a
+/// cached token from and hands a fresh one to.
 pub struct TokenCache {
     path: PathBuf,
     lock_path: PathBuf,
+}
+
+/// The result of [`TokenCache::try_login_lock`].
+pub(crate) enum LoginLock {
+    /// This process holds the lock until the file is dropped.
+    Acquired(#[allow(dead_code)] File),
+    /// Another process is logging in right now.
+    Busy,
+    /// No lock can be taken (read-only directory, ...): log in without one.
+    Unavailable,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct CachedToken {
     token: String,
     expires_at: u64,
-    /// When the token was issued (`iat`, else when it was stored); absent in older files.
+    /// When the token was issued (`iat`, else when it was stored); absent (0) in older files,
+    /// whose tokens then keep the full margin.
     #[serde(default)]
-    issued_at: Option<u64>,
+    issued_at: u64,
 }
 
 impl CachedToken {
     /// Still usable: not within the expiry margin.
     fn usable(&self, now: u64) -> bool {
-        let lifetime = self
-            .issued_at
-            .map_or(u64::MAX, |i| self.expires_at.saturating_sub(i));
+        let lifetime = self.expires_at.saturating_sub(self.issued_at);
         let margin = MAX_EXPIRY_MARGIN_SECS.min(lifetime / EXPIRY_MARGIN_DIVISOR);
         !self.token.is_empty() && self.expires_at > now.saturating_add(margin)
     }
@@ -74,11 +83,6 @@ impl TokenCache {
             path: dir.join(format!("token-{id}.json")),
             lock_path: dir.join(format!("token-{id}.lock")),
         })
-    }
-
-    /// Where the cache file lives.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 
@@ -136,7 +140,7 @@ fn my_uid() -> u32 {
 
 #[cfg(unix)]
 fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -154,6 +158,13 @@ fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     if !meta.is_dir() {
         return Err(std::io::Error::other("is not a directory"));
     }
+    owned_and_closed(&meta, 0o077, "it must be 700")
+}
+
+/// `meta` belongs to this user and has none of the mode bits `forbidden` (`why` says why).
+#[cfg(unix)]
+fn owned_and_closed(meta: &std::fs::Metadata, forbidden: u32, why: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
     if meta.uid() != my_uid() {
         return Err(std::io::Error::other(format!(
             "belongs to uid {}, not to this user (uid {})",
@@ -162,10 +173,8 @@ fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
         )));
     }
     let mode = meta.mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(std::io::Error::other(format!(
-            "has mode {mode:o}; it must be 700"
-        )));
+    if mode & forbidden != 0 {
+        return Err(std::io::Error::other(format!("has mode {mode:o}; {why}")));
     }
     Ok(())
 }
@@ -185,7 +194,7 @@ fn open_private(
 ) -> std::io::Result<File> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
         let file = options.open(path).map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
@@ -199,19 +208,8 @@ fn open_private(
         if !meta.is_file() {
             return Err(std::io::Error::other("is not a regular file"));
         }
-        if meta.uid() != my_uid() {
-            return Err(std::io::Error::other(format!(
-                "belongs to uid {}, not to this user",
-                meta.uid()
-            )));
-        }
         let forbidden = if private { 0o077 } else { 0o022 };
-        let mode = meta.mode() & 0o777;
-        if mode & forbidden != 0 {
-            return Err(std::io::Error::other(format!(
-                "has mode {mode:o}; other users could change it"
-            )));
-        }
+        owned_and_closed(&meta, forbidden, "other users could change it")?;
         Ok(file)
     }
     #[cfg(not(unix))]
@@ -219,13 +217,6 @@ fn open_private(
         let _ = private;
         options.open(path)
     }
-}
-
-/// `exp` and `iat` of a JWT, read without verification (only the server can verify it).
-fn jwt_times(token: &str) -> (Option<u64>, Option<u64>) {
-    let claims = crate::jwt::unverified_claims(token);
-    let get = |k: &str| claims.as_ref().and_then(|c| c.get(k)?.as_u64());
-    (get("exp"), get("iat"))
 }
 
 impl TokenCache {
@@ -255,8 +246,9 @@ impl TokenCache {
     }
 }
 
-impl TokenStore for TokenCache {
-    fn load(&self) -> Option<Secret> {
+impl TokenCache {
+    /// A token believed to be valid, if any.
+    pub(crate) fn load(&self) -> Option<Secret> {
         let cached = self.read()?;
         if cached.usable(now()) {
             tracing::debug!("using cached token");
@@ -267,20 +259,25 @@ impl TokenStore for TokenCache {
         }
     }
 
-    fn save(&self, token: &Secret) {
+    /// Remembers a freshly issued token, until the `exp` it names (read without verification:
+    /// only the server can verify it).
+    pub(crate) fn save(&self, token: &Secret) {
         let now = now();
-        let (exp, iat) = jwt_times(token.expose());
+        let claims = crate::jwt::unverified_claims(token.expose());
+        let claim = |k: &str| claims.as_ref().and_then(|c| c.get(k)?.as_u64());
         let body = CachedToken {
             token: token.expose().to_string(),
-            expires_at: exp.unwrap_or_else(|| now + FALLBACK_LIFETIME_SECS),
-            issued_at: Some(iat.unwrap_or(now)),
+            expires_at: claim("exp").unwrap_or(now + FALLBACK_LIFETIME_SECS),
+            issued_at: claim("iat").unwrap_or(now),
         };
         if let Err(e) = write_atomically(&self.path, &body) {
             tracing::info!(error = %e, "cannot write the token cache");
         }
     }
 
-    fn try_login_lock(&self) -> LoginLock {
+    /// Tries to become the one process that logs in, so that many processes starting at once
+    /// share one login instead of each making its own.
+    pub(crate) fn try_login_lock(&self) -> LoginLock {
         let mut options = std::fs::OpenOptions::new();
         options.create(true).truncate(false).write(true);
         #[cfg(unix)]
@@ -297,7 +294,7 @@ impl TokenStore for TokenCache {
         };
         // An advisory lock: released when the file is closed, so also when the process dies.
         match file.try_lock() {
-            Ok(()) => LoginLock::Acquired(Box::new(file)),
+            Ok(()) => LoginLock::Acquired(file),
             Err(std::fs::TryLockError::WouldBlock) => LoginLock::Busy,
             Err(std::fs::TryLockError::Error(e)) => {
                 tracing::info!(error = %e, "cannot take the login lock; logging in without it");
@@ -306,7 +303,8 @@ impl TokenStore for TokenCache {
         }
     }
 
-    fn discard(&self, token: &Secret) {
+    /// Forgets a token the server refused.
+    pub(crate) fn discard(&self, token: &Secret) {
         // Only remove the file if it still holds the refused token: another process may have
         // stored a fresh one meanwhile. (unlink removes a link itself, never its target.)
         if self.read().is_some_and(|c| c.token == token.expose()) {
@@ -403,16 +401,12 @@ mod tests {
         let b = TokenCache::in_dir(&d, "https://ec", &creds("v", "p")).unwrap();
         let c = TokenCache::in_dir(&d, "https://other", &creds("u", "p")).unwrap();
         let e = TokenCache::in_dir(&d, "https://ec", &creds("u", "rotated")).unwrap();
-        assert_ne!(a.path(), b.path());
-        assert_ne!(a.path(), c.path());
-        assert_ne!(
-            a.path(),
-            e.path(),
-            "a changed password is another cache file"
-        );
-        assert!(!e.path().to_string_lossy().contains("rotated"));
+        assert_ne!(a.path, b.path);
+        assert_ne!(a.path, c.path);
+        assert_ne!(a.path, e.path, "a changed password is another cache file");
+        assert!(!e.path.to_string_lossy().contains("rotated"));
         a.save(&Secret::new(jwt(now() + 3600)));
-        let mode = std::fs::metadata(a.path()).unwrap().permissions().mode() & 0o777;
+        let mode = std::fs::metadata(&a.path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert!(b.load().is_none());
     }
@@ -437,7 +431,7 @@ mod tests {
         let cache = cache(&dir.path().join("c"));
         cache.save(&Secret::new(jwt_issued(now() - 3600, now() + 10)));
         assert!(cache.load().is_none());
-        std::fs::write(cache.path(), "not json").unwrap();
+        std::fs::write(&cache.path, "not json").unwrap();
         assert!(cache.load().is_none());
     }
 
@@ -487,7 +481,7 @@ mod tests {
         let target = elsewhere.join("target");
         std::fs::write(&target, r#"{"token":"planted","expires_at":99999999999}"#).unwrap();
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
-        std::os::unix::fs::symlink(&target, c.path()).unwrap();
+        std::os::unix::fs::symlink(&target, &c.path).unwrap();
         std::os::unix::fs::symlink(&target, &c.lock_path).unwrap();
         assert!(c.load().is_none(), "a planted link is not read");
         assert!(matches!(c.try_login_lock(), LoginLock::Unavailable));
@@ -498,12 +492,12 @@ mod tests {
                 .contains("planted"),
             "the link's target is untouched"
         );
-        assert!(!std::fs::symlink_metadata(c.path())
+        assert!(!std::fs::symlink_metadata(&c.path)
             .unwrap()
             .file_type()
             .is_symlink());
         // A cache file others can write to is not trusted.
-        std::fs::set_permissions(c.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+        std::fs::set_permissions(&c.path, std::fs::Permissions::from_mode(0o666)).unwrap();
         assert!(c.load().is_none());
     }
 
@@ -520,7 +514,7 @@ mod tests {
         let c = cache(&d);
         c.save(&Secret::new(jwt(now() + 3600)));
         assert!(c.load().is_some());
-        std::os::unix::fs::chown(c.path(), Some(4242), None).unwrap();
+        std::os::unix::fs::chown(&c.path, Some(4242), None).unwrap();
         assert!(c.load().is_none(), "a foreign cache file is not trusted");
         let foreign = dir.path().join("foreign");
         std::fs::create_dir(&foreign).unwrap();

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::deadline::Deadline;
 use crate::error::ApiError;
 use crate::rpc::Rpc;
@@ -44,25 +42,14 @@ impl Wait {
     ) -> Result<T, ApiError> {
         let (budget, is_deadline) = self.budget();
         tokio::time::timeout(budget, future).await.map_err(|_| {
-            if is_deadline {
-                ApiError::transport(
-                    rpc,
-                    format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}"),
-                )
+            let message = if is_deadline {
+                format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}")
             } else {
-                ApiError::transport(
-                    rpc,
-                    format!("no {what} within edge_connect.request_timeout_secs"),
-                )
-            }
+                format!("no {what} within edge_connect.request_timeout_secs")
+            };
+            ApiError::transport(rpc, message)
         })
     }
-}
-
-#[derive(Deserialize)]
-struct MessageBody {
-    #[serde(default)]
-    message: String,
 }
 
 /// A whole unary answer; more than `MAX_UNARY_BODY` bytes is a protocol error.
@@ -124,9 +111,9 @@ pub(crate) async fn next_chunk(
 /// The `message` of an error body, or a stand-in naming the status. (Every [`ApiError`] makes
 /// its message one clean, bounded line.)
 pub(crate) fn error_message(body: &[u8], status: u16) -> String {
-    serde_json::from_slice::<MessageBody>(body)
+    serde_json::from_slice::<serde_json::Value>(body)
         .ok()
-        .map(|m| m.message)
+        .and_then(|v| Some(v.get("message")?.as_str()?.to_string()))
         .filter(|m| !m.trim().is_empty())
         .unwrap_or_else(|| format!("HTTP {status} without a readable message"))
 }
@@ -134,12 +121,12 @@ pub(crate) fn error_message(body: &[u8], status: u16) -> String {
 /// True when reqwest could not reach the host at all (refused, no route, name not resolved):
 /// nothing was sent, so a retry cannot repeat anything.
 pub(crate) fn is_unreachable(e: &reqwest::Error) -> bool {
-    if !e.is_connect() {
-        return false;
-    }
     // A TLS handshake failure is also a "connect" error to reqwest; it is not unreachability.
     let lower = transport_message(e).to_ascii_lowercase();
-    !(lower.contains("certificate") || lower.contains("handshake") || lower.contains("tls"))
+    e.is_connect()
+        && !["certificate", "handshake", "tls"]
+            .iter()
+            .any(|w| lower.contains(w))
 }
 
 /// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
@@ -148,12 +135,10 @@ pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> ApiError {
     let message = transport_message(e);
     let lower = message.to_ascii_lowercase();
     if lower.contains("certificate") || lower.contains("handshake") {
+        let message = format!("{message} (set edge_connect.ca_bundle for a private CA)");
         ApiError {
             kind: crate::ApiErrorKind::Tls,
-            rpc,
-            status: None,
-            message: format!("{message} (set edge_connect.ca_bundle for a private CA)"),
-            unreachable: false,
+            ..ApiError::transport(rpc, message)
         }
     } else {
         ApiError::transport(rpc, message)

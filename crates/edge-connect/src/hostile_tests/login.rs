@@ -172,27 +172,20 @@ async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
 
     // With a token in hand: the call itself is retried for the bound, then the next call fails
     // at its first refused connection (a rollback does not wait the bound out again).
-    let c = client(&format!("http://127.0.0.1:{port}")).with_token_store(Box::new(FixedToken));
+    let dir = tempfile::tempdir().unwrap();
+    let creds = Credentials {
+        username: "u".into(),
+        password: Secret::new(PASSWORD),
+    };
+    let cache = crate::token_cache::TokenCache::in_dir(&dir.path().join("c"), "u", &creds).unwrap();
+    cache.save(&Secret::new(TOKEN));
+    let c = client(&format!("http://127.0.0.1:{port}")).with_token_cache(Some(cache));
     let e = apps(&c).await.unwrap_err();
     assert!(e.unreachable && e.rpc == crate::Rpc::ShowApp, "{e}");
     assert!(c.requests() > 1);
     let before = c.requests();
     assert!(c.delete_app(&app_key()).await.unwrap_err().unreachable);
     assert_eq!(c.requests(), before + 1);
-}
-
-/// A store that always has a token.
-struct FixedToken;
-
-impl crate::TokenStore for FixedToken {
-    fn load(&self) -> Option<Secret> {
-        Some(Secret::new(TOKEN))
-    }
-    fn save(&self, _: &Secret) {}
-    fn discard(&self, _: &Secret) {}
-    fn try_login_lock(&self) -> crate::LoginLock {
-        crate::LoginLock::Unavailable
-    }
 }
 
 #[tokio::test]
