@@ -67,12 +67,6 @@ impl Throttle {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The current limit (tests).
-    #[cfg(test)]
-    fn limit(&self) -> usize {
-        self.state().limit
-    }
-
     /// Waits for a free place (and for a pause to end).
     pub(super) async fn acquire(&self) -> Permit<'_> {
         loop {
@@ -331,21 +325,25 @@ mod tests {
         for _ in 0..60 {
             t.observe_at(&err(429), start);
         }
-        assert_eq!(t.limit(), 32, "sixty answers of one moment are one signal");
+        assert_eq!(
+            t.state().limit,
+            32,
+            "sixty answers of one moment are one signal"
+        );
         let later = start + OVERLOAD_PAUSE * 2;
         t.observe_at(&err(503), later);
-        assert_eq!(t.limit(), 16);
+        assert_eq!(t.state().limit, 16);
         t.observe_at(&err(400), later);
-        assert_eq!(t.limit(), 16, "a refusal is not overload");
+        assert_eq!(t.state().limit, 16, "a refusal is not overload");
         t.observe_at(&Ok::<(), ApiError>(()), later);
-        assert_eq!(t.limit(), 17);
+        assert_eq!(t.state().limit, 17);
         for _ in 0..10 {
             t.observe_at(&err(429), later + OVERLOAD_PAUSE * 4);
         }
-        assert_eq!(t.limit(), 8);
+        assert_eq!(t.state().limit, 8);
         let t = Throttle::new(1);
         t.observe_at(&err(429), start);
-        assert_eq!(t.limit(), 1, "never below one");
+        assert_eq!(t.state().limit, 1, "never below one");
     }
 
     #[tokio::test]
