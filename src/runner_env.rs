@@ -44,6 +44,10 @@ pub const RESERVED: &[&str] = &[
     "RUNNER_GROUP",
     "RUNNER_LABELS",
     "JIT_CONFIG_ENABLED",
+    "RUNNER_EPHEMERAL",
+    "RUNNER_NO_DEFAULT_LABELS",
+    "DISABLE_RUNNER_UPDATE",
+    "RUNNER_WORKDIR",
     "METADATA_URL",
     "CALLBACK_URL",
     "BEARER_TOKEN",
@@ -295,6 +299,36 @@ mod tests {
             plain_env_of("https://github.com/acme")["RUNNER_ORG"],
             "acme"
         );
+    }
+
+    /// Every name `runner_env` can set is refused in a pool's `env` (docs/runner-contract.md: pool
+    /// variables cannot override any listed variable), so none is silently overwritten.
+    #[test]
+    fn every_name_the_provider_sets_is_reserved() {
+        for repo_url in [
+            "https://github.com/acme/widgets",
+            "https://github.com/enterprises/big",
+        ] {
+            let doc = serde_json::json!({
+                "name": "garm-a", "image": "runner:1", "repo_url": repo_url,
+                "os_type": "linux", "arch": "amd64",
+                "ca-cert-bundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+                "tools": [{"os": "linux", "architecture": "amd64", "download_url": "https://d/x",
+                           "filename": "x.tgz", "sha256_checksum": "ab", "temp_download_token": "t"}],
+                "proxy_config": {"http_proxy": "http://p", "https_proxy": "http://p", "no_proxy": "n"},
+            });
+            let bootstrap = BootstrapInstance::from_slice(doc.to_string().as_bytes()).unwrap();
+            let env = runner_env(&bootstrap, "c", "p", &[], &BTreeMap::new(), false);
+            for name in env.plain.keys().chain(env.secret.keys()) {
+                assert!(RESERVED.contains(&name.as_str()), "{name} is not reserved");
+                let specs = serde_json::json!({ "env": { name.as_str(): "x" } });
+                let refusal = crate::extra_specs::ExtraSpecs::from_value(Some(&specs)).unwrap_err();
+                assert!(
+                    refusal.to_string().contains("set by the provider"),
+                    "{refusal}"
+                );
+            }
+        }
     }
 
     #[test]
