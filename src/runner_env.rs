@@ -73,23 +73,16 @@ pub struct RunnerEnv {
     pub secret: BTreeMap<String, Secret>,
 }
 
-/// Who owns an App, as recorded in its environment.
+/// Everything the provider reads back from one of its Apps: who owns it (controller id, pool
+/// id, GARM name) and what GARM shows or StartInstance needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ownership {
+pub struct RunnerVars {
     /// GARM controller id.
     pub controller_id: String,
-    /// GARM pool id (verbatim).
+    /// GARM pool id (verbatim; empty when absent).
     pub pool_id: String,
     /// GARM instance name.
     pub instance_name: String,
-}
-
-/// Everything the provider reads back from one of its Apps: the ownership and what GARM shows
-/// or StartInstance needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunnerVars {
-    /// Who owns the App.
-    pub owner: Ownership,
     /// [`ENV_OS_TYPE`] (empty when absent).
     pub os_type: String,
     /// [`ENV_OS_ARCH`] (empty when absent).
@@ -100,9 +93,11 @@ pub struct RunnerVars {
 
 impl RunnerVars {
     /// Reads the variables of an App in one pass over its environment (List does this for every
-    /// App of the organization); `None` when the App was not made by this provider.
-    pub fn of_app(app: &edge_connect::models::App) -> Option<Self> {
-        let [controller_id, pool_id, instance_name, os_type, os_arch, placement] = app.env([
+    /// App of the organization); `None` unless the App belongs to `controller_id`: its
+    /// controller id is that one and its recorded GARM name is the one its App name was made
+    /// from (a copied environment does not make an App ours).
+    pub fn of_app(app: &edge_connect::models::App, controller_id: &str) -> Option<Self> {
+        let [controller, pool_id, instance_name, os_type, os_arch, placement] = app.env([
             ENV_CONTROLLER_ID,
             ENV_POOL_ID,
             ENV_INSTANCE_NAME,
@@ -110,23 +105,24 @@ impl RunnerVars {
             ENV_OS_ARCH,
             ENV_PLACEMENT,
         ]);
-        Some(RunnerVars {
-            owner: Ownership {
-                controller_id: controller_id?,
-                pool_id: pool_id.unwrap_or_default(),
-                instance_name: instance_name?,
-            },
+        let vars = RunnerVars {
+            controller_id: controller?,
+            pool_id: pool_id.unwrap_or_default(),
+            instance_name: instance_name?,
             os_type: os_type.unwrap_or_default(),
             os_arch: os_arch.unwrap_or_default(),
             placement: placement.unwrap_or_default(),
-        })
+        };
+        (vars.controller_id == controller_id
+            && crate::naming::edge_name(&vars.instance_name) == app.key.name)
+            .then_some(vars)
     }
 
     /// The bytes of text these variables hold (what keeping them costs).
     pub fn len(&self) -> usize {
-        self.owner.controller_id.len()
-            + self.owner.pool_id.len()
-            + self.owner.instance_name.len()
+        self.controller_id.len()
+            + self.pool_id.len()
+            + self.instance_name.len()
             + self.os_type.len()
             + self.os_arch.len()
             + self.placement.len()

@@ -281,7 +281,7 @@ impl Provider {
             .map(|r| async move {
                 self.remove_runner(&r, deadline, Some(throttle))
                     .await
-                    .map_err(|e| format!("{}: {e}", r.vars.owner.instance_name))
+                    .map_err(|e| format!("{}: {e}", r.vars.instance_name))
             })
             .buffer_unordered(REMOVE_ALL_CONCURRENCY)
             .filter_map(|r| async move { r.err() })

@@ -11,13 +11,12 @@
 
 use std::collections::HashMap;
 
-use edge_connect::models::{App, AppInst, AppInstKey, AppKey};
+use edge_connect::models::{AppInst, AppInstKey, AppKey};
 use edge_connect::{ApiError, Client, Mentions, Rpc};
 use futures_util::TryStreamExt;
 
 use super::wait::{retry_transient, Deadline};
 use super::{OwnedRunner, Provider};
-use crate::config::Placement;
 use crate::error::Error;
 use crate::naming::edge_name;
 use crate::runner_env::RunnerVars;
@@ -88,7 +87,7 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<Vec<OwnedRunner>, Error> {
         let mut runners = self.inventory("", pool_id, deadline).await?.runners;
-        runners.sort_by(|a, b| a.vars.owner.instance_name.cmp(&b.vars.owner.instance_name));
+        runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
         Ok(runners)
     }
 
@@ -144,11 +143,11 @@ impl Provider {
             if !name.is_empty() && app.key.name != name {
                 continue;
             }
-            let Some(vars) = self.owned(&app) else {
+            let Some(vars) = RunnerVars::of_app(&app, &self.controller_id) else {
                 foreign += 1;
                 continue;
             };
-            if pool_id.is_some_and(|p| p != vars.owner.pool_id) {
+            if pool_id.is_some_and(|p| p != vars.pool_id) {
                 continue;
             }
             // Every App of ours counts, a repeated one too: an answer that repeats one without
@@ -180,16 +179,6 @@ impl Provider {
         })
     }
 
-    /// The runner variables of an App, if it belongs to this controller: its controller id is
-    /// ours and its recorded GARM name is the one its App name was made from (a copied
-    /// environment does not make an App ours).
-    pub(super) fn owned(&self, app: &App) -> Option<RunnerVars> {
-        let vars = RunnerVars::of_app(app)?;
-        (vars.owner.controller_id == self.controller_id
-            && edge_name(&vars.owner.instance_name) == app.key.name)
-            .then_some(vars)
-    }
-
     /// The AppInsts of this organization with exactly this name (at most [`MAX_KEPT_OBJECTS`]).
     pub(super) async fn app_insts_named(
         &self,
@@ -217,16 +206,6 @@ impl Provider {
         })
         .await?;
         Ok(insts)
-    }
-
-    /// The placement recorded on a runner's App (or the configured one).
-    pub(super) fn recorded_placements(&self, vars: &RunnerVars) -> Vec<Placement> {
-        let recorded = vars.placements();
-        if recorded.is_empty() {
-            vec![self.config.placement()]
-        } else {
-            recorded
-        }
     }
 }
 

@@ -32,7 +32,11 @@ impl Provider {
             // A failed or vanishing AppInst is replaced by a fresh one.
             self.delete_app_inst(&inst.key, deadline, None).await?;
         }
-        let sites = self.recorded_placements(&runner.vars);
+        // The sites recorded on the App, else the configured one.
+        let mut sites = runner.vars.placements();
+        if sites.is_empty() {
+            sites.push(self.config.placement());
+        }
         let targets = self.targets(&sites, deadline).await?;
         self.deploy(&runner.key, &sites, targets, None, deadline)
             .await

@@ -109,7 +109,7 @@ impl Provider {
         };
         let instance = ProviderInstance {
             provider_id: key.name,
-            name: vars.owner.instance_name,
+            name: vars.instance_name,
             os_type: vars.os_type,
             os_name: String::new(),
             os_version: String::new(),
@@ -127,7 +127,7 @@ impl Provider {
         .with_fault(&fault);
         RunnerView {
             instance,
-            pool: vars.owner.pool_id,
+            pool: vars.pool_id,
             site,
             state,
             created_at,
