@@ -4,8 +4,8 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use edge_connect::models::{AppInst, AppInstKey, AppKey};
-use edge_connect::{ApiError, ApiErrorKind};
+use edge_connect::models::{AppInst, AppInstKey, AppKey, SiteRef};
+use edge_connect::{ApiError, ApiErrorKind, AppInstState};
 
 use super::wait::{retry_transient, Deadline};
 use super::{Outcome, OwnedRunner, Provider};
@@ -142,14 +142,6 @@ where
     result
 }
 
-/// What waiting on someone else's delete found.
-enum Waited {
-    /// The AppInst is gone: the other delete finished.
-    Gone,
-    /// The AppInst is back in a state a delete can start from (the other delete failed).
-    Back,
-}
-
 impl Provider {
     /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline;
     /// RemoveAll's calls go through its `throttle`.
@@ -176,16 +168,19 @@ impl Provider {
                         // Someone else (a concurrent DeleteInstance) is deleting it: wait until
                         // it is gone, or until it is back because that delete failed, and then
                         // delete it ourselves.
-                        match self.wait_other_delete(key, deadline).await? {
-                            Waited::Gone => return Ok(()),
-                            Waited::Back => {
-                                self.report(&format!(
-                                    "the other delete of AppInst {} failed; deleting it again",
-                                    key.name
-                                ));
-                                continue;
-                            }
+                        let what = format!("the other delete of AppInst {} not finished", key.name);
+                        self.sleep_within(deadline, &what).await?;
+                        // In the older API the cloudlet is part of the key: only that one counts.
+                        let cloudlet = key.cloudlet_key.as_ref();
+                        let other = self.settled(&key.name, cloudlet, deadline, &what).await?;
+                        if other.is_none() {
+                            return Ok(());
                         }
+                        self.report(&format!(
+                            "the other delete of AppInst {} failed; deleting it again",
+                            key.name
+                        ));
+                        continue;
                     }
                     self.report(&format!("AppInst {} is busy; waiting", key.name));
                     let what = format!("AppInst {} busy, not deleted", key.name);
@@ -196,23 +191,22 @@ impl Provider {
         }
     }
 
-    /// Polls the AppInst `key` while another client deletes it.
-    async fn wait_other_delete(
+    /// Polls the AppInst `name` (on `cloudlet`, when given) until it settles: gone (`None`),
+    /// Ready or failed (`Some`); fails saying that `what` did not happen by the deadline.
+    pub(super) async fn settled(
         &self,
-        key: &AppInstKey,
+        name: &str,
+        cloudlet: Option<&SiteRef>,
         deadline: Deadline,
-    ) -> Result<Waited, Error> {
-        let what = format!("the other delete of AppInst {} not finished", key.name);
+        what: &str,
+    ) -> Result<Option<AppInst>, Error> {
         loop {
-            self.sleep_within(deadline, &what).await?;
-            let insts = self.app_insts_named(&key.name, deadline).await?;
-            // In the older API the cloudlet is part of the key: only that one counts.
-            let Some(inst) = insts.iter().find(|i| same_key(i, key)) else {
-                return Ok(Waited::Gone);
-            };
-            if inst.state == edge_connect::AppInstState::Ready || inst.state.is_error() {
-                return Ok(Waited::Back);
+            let insts = self.app_insts_named(name, deadline).await?;
+            match insts.into_iter().find(|i| same_key(i, name, cloudlet)) {
+                Some(i) if i.state != AppInstState::Ready && !i.state.is_error() => {}
+                settled => return Ok(settled),
             }
+            self.sleep_within(deadline, what).await?;
         }
     }
 
@@ -300,10 +294,9 @@ impl Provider {
     }
 }
 
-/// True when `inst` is the AppInst `key` names (with its cloudlet in the older key shape).
-fn same_key(inst: &AppInst, key: &AppInstKey) -> bool {
-    inst.key.name == key.name
-        && (key.cloudlet_key.is_none() || inst.key.cloudlet_key == key.cloudlet_key)
+/// True when `inst` is the AppInst `name` (on `cloudlet`, when given: the older key shape).
+fn same_key(inst: &AppInst, name: &str, cloudlet: Option<&SiteRef>) -> bool {
+    inst.key.name == name && cloudlet.is_none_or(|c| inst.key.cloudlet_key.as_ref() == Some(c))
 }
 
 #[cfg(test)]
@@ -375,11 +368,9 @@ mod tests {
             },
             ..Default::default()
         };
-        let mut key = inst.key.clone();
-        assert!(same_key(&inst, &key));
-        key.cloudlet_key = Some(site("b"));
-        assert!(!same_key(&inst, &key));
-        key.cloudlet_key = None;
-        assert!(same_key(&inst, &key));
+        assert!(same_key(&inst, "r", Some(&site("a"))));
+        assert!(!same_key(&inst, "r", Some(&site("b"))));
+        assert!(same_key(&inst, "r", None));
+        assert!(!same_key(&inst, "s", None));
     }
 }

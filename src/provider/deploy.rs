@@ -275,29 +275,22 @@ impl Provider {
         }
     }
 
-    /// Polls the AppInst until it is Ready, failed, gone, or the deadline passes.
+    /// Waits until the AppInst is Ready; fails when it failed, is gone, or the deadline passes.
     async fn await_ready(&self, name: &str, deadline: Deadline) -> Result<(), Error> {
-        loop {
-            let insts = self.app_insts_named(name, deadline).await?;
-            match insts.first() {
-                Some(i) if i.state == AppInstState::Ready => return Ok(()),
-                Some(i) if i.state.is_error() => {
-                    let detail = if i.errors.is_empty() {
-                        i.state.to_string()
-                    } else {
-                        i.errors.join("; ")
-                    };
-                    return Err(Error::failed(format!("AppInst {name} failed: {detail}")));
-                }
-                Some(_) => {}
-                None => {
-                    return Err(Error::failed(format!(
-                        "AppInst {name} was not created (Edge Connect undid it)"
-                    )))
-                }
+        let what = format!("AppInst {name} not Ready");
+        match self.settled(name, None, deadline, &what).await? {
+            Some(i) if i.state == AppInstState::Ready => Ok(()),
+            Some(i) => {
+                let detail = if i.errors.is_empty() {
+                    i.state.to_string()
+                } else {
+                    i.errors.join("; ")
+                };
+                Err(Error::failed(format!("AppInst {name} failed: {detail}")))
             }
-            self.sleep_within(deadline, &format!("AppInst {name} not Ready"))
-                .await?;
+            None => Err(Error::failed(format!(
+                "AppInst {name} was not created (Edge Connect undid it)"
+            ))),
         }
     }
 }
