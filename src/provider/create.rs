@@ -46,7 +46,8 @@ impl Provider {
         // A CreateApp for a name that exists wipes that App's secret env vars before failing
         // with "already exists" (main `pkg/controller/app_api.go:694-716`): look first, and
         // never send one that could collide with a live runner.
-        if self.app_exists(&name, deadline).await? {
+        let apps = self.apps_named(&name, deadline).await?;
+        if apps.iter().any(|a| a.key.name == name) {
             return Err(duplicate());
         }
         let targets = self.targets(&sites, deadline).await?;
@@ -104,12 +105,6 @@ impl Provider {
             deadline.extended(ROLLBACK_GRACE)
         };
         Err(self.rollback(&app_key, within, failure.error).await)
-    }
-
-    /// True when an App of this name exists in the organization (any version, anyone's).
-    async fn app_exists(&self, name: &str, deadline: Deadline) -> Result<bool, Error> {
-        let apps = self.apps_named(name, deadline).await?;
-        Ok(apps.iter().any(|a| a.key.name == name))
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).

@@ -95,13 +95,12 @@ impl Throttle {
         }
     }
 
-    /// Records a call's outcome: overload halves the limit once per pause; success grows it.
-    pub(super) fn observe<T>(&self, result: &Result<T, ApiError>) {
-        self.observe_at(result, Instant::now());
-    }
-
-    fn observe_at<T>(&self, result: &Result<T, ApiError>, now: Instant) {
+    /// Records a call's outcome at `now`: overload (429, or 503 and its 5xx kin: the controller
+    /// asks for less) halves the limit once per pause; success grows it.
+    fn observe<T>(&self, result: &Result<T, ApiError>, now: Instant) {
         let mut s = self.state();
+        let overloaded =
+            |e: &ApiError| matches!(e.kind, ApiErrorKind::RateLimited | ApiErrorKind::Server);
         match result {
             // Sixty calls told "429" at once are one signal, not sixty halvings.
             Err(e) if overloaded(e) && s.paused_until.is_none_or(|until| until <= now) => {
@@ -122,11 +121,6 @@ impl Throttle {
     }
 }
 
-/// 429, or 503 and its 5xx kin: the controller asks for less.
-fn overloaded(e: &ApiError) -> bool {
-    matches!(e.kind, ApiErrorKind::RateLimited | ApiErrorKind::Server)
-}
-
 /// Runs one attempt of a call under the throttle, when there is one.
 async fn throttled<T, F>(throttle: Option<&Throttle>, call: F) -> Result<T, ApiError>
 where
@@ -138,7 +132,7 @@ where
     let permit = throttle.acquire().await;
     let result = call.await;
     drop(permit);
-    throttle.observe(&result);
+    throttle.observe(&result, Instant::now());
     result
 }
 
@@ -269,8 +263,7 @@ impl Provider {
         use futures_util::stream::{self, StreamExt};
         let runners = self.runners(None, deadline).await?;
         let total = runners.len();
-        let throttle = Throttle::new(REMOVE_ALL_CONCURRENCY);
-        let throttle = &throttle;
+        let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
         let failures: Vec<String> = stream::iter(runners)
             .map(|r| async move {
                 self.remove_runner(&r, deadline, Some(throttle))
@@ -316,7 +309,7 @@ mod tests {
         let t = Throttle::new(64);
         let start = Instant::now();
         for _ in 0..60 {
-            t.observe_at(&err(429), start);
+            t.observe(&err(429), start);
         }
         assert_eq!(
             t.state().limit,
@@ -324,18 +317,18 @@ mod tests {
             "sixty answers of one moment are one signal"
         );
         let later = start + OVERLOAD_PAUSE * 2;
-        t.observe_at(&err(503), later);
+        t.observe(&err(503), later);
         assert_eq!(t.state().limit, 16);
-        t.observe_at(&err(400), later);
+        t.observe(&err(400), later);
         assert_eq!(t.state().limit, 16, "a refusal is not overload");
-        t.observe_at(&Ok::<(), ApiError>(()), later);
+        t.observe(&Ok::<(), ApiError>(()), later);
         assert_eq!(t.state().limit, 17);
         for _ in 0..10 {
-            t.observe_at(&err(429), later + OVERLOAD_PAUSE * 4);
+            t.observe(&err(429), later + OVERLOAD_PAUSE * 4);
         }
         assert_eq!(t.state().limit, 8);
         let t = Throttle::new(1);
-        t.observe_at(&err(429), start);
+        t.observe(&err(429), start);
         assert_eq!(t.state().limit, 1, "never below one");
     }
 

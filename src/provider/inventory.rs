@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use edge_connect::models::{AppInst, AppInstKey, AppKey};
-use edge_connect::{ApiError, Client, Mentions, Rpc};
+use edge_connect::{ApiError, Mentions, Rpc};
 use futures_util::TryStreamExt;
 
 use super::wait::{retry_transient, Deadline};
@@ -57,12 +57,6 @@ impl Kept {
     }
 }
 
-/// Our runners, and how many Apps of the asked name were someone else's.
-struct Inventory {
-    runners: Vec<OwnedRunner>,
-    foreign: usize,
-}
-
 impl Provider {
     /// Finds the runner behind a provider id or GARM name, if it belongs to this controller.
     pub(super) async fn find_runner(
@@ -71,9 +65,9 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<Option<OwnedRunner>, Error> {
         let name = edge_name(instance);
-        let inventory = self.inventory(&name, None, deadline).await?;
-        let runner = inventory.runners.into_iter().next();
-        if runner.is_none() && inventory.foreign > 0 {
+        let (runners, foreign) = self.inventory(&name, None, deadline).await?;
+        let runner = runners.into_iter().next();
+        if runner.is_none() && foreign > 0 {
             tracing::warn!(app = %name, "an App with this name exists but belongs to another controller or was not made by this provider; not touching it");
         }
         Ok(runner)
@@ -86,97 +80,83 @@ impl Provider {
         pool_id: Option<&str>,
         deadline: Deadline,
     ) -> Result<Vec<OwnedRunner>, Error> {
-        let mut runners = self.inventory("", pool_id, deadline).await?.runners;
+        let mut runners = self.inventory("", pool_id, deadline).await?.0;
         runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
         Ok(runners)
     }
 
     /// Our runners named `name` (every name for ""), of `pool_id` when given, with their
-    /// AppInsts. A transient failure of either answer reads both again.
+    /// AppInsts, and how many Apps of that name were someone else's. A transient failure of
+    /// either answer reads both again.
     async fn inventory(
         &self,
         name: &str,
         pool_id: Option<&str>,
         deadline: Deadline,
-    ) -> Result<Inventory, Error> {
-        let client = self.client.until(deadline);
-        let inventory = retry_transient(deadline, "ShowApp and ShowAppInst", || {
-            self.read_inventory(&client, name, pool_id)
-        })
-        .await?;
-        Ok(inventory)
-    }
-
-    async fn read_inventory(
-        &self,
-        client: &Client,
-        name: &str,
-        pool_id: Option<&str>,
-    ) -> Result<Inventory, ApiError> {
-        let organization = self.organization();
-        let app_filter = AppKey {
-            organization: organization.to_string(),
-            name: name.to_string(),
+    ) -> Result<(Vec<OwnedRunner>, usize), Error> {
+        let client = &self.client.until(deadline);
+        let app_filter = &AppKey {
             version: String::new(),
+            ..self.app_key(name)
         };
-        let inst_filter = AppInstKey {
+        let inst_filter = &AppInstKey {
             name: name.to_string(),
-            organization: organization.to_string(),
+            organization: self.organization().to_string(),
             cloudlet_key: None,
         };
-        // Both requests go out at once: one round trip. The AppInsts' answer then waits in the
-        // socket, not in memory, while the Apps are read, so each AppInst meets the complete set
-        // of our Apps and is kept or dropped at once.
-        let (apps, insts) = futures_util::future::try_join(
-            client.show_apps(&app_filter),
-            client.show_app_insts(&inst_filter),
-        )
-        .await?;
-        // Only lines that name the pool (or this controller) can be Apps of ours, and only lines
-        // that name one of our Apps can be their AppInsts: the rest are not parsed.
-        let marker = pool_id.unwrap_or(&self.controller_id);
-        let mut apps = apps.mentioning(Mentions::any_of([marker]));
-        let mut kept = Kept::default();
-        let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
-        let mut foreign = 0;
-        while let Some(app) = apps.try_next().await? {
-            if !name.is_empty() && app.key.name != name {
-                continue;
+        let read = || async move {
+            // Both requests go out at once: one round trip. The AppInsts' answer then waits in
+            // the socket, not in memory, while the Apps are read, so each AppInst meets the
+            // complete set of our Apps and is kept or dropped at once.
+            let (apps, insts) = futures_util::future::try_join(
+                client.show_apps(app_filter),
+                client.show_app_insts(inst_filter),
+            )
+            .await?;
+            // Only lines that name the pool (or this controller) can be Apps of ours, and only
+            // lines that name one of our Apps can be their AppInsts: the rest are not parsed.
+            let marker = pool_id.unwrap_or(&self.controller_id);
+            let mut apps = apps.mentioning(Mentions::any_of([marker]));
+            let mut kept = Kept::default();
+            let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
+            let mut foreign = 0;
+            while let Some(app) = apps.try_next().await? {
+                if !name.is_empty() && app.key.name != name {
+                    continue;
+                }
+                let Some(vars) = RunnerVars::of_app(&app, &self.controller_id) else {
+                    foreign += 1;
+                    continue;
+                };
+                if pool_id.is_some_and(|p| p != vars.pool_id) {
+                    continue;
+                }
+                // Every App of ours counts, a repeated one too: an answer that repeats one
+                // without end must reach the bound, not run until the deadline.
+                kept.take(Rpc::ShowApp, key_len(&app.key) + vars.len())?;
+                ours.insert(
+                    app.key.clone(),
+                    OwnedRunner {
+                        key: app.key,
+                        vars,
+                        app_insts: Vec::new(),
+                    },
+                );
             }
-            let Some(vars) = RunnerVars::of_app(&app, &self.controller_id) else {
-                foreign += 1;
-                continue;
-            };
-            if pool_id.is_some_and(|p| p != vars.pool_id) {
-                continue;
+            let mut insts = insts.mentioning(Mentions::any_of(ours.keys().map(|k| &k.name)));
+            while let Some(inst) = insts.try_next().await? {
+                let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
+                    continue;
+                };
+                if inst.key.name != runner.key.name {
+                    continue;
+                }
+                kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
+                runner.app_insts.push(inst);
             }
-            // Every App of ours counts, a repeated one too: an answer that repeats one without
-            // end must reach the bound, not run until the deadline.
-            kept.take(Rpc::ShowApp, key_len(&app.key) + vars.len())?;
-            ours.insert(
-                app.key.clone(),
-                OwnedRunner {
-                    key: app.key,
-                    vars,
-                    app_insts: Vec::new(),
-                },
-            );
-        }
-        let mut insts = insts.mentioning(Mentions::any_of(ours.keys().map(|k| &k.name)));
-        while let Some(inst) = insts.try_next().await? {
-            let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
-                continue;
-            };
-            if inst.key.name != runner.key.name {
-                continue;
-            }
-            kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
-            runner.app_insts.push(inst);
-        }
-        Ok(Inventory {
-            runners: ours.into_values().collect(),
-            foreign,
-        })
+            Ok((ours.into_values().collect(), foreign))
+        };
+        Ok(retry_transient(deadline, "ShowApp and ShowAppInst", read).await?)
     }
 
     /// The AppInsts of this organization with exactly this name (at most [`MAX_KEPT_OBJECTS`]).
@@ -185,14 +165,13 @@ impl Provider {
         name: &str,
         deadline: Deadline,
     ) -> Result<Vec<AppInst>, Error> {
-        let client = self.client.until(deadline);
-        let filter = AppInstKey {
+        let client = &self.client.until(deadline);
+        let filter = &AppInstKey {
             name: name.to_string(),
             organization: self.organization().to_string(),
             cloudlet_key: None,
         };
-        let (client, filter) = (&client, &filter);
-        let insts = retry_transient(deadline, "ShowAppInst", || async move {
+        Ok(retry_transient(deadline, "ShowAppInst", || async move {
             let mut kept = Kept::default();
             let mut named = Vec::new();
             let mut insts = client.show_app_insts(filter).await?;
@@ -204,8 +183,7 @@ impl Provider {
             }
             Ok(named)
         })
-        .await?;
-        Ok(insts)
+        .await?)
     }
 }
 

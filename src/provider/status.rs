@@ -87,12 +87,8 @@ impl Provider {
     /// The views of a runner, made of its parts (List converts a thousand runners: moving their
     /// strings instead of copying them keeps one copy alive, not two).
     pub(super) fn view_of(&self, runner: OwnedRunner) -> RunnerView {
-        let OwnedRunner {
-            key,
-            vars,
-            app_insts,
-        } = runner;
-        let app_inst = app_insts.into_iter().next();
+        let (key, vars) = (runner.key, runner.vars);
+        let app_inst = runner.app_insts.into_iter().next();
         let (status, fault) = garm_status(app_inst.as_ref());
         let fault = fault.unwrap_or_default();
         let (site, state, created_at, address) = match app_inst {
