@@ -5,9 +5,6 @@
 
 use edge_connect::{ApiError, SetupError};
 
-/// What caused a [`Error::Failed`], kept for the log and for callers that look deeper.
-pub type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
-
 /// Everything that can make a provider command fail.
 ///
 /// The message is printed on stderr, which GARM stores as the instance's `provider_fault`, so
@@ -28,9 +25,10 @@ pub enum Error {
     Failed {
         /// The line to print.
         message: String,
-        /// The error it came from, when there is one.
+        /// The error it came from, when there is one (for the log and for callers that look
+        /// deeper).
         #[source]
-        source: Option<Source>,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }
 

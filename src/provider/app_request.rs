@@ -42,9 +42,12 @@ impl Provider {
             &specs.env,
             deployment == Deployment::Docker,
         );
-        let plain = env.plain.iter().map(|(k, v)| (k, v.as_str()));
-        let secret = env.secret.iter().map(|(k, v)| (k, v.expose()));
-        for (name, value) in plain.chain(secret) {
+        let secret: std::collections::BTreeMap<_, _> = env
+            .secret
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expose().to_string()))
+            .collect();
+        for (name, value) in env.plain.iter().chain(&secret) {
             crate::manifest_safety::check_env_value(deployment, delivery, name, value)
                 .map_err(Error::failed)?;
         }
@@ -68,15 +71,11 @@ impl Provider {
             }
             _ => (None, None),
         };
-        let secret_values = env
-            .secret
-            .iter()
-            .map(|(k, v)| (k.clone(), v.expose().to_string()));
         let (env_vars, secret_env_vars, configs) = match delivery {
-            EnvDelivery::EnvVars => (env.plain.clone(), secret_values.collect(), Vec::new()),
+            EnvDelivery::EnvVars => (env.plain, secret, Vec::new()),
             EnvDelivery::EnvvarsYaml => {
-                let mut all = env.plain.clone();
-                all.extend(secret_values);
+                let mut all = env.plain;
+                all.extend(secret);
                 (
                     Default::default(),
                     Default::default(),

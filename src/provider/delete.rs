@@ -48,9 +48,8 @@ impl Drop for Permit<'_> {
 }
 
 impl Throttle {
-    /// A throttle allowing `max` calls at once (at least one).
+    /// A throttle allowing `max` calls at once.
     pub(super) fn new(max: usize) -> Self {
-        let max = max.max(1);
         Throttle {
             max,
             state: Mutex::new(ThrottleState {

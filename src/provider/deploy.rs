@@ -56,7 +56,7 @@ impl Provider {
         image: Option<&str>,
         deadline: Deadline,
     ) -> Result<(), DeployFailure> {
-        let mut tried: Vec<(String, Refusal)> = Vec::new();
+        let (mut tried, mut last) = (Vec::new(), None);
         for (site, target) in sites.iter().zip(targets) {
             let Err(refusal) = self.place(app_key, site, target, image, deadline).await? else {
                 return Ok(());
@@ -68,23 +68,20 @@ impl Provider {
                 tracing::info!(%site, error = refusal.why, "site cannot take the AppInst");
             }
             self.report(&format!("{site} cannot take it: {}", refusal.why));
-            tried.push((site.to_string(), refusal));
+            tried.push(format!("{site}: {}", refusal.why));
+            last = Some(refusal);
         }
         if tried.len() > 1 {
-            let each: Vec<String> = tried
-                .iter()
-                .map(|(site, r)| format!("{site}: {}", r.why))
-                .collect();
             return Err(Error::failed(format!(
                 "no site could take the AppInst ({} tried): {}",
                 tried.len(),
-                each.join("; ")
+                tried.join("; ")
             ))
             .into());
         }
-        Err(match tried.pop() {
-            Some((_, Refusal { api: Some(e), .. })) => self.explain(e).await,
-            Some((_, refusal)) => Error::failed(refusal.why),
+        Err(match last {
+            Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
+            Some(refusal) => Error::failed(refusal.why),
             None => Error::failed("no site to place the AppInst on".to_string()),
         }
         .into())

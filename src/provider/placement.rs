@@ -2,7 +2,9 @@
 
 use sha2::{Digest, Sha256};
 
+use super::wait::{retry_transient, Deadline};
 use crate::config::{Config, Placement};
+use crate::error::Error;
 use crate::extra_specs::{ExtraSpecs, PlacementStrategy};
 use edge_connect::models::{AppInstKey, NewAppInst, Site, SiteRef};
 use edge_connect::{ApiError, ApiErrorKind, Subject};
@@ -146,8 +148,8 @@ impl super::Provider {
     pub(super) async fn targets(
         &self,
         sites: &[Placement],
-        deadline: super::wait::Deadline,
-    ) -> Result<Vec<Target>, crate::error::Error> {
+        deadline: Deadline,
+    ) -> Result<Vec<Target>, Error> {
         let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
             self.show_cloudlets(deadline).await?
         } else {
@@ -157,15 +159,9 @@ impl super::Provider {
     }
 
     /// ShowCloudlet, retried while transient.
-    pub(super) async fn show_cloudlets(
-        &self,
-        deadline: super::wait::Deadline,
-    ) -> Result<Vec<Site>, crate::error::Error> {
+    pub(super) async fn show_cloudlets(&self, deadline: Deadline) -> Result<Vec<Site>, Error> {
         let client = self.client.until(deadline);
-        Ok(
-            super::wait::retry_transient(deadline, "ShowCloudlet", || client.show_cloudlets())
-                .await?,
-        )
+        Ok(retry_transient(deadline, "ShowCloudlet", || client.show_cloudlets()).await?)
     }
 }
 
