@@ -35,7 +35,6 @@ impl Provider {
         let name = edge_name(&bootstrap.name);
         let sites = placement::candidates(&self.config, &specs, &bootstrap.name);
         let app = self.new_app(bootstrap, pool_id, &specs, &name, &sites)?;
-        let app_key = app.key.clone();
         let duplicate = || {
             Error::Duplicate(format!(
                 "instance {} already exists on Edge Connect (App {name})",
@@ -76,7 +75,7 @@ impl Provider {
                 let image = Some(app.image_path.as_str());
                 let deploy = async {
                     self.confirm_kept(&app, confirm_env_vars, deadline).await?;
-                    self.deploy(&app_key, &sites, targets, image, deadline)
+                    self.deploy(&app.key, &sites, targets, image, deadline)
                         .await
                 };
                 deploy.await
@@ -104,7 +103,7 @@ impl Provider {
         } else {
             deadline.extended(ROLLBACK_GRACE)
         };
-        Err(self.rollback(&app_key, within, failure.error).await)
+        Err(self.rollback(&app.key, within, failure.error).await)
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).

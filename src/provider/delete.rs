@@ -75,17 +75,12 @@ impl Throttle {
             notified.as_mut().enable();
             let pause = {
                 let mut s = self.state();
-                match s.paused_until {
-                    Some(until) if until > Instant::now() => Some(until),
-                    _ => {
-                        s.paused_until = None;
-                        if s.active < s.limit {
-                            s.active += 1;
-                            return Permit(self);
-                        }
-                        None
-                    }
+                let pause = s.paused_until.filter(|until| *until > Instant::now());
+                if pause.is_none() && s.active < s.limit {
+                    s.active += 1;
+                    return Permit(self);
                 }
+                pause
             };
             match pause {
                 Some(until) => tokio::time::sleep_until(until.into()).await,

@@ -21,7 +21,8 @@ struct Seen {
 /// Reads the progress lines (the writing half; it lives in the stream's progress callback).
 pub(super) struct StartWatch {
     seen: watch::Sender<Seen>,
-    failed_pulls: usize,
+    /// A failed pull was seen since the pods last moved on.
+    failed_pull: bool,
     grace: Duration,
 }
 
@@ -37,7 +38,7 @@ pub(super) fn start_watch(grace: Duration) -> (StartWatch, Verdict) {
     (
         StartWatch {
             seen: tx,
-            failed_pulls: 0,
+            failed_pull: false,
             grace,
         },
         Verdict { seen: rx },
@@ -55,20 +56,16 @@ impl StartWatch {
             if message.starts_with("Status: ") {
                 // The pods moved on to a state that names no failure: what was waited on
                 // cleared.
-                self.failed_pulls = 0;
+                self.failed_pull = false;
                 self.seen.send_modify(|s| s.pending = None);
             }
             return;
         }
         for reason in reasons {
-            if reason.transient() {
-                // Kubelet retries a failed pull; a second failure is no hiccup.
-                self.failed_pulls += 1;
-                if self.failed_pulls >= 2 {
-                    self.decide(reason);
-                } else {
-                    self.wait_for(reason);
-                }
+            // Kubelet retries a failed pull; a second failure is no hiccup.
+            if reason.transient() && !self.failed_pull {
+                self.failed_pull = true;
+                self.wait_for(reason);
             } else {
                 self.decide(reason);
             }

@@ -87,7 +87,6 @@ impl Provider {
     /// The views of a runner, made of its parts (List converts a thousand runners: moving their
     /// strings instead of copying them keeps one copy alive, not two).
     pub(super) fn view_of(&self, runner: OwnedRunner) -> RunnerView {
-        let (key, vars) = (runner.key, runner.vars);
         let app_inst = runner.app_insts.into_iter().next();
         let (status, fault) = garm_status(app_inst.as_ref());
         let fault = fault.unwrap_or_default();
@@ -104,12 +103,12 @@ impl Provider {
             None => Default::default(),
         };
         let instance = ProviderInstance {
-            provider_id: key.name,
-            name: vars.instance_name,
-            os_type: vars.os_type,
+            provider_id: runner.key.name,
+            name: runner.vars.instance_name,
+            os_type: runner.vars.os_type,
             os_name: String::new(),
             os_version: String::new(),
-            os_arch: vars.os_arch,
+            os_arch: runner.vars.os_arch,
             addresses: address
                 .map(|address| Address {
                     address,
@@ -123,7 +122,7 @@ impl Provider {
         .with_fault(&fault);
         RunnerView {
             instance,
-            pool: vars.pool_id,
+            pool: runner.vars.pool_id,
             site,
             state,
             created_at,
