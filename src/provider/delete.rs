@@ -255,7 +255,7 @@ impl Provider {
     /// once at most (fewer while the controller answers 429 / 503).
     pub(super) async fn remove_all(&self, deadline: Deadline) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
-        let runners = self.runners(None, deadline).await?;
+        let runners = self.runners("", None, deadline).await?.0;
         let total = runners.len();
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
         let failures: Vec<String> = stream::iter(runners)

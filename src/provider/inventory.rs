@@ -65,7 +65,7 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<Option<OwnedRunner>, Error> {
         let name = edge_name(instance);
-        let (runners, foreign) = self.inventory(&name, None, deadline).await?;
+        let (runners, foreign) = self.runners(&name, None, deadline).await?;
         let runner = runners.into_iter().next();
         if runner.is_none() && foreign > 0 {
             tracing::warn!(app = %name, "an App with this name exists but belongs to another controller or was not made by this provider; not touching it");
@@ -73,22 +73,10 @@ impl Provider {
         Ok(runner)
     }
 
-    /// Every runner of this controller (and pool, when given): two Show calls whatever the count,
-    /// sorted by GARM name.
-    pub(super) async fn runners(
-        &self,
-        pool_id: Option<&str>,
-        deadline: Deadline,
-    ) -> Result<Vec<OwnedRunner>, Error> {
-        let mut runners = self.inventory("", pool_id, deadline).await?.0;
-        runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
-        Ok(runners)
-    }
-
     /// Our runners named `name` (every name for ""), of `pool_id` when given, with their
-    /// AppInsts, and how many Apps of that name were someone else's. A transient failure of
-    /// either answer reads both again.
-    async fn inventory(
+    /// AppInsts, sorted by GARM name, and how many Apps of that name were someone else's: two
+    /// Show calls whatever the count. A transient failure of either answer reads both again.
+    pub(super) async fn runners(
         &self,
         name: &str,
         pool_id: Option<&str>,
@@ -154,7 +142,9 @@ impl Provider {
                 kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
                 runner.app_insts.push(inst);
             }
-            Ok((ours.into_values().collect(), foreign))
+            let mut runners: Vec<OwnedRunner> = ours.into_values().collect();
+            runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
+            Ok((runners, foreign))
         };
         Ok(retry_transient(deadline, "ShowApp and ShowAppInst", read).await?)
     }

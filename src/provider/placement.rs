@@ -22,9 +22,8 @@ pub fn candidates(config: &Config, specs: &ExtraSpecs, instance_name: &str) -> V
     };
     if specs.placement_strategy == Some(PlacementStrategy::Spread) && sites.len() > 1 {
         let digest = Sha256::digest(instance_name.as_bytes());
-        let n = u64::from_be_bytes([
-            digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
-        ]);
+        // The first eight bytes, big-endian.
+        let n = digest[..8].iter().fold(0u64, |n, &b| n << 8 | u64::from(b));
         let start = (n % sites.len() as u64) as usize;
         sites.rotate_left(start);
     }

@@ -30,7 +30,7 @@ impl Provider {
         pool_id: Option<&str>,
         deadline: Deadline,
     ) -> Result<Outcome, Error> {
-        let runners = self.runners(pool_id, deadline).await?;
+        let runners = self.runners("", pool_id, deadline).await?.0;
         // Each runner is dropped as its view is made.
         let views = runners.into_iter().map(|r| self.view_of(r)).collect();
         Ok(Outcome::Instances(views))
