@@ -11,13 +11,11 @@
 //! | `app` | [`NewApp`] as sent, [`App`] as shown, reading an App's environment |
 //! | `app_inst` | [`NewAppInst`] as sent, [`AppInst`] as shown |
 //! | `site` | [`Site`] (zone or cloudlet) and [`Flavor`] as shown |
-//! | `env` | an App's `env_vars`, read in the line's one pass |
 
 use serde::{Deserialize, Serialize};
 
 mod app;
 mod app_inst;
-mod env;
 mod site;
 
 pub use app::{env_vars_yaml, parse_env_vars_yaml, App, ConfigFile, NewApp};
