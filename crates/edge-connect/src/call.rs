@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::client::{host_port, Client};
@@ -129,7 +130,7 @@ impl Client {
     pub(crate) async fn send(
         &self,
         rpc: Rpc,
-        object: &Value,
+        object: &impl Serialize,
         headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
         let body = json!({ "region": self.shared.options.region, rpc.wrapper(): object });
@@ -144,7 +145,7 @@ impl Client {
     }
 
     /// A unary call (CreateApp, DeleteApp): success is HTTP 200 with `{}`.
-    pub(crate) async fn unary(&self, rpc: Rpc, object: &Value) -> Result<(), ApiError> {
+    pub(crate) async fn unary(&self, rpc: Rpc, object: &impl Serialize) -> Result<(), ApiError> {
         let wait = self.wait(true);
         let response = self.send(rpc, object, wait).await?;
         read_body(response, rpc, wait, MAX_UNARY_BODY, &mut Vec::new()).await
