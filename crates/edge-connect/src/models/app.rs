@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::{MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::env::Env;
 use super::{AppKey, FlavorKey};
 
 /// `ConfigFile` (`{kind, config}`).
@@ -130,36 +130,7 @@ impl App {
     }
 
     fn plain_env_var(&self, name: &str) -> Option<String> {
-        let env = &self.env_vars.as_ref()?.0;
-        env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
-    }
-}
-
-/// The string entries of an App's `env_vars` object, in the order shown, decoded (Go's `\u0026`
-/// is `&`); the first of two entries of one name is the one read, as in a map built from the
-/// object. Values that are not strings are skipped: not an entry anyone reads.
-#[derive(Debug, Clone, Default)]
-struct Env(Vec<(String, String)>);
-
-impl<'de> Deserialize<'de> for Env {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Env, D::Error> {
-        struct Entries;
-        impl<'de> Visitor<'de> for Entries {
-            type Value = Env;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object of strings")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Env, A::Error> {
-                let mut entries = Vec::new();
-                while let Some((name, value)) = map.next_entry::<String, Value>()? {
-                    if let Value::String(value) = value {
-                        entries.push((name, value));
-                    }
-                }
-                Ok(Env(entries))
-            }
-        }
-        d.deserialize_map(Entries)
+        self.env_vars.as_ref()?.get(name).map(str::to_string)
     }
 }
 

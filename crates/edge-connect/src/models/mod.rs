@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 mod app;
 mod app_inst;
+mod env;
 mod site;
 
 pub use app::{env_vars_yaml, parse_env_vars_yaml, App, ConfigFile, NewApp};
