@@ -99,7 +99,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         )),
     );
     // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
-    tracing::info!(interface = env.version.as_str(), "start");
+    tracing::info!(interface = env.version, "start");
 
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
