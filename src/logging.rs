@@ -39,23 +39,13 @@ pub fn reserve_stderr() {
 
 /// Keeps the log writer alive; dropping it flushes pending lines.
 pub struct LogGuard {
-    _guard: Option<tracing_appender::non_blocking::WorkerGuard>,
-    // Boxed: the guard travels in the front door's error values, which should stay small.
-    warning: Option<Box<str>>,
-}
-
-impl LogGuard {
-    /// True when events go to the log file (not to stderr, where the front door already prints
-    /// the one-line error).
-    pub fn to_file(&self) -> bool {
-        self._guard.is_some()
-    }
-
+    /// The log file's writer, when events go to the file (not to stderr, where the front door
+    /// already prints the one-line error).
+    pub file: Option<tracing_appender::non_blocking::WorkerGuard>,
     /// Why the configured log file is not in use, if it is not: GARM mode folds this into its
-    /// one error line instead of printing a second line.
-    pub fn warning(&self) -> Option<&str> {
-        self.warning.as_deref()
-    }
+    /// one error line instead of printing a second line. Boxed: the guard travels in the front
+    /// door's error values, which should stay small.
+    pub warning: Option<Box<str>>,
 }
 
 /// A writer that cleans every formatted event before it writes it: the log file (each event one
@@ -103,7 +93,7 @@ pub fn init(config: &Config) -> LogGuard {
                 .finish(Cleaned(f));
             install(level, format, writer);
             return LogGuard {
-                _guard: Some(guard),
+                file: Some(guard),
                 warning: None,
             };
         }
@@ -123,7 +113,7 @@ pub fn init(config: &Config) -> LogGuard {
         }
     }
     LogGuard {
-        _guard: None,
+        file: None,
         warning: warning.map(String::into_boxed_str),
     }
 }
