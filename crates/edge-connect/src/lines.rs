@@ -6,7 +6,7 @@
 //! `WriteStream`, c39faca8f). So a body that ends inside a line was cut short: that is a transport
 //! error (retried or reported), never the end of a shorter answer.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use aho_corasick::AhoCorasick;
 use memchr::memmem::Finder;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -90,10 +90,10 @@ impl Mentions {
             }
             patterns.push(word.to_string());
         }
-        // A DFA: the fastest scan for many words; its size follows our runners only.
-        let words = AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(patterns);
+        // The crate's own choice of automaton: a DFA for a few words, an NFA for thousands,
+        // whose memory stays near the size of the words (a DFA's would grow with their number
+        // times the alphabet).
+        let words = AhoCorasick::new(patterns);
         Mentions {
             words: words.ok(),
             ..Mentions::every_line()
