@@ -25,11 +25,13 @@ const POOL_ID: &str = "9dcf590a-1192-4a9c-b3e4-e0902974c2c0";
 
 /// Runs the demo; prints each step on stdout.
 pub fn run() -> Result<(), Error> {
-    let dir = tempdir()?;
-    // Removed whether the demo succeeds or not: nothing of it stays on the machine.
-    let result = lifecycle_in(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    // A fresh private directory, removed when it drops whether the demo succeeds or not:
+    // nothing of it stays on the machine.
+    let dir = tempfile::Builder::new()
+        .prefix("garm-edge-connect-demo-")
+        .tempdir()
+        .map_err(|e| Error::caused_by(format!("cannot create the demo's directory: {e}"), e))?;
+    lifecycle_in(dir.path())
 }
 
 fn lifecycle_in(dir: &Path) -> Result<(), Error> {
@@ -98,25 +100,23 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
 /// The steps, each printed with its outcome.
 async fn lifecycle(provider: &Provider, bootstrap: BootstrapInstance) -> Result<(), Error> {
     let name = bootstrap.name.clone();
-    let create = Operation::create(bootstrap, Some(POOL_ID.to_string()), None);
-    step(provider, "CreateInstance", create).await?;
-    let steps: [(_, fn(String) -> _); 7] = [
-        ("ListInstances", |_| Operation::List {
-            pool_id: POOL_ID.to_string(),
-        }),
-        ("GetInstance", |instance| Operation::Get { instance }),
-        ("StopInstance", |instance| Operation::Stop { instance }),
-        ("GetInstance (stopped)", |instance| Operation::Get {
-            instance,
-        }),
-        ("StartInstance", |instance| Operation::Start { instance }),
-        ("DeleteInstance", |instance| Operation::Delete { instance }),
-        ("ListInstances (empty)", |_| Operation::List {
-            pool_id: POOL_ID.to_string(),
-        }),
+    let id = || name.clone();
+    let pool = || POOL_ID.to_string();
+    let steps = [
+        (
+            "CreateInstance",
+            Operation::create(bootstrap, Some(pool()), None),
+        ),
+        ("ListInstances", Operation::List { pool_id: pool() }),
+        ("GetInstance", Operation::Get { instance: id() }),
+        ("StopInstance", Operation::Stop { instance: id() }),
+        ("GetInstance (stopped)", Operation::Get { instance: id() }),
+        ("StartInstance", Operation::Start { instance: id() }),
+        ("DeleteInstance", Operation::Delete { instance: id() }),
+        ("ListInstances (empty)", Operation::List { pool_id: pool() }),
     ];
     for (title, operation) in steps {
-        step(provider, title, operation(name.clone())).await?;
+        step(provider, title, operation).await?;
     }
     Ok(())
 }
@@ -145,19 +145,4 @@ fn indent(text: &str) -> String {
         .map(|l| format!("    {l}"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn tempdir() -> Result<std::path::PathBuf, Error> {
-    let dir = std::env::temp_dir().join(format!("garm-edge-connect-demo-{}", std::process::id()));
-    // A fresh private directory: refuse one that already exists (it could be someone else's).
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder
-        .create(&dir)
-        .map_err(|e| Error::caused_by(format!("cannot create {}: {e}", dir.display()), e))?;
-    Ok(dir)
 }

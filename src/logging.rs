@@ -39,23 +39,13 @@ pub fn reserve_stderr() {
 
 /// Keeps the log writer alive; dropping it flushes pending lines.
 pub struct LogGuard {
-    _guard: Option<tracing_appender::non_blocking::WorkerGuard>,
-    // Boxed: the guard travels in the front door's error values, which should stay small.
-    warning: Option<Box<str>>,
-}
-
-impl LogGuard {
-    /// True when events go to the log file (not to stderr, where the front door already prints
-    /// the one-line error).
-    pub fn to_file(&self) -> bool {
-        self._guard.is_some()
-    }
-
+    /// The log file's writer, when events go to the file (not to stderr, where the front door
+    /// already prints the one-line error).
+    pub file: Option<tracing_appender::non_blocking::WorkerGuard>,
     /// Why the configured log file is not in use, if it is not: GARM mode folds this into its
-    /// one error line instead of printing a second line.
-    pub fn warning(&self) -> Option<&str> {
-        self.warning.as_deref()
-    }
+    /// one error line instead of printing a second line. Boxed: the guard travels in the front
+    /// door's error values, which should stay small.
+    pub warning: Option<Box<str>>,
 }
 
 /// A writer that cleans every formatted event before it writes it: the log file (each event one
@@ -63,18 +53,17 @@ impl LogGuard {
 /// (`log_internal_errors(false)`): there is nowhere left to report it.
 struct Cleaned<W>(W);
 
-/// One formatted record as it may be written: secrets masked, control characters escaped.
-fn clean(record: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    use std::borrow::Cow;
-    let text = String::from_utf8_lossy(record);
-    let scrubbed: Cow<'_, [u8]> = match edge_connect::Secret::scrub(&text) {
-        Cow::Borrowed(_) if matches!(text, Cow::Borrowed(_)) => Cow::Borrowed(record),
-        other => Cow::Owned(other.into_owned().into_bytes()),
-    };
-    match crate::text::escape_record(&scrubbed) {
-        Some(escaped) => Cow::Owned(escaped),
-        None => scrubbed,
+/// One formatted record as it may be written: secrets masked, control characters escaped so
+/// that a field such as an instance name with a newline cannot start a fake log line; the
+/// record's own final newline is kept.
+fn clean(record: &[u8]) -> Vec<u8> {
+    let text = edge_connect::Secret::scrub(&String::from_utf8_lossy(record)).into_owned();
+    let body = text.strip_suffix('\n');
+    let mut out = crate::text::one_line(body.unwrap_or(&text));
+    if body.is_some() {
+        out.push('\n');
     }
+    out.into_bytes()
 }
 
 impl<W: Write> Write for Cleaned<W> {
@@ -104,7 +93,7 @@ pub fn init(config: &Config) -> LogGuard {
                 .finish(Cleaned(f));
             install(level, format, writer);
             return LogGuard {
-                _guard: Some(guard),
+                file: Some(guard),
                 warning: None,
             };
         }
@@ -124,7 +113,7 @@ pub fn init(config: &Config) -> LogGuard {
         }
     }
     LogGuard {
-        _guard: None,
+        file: None,
         warning: warning.map(String::into_boxed_str),
     }
 }
@@ -212,4 +201,17 @@ where
             base.with(layer).try_init()
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn records_keep_their_final_newline_only() {
+        assert_eq!(super::clean(b"plain line\n"), b"plain line\n");
+        assert_eq!(
+            super::clean(b"instance=a\nFAKE line\n"),
+            b"instance=a\\nFAKE line\n"
+        );
+        assert_eq!(super::clean("c1 \u{9b} x\n".as_bytes()), b"c1 \\u{9b} x\n");
+    }
 }

@@ -82,57 +82,44 @@ impl Container {
                 self.deployment.as_str()
             ));
         }
-        check_command(
-            self.deployment,
-            key,
-            self.command.as_deref(),
-            &self.command_args,
-        )
-    }
-}
-
-/// Checks a container command and its arguments for `deployment`; `key` names where each came
-/// from, as in [`Container::check`].
-fn check_command(
-    deployment: Deployment,
-    key: &dyn Fn(&str) -> String,
-    command: Option<&str>,
-    args: &[String],
-) -> Result<(), String> {
-    let command = command.filter(|c| !c.is_empty());
-    match deployment {
-        Deployment::Kubernetes => {
-            // The command's words (split on spaces as the generator does), then each argument.
-            let words = command.into_iter().flat_map(|c| c.split(' '));
-            let words = words
-                .filter(|w| !w.is_empty())
-                .map(|w| ("command", "the word ", w));
-            let args = args.iter().map(|a| ("command_args", "", a.as_str()));
-            for (name, what, word) in words.chain(args) {
-                if let Some(why) = yaml_word_problem(word) {
-                    return Err(format!(
-                        "{}: {what}{} would not reach the container as written: {why}",
-                        key(name),
-                        crate::text::quoted(word)
-                    ));
+        let command = self.command.as_deref().filter(|c| !c.is_empty());
+        match self.deployment {
+            Deployment::Kubernetes => {
+                // The command's words (split on spaces as the generator does), then each argument.
+                let words = command.into_iter().flat_map(|c| c.split(' '));
+                let words = words
+                    .filter(|w| !w.is_empty())
+                    .map(|w| ("command", "the word ", w));
+                let args = self
+                    .command_args
+                    .iter()
+                    .map(|a| ("command_args", "", a.as_str()));
+                for (name, what, word) in words.chain(args) {
+                    if let Some(why) = yaml_word_problem(word) {
+                        return Err(format!(
+                            "{}: {what}{} would not reach the container as written: {why}",
+                            key(name),
+                            crate::text::quoted(word)
+                        ));
+                    }
                 }
+                Ok(())
             }
-            Ok(())
-        }
-        Deployment::Docker => {
-            if !args.is_empty() {
-                return Err(format!(
+            Deployment::Docker => {
+                if !self.command_args.is_empty() {
+                    return Err(format!(
                     "{}: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD",
                     key("command_args")
                 ));
-            }
-            match command {
+                }
+                match command {
                 Some(c) if !c.chars().all(is_shell_safe) || c.starts_with('-') => Err(format!(
                     "{}: {} is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)",
                     key("command"),
                     crate::text::quoted(c)
                 )),
                 _ => Ok(()),
+            }
             }
         }
     }
@@ -238,12 +225,12 @@ mod tests {
 
     fn k8s(command: &str, args: &[&str]) -> Result<(), String> {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        check_command(
-            Deployment::Kubernetes,
-            &|k| format!("edge_connect.{k}"),
-            Some(command),
-            &args,
-        )
+        let container = Container {
+            command: Some(command.to_string()),
+            command_args: args,
+            ..Container::default()
+        };
+        container.check(&|k| format!("edge_connect.{k}"))
     }
 
     #[test]
@@ -286,12 +273,13 @@ mod tests {
     #[test]
     fn docker_takes_one_shell_safe_word_and_no_arguments() {
         let docker = |c: &str, args: &[String]| {
-            check_command(
-                Deployment::Docker,
-                &|k| format!("extra_specs.{k}"),
-                Some(c),
-                args,
-            )
+            let container = Container {
+                deployment: Deployment::Docker,
+                command: Some(c.to_string()),
+                command_args: args.to_vec(),
+                ..Container::default()
+            };
+            container.check(&|k| format!("extra_specs.{k}"))
         };
         assert!(docker("/entrypoint.sh", &[]).is_ok());
         assert!(docker("/bin/sh -c run", &[])

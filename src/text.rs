@@ -68,25 +68,6 @@ fn push_escaped(out: &mut String, c: char) {
     }
 }
 
-/// Escapes control characters inside one formatted log record (bytes), keeping its final
-/// newline: a field such as an instance name with a newline cannot start a fake log line.
-/// Returns `None` when the record needs no change (the common case, no copy).
-pub fn escape_record(record: &[u8]) -> Option<Vec<u8>> {
-    let body = record.strip_suffix(b"\n").unwrap_or(record);
-    let needs = body.iter().enumerate().any(|(i, &b)| {
-        b < 0x20 || b == 0x7f || (b == 0xc2 && matches!(body.get(i + 1), Some(0x80..=0x9f)))
-    });
-    if !needs {
-        return None;
-    }
-    let text = String::from_utf8_lossy(body);
-    let mut out = one_line(&text).into_bytes();
-    if body.len() < record.len() {
-        out.push(b'\n');
-    }
-    Some(out)
-}
-
 /// What went wrong with a value, in words, from a serde error message — without the value.
 ///
 /// serde's messages quote the offending value (`invalid type: string "http://user:pass@proxy",
@@ -209,10 +190,10 @@ fn unexpected_in_words(unexpected: &str, show_value: bool) -> String {
 }
 
 /// Reads a local file the provider is given (config, credentials, bootstrap): only a regular
-/// file, at most `max_bytes`. A FIFO would block forever and `/dev/zero` would never end; both
+/// file, at most `max_bytes`, of UTF-8 text. A FIFO would block forever and `/dev/zero` would never end; both
 /// are refused with a line that says why. Symlinks are followed (Kubernetes mounts Secrets and
 /// ConfigMaps through them).
-pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<String, String> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -227,7 +208,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String>
             "larger than {max_bytes} bytes; not a file this provider reads"
         ));
     }
-    Ok(raw)
+    String::from_utf8(raw).map_err(|_| "not valid UTF-8 text".to_string())
 }
 
 /// Opens `path` with `options` if it is a regular file. `options` must not block on a FIFO
@@ -284,19 +265,6 @@ mod tests {
         assert_eq!(
             quoted(&long),
             format!("\"{}\"… (100 bytes in all)", "y".repeat(64))
-        );
-    }
-
-    #[test]
-    fn records_keep_their_final_newline_only() {
-        assert_eq!(escape_record(b"plain line\n"), None);
-        assert_eq!(
-            escape_record(b"instance=a\nFAKE line\n").unwrap(),
-            b"instance=a\\nFAKE line\n".to_vec()
-        );
-        assert_eq!(
-            escape_record("c1 \u{9b} x\n".as_bytes()).unwrap(),
-            b"c1 \\u{9b} x\n".to_vec()
         );
     }
 

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use super::Report;
 use crate::config::Placement;
+use crate::garm::BootstrapInstance;
 use crate::provider::{Operation, Provider};
+use edge_connect::Secret;
 
 /// The image deployed when `--image` is not given: small, public, and it stays up.
 const DEFAULT_IMAGE: &str = "docker.io/library/nginx:1.27-alpine";
@@ -22,13 +24,7 @@ pub(super) async fn deploy_test(
     for (i, site) in sites.iter().enumerate() {
         let what = format!("deploy test {site}");
         let name = format!("garm-check-{}-{i}", std::process::id());
-        let bootstrap = match throwaway(&name, image, site, extra_specs) {
-            Ok(b) => b,
-            Err(e) => {
-                report.fail(&what, e);
-                return;
-            }
-        };
+        let bootstrap = throwaway(&name, image, site, extra_specs);
         let started = Instant::now();
         let created = provider.run(Operation::create(bootstrap, None, None)).await;
         let t_create = started.elapsed();
@@ -67,7 +63,7 @@ fn throwaway(
     image: &str,
     site: &Placement,
     extra_specs: Option<&serde_json::Value>,
-) -> Result<crate::garm::BootstrapInstance, String> {
+) -> BootstrapInstance {
     let mut specs = match extra_specs {
         Some(serde_json::Value::Object(map)) => map.clone(),
         _ => serde_json::Map::new(),
@@ -78,19 +74,18 @@ fn throwaway(
         Placement::Zone(k) => ("zones", k),
         Placement::Cloudlet(k) => ("cloudlets", k),
     };
-    let only = serde_json::to_value(only).map_err(|e| e.to_string())?;
-    specs.insert(key.to_string(), serde_json::Value::Array(vec![only]));
-    serde_json::from_value(serde_json::json!({
-        "name": name,
-        "image": image,
-        "os_type": "linux",
-        "arch": "amd64",
-        "pool_id": "garm-provider-edge-connect-check",
-        "repo_url": "https://garm-check.invalid/none",
-        "metadata-url": "https://garm-check.invalid/api/v1/metadata",
-        "callback-url": "https://garm-check.invalid/api/v1/callbacks",
-        "instance-token": "not-a-token",
-        "extra_specs": serde_json::Value::Object(specs),
-    }))
-    .map_err(|e| e.to_string())
+    specs.insert(key.to_string(), serde_json::json!([only]));
+    BootstrapInstance {
+        name: name.to_string(),
+        image: image.to_string(),
+        os_type: "linux".to_string(),
+        arch: "amd64".to_string(),
+        pool_id: "garm-provider-edge-connect-check".to_string(),
+        repo_url: "https://garm-check.invalid/none".to_string(),
+        metadata_url: "https://garm-check.invalid/api/v1/metadata".to_string(),
+        callback_url: "https://garm-check.invalid/api/v1/callbacks".to_string(),
+        instance_token: Secret::new("not-a-token"),
+        extra_specs: Some(serde_json::Value::Object(specs)),
+        ..BootstrapInstance::default()
+    }
 }

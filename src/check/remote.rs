@@ -158,13 +158,10 @@ pub(super) async fn remote_checks(
             continue;
         };
         if placement::shown(list, key).is_none() {
-            let names: Vec<String> = list
-                .iter()
-                .map(|s| format!("{}/{}", s.key.organization, s.key.name))
-                .collect();
+            let names = placement::names(list).join(", ");
             report.fail(
                 &site.to_string(),
-                format!("not found; {kind} here: {}", names.join(", ")),
+                format!("not found; {kind} here: {names}"),
             );
             continue;
         }

@@ -46,10 +46,8 @@ impl Config {
                     )));
                 }
             }
-            let raw = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
+            let text = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
                 .map_err(unreadable)?;
-            let text =
-                String::from_utf8(raw).map_err(|_| unreadable("not valid UTF-8".to_string()))?;
             // Never show a value from this file: it is the password's home.
             file =
                 serde_path_to_error::deserialize(toml::Deserializer::new(&text)).map_err(|e| {

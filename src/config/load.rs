@@ -11,16 +11,10 @@ impl Config {
     /// (a FIFO or `/dev/zero` is refused, not waited on).
     pub fn load(path: &Path) -> Result<Self, Error> {
         let shown = absolute(path);
-        let raw =
+        let text =
             crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES).map_err(|e| {
                 Error::failed(format!("cannot read config file {}: {e}", shown.display()))
             })?;
-        let text = String::from_utf8(raw).map_err(|_| {
-            Error::failed(format!(
-                "config {}: not valid UTF-8 (a TOML file is UTF-8 text)",
-                shown.display()
-            ))
-        })?;
         Self::parse(&text, path)
     }
 

@@ -335,17 +335,17 @@ async fn interrupted(provider: &Provider, name: &str) -> Error {
 /// Reads a bootstrap file: GARM's bootstrap JSON, each failure named with the file.
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let hint = "; it must be GARM's bootstrap JSON, see examples/";
-    BootstrapInstance::from_slice(&read_json(path, "bootstrap file", hint)?.1)
+    BootstrapInstance::from_slice(read_json(path, "bootstrap file", hint)?.1.as_bytes())
         .map_err(|e| Error::failed(format!("bootstrap file {}: {e}", path.display())))
 }
 
 /// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,
 /// each failure named with the file (`hint` ends the message of one that is not JSON). Returns
 /// the JSON and the text it was read from.
-fn read_json(path: &Path, what: &str, hint: &str) -> Result<(serde_json::Value, Vec<u8>), Error> {
+fn read_json(path: &Path, what: &str, hint: &str) -> Result<(serde_json::Value, String), Error> {
     let raw = crate::text::read_regular_file(path, MAX_BOOTSTRAP_BYTES)
         .map_err(|e| Error::failed(format!("cannot read {what} {}: {e}", path.display())))?;
-    match serde_json::from_slice(&raw) {
+    match serde_json::from_str(&raw) {
         Ok(value) => Ok((value, raw)),
         Err(e) => Err(Error::failed(format!(
             "{what} {} is not JSON (line {} column {}){hint}",

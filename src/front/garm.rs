@@ -26,9 +26,9 @@ pub fn run() -> u8 {
         let payload = info.payload();
         let message = payload
             .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_string());
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("unknown panic");
         let at = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
@@ -43,7 +43,7 @@ pub fn run() -> u8 {
         Ok(()) => 0,
         Err(e) => {
             // The log file's trouble is worth knowing, but only as part of the one line.
-            let line = match log.as_ref().and_then(LogGuard::warning) {
+            let line = match log.as_ref().and_then(|l| l.warning.as_deref()) {
                 Some(warning) => format!("{e} (also: {warning})"),
                 None => e.to_string(),
             };
@@ -69,7 +69,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         return super::print(|out| out.write_all(text.as_bytes()));
     }
     let session = crate::pipeline::open(Path::new(&env.config_file))?;
-    let log_file = log.insert(session.log).to_file();
+    let log_file = log.insert(session.log).file.is_some();
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(
@@ -99,7 +99,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         )),
     );
     // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
-    tracing::info!(interface = env.version.as_str(), "start");
+    tracing::info!(interface = env.version, "start");
 
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));

@@ -74,52 +74,47 @@ pub struct ProxyConfig {
 
 /// GARM's `BootstrapInstance`, with the exact wire names (hyphens and underscores mixed).
 ///
-/// Unknown fields are ignored, as GARM's own providers do, so newer GARM versions keep working.
-#[derive(Debug, Clone, Deserialize)]
+/// Unknown fields are ignored, as GARM's own providers do, so newer GARM versions keep working;
+/// a missing field is empty (a missing `name` or `image` is then refused as empty).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct BootstrapInstance {
     /// GARM instance name, e.g. `garm-ny9heeqyw2rl`.
     pub name: String,
     /// Runner downloads.
     pub tools: Option<Vec<RunnerTool>>,
     /// GitHub registration URL or the Gitea API base URL.
-    #[serde(default)]
     pub repo_url: String,
     /// Controller callback URL.
-    #[serde(rename = "callback-url", default)]
+    #[serde(rename = "callback-url")]
     pub callback_url: String,
     /// Controller metadata URL.
-    #[serde(rename = "metadata-url", default)]
+    #[serde(rename = "metadata-url")]
     pub metadata_url: String,
     /// JWT that authenticates this runner to GARM for this create attempt.
-    #[serde(rename = "instance-token", default)]
+    #[serde(rename = "instance-token")]
     pub instance_token: Secret,
     /// Pool extra specs plus GARM's injected keys. Absent means `{}`.
     pub extra_specs: Option<serde_json::Value>,
     /// Runner group (GitHub).
-    #[serde(rename = "github-runner-group", default)]
+    #[serde(rename = "github-runner-group")]
     pub github_runner_group: String,
     /// Base64 of PEM bundles, or null.
-    #[serde(rename = "ca-cert-bundle", default)]
+    #[serde(rename = "ca-cert-bundle")]
     pub ca_cert_bundle: Option<String>,
     /// `amd64`, `arm64`, `arm`, `i386`.
-    #[serde(default)]
     pub arch: String,
     /// `linux` or `windows`.
-    #[serde(default)]
     pub os_type: String,
     /// Pool flavor (opaque to GARM; an Edge Connect flavor name here).
-    #[serde(default)]
     pub flavor: String,
     /// Pool image: the runner container image.
-    #[serde(default)]
     pub image: String,
     /// Labels to register (non-JIT only); null under JIT.
     pub labels: Option<Vec<String>>,
     /// Pool id (same as `GARM_POOL_ID`).
-    #[serde(default)]
     pub pool_id: String,
     /// Whether GARM made a JIT config for this runner.
-    #[serde(default)]
     pub jit_config_enabled: bool,
     /// Proxy settings.
     pub proxy_config: Option<ProxyConfig>,

@@ -20,25 +20,6 @@ const READ_VARIABLES: [&str; 7] = [
     "GARM_POOL_EXTRASPECS",
 ];
 
-/// `GARM_INTERFACE_VERSION`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InterfaceVersion {
-    /// v0.1.0 (also when unset or empty).
-    V010,
-    /// v0.1.1: adds extra specs in the environment and four more commands.
-    V011,
-}
-
-impl InterfaceVersion {
-    /// The version as GARM names it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InterfaceVersion::V010 => "v0.1.0",
-            InterfaceVersion::V011 => "v0.1.1",
-        }
-    }
-}
-
 /// `GARM_COMMAND`, each variant named as GARM spells it (its `Debug` form).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 pub enum GarmCommand {
@@ -69,7 +50,7 @@ pub enum GarmCommand {
 }
 
 impl GarmCommand {
-    fn parse(name: &str, version: InterfaceVersion) -> Result<Self, ProtocolError> {
+    fn parse(name: &str, version: &str) -> Result<Self, ProtocolError> {
         use serde::de::{value::Error, Deserialize, IntoDeserializer};
         if name.is_empty() {
             return Err(ProtocolError::new("GARM_COMMAND is empty"));
@@ -82,7 +63,7 @@ impl GarmCommand {
                 ))
             },
         )?;
-        if version == InterfaceVersion::V010 && cmd.is_v011_only() {
+        if version == "v0.1.0" && cmd.is_v011_only() {
             return Err(ProtocolError::new(format!(
                 "{name} needs GARM_INTERFACE_VERSION=v0.1.1 (got v0.1.0)"
             )));
@@ -104,8 +85,9 @@ impl GarmCommand {
 /// Everything GARM told us through the environment, validated for the command at hand.
 #[derive(Debug, Clone)]
 pub struct GarmEnv {
-    /// Interface version.
-    pub version: InterfaceVersion,
+    /// `GARM_INTERFACE_VERSION`, one of [`SUPPORTED_INTERFACE_VERSIONS`] (v0.1.0 also when
+    /// unset or empty; v0.1.1 adds extra specs in the environment and four more commands).
+    pub version: &'static str,
     /// The command.
     pub command: GarmCommand,
     /// `GARM_CONTROLLER_ID` (empty only for commands that do not need it).
@@ -142,8 +124,8 @@ impl GarmEnv {
         let raw = |k: &str| vars.get(k).cloned().unwrap_or_default();
         let get = |k: &str| raw(k).trim().to_string();
         let version = match get("GARM_INTERFACE_VERSION").as_str() {
-            "" | "v0.1.0" => InterfaceVersion::V010,
-            "v0.1.1" => InterfaceVersion::V011,
+            "" | "v0.1.0" => "v0.1.0",
+            "v0.1.1" => "v0.1.1",
             other => {
                 return Err(ProtocolError::new(format!(
                     "unsupported GARM_INTERFACE_VERSION={} (supported: {})",
@@ -243,7 +225,7 @@ mod tests {
     #[test]
     fn version_defaults_to_v010_and_rejects_unknown() {
         let e = GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
-        assert_eq!(e.version, InterfaceVersion::V010);
+        assert_eq!(e.version, "v0.1.0");
         let err = GarmEnv::from_map(&with(&[
             ("GARM_COMMAND", "GetVersion"),
             ("GARM_INTERFACE_VERSION", "v9.9.9"),
@@ -340,7 +322,7 @@ mod tests {
                 Ok(env) => {
                     proptest::prop_assert_eq!(format!("{:?}", env.command), command.trim());
                     let want_version = if version.trim().is_empty() { "v0.1.0" } else { version.trim() };
-                    proptest::prop_assert_eq!(env.version.as_str(), want_version);
+                    proptest::prop_assert_eq!(env.version, want_version);
                     proptest::prop_assert_eq!(env.pool_id, (!pool.is_empty()).then(|| pool.clone()));
                     proptest::prop_assert_eq!(env.instance_id, instance.clone());
                     proptest::prop_assert_eq!(env.controller_id, "c");

@@ -1,7 +1,9 @@
 //! Finding this controller's runners: one by name (GetInstance, Delete, Start, Stop) or all of a
 //! pool (ListInstances, RemoveAll). Read our Apps (ShowApp, each App kept only when its
 //! environment says it is this controller's), then join their AppInsts (ShowAppInst, each kept
-//! only when the App it deploys is one of ours). Both answers are read as they stream in, so
+//! only when the App it deploys is one of ours). A line that cannot name the pool (or this
+//! controller), or one of our Apps, is read but not parsed ([`Mentions`]: exact, see
+//! docs/edge-connect-behaviours.md B2). Both answers are read as they stream in, so
 //! memory follows the number of our runners, not the size of the organization; what is kept has
 //! a bound ([`Kept`]), and reaching it is an error that names it.
 //!

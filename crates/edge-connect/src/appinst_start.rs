@@ -3,6 +3,9 @@
 //! do with them; this module only reads the controller's words
 //! (docs/edge-connect-behaviours.md B12, B13).
 
+use serde::de::value::StrDeserializer;
+use serde::Deserialize;
+
 /// True when a stream's last progress line is the one of a CreateAppInst stream that created
 /// the AppInst (main `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends
 /// without it (and without an error result, e.g. `Failed to get progress messages. Please use
@@ -13,8 +16,9 @@ pub fn created(last: &str) -> bool {
 
 /// A container or pod reason the CRM reports that means "will not start without a change"
 /// (Kubernetes' waiting reasons, as kubelet names them; the CRM copies them into its status
-/// line, main `pkg/k8smgmt/appinst.go:160-176`; docs/edge-connect-behaviours.md B12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// line, main `pkg/k8smgmt/appinst.go:160-176`; docs/edge-connect-behaviours.md B12). Each
+/// variant is named as Kubernetes spells the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 pub enum StartReason {
     /// The image pull failed (may clear by itself: a registry hiccup).
     ErrImagePull,
@@ -49,20 +53,6 @@ pub enum StartProblem {
     Capacity,
 }
 
-const REASONS: [(&str, StartReason); 8] = [
-    ("ErrImagePull", StartReason::ErrImagePull),
-    ("ImagePullBackOff", StartReason::ImagePullBackOff),
-    ("InvalidImageName", StartReason::InvalidImageName),
-    ("ErrImageNeverPull", StartReason::ErrImageNeverPull),
-    (
-        "CreateContainerConfigError",
-        StartReason::CreateContainerConfigError,
-    ),
-    ("CreateContainerError", StartReason::CreateContainerError),
-    ("CrashLoopBackOff", StartReason::CrashLoopBackOff),
-    ("Unschedulable", StartReason::Unschedulable),
-];
-
 impl StartReason {
     /// True for a reason that may clear without a change (a first failed pull); the others
     /// stay until someone changes the image, the configuration or the site.
@@ -89,11 +79,7 @@ impl StartReason {
 /// The reason as Kubernetes spells it.
 impl std::fmt::Display for StartReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = REASONS
-            .iter()
-            .find(|(_, r)| r == self)
-            .map_or("", |(n, _)| n);
-        f.write_str(name)
+        std::fmt::Debug::fmt(self, f)
     }
 }
 
@@ -132,8 +118,9 @@ pub fn pod_reasons(message: &str) -> Vec<StartReason> {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric())
             .collect();
-        if let Some((_, reason)) = REASONS.iter().find(|(n, _)| *n == word) {
-            found.push(*reason);
+        let word = StrDeserializer::<serde::de::value::Error>::new(&word);
+        if let Ok(reason) = StartReason::deserialize(word) {
+            found.push(reason);
         }
     }
     found
@@ -229,9 +216,21 @@ mod tests {
     }
 
     #[test]
-    fn only_a_first_failed_pull_may_clear() {
-        for (name, reason) in REASONS {
+    fn every_reason_is_read_by_its_name_and_only_a_first_failed_pull_may_clear() {
+        use StartReason::*;
+        for (name, reason) in [
+            ("ErrImagePull", ErrImagePull),
+            ("ImagePullBackOff", ImagePullBackOff),
+            ("InvalidImageName", InvalidImageName),
+            ("ErrImageNeverPull", ErrImageNeverPull),
+            ("CreateContainerConfigError", CreateContainerConfigError),
+            ("CreateContainerError", CreateContainerError),
+            ("CrashLoopBackOff", CrashLoopBackOff),
+            ("Unschedulable", Unschedulable),
+        ] {
             assert_eq!(reason.to_string(), name);
+            let line = format!("Status: pod p: Pending (0/1), container c: {name}");
+            assert_eq!(pod_reasons(&line), [reason]);
             assert_eq!(reason.transient(), name == "ErrImagePull");
         }
     }

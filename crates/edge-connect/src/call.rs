@@ -4,13 +4,14 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::client::{host_port, Client};
 use crate::error::ApiError;
 use crate::rpc::Rpc;
 use crate::secret::Secret;
-use crate::transport::Wait;
+use crate::transport::{read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
 
 impl Client {
     /// One POST of `rpc` (the login, or `/api/v1/auth/ctrl/<rpc>` with `token`), retried (when
@@ -110,7 +111,9 @@ impl Client {
             tracing::info!(rpc = rpc.name(), status, ms, "edge connect call");
             return Ok(response);
         }
-        let bytes = crate::transport::read_error_body(response, rpc, self.wait(true)).await;
+        let mut bytes = Vec::new();
+        // The message only: the status is what the caller acts on.
+        let _ = read_body(response, rpc, self.wait(true), MAX_ERROR_BODY, &mut bytes).await;
         let e = ApiError::from_status(
             rpc,
             status,
@@ -127,7 +130,7 @@ impl Client {
     pub(crate) async fn send(
         &self,
         rpc: Rpc,
-        object: &Value,
+        object: &impl Serialize,
         headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
         let body = json!({ "region": self.shared.options.region, rpc.wrapper(): object });
@@ -142,9 +145,9 @@ impl Client {
     }
 
     /// A unary call (CreateApp, DeleteApp): success is HTTP 200 with `{}`.
-    pub(crate) async fn unary(&self, rpc: Rpc, object: &Value) -> Result<(), ApiError> {
-        let response = self.send(rpc, object, self.wait(true)).await?;
-        crate::transport::read_body(response, rpc, self.wait(true)).await?;
-        Ok(())
+    pub(crate) async fn unary(&self, rpc: Rpc, object: &impl Serialize) -> Result<(), ApiError> {
+        let wait = self.wait(true);
+        let response = self.send(rpc, object, wait).await?;
+        read_body(response, rpc, wait, MAX_UNARY_BODY, &mut Vec::new()).await
     }
 }

@@ -6,7 +6,7 @@
 //! `WriteStream`, c39faca8f). So a body that ends inside a line was cut short: that is a transport
 //! error (retried or reported), never the end of a shorter answer.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use aho_corasick::AhoCorasick;
 use memchr::memmem::Finder;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -61,9 +61,6 @@ pub(crate) fn parse_line<T: DeserializeOwned>(
     Ok(parsed.data)
 }
 
-/// A response body read line by line under the call's [`Wait`], holding at most one line.
-/// A line that lies within one piece of the body is parsed where it lies; only a line split
-/// across pieces is copied, to join it.
 /// The words of which a Show line must hold one to be parsed at all; the other lines are read
 /// (an answer is always read to its end) and dropped unparsed. A line that holds `"result"` is
 /// always parsed, so an error trailer is never dropped.
@@ -90,10 +87,10 @@ impl Mentions {
             }
             patterns.push(word.to_string());
         }
-        // A DFA: the fastest scan for many words; its size follows our runners only.
-        let words = AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(patterns);
+        // The crate's own choice of automaton: a DFA for a few words, an NFA for thousands,
+        // whose memory stays near the size of the words (a DFA's would grow with their number
+        // times the alphabet).
+        let words = AhoCorasick::new(patterns);
         Mentions {
             words: words.ok(),
             ..Mentions::every_line()
@@ -115,6 +112,9 @@ impl Mentions {
     }
 }
 
+/// A response body read line by line under the call's [`Wait`], holding at most one line.
+/// A line that lies within one piece of the body is parsed where it lies; only a line split
+/// across pieces is copied, to join it.
 pub(crate) struct Lines {
     rpc: Rpc,
     /// Only these lines are parsed.
@@ -150,24 +150,21 @@ impl Lines {
             let rest = &self.chunk[self.start..];
             if let Some(len) = memchr::memchr(b'\n', rest) {
                 self.start += len + 1;
+                if self.partial.len() + len > MAX_LINE {
+                    return Err(self.too_long());
+                }
                 let parsed = if self.partial.is_empty() {
-                    if len > MAX_LINE {
-                        return Err(self.too_long());
-                    }
                     self.parse(&rest[..len])
                 } else {
                     self.partial.extend_from_slice(&rest[..len]);
-                    if self.partial.len() > MAX_LINE {
-                        return Err(self.too_long());
-                    }
                     let parsed = self.parse(&self.partial);
                     self.partial.clear();
                     parsed
                 };
-                match parsed? {
-                    Some(item) => return Ok(Some(item)),
-                    None => continue,
+                if let Some(item) = parsed? {
+                    return Ok(Some(item));
                 }
+                continue;
             }
             // The rest of the piece starts a line that the next piece continues.
             self.partial.extend_from_slice(rest);

@@ -11,6 +11,7 @@ use crate::error::ApiError;
 use crate::rpc::Rpc;
 use crate::secret::Secret;
 use crate::token_cache::LoginLock;
+use crate::transport::{read_body, MAX_UNARY_BODY};
 
 impl Client {
     /// Logs in once with the configured credentials and returns a fresh token: one attempt, no
@@ -54,7 +55,8 @@ impl Client {
         let response = self
             .post(Rpc::Login, &body, None, retry_unreachable, wait)
             .await?;
-        let bytes = crate::transport::read_body(response, Rpc::Login, wait).await?;
+        let mut bytes = Vec::new();
+        read_body(response, Rpc::Login, wait, MAX_UNARY_BODY, &mut bytes).await?;
         #[derive(serde::Deserialize)]
         struct TokenBody {
             token: String,

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::client::Client;
@@ -82,9 +84,7 @@ pub const MAX_COLLECTED: usize = 10_000;
 impl Client {
     /// `CreateApp`.
     pub async fn create_app(&self, app: &NewApp) -> Result<(), ApiError> {
-        let body = serde_json::to_value(app)
-            .map_err(|e| ApiError::protocol(Rpc::CreateApp, e.to_string()))?;
-        self.unary(Rpc::CreateApp, &body).await
+        self.unary(Rpc::CreateApp, app).await
     }
 
     /// `DeleteApp` (key only).
@@ -109,9 +109,7 @@ impl Client {
         inst: &NewAppInst,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
-        let body = serde_json::to_value(inst)
-            .map_err(|e| ApiError::protocol(Rpc::CreateAppInst, e.to_string()))?;
-        self.operation(Rpc::CreateAppInst, &body, progress).await
+        self.operation(Rpc::CreateAppInst, inst, progress).await
     }
 
     /// `DeleteAppInst` (key only), its stream read to the end.
@@ -136,34 +134,31 @@ impl Client {
 
     /// `ShowZone` (Gen3). A 404 means the server predates zones.
     pub async fn show_zones(&self) -> Result<Vec<Site>, ApiError> {
-        self.show(Rpc::ShowZone, &json!({}))
-            .await?
-            .collect(MAX_COLLECTED)
-            .await
+        self.show_all(Rpc::ShowZone, &json!({})).await
     }
 
     /// `ShowCloudlet`.
     pub async fn show_cloudlets(&self) -> Result<Vec<Site>, ApiError> {
-        self.show(Rpc::ShowCloudlet, &json!({}))
-            .await?
-            .collect(MAX_COLLECTED)
-            .await
+        self.show_all(Rpc::ShowCloudlet, &json!({})).await
     }
 
     /// `ShowFlavor`: every flavor of the region.
     pub async fn show_flavors(&self) -> Result<Vec<Flavor>, ApiError> {
-        self.show(Rpc::ShowFlavor, &json!({}))
-            .await?
-            .collect(MAX_COLLECTED)
-            .await
+        self.show_all(Rpc::ShowFlavor, &json!({})).await
     }
 
     /// `ShowFlavorsForZone`.
     pub async fn show_flavors_for_zone(&self, zone: &SiteRef) -> Result<Vec<Flavor>, ApiError> {
-        self.show(Rpc::ShowFlavorsForZone, &json!(zone))
-            .await?
-            .collect(MAX_COLLECTED)
-            .await
+        self.show_all(Rpc::ShowFlavorsForZone, zone).await
+    }
+
+    /// Every object of a Show answer, at most [`MAX_COLLECTED`].
+    async fn show_all<T: DeserializeOwned + Send + 'static>(
+        &self,
+        rpc: Rpc,
+        filter: &impl Serialize,
+    ) -> Result<Vec<T>, ApiError> {
+        self.show(rpc, filter).await?.collect(MAX_COLLECTED).await
     }
 }
 

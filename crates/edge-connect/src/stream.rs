@@ -6,8 +6,7 @@ use std::task::{Context, Poll};
 
 use futures_util::stream::{self, Stream, TryStreamExt};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::error::ApiError;
@@ -103,7 +102,7 @@ impl Client {
     pub(crate) async fn show<T: DeserializeOwned + Send + 'static>(
         &self,
         rpc: Rpc,
-        filter: &Value,
+        filter: &impl Serialize,
     ) -> Result<Show<T>, ApiError> {
         let wait = self.wait(true);
         let response = self.send(rpc, filter, wait).await?;
@@ -120,7 +119,7 @@ impl Client {
     pub(crate) async fn operation(
         &self,
         rpc: Rpc,
-        object: &Value,
+        object: &impl Serialize,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
         let wait = self.wait(false);

@@ -70,22 +70,6 @@ impl CachedToken {
     }
 }
 
-impl TokenCache {
-    /// The cache in `dir` for `url` and `credentials` (creates `dir` with mode 0700 if
-    /// missing). `None`, with a warning, when `dir` is not a private directory of this user.
-    pub fn in_dir(dir: &Path, url: &str, credentials: &Credentials) -> Option<Self> {
-        if let Err(e) = ensure_private_dir(dir) {
-            tracing::warn!(dir = %dir.display(), error = %e, "token cache not used; logging in without it");
-            return None;
-        }
-        let id = cache_id(url, credentials);
-        Some(TokenCache {
-            path: dir.join(format!("token-{id}.json")),
-            lock_path: dir.join(format!("token-{id}.lock")),
-        })
-    }
-}
-
 /// A one-way name for (URL, user, password). Each part is length-prefixed so that no two
 /// different triples hash the same bytes; the name shows nothing of the password, and a
 /// changed password changes it.
@@ -184,9 +168,9 @@ fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-/// Opens `path` with `options`, never following a symbolic link in its last component, and
-/// checks that what was opened is a regular file of this user that group and others cannot
-/// write (`private`: nor read).
+/// Opens `path` with `options` (a file it creates gets mode 0600), never following a symbolic
+/// link in its last component, and checks that what was opened is a regular file of this user
+/// that group and others cannot write (`private`: nor read).
 fn open_private(
     path: &Path,
     options: &mut std::fs::OpenOptions,
@@ -195,7 +179,9 @@ fn open_private(
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
         let file = options.open(path).map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
                 std::io::Error::other("is a symbolic link")
@@ -220,6 +206,20 @@ fn open_private(
 }
 
 impl TokenCache {
+    /// The cache in `dir` for `url` and `credentials` (creates `dir` with mode 0700 if
+    /// missing). `None`, with a warning, when `dir` is not a private directory of this user.
+    pub fn in_dir(dir: &Path, url: &str, credentials: &Credentials) -> Option<Self> {
+        if let Err(e) = ensure_private_dir(dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "token cache not used; logging in without it");
+            return None;
+        }
+        let id = cache_id(url, credentials);
+        Some(TokenCache {
+            path: dir.join(format!("token-{id}.json")),
+            lock_path: dir.join(format!("token-{id}.lock")),
+        })
+    }
+
     /// The cache file's entry; `None` when there is none or it cannot be trusted (logged).
     fn read(&self) -> Option<CachedToken> {
         let mut file = match open_private(&self.path, std::fs::OpenOptions::new().read(true), true)
@@ -236,17 +236,13 @@ impl TokenCache {
             tracing::info!(error = %e, "token cache unreadable; logging in");
             return None;
         }
-        match serde_json::from_str::<CachedToken>(&text) {
-            Ok(c) => Some(c),
-            Err(_) => {
-                tracing::info!("token cache malformed; logging in");
-                None
-            }
+        let cached = serde_json::from_str(&text);
+        if cached.is_err() {
+            tracing::info!("token cache malformed; logging in");
         }
+        cached.ok()
     }
-}
 
-impl TokenCache {
     /// A token believed to be valid, if any.
     pub(crate) fn load(&self) -> Option<Secret> {
         let cached = self.read()?;
@@ -280,11 +276,6 @@ impl TokenCache {
     pub(crate) fn try_login_lock(&self) -> LoginLock {
         let mut options = std::fs::OpenOptions::new();
         options.create(true).truncate(false).write(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
         let file = match open_private(&self.lock_path, &mut options, false) {
             Ok(f) => f,
             Err(e) => {
@@ -327,11 +318,6 @@ fn write_atomically(path: &Path, body: &impl serde::Serialize) -> std::io::Resul
     let mut options = std::fs::OpenOptions::new();
     // create_new: fails on anything already there, a planted link included.
     options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
     let result = (|| {
         let mut file = open_private(&tmp, &mut options, true)?;
         file.write_all(

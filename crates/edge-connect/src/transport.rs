@@ -52,46 +52,25 @@ impl Wait {
     }
 }
 
-/// A whole unary answer; more than `MAX_UNARY_BODY` bytes is a protocol error.
+/// An answer's body into `body`, at most `cap` bytes: more is a protocol error, with the first
+/// `cap` bytes in `body` (a refused call's message is read this way, and any error of the
+/// read costs only the message, never the status, which is what the caller acts on).
 pub(crate) async fn read_body(
     mut response: reqwest::Response,
     rpc: Rpc,
     wait: Wait,
-) -> Result<Vec<u8>, ApiError> {
-    let mut body = Vec::new();
+    cap: usize,
+    body: &mut Vec<u8>,
+) -> Result<(), ApiError> {
     while let Some(chunk) = next_chunk(&mut response, rpc, wait).await? {
-        if body.len() + chunk.len() > MAX_UNARY_BODY {
-            return Err(ApiError::protocol(
-                rpc,
-                format!(
-                    "answer larger than {} KiB; not read further",
-                    MAX_UNARY_BODY / 1024
-                ),
-            ));
+        if body.len() + chunk.len() > cap {
+            body.extend_from_slice(&chunk[..cap - body.len()]);
+            let message = format!("answer larger than {} KiB; not read further", cap / 1024);
+            return Err(ApiError::protocol(rpc, message));
         }
         body.extend_from_slice(&chunk);
     }
-    Ok(body)
-}
-
-/// The start of a refused call's body: at most `MAX_ERROR_BODY` bytes, then reading stops (the
-/// connection is dropped with the response). A body cut short, a broken connection or silence
-/// only cost the message, never the status, which is what the caller acts on.
-pub(crate) async fn read_error_body(
-    mut response: reqwest::Response,
-    rpc: Rpc,
-    wait: Wait,
-) -> Vec<u8> {
-    let mut body = Vec::new();
-    while let Ok(Some(chunk)) = next_chunk(&mut response, rpc, wait).await {
-        let room = MAX_ERROR_BODY - body.len();
-        if chunk.len() >= room {
-            body.extend_from_slice(&chunk[..room]);
-            break;
-        }
-        body.extend_from_slice(&chunk);
-    }
-    body
+    Ok(())
 }
 
 /// The next piece of a response body; `None` at its end. Running out of `wait` or a broken

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::env::Env;
 use super::{AppKey, FlavorKey};
@@ -140,7 +141,7 @@ impl App {
 pub fn env_vars_yaml(vars: &BTreeMap<String, String>) -> String {
     let mut out = String::new();
     for (name, value) in vars {
-        let quoted = serde_json::Value::String(value.clone()).to_string();
+        let quoted = Value::String(value.clone()).to_string();
         out.push_str(&format!("- name: {name}\n  value: {quoted}\n"));
     }
     out
@@ -158,7 +159,7 @@ pub fn parse_env_vars_yaml(yaml: &str) -> BTreeMap<String, String> {
         let Some(value) = lines.next().and_then(|l| l.strip_prefix("  value: ")) else {
             continue;
         };
-        if let Ok(serde_json::Value::String(v)) = serde_json::from_str(value) {
+        if let Ok(Value::String(v)) = serde_json::from_str(value) {
             vars.insert(name.trim().to_string(), v);
         }
     }
@@ -208,6 +209,27 @@ mod tests {
         .into();
         let yaml = env_vars_yaml(&vars);
         assert_eq!(parse_env_vars_yaml(&yaml), vars);
+    }
+
+    #[test]
+    fn string_entries_decoded_first_wins_others_skipped() {
+        let env: Env = serde_json::from_str(
+            r#"{"N":3,"A\u0026\"B\"":"x \u0026 \"y\" \u003c","N":"later","L":[1,{"a":"b"}],"M":{"A":"no"},"A":"1","E":"","A":"2","Z":null}"#,
+        )
+        .unwrap();
+        let app = App {
+            env_vars: Some(env),
+            ..App::default()
+        };
+        let get = |name: &str| app.plain_env_var(name);
+        assert_eq!(get("A&\"B\"").as_deref(), Some("x & \"y\" <"));
+        assert_eq!(get("N").as_deref(), Some("later"), "a number is no entry");
+        assert_eq!(get("A").as_deref(), Some("1"));
+        assert_eq!(get("E").as_deref(), Some(""));
+        assert_eq!((get("L"), get("M"), get("Z")), (None, None, None));
+        assert_eq!(get("missing"), None);
+        assert!(serde_json::from_str::<Env>(r#""not an object""#).is_err());
+        assert!(serde_json::from_str::<Env>(r#"{"A":"1","B":"#).is_err());
     }
 
     /// An App as a Show line holds it.

@@ -47,9 +47,10 @@ pub struct AppInst {
 }
 
 fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let mut text = String::new();
-    serde::de::DeserializeSeed::deserialize(super::env::Append(&mut text), d)?;
-    Ok(text)
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => text,
+        _ => String::new(),
+    })
 }
 
 impl AppInst {

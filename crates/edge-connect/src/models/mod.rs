@@ -11,7 +11,6 @@
 //! | `app` | [`NewApp`] as sent, [`App`] as shown, reading an App's environment |
 //! | `app_inst` | [`NewAppInst`] as sent, [`AppInst`] as shown |
 //! | `site` | [`Site`] (zone or cloudlet) and [`Flavor`] as shown |
-//! | `env` | an App's `env_vars`, read in the line's one pass |
 
 use serde::{Deserialize, Serialize};
 
