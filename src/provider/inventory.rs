@@ -105,7 +105,13 @@ impl Provider {
             .await?;
             // Only lines that name the pool (or this controller) can be Apps of ours, and only
             // lines that name one of our Apps can be their AppInsts: the rest are not parsed.
-            let marker = pool_id.unwrap_or(&self.controller_id);
+            // An App asked for by name is read whoever it belongs to: one that is someone
+            // else's is counted, so that the caller can say why it is not touched.
+            let marker = match (name, pool_id) {
+                ("", Some(pool)) => pool,
+                ("", None) => &self.controller_id,
+                (name, _) => name,
+            };
             let mut apps = apps.mentioning(Mentions::any_of([marker]));
             let mut kept = Kept::default();
             let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();

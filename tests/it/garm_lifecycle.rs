@@ -386,6 +386,20 @@ fn list_ignores_look_alikes_and_other_organizations() {
         None,
     );
     assert_eq!(get.code, 30);
+    // Another controller's App of the asked name: not found, not touched, and the log says why.
+    let logged_before = w.log_text().len();
+    let delete = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-other-1")],
+        None,
+    );
+    assert_eq!(delete.code, 0, "{}", delete.stderr);
+    assert!(w.app_names().contains(&"garm-other-1".to_string()));
+    let logged = w.log_text()[logged_before..].to_string();
+    assert!(
+        logged.contains("an App with this name exists but belongs to another controller"),
+        "{logged}"
+    );
     let before = w.app_names().len();
     let rm = w.garm("RemoveAllInstances", &[], None);
     assert_eq!(rm.code, 0, "{}", rm.stderr);
