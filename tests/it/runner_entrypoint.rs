@@ -96,6 +96,18 @@ fn registered(agent_id: u64) -> Vec<String> {
     ]
 }
 
+/// The GARM calls of a successful GitHub JIT bootstrap (the runner's files, no token).
+fn registered_jit(agent_id: u64) -> Vec<String> {
+    vec![
+        installing(),
+        get("/credentials/runner"),
+        get("/credentials/credentials"),
+        get("/credentials/credentials_rsaparams"),
+        system_info(agent_id),
+        idle(agent_id),
+    ]
+}
+
 /// Where the entrypoint notes that this container's runner is registered.
 fn used_marker(sandbox: &Sandbox) -> std::path::PathBuf {
     sandbox.home.join(".garm-runner-registered")
@@ -166,20 +178,11 @@ entrypoint_test!(
             }
             w.sandbox.install_github_stubs();
 
-            let run = w.run().await;
-            run.assert_stayed_up();
-            run.assert_no_secrets_in_output();
+            w.run_stayed_up().await;
 
             assert_eq!(
                 w.garm.summaries(),
-                vec![
-                    installing(),
-                    get("/credentials/runner"),
-                    get("/credentials/credentials"),
-                    get("/credentials/credentials_rsaparams"),
-                    system_info(GITHUB_AGENT_ID),
-                    idle(GITHUB_AGENT_ID),
-                ],
+                registered_jit(GITHUB_AGENT_ID),
                 "callback URL with /status: {callback_with_status}"
             );
             assert_messages_clean(&w.garm);
@@ -218,19 +221,9 @@ entrypoint_test!(
         w.sandbox.install_github_stubs();
         w.set("RUNNER_GROUP", "edge runners");
 
-        let run = w.run().await;
-        run.assert_stayed_up();
-        run.assert_no_secrets_in_output();
+        w.run_stayed_up().await;
 
-        assert_eq!(
-            w.garm.summaries(),
-            vec![
-                installing(),
-                get("/runner-registration-token"),
-                system_info(GITHUB_AGENT_ID),
-                idle(GITHUB_AGENT_ID),
-            ]
-        );
+        assert_eq!(w.garm.summaries(), registered(GITHUB_AGENT_ID));
         assert_messages_clean(&w.garm);
         let work = w.sandbox.work.display().to_string();
         let labels =
@@ -271,20 +264,10 @@ entrypoint_test!(
         // The forge is briefly unreachable: config.sh fails once.
         w.sandbox.set_config_failures(1);
 
-        let run = w.run().await;
-        run.assert_stayed_up();
-        run.assert_no_secrets_in_output();
+        w.run_stayed_up().await;
 
         // The single-use registration token is fetched once, not per attempt.
-        assert_eq!(
-            w.garm.summaries(),
-            vec![
-                installing(),
-                get("/runner-registration-token"),
-                system_info(GITHUB_AGENT_ID),
-                idle(GITHUB_AGENT_ID),
-            ]
-        );
+        assert_eq!(w.garm.summaries(), registered(GITHUB_AGENT_ID));
         assert_eq!(w.sandbox.recorded("config.count").unwrap().trim(), "2");
         let argv = w.sandbox.argv("config").unwrap();
         assert!(!argv.iter().any(|a| a == "--runnergroup"), "{argv:?}");
@@ -330,9 +313,7 @@ entrypoint_test!(
         w.set("RUNNER_DOWNLOAD_SHA256", sha.to_uppercase());
         w.set("RUNNER_DOWNLOAD_TOKEN", DOWNLOAD_TOKEN);
 
-        let run = w.run().await;
-        run.assert_stayed_up();
-        run.assert_no_secrets_in_output();
+        w.run_stayed_up().await;
 
         // The download uses its own token, never the GARM instance token.
         assert_eq!(
@@ -402,19 +383,9 @@ entrypoint_test!(
         let w = World::new(Forge::Gitea, Behaviour::default()).await;
         w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
 
-        let run = w.run().await;
-        run.assert_stayed_up();
-        run.assert_no_secrets_in_output();
+        w.run_stayed_up().await;
 
-        assert_eq!(
-            w.garm.summaries(),
-            vec![
-                installing(),
-                get("/runner-registration-token"),
-                system_info(GITEA_AGENT_ID),
-                idle(GITEA_AGENT_ID),
-            ]
-        );
+        assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
         assert_messages_clean(&w.garm);
         // act_runner 0.2.13 has no token file option: the token is an argument.
         assert_eq!(
@@ -458,19 +429,9 @@ entrypoint_test!(
         w.sandbox.install_runner_stub(RunnerCli::ActRunner0213);
         w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
 
-        let run = w.run().await;
-        run.assert_stayed_up();
-        run.assert_no_secrets_in_output();
+        w.run_stayed_up().await;
 
-        assert_eq!(
-            w.garm.summaries(),
-            vec![
-                installing(),
-                get("/runner-registration-token"),
-                system_info(GITEA_AGENT_ID),
-                idle(GITEA_AGENT_ID),
-            ]
-        );
+        assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
         let forgejo = w.sandbox.bin.join("forgejo-runner").display().to_string();
         assert_eq!(w.sandbox.recorded("register.program").unwrap(), forgejo);
         assert_eq!(w.sandbox.recorded("one-job.program").unwrap(), forgejo);
@@ -501,9 +462,7 @@ entrypoint_test!(
         w.set("RUNNER_DOWNLOAD_URL", w.garm.download_url(name));
         w.set("RUNNER_DOWNLOAD_FILENAME", name);
 
-        let run = w.run().await;
-        run.assert_stayed_up();
-        run.assert_no_secrets_in_output();
+        w.run_stayed_up().await;
 
         assert_eq!(
             w.garm.summaries(),
@@ -562,20 +521,8 @@ entrypoint_test!(https_garm_needs_the_ca_bundle, async {
     w.sandbox.install_github_stubs();
     w.sandbox.install_update_ca_stub();
     w.set("GARM_CA_BUNDLE", pki.ca_pem.clone());
-    let run = w.run().await;
-    run.assert_stayed_up();
-    run.assert_no_secrets_in_output();
-    assert_eq!(
-        w.garm.summaries(),
-        vec![
-            installing(),
-            get("/credentials/runner"),
-            get("/credentials/credentials"),
-            get("/credentials/credentials_rsaparams"),
-            system_info(GITHUB_AGENT_ID),
-            idle(GITHUB_AGENT_ID),
-        ]
-    );
+    w.run_stayed_up().await;
+    assert_eq!(w.garm.summaries(), registered_jit(GITHUB_AGENT_ID));
 
     // The runner and the job trust the bundle too.
     let job_env = w.sandbox.recorded_env("run");
@@ -609,8 +556,7 @@ entrypoint_test!(https_garm_needs_the_ca_bundle, async {
     let mut w = World::https(Forge::GitHub, jit(), &pki).await;
     w.sandbox.install_github_stubs();
     w.set("GARM_CA_BUNDLE", pki.ca_pem.trim().replace('\n', "\\n"));
-    let run = w.run().await;
-    run.assert_stayed_up();
+    w.run_stayed_up().await;
     assert_eq!(w.garm.calls().len(), 6);
 });
 
@@ -627,16 +573,9 @@ entrypoint_test!(
             w.set(var, "gitea.example.test,.internal.example.test");
         }
 
-        let run = w.run().await;
-        run.assert_stayed_up();
-        run.assert_no_secrets_in_output();
+        w.run_stayed_up().await;
 
-        let expected = vec![
-            installing(),
-            get("/runner-registration-token"),
-            system_info(GITEA_AGENT_ID),
-            idle(GITEA_AGENT_ID),
-        ];
+        let expected = registered(GITEA_AGENT_ID);
         assert_eq!(w.garm.summaries(), expected);
         let origin = &w.garm.base_url;
         assert_eq!(
@@ -663,8 +602,7 @@ entrypoint_test!(
         for var in ["NO_PROXY", "no_proxy"] {
             w.set(var, "127.0.0.1");
         }
-        let run = w.run().await;
-        run.assert_stayed_up();
+        w.run_stayed_up().await;
         assert_eq!(w.garm.summaries(), expected);
         assert_eq!(proxy.request_lines(), Vec::<String>::new());
     }
@@ -684,8 +622,7 @@ entrypoint_test!(upper_case_http_proxy_alone_is_honoured, async {
     w.sandbox.install_github_stubs();
     w.set("HTTP_PROXY", proxy.url.clone());
 
-    let run = w.run().await;
-    run.assert_stayed_up();
+    w.run_stayed_up().await;
     assert_eq!(
         proxy.request_lines().len(),
         6,
@@ -747,8 +684,7 @@ entrypoint_test!(
         w.sandbox.install_github_stubs();
         w.set("BEARER_TOKEN", "token-of-an-earlier-create-attempt");
 
-        let run = w.run().await;
-        run.assert_stayed_up();
+        let run = w.run_stayed_up().await;
         assert!(!run.stderr.contains("token-of-an-earlier-create-attempt"));
         assert_eq!(
             w.garm.summaries(),
@@ -779,8 +715,7 @@ entrypoint_test!(runner_bin_overrides_the_runner_found_on_path, async {
     );
     w.set("RUNNER_BIN", custom.display().to_string());
 
-    let run = w.run().await;
-    run.assert_stayed_up();
+    w.run_stayed_up().await;
     let custom = custom.display().to_string();
     assert_eq!(w.sandbox.recorded("register.program").unwrap(), custom);
     assert_eq!(w.sandbox.recorded("daemon.program").unwrap(), custom);
@@ -835,20 +770,9 @@ entrypoint_test!(
             w.sandbox.install_runner_stub(cli);
             w.set("FORGE_URL", api_url);
 
-            let run = w.run().await;
-            run.assert_stayed_up();
-            run.assert_no_secrets_in_output();
+            w.run_stayed_up().await;
 
-            assert_eq!(
-                w.garm.summaries(),
-                vec![
-                    installing(),
-                    get("/runner-registration-token"),
-                    system_info(GITEA_AGENT_ID),
-                    idle(GITEA_AGENT_ID),
-                ],
-                "{cli:?}"
-            );
+            assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID), "{cli:?}");
             assert_messages_clean(&w.garm);
             assert_eq!(
                 w.sandbox.argv("register").unwrap(),
@@ -1038,18 +962,8 @@ entrypoint_test!(gitea_runner_3_gets_the_token_from_a_file_not_argv, async {
     let w = World::new(Forge::Gitea, Behaviour::default()).await;
     w.sandbox.install_runner_stub(RunnerCli::GiteaRunner3);
 
-    let run = w.run().await;
-    run.assert_stayed_up();
-    run.assert_no_secrets_in_output();
-    assert_eq!(
-        w.garm.summaries(),
-        vec![
-            installing(),
-            get("/runner-registration-token"),
-            system_info(GITEA_AGENT_ID),
-            idle(GITEA_AGENT_ID),
-        ]
-    );
+    w.run_stayed_up().await;
+    assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
 
     let argv = w.sandbox.argv("register").unwrap();
     let file_at = argv
@@ -1157,8 +1071,7 @@ entrypoint_test!(
         let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
         w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
         w.set("RUNNER_FLAVOR", "forgejo");
-        let run = w.run().await;
-        run.assert_stayed_up();
+        w.run_stayed_up().await;
         assert_eq!(
             w.sandbox.argv("one-job").unwrap(),
             strings(&["one-job", "--wait"])
@@ -1181,8 +1094,7 @@ entrypoint_test!(finished_runner_stays_up_quietly_until_deleted, async {
         w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
         w.sandbox.set_job_mode(mode);
 
-        let run = w.run().await;
-        run.assert_stayed_up();
+        let run = w.run_stayed_up().await;
         assert_eq!(run.last_line(), finished_line(exit_code), "{mode}");
         assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID), "{mode}");
         assert_eq!(jobs_started(&w.sandbox), 1, "{mode}");

@@ -1421,6 +1421,15 @@ impl World {
         self.sandbox.run_entrypoint(&self.env).await
     }
 
+    /// Runs the entrypoint and asserts that the container stayed up after its job and that no
+    /// secret reached its output: what every successful run must show.
+    pub async fn run_stayed_up(&self) -> Run {
+        let run = self.run().await;
+        run.assert_stayed_up();
+        run.assert_no_secrets_in_output();
+        run
+    }
+
     /// Starts the entrypoint and leaves it running (see [`Running`]).
     pub fn start(&self) -> Running {
         self.sandbox.start_entrypoint(&self.env)
