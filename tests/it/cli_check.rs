@@ -236,21 +236,7 @@ fn bad_extra_specs_and_image() {
 
 #[test]
 fn deploy_test_reports_an_image_that_cannot_run_on_each_site() {
-    let w = World::with_sim(
-        edge_connect_sim::SimConfig {
-            zones: vec![
-                ("TelekomOP".into(), "Munich".into()),
-                ("TelekomOP".into(), "Berlin".into()),
-            ],
-            cloudlets: vec![
-                ("TelekomOP".into(), "Munich".into()),
-                ("TelekomOP".into(), "Berlin".into()),
-            ],
-            ..Default::default()
-        },
-        Site::Zone,
-        "deployment = \"docker\"",
-    );
+    let w = World::with_sim(two_zones(), Site::Zone, "deployment = \"docker\"");
     let specs = w.dir.path().join("specs.json");
     std::fs::write(
         &specs,

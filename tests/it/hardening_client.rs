@@ -92,16 +92,9 @@ impl Setup {
 /// Runs the binary like `support::run_binary`, but kills it (and fails) if it is still running
 /// after 60 s: a regression here is a hang, which must not hang the suite.
 fn run_bounded(vars: &[(String, String)], stdin: Option<&str>) -> support::Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
-    cmd.env_clear()
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("provider starts");
+    let mut child = support::provider_command(vars)
+        .spawn()
+        .expect("provider starts");
     if let Some(mut pipe) = child.stdin.take() {
         let _ = pipe.write_all(stdin.unwrap_or_default().as_bytes());
     }
@@ -126,11 +119,7 @@ fn run_bounded(vars: &[(String, String)], stdin: Option<&str>) -> support::Run {
         !watchdog.join().unwrap(),
         "the provider hung and was killed"
     );
-    support::Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    out.into()
 }
 
 pub(crate) fn one_line(r: &support::Run) -> &str {
@@ -528,13 +517,16 @@ const MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
 /// process records the parent's pages as its own peak.)
 fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
     use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
-    cmd.env_clear()
-        .current_dir("/")
-        .env("GARM_COMMAND", command)
-        .env("GARM_CONTROLLER_ID", CONTROLLER)
-        .env("GARM_POOL_ID", POOL)
-        .env("GARM_PROVIDER_CONFIG_FILE", &s.config);
+    let mut cmd = support::provider_command(&[
+        ("GARM_COMMAND".into(), command.into()),
+        ("GARM_CONTROLLER_ID".into(), CONTROLLER.into()),
+        ("GARM_POOL_ID".into(), POOL.into()),
+        (
+            "GARM_PROVIDER_CONFIG_FILE".into(),
+            s.config.display().to_string(),
+        ),
+    ]);
+    cmd.stdin(Stdio::null());
     // SAFETY: setrlimit is async-signal-safe and touches only the child.
     unsafe {
         cmd.pre_exec(|| {
@@ -549,11 +541,7 @@ fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
         });
     }
     let out = cmd.output().expect("provider runs");
-    support::Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    out.into()
 }
 
 #[test]
@@ -683,44 +671,32 @@ fn an_error_trailer_after_lines_that_are_not_ours_is_still_an_error() {
     // Lines that name none of our runners are not parsed (only read); a `result` trailer among
     // them must still end the command, in either answer, never as a short list.
     let trailer = "{\"result\":{\"message\":\"Internal error reading apps\",\"code\":500}}\n";
-    let foreign = (0..50).map(other_pool_app_line).collect::<String>();
-    let in_show_app = Fake::start(move |p, _| match p {
-        "/api/v1/auth/ctrl/ShowApp" => show_answer(format!("{foreign}{trailer}")),
-        p => empty_controller(p),
-    });
-    let s = Setup::new(
-        &in_show_app.url(),
-        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
-    );
-    let r = s.garm("ListInstances", &[]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    assert_eq!(r.stdout, "");
-    assert!(
-        one_line(&r).contains("Internal error reading apps"),
-        "{}",
-        r.stderr
-    );
-
+    let other_apps = (0..50).map(other_pool_app_line).collect::<String>();
     let other_insts = (0..50)
         .map(|n| app_inst_line("", "Ready", "").replace(RUNNER, &format!("other-runner-{n}")))
         .collect::<String>();
+    let in_show_app = Fake::start(move |p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(format!("{other_apps}{trailer}")),
+        p => empty_controller(p),
+    });
     let in_show_app_inst = Fake::start(move |p, _| match p {
         "/api/v1/auth/ctrl/ShowApp" => show_answer(owned_app_line()),
         "/api/v1/auth/ctrl/ShowAppInst" => show_answer(format!("{other_insts}{trailer}")),
         p => empty_controller(p),
     });
-    let s = Setup::new(
-        &in_show_app_inst.url(),
-        "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
-    );
-    let r = s.garm("ListInstances", &[]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    assert_eq!(r.stdout, "");
-    assert!(
-        one_line(&r).contains("Internal error reading apps"),
-        "{}",
-        r.stderr
-    );
+    for (server, answer) in [(in_show_app, "ShowApp"), (in_show_app_inst, "ShowAppInst")] {
+        let s = Setup::new(
+            &server.url(),
+            "operation_timeout_secs = 3\nrequest_timeout_secs = 2\n",
+        );
+        let r = s.garm("ListInstances", &[]);
+        assert_eq!(r.code, 1, "{answer}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{answer}");
+        assert_eq!(
+            one_line(&r),
+            format!("Edge Connect {answer}: Internal error reading apps")
+        );
+    }
 }
 
 #[test]

@@ -224,17 +224,7 @@ fn killed_mid_create_then_delete_cleans_up_and_create_works_again() {
 
 #[test]
 fn failover_moves_on_from_a_full_site_and_spread_is_stable() {
-    let config = SimConfig {
-        zones: vec![
-            ("TelekomOP".into(), "Munich".into()),
-            ("TelekomOP".into(), "Berlin".into()),
-        ],
-        cloudlets: vec![
-            ("TelekomOP".into(), "Munich".into()),
-            ("TelekomOP".into(), "Berlin".into()),
-        ],
-        ..SimConfig::default()
-    };
+    let config = two_zones();
     let w = World::with_sim(config, Site::Zone, "");
     w.sim.set_capacity("TelekomOP", "Munich", Some(0));
     let specs = serde_json::json!({

@@ -235,18 +235,32 @@ pub fn secrets() -> Vec<&'static str> {
     vec![PASSWORD, "proxy-pass", "c2lnbmF0dXJlLW5vdC12ZXJpZmllZA"]
 }
 
-/// Runs the provider binary with exactly these environment variables.
-pub fn run_binary(vars: &[(String, String)], stdin: Option<&str>) -> Run {
+/// The provider binary as GARM starts it: exactly these environment variables, `/` as its
+/// working directory, pipes for stdin, stdout and stderr.
+pub fn provider_command(vars: &[(String, String)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
     cmd.env_clear()
         .current_dir("/")
+        .envs(vars.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
+    cmd
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
     }
-    let mut child = cmd.spawn().expect("provider starts");
+}
+
+/// Runs the provider binary with exactly these environment variables.
+pub fn run_binary(vars: &[(String, String)], stdin: Option<&str>) -> Run {
+    let mut child = provider_command(vars).spawn().expect("provider starts");
     {
         let mut pipe = child.stdin.take().expect("stdin");
         if let Some(input) = stdin {
@@ -256,12 +270,7 @@ pub fn run_binary(vars: &[(String, String)], stdin: Option<&str>) -> Run {
             }
         }
     }
-    let out: Output = child.wait_with_output().expect("provider finishes");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    child.wait_with_output().expect("provider finishes").into()
 }
 
 /// A fixture from examples/ with `name` and `pool_id` replaced.
