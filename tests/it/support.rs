@@ -201,6 +201,25 @@ impl World {
     }
 
     /// The provider's log file content.
+    /// Asserts that the log file cannot be opened for `why` and that this costs no command:
+    /// ListInstances runs silently, and a failure's one stderr line names the log's problem.
+    pub fn assert_log_refused(&self, why: &str) {
+        let r = self.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (0, "[]", "")
+        );
+        let r = self.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-nope")], None);
+        assert_eq!(r.code, 30);
+        assert_eq!(
+            r.stderr,
+            format!(
+                "instance garm-nope not found (also: cannot open log_file {}: {why})\n",
+                self.log.display()
+            )
+        );
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
