@@ -24,13 +24,17 @@ pub(crate) fn prune(value: Value) -> Option<Value> {
     }
 }
 
-/// True when every leaf of a pruned `filter` is equal at the same place in `object`.
-/// Lists must be equal as a whole.
+/// True when every leaf of a pruned `filter` is equal at the same place in `object`. A list of
+/// values matches when each of the filter's is in the object's list (main
+/// `api/edgeproto/app.pb.go:2744-2762`, `command_args`); a list of messages only asks that the
+/// object's list is not empty: its entries are not compared (`:2587-2595`, `configs`).
 pub(crate) fn matches(filter: &Value, object: &Value) -> bool {
     match (filter, object) {
         (Value::Object(f), Value::Object(o)) => f
             .iter()
             .all(|(k, fv)| o.get(k).is_some_and(|ov| matches(fv, ov))),
+        (Value::Array(f), Value::Array(o)) if f.iter().any(Value::is_object) => !o.is_empty(),
+        (Value::Array(f), Value::Array(o)) => f.iter().all(|fv| o.contains(fv)),
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         (f, o) => f == o,
     }
@@ -55,5 +59,21 @@ mod tests {
         assert!(matches(&json!({"state": "Ready", "n": 2.0}), &obj));
         assert!(!matches(&json!({"state": "Creating"}), &obj));
         assert!(!matches(&json!({"missing": "x"}), &obj));
+    }
+
+    #[test]
+    fn lists_match_as_the_controller_compares_them() {
+        let app = json!({"command_args": ["a", "b", "c"], "configs": [{"kind": "envVarsYaml", "config": "x"}]});
+        assert!(matches(&json!({"command_args": ["c", "a"]}), &app));
+        assert!(!matches(&json!({"command_args": ["a", "d"]}), &app));
+        // Messages in a list are not compared: any non-empty list of them matches.
+        assert!(matches(
+            &json!({"configs": [{"kind": "helmCustomizationYaml"}]}),
+            &app
+        ));
+        assert!(!matches(
+            &json!({"configs": [{"kind": "envVarsYaml"}]}),
+            &json!({"configs": []})
+        ));
     }
 }
