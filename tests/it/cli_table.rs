@@ -63,14 +63,8 @@ fn list_and_get_print_a_table_and_json_on_request() {
     let stop = w.garm("StopInstance", &[("GARM_INSTANCE_ID", "garm-table2")], None);
     assert_eq!(stop.code, 0, "{}", stop.stderr);
     // A runner whose AppInst failed and could not be removed: CreateError with its reason.
-    w.sim.inject(Fault::new(
-        "CreateAppInst",
-        FaultKind::StreamError {
-            after_lines: 1,
-            message: "no nodes with enough memory".into(),
-            leave_create_error: true,
-        },
-    ));
+    w.sim
+        .inject(Fault::create_error_left(1, "no nodes with enough memory"));
     w.sim.inject(
         Fault::new(
             "DeleteAppInst",

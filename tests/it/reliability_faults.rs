@@ -49,14 +49,8 @@ fn a_create_that_fails_after_the_app_was_made_leaves_nothing() {
 #[test]
 fn a_create_left_in_create_error_is_cleaned_up() {
     let w = World::new();
-    w.sim.inject(Fault::new(
-        "CreateAppInst",
-        FaultKind::StreamError {
-            after_lines: 1,
-            message: "no nodes with enough memory".into(),
-            leave_create_error: true,
-        },
-    ));
+    w.sim
+        .inject(Fault::create_error_left(1, "no nodes with enough memory"));
     let r = create(&w);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_empty(&w);

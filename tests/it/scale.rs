@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use edge_connect::models::{AppInstKey, AppKey, FlavorKey, NewApp, NewAppInst, SiteRef};
 use edge_connect::{Client, ClientOptions, Credentials, Deadline, Secret};
-use edge_connect_sim::{ApiGeneration, Fault, FaultKind, SimConfig};
+use edge_connect_sim::{ApiGeneration, Fault, SimConfig};
 
 use crate::support::{Site, World, PASSWORD, POOL, USER};
 
@@ -235,14 +235,8 @@ fn a_delete_waiting_on_a_failed_delete_takes_over() {
     let create = w.create("bootstrap-github-jit.json", name, POOL, &[]);
     assert_eq!(create.code, 0, "{}", create.stderr);
     // The first delete fails part-way; the controller puts the AppInst back to Ready.
-    w.sim.inject(Fault::new(
-        "DeleteAppInst",
-        FaultKind::StreamError {
-            after_lines: 2,
-            message: "boom".into(),
-            leave_create_error: false,
-        },
-    ));
+    w.sim
+        .inject(Fault::stream_error("DeleteAppInst", 2, "boom"));
     let first = w.spawn_garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], "");
     // The second starts while the first is under way, so it is told "already under deletion".
     let since = Instant::now();

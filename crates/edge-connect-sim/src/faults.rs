@@ -125,6 +125,19 @@ impl Fault {
         )
     }
 
+    /// CreateAppInst fails after `after_lines` progress lines and the AppInst stays in
+    /// `CreateError` with `message` as its error, instead of being undone.
+    pub fn create_error_left(after_lines: usize, message: impl Into<String>) -> Self {
+        Fault::new(
+            "CreateAppInst",
+            FaultKind::StreamError {
+                after_lines,
+                message: message.into(),
+                leave_create_error: true,
+            },
+        )
+    }
+
     /// Connection cut after `after_lines` progress lines.
     pub fn drop_connection(rpc: impl Into<String>, after_lines: usize) -> Self {
         Fault::new(rpc, FaultKind::DropConnection { after_lines })

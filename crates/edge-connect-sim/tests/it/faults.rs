@@ -164,14 +164,7 @@ async fn stream_error_never_lets_the_create_succeed() {
 async fn stream_error_can_leave_the_instance_in_create_error() {
     let (sim, c) = started().await;
     create_app(&c, "r1").await;
-    sim.inject(Fault::new(
-        "CreateAppInst",
-        FaultKind::StreamError {
-            after_lines: 4,
-            message: "quota exceeded".into(),
-            leave_create_error: true,
-        },
-    ));
+    sim.inject(Fault::create_error_left(4, "quota exceeded"));
     let reply = c.post("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
     assert_eq!(reply.messages().len(), 4);
     assert_eq!(
