@@ -21,8 +21,9 @@
 //!
 //! # Layers
 //!
-//! Each layer imports only from the layers below it (and from the leaf modules); the test
-//! `layers::imports_point_down` in `tests/it/` checks this on the sources.
+//! Each layer imports only from the layers below it (and from the leaf modules). The
+//! workspace's `tests/it/layers.rs` reads this table and fails when an import points up or a
+//! module is missing from it.
 //!
 //! | Layer | Modules | Job |
 //! |---|---|---|

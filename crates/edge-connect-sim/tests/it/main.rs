@@ -10,5 +10,4 @@ mod cli;
 mod faults;
 mod fidelity;
 mod json;
-mod layers;
 mod startup;
