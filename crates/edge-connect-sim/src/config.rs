@@ -72,6 +72,16 @@ impl ServerRelease {
             ServerRelease::Current => &[],
         }
     }
+
+    /// AppInst fields this release does not know and drops silently. `annotations` came on
+    /// 2024-08-20 (`6cb22c7ab`, main `api/edgeproto/appinst.proto:229`), after the env vars of
+    /// the oldest release imitated here.
+    pub(crate) fn unknown_app_inst_fields(self) -> &'static [&'static str] {
+        match self {
+            ServerRelease::BeforeEnvVars => &["annotations"],
+            ServerRelease::BeforeRegistryCredentials | ServerRelease::Current => &[],
+        }
+    }
 }
 
 impl FromStr for ServerRelease {

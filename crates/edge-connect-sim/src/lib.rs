@@ -40,7 +40,7 @@
 //!
 //! | docs/edge-connect-behaviours.md | Behaviour | Turned on by | Test (`tests/it/`) |
 //! |---|---|---|---|
-//! | B1 | unknown App fields dropped silently | [`SimConfig::release`] = [`ServerRelease::BeforeEnvVars`] / [`ServerRelease::BeforeRegistryCredentials`] | `fidelity::a_release_before_*` |
+//! | B1 | unknown App and AppInst fields dropped silently, in a create and in a Show filter | [`SimConfig::release`] = [`ServerRelease::BeforeEnvVars`] / [`ServerRelease::BeforeRegistryCredentials`] | `fidelity::a_release_before_*` |
 //! | B2 | `&`, `<`, `>`, U+2028/9 escaped as Go does | always | `json::*` |
 //! | B3 | Gen2 `Specified Cloudlet not found`; 403 outside the cloudlet pools | [`SimConfig::cloudlet_pools`] (Gen2) | `fidelity::gen2_unknown_cloudlet_is_not_found_and_a_foreign_pool_is_forbidden` |
 //! | B4 | Gen3 drops `key.cloudlet_key`: `Zone not specified`; cloudlets reached by zone | Gen3 (default) | `fidelity::gen3_*`, `appinst::a_zone_and_its_cloudlet_agree_whatever_their_names` |

@@ -67,7 +67,7 @@ struct Cli {
 
     /// Platform release imitated: current, before-registry-credentials (drops App
     /// username/credentials, before 2025-10-17) or before-env-vars (also drops App
-    /// env_vars/secret_env_vars, before 2024-03-28).
+    /// env_vars/secret_env_vars and AppInst annotations, before 2024-03-28).
     #[arg(long, value_name = "RELEASE", default_value = "current", value_parser = parse_release)]
     release: ServerRelease,
 

@@ -17,17 +17,9 @@ use crate::protocol::encode::unary_ok;
 use crate::protocol::stream::{ndjson_response, show_body};
 use crate::protocol::ApiError;
 
-/// The App object without the fields the imitated release does not have: the MC decodes
-/// with plain `json.Unmarshal`, so they are dropped without an error
-/// (c39faca8f `pkg/mc/orm/server.go:1363-1366`; see `ServerRelease`).
+/// The App object without the fields the imitated release does not have.
 fn known_fields(call: &Call) -> Value {
-    let mut object = call.object.clone();
-    if let Value::Object(map) = &mut object {
-        for field in call.shared.config.release.unknown_app_fields() {
-            map.remove(*field);
-        }
-    }
-    object
+    call.known_fields(call.shared.config.release.unknown_app_fields())
 }
 
 /// `CreateApp`.

@@ -51,7 +51,10 @@ async fn refusal(lines: Vec<String>, error: String) -> Result<Response, ApiError
 
 /// `CreateAppInst`.
 pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
-    let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
+    let input: AppInstIn = decode(
+        call.known_fields(call.shared.config.release.unknown_app_inst_fields()),
+        "AppInst",
+    )?;
     let api = call.api();
     let gen3 = api == ApiGeneration::Gen3;
     if let Some(field) = input.invalid_internal_field(gen3) {
@@ -309,7 +312,10 @@ fn full_site(api: ApiGeneration, max: usize) -> Result<Outcome, ApiError> {
 
 /// `DeleteAppInst`.
 pub(crate) async fn delete(call: Call) -> Result<Response, ApiError> {
-    let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
+    let input: AppInstIn = decode(
+        call.known_fields(call.shared.config.release.unknown_app_inst_fields()),
+        "AppInst",
+    )?;
     let api = call.api();
     if let Some(field) = input.invalid_internal_field(api == ApiGeneration::Gen3) {
         return Err(ApiError::internal_field(field));

@@ -58,7 +58,10 @@ fn rest_filter(input: &AppInstIn, api: ApiGeneration) -> Option<Value> {
 
 /// `ShowAppInst`: every visible instance matching the filter, in the generation's shape.
 pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
-    let input: AppInstIn = decode(call.object.clone(), "AppInst")?;
+    let input: AppInstIn = decode(
+        call.known_fields(call.shared.config.release.unknown_app_inst_fields()),
+        "AppInst",
+    )?;
     call.authorize_view()?;
     call.check_region()?;
     let gen2 = call.api() == ApiGeneration::Gen2;

@@ -66,6 +66,82 @@ async fn the_current_release_keeps_every_field() {
     assert_eq!(shown["env_vars"]["GARM_CONTROLLER_ID"], "c1");
 }
 
+/// Creates, per `(name, controller)`, an App marked with the controller in its env_vars and an
+/// AppInst marked with it in its annotations, each beside a key of someone else's.
+async fn marked(c: &Client, names: &[(&str, &str)]) {
+    for (name, controller) in names {
+        let mut a = app(ORG, name);
+        a["env_vars"] = json!({"GARM_CONTROLLER_ID": controller, "OTHER": "x"});
+        let reply = c.post("CreateApp", app_req(a)).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let mut inst = inst3(ORG, name);
+        inst["annotations"] = json!({"garm-controller-id": controller, "more": "y"});
+        let reply = c.post("CreateAppInst", inst_req(inst)).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+}
+
+async fn shown_names(
+    c: &Client,
+    rpc: &str,
+    wrapper: &str,
+    filter: serde_json::Value,
+) -> Vec<String> {
+    let reply = c.post(rpc, json!({"region": "EU", wrapper: filter})).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let mut names: Vec<String> = reply
+        .data()
+        .iter()
+        .map(|o| o["key"]["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn show_filters_on_env_vars_and_annotations_as_subsets_where_the_release_knows_them() {
+    // main `api/edgeproto/app.pb.go:2765-2781` (env_vars) and `appinst.pb.go:3870-3885`
+    // (annotations): every key of the filter on the object with an equal value, others allowed.
+    let (_sim, c) = started().await;
+    marked(&c, &[("r1", "c1"), ("r2", "c2")]).await;
+    let by_env = json!({"key": {"organization": ORG}, "env_vars": {"GARM_CONTROLLER_ID": "c1"}});
+    assert_eq!(shown_names(&c, "ShowApp", "app", by_env).await, ["r1"]);
+    let by_mark =
+        json!({"key": {"organization": ORG}, "annotations": {"garm-controller-id": "c2"}});
+    assert_eq!(
+        shown_names(&c, "ShowAppInst", "appinst", by_mark).await,
+        ["r2"]
+    );
+    let none = json!({"key": {"organization": ORG}, "annotations": {"garm-controller-id": "c3"}});
+    assert!(shown_names(&c, "ShowAppInst", "appinst", none)
+        .await
+        .is_empty());
+    let shown = c.show_inst("r1").await.expect("r1 is shown");
+    assert_eq!(
+        shown["annotations"],
+        json!({"garm-controller-id": "c1", "more": "y"})
+    );
+
+    // A release before both fields drops them from the create and from the filter alike:
+    // every object of the organization comes back, unmarked.
+    let old = sim_with(|c| c.release = ServerRelease::BeforeEnvVars);
+    let c = Client::login(&old.url()).await;
+    marked(&c, &[("r1", "c1"), ("r2", "c2")]).await;
+    let by_env = json!({"key": {"organization": ORG}, "env_vars": {"GARM_CONTROLLER_ID": "c1"}});
+    assert_eq!(
+        shown_names(&c, "ShowApp", "app", by_env).await,
+        ["r1", "r2"]
+    );
+    let by_mark =
+        json!({"key": {"organization": ORG}, "annotations": {"garm-controller-id": "c2"}});
+    assert_eq!(
+        shown_names(&c, "ShowAppInst", "appinst", by_mark).await,
+        ["r1", "r2"]
+    );
+    let shown = c.show_inst("r1").await.expect("r1 is shown");
+    assert!(shown.get("annotations").is_none(), "{shown}");
+}
+
 fn gen2_with_pool() -> edge_connect_sim::SimHandle {
     sim_with(|c| {
         c.api = ApiGeneration::Gen2;
