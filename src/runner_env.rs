@@ -26,6 +26,20 @@ pub const ENV_OS_TYPE: &str = "RUNNER_OS_TYPE";
 /// Architecture of the runner (`amd64`), read back for GARM's `os_arch`.
 pub const ENV_OS_ARCH: &str = "RUNNER_ARCH";
 
+/// The AppInst annotation that names the GARM controller (ownership mark a ShowAppInst filters
+/// on, docs/edge-connect-behaviours.md B22; AppInsts of releases before it carry none).
+pub const MARK_CONTROLLER_ID: &str = "garm-controller-id";
+/// The AppInst annotation that names the GARM pool, verbatim.
+pub const MARK_POOL_ID: &str = "garm-pool-id";
+
+/// The AppInst annotations of a runner of `controller_id` in `pool_id`.
+pub fn app_inst_marks(controller_id: &str, pool_id: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (MARK_CONTROLLER_ID.to_string(), controller_id.to_string()),
+        (MARK_POOL_ID.to_string(), pool_id.to_string()),
+    ])
+}
+
 /// Names the provider sets itself; extra specs may not override them.
 pub const RESERVED: &[&str] = &[
     ENV_CONTROLLER_ID,

@@ -345,6 +345,11 @@ impl World {
                     name_prefix: prefix,
                     env_vars,
                     secret_env_vars: secrets.clone(),
+                    // The marks the provider's own CreateAppInst gives its AppInsts.
+                    annotations: BTreeMap::from([
+                        ("garm-controller-id".into(), CONTROLLER.into()),
+                        ("garm-pool-id".into(), pool_id(k)),
+                    ]),
                 });
             }
         }

@@ -7,7 +7,7 @@ use crate::config::{Deployment, EnvDelivery, Placement};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::BootstrapInstance;
-use crate::runner_env::runner_env;
+use crate::runner_env::{runner_env, ENV_CONTROLLER_ID, ENV_POOL_ID};
 use edge_connect::models::{env_vars_yaml, ConfigFile, FlavorKey, NewApp};
 
 impl Provider {
@@ -74,10 +74,19 @@ impl Provider {
         let (env_vars, secret_env_vars, configs) = match delivery {
             EnvDelivery::EnvVars => (env.plain, secret, Vec::new()),
             EnvDelivery::EnvvarsYaml => {
+                // The ownership markers also in `env_vars`, where a ShowApp can filter on them
+                // (docs/edge-connect-behaviours.md B22); a server without `env_vars` drops them
+                // and reads them from the config. The platform gives env_vars to the container
+                // by `envFrom`, which the config's `env` entries of the same name override with
+                // the same values (main `pkg/k8smgmt/manifest.go:56-61, 313-326`).
+                let markers = [ENV_CONTROLLER_ID, ENV_POOL_ID]
+                    .into_iter()
+                    .filter_map(|name| Some((name.to_string(), env.plain.get(name)?.clone())))
+                    .collect();
                 let mut all = env.plain;
                 all.extend(secret);
                 (
-                    Default::default(),
+                    markers,
                     Default::default(),
                     vec![ConfigFile {
                         kind: "envVarsYaml".to_string(),

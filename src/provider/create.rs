@@ -55,7 +55,11 @@ impl Provider {
         // `placement::target`) can only succeed on a zones (Gen3, 2024-09) controller, and those
         // keep env_vars (2024-03); pull credentials exist only since 2025-10, so they are always
         // confirmed.
-        let confirm_env_vars = (!app.env_vars.is_empty() || !app.secret_env_vars.is_empty())
+        // With an envVarsYaml config, `env_vars` hold only a copy of the ownership markers
+        // (for ShowApp's filter): nothing depends on the server keeping them.
+        let env_in_config = app.configs.iter().any(|c| c.kind == "envVarsYaml");
+        let confirm_env_vars = !env_in_config
+            && (!app.env_vars.is_empty() || !app.secret_env_vars.is_empty())
             && targets.iter().any(|t| matches!(t, Target::Cloudlet(_)));
 
         tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
@@ -75,7 +79,7 @@ impl Provider {
                 let image = Some(app.image_path.as_str());
                 let deploy = async {
                     self.confirm_kept(&app, confirm_env_vars, deadline).await?;
-                    self.deploy(&app.key, &sites, targets, image, deadline)
+                    self.deploy(&app.key, pool_id, &sites, targets, image, deadline)
                         .await
                 };
                 deploy.await
@@ -114,7 +118,11 @@ impl Provider {
         };
         let (client, filter) = (&self.client.until(deadline), &filter);
         Ok(retry_transient(deadline, "ShowApp", || async move {
-            client.show_apps(filter).await?.collect(MAX_COLLECTED).await
+            client
+                .show_apps(filter, &[])
+                .await?
+                .collect(MAX_COLLECTED)
+                .await
         })
         .await?)
     }

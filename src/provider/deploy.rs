@@ -13,6 +13,7 @@ use super::wait::{backoff, Deadline};
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
+use crate::runner_env::app_inst_marks;
 
 /// Why a site did not take the AppInst; nothing of ours is left there.
 struct Refusal {
@@ -47,10 +48,12 @@ impl Provider {
     /// each site addressed as `targets` says. A site that refuses it (the controller's refusal,
     /// a capacity refusal, a `CreateError`, a pod that cannot be scheduled) is left clean before
     /// the next one is tried: the AppInst name is unique across sites on Gen3. `image` names the
-    /// image in the messages (Start does not know it).
+    /// image in the messages (Start does not know it); the AppInst carries the marks of
+    /// `pool_id`'s runners.
     pub(super) async fn deploy(
         &self,
         app_key: &AppKey,
+        pool_id: &str,
         sites: &[Placement],
         targets: Vec<Target>,
         image: Option<&str>,
@@ -58,7 +61,10 @@ impl Provider {
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
         for (site, target) in sites.iter().zip(targets) {
-            let Err(refusal) = self.place(app_key, site, target, image, deadline).await? else {
+            let Err(refusal) = self
+                .place(app_key, pool_id, site, target, image, deadline)
+                .await?
+            else {
                 return Ok(());
             };
             // With one site only the final error says it, so GARM mode's stderr stays one line.
@@ -94,6 +100,7 @@ impl Provider {
     async fn place(
         &self,
         app_key: &AppKey,
+        pool_id: &str,
         site: &Placement,
         mut target: Target,
         image: Option<&str>,
@@ -102,8 +109,10 @@ impl Provider {
         let name = &app_key.name;
         let mut redecided = false;
         loop {
-            let request =
-                placement::new_app_inst(name, self.organization(), app_key.clone(), &target);
+            let request = NewAppInst {
+                annotations: app_inst_marks(&self.controller_id, pool_id),
+                ..placement::new_app_inst(name, self.organization(), app_key.clone(), &target)
+            };
             self.report(&format!("creating AppInst {name} in {site} ({target})"));
             let e = match self.create_watching(&request, deadline).await {
                 // A pod that cannot be scheduled is a refusal of the site; an image,

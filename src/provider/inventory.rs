@@ -1,27 +1,33 @@
 //! Finding this controller's runners: one by name (GetInstance, Delete, Start, Stop) or all of a
 //! pool (ListInstances, RemoveAll). Read our Apps (ShowApp, each App kept only when its
 //! environment says it is this controller's), then join their AppInsts (ShowAppInst, each kept
-//! only when the App it deploys is one of ours). A line that cannot name the pool (or this
-//! controller), or one of our Apps, is read but not parsed ([`Mentions`]: exact, see
-//! docs/edge-connect-behaviours.md B2). Both answers are read as they stream in, so
-//! memory follows the number of our runners, not the size of the organization; what is kept has
-//! a bound ([`Kept`]), and reaching it is an error that names it.
+//! only when the App it deploys is one of ours). The server is asked for ours only: the Apps by
+//! the controller's (and the pool's) markers in `env_vars`, the AppInsts by the marks in their
+//! `annotations`, or both by name (docs/edge-connect-behaviours.md B22). Every line that arrives
+//! is parsed and checked, because a server older than a field answers with everything. Both
+//! answers are read as they stream in, so memory follows the number of our runners, not the
+//! size of the organization; what is kept has a bound ([`Kept`]), and reaching it is an error
+//! that names it.
 //!
 //! An AppInst belongs to a runner only when it deploys the runner's App (organization, name and
 //! version) and has its name. An AppInst whose answer names no App (`app_key` missing, an older
 //! answer shape) cannot be confirmed as ours: it is never shown as a runner's, nor deleted.
+//! AppInsts made by releases before the marks carry none: an App of ours that the marked answer
+//! gives no AppInst is looked up once more without the marks (see [`Provider::runners`]).
 
 use std::collections::HashMap;
 
 use edge_connect::models::{AppInst, AppInstKey, AppKey};
-use edge_connect::{ApiError, Mentions, Rpc};
+use edge_connect::{ApiError, Rpc};
 use futures_util::TryStreamExt;
 
 use super::wait::{retry_transient, Deadline};
 use super::{OwnedRunner, Provider};
 use crate::error::Error;
 use crate::naming::edge_name;
-use crate::runner_env::RunnerVars;
+use crate::runner_env::{
+    RunnerVars, ENV_CONTROLLER_ID, ENV_POOL_ID, MARK_CONTROLLER_ID, MARK_POOL_ID,
+};
 
 /// At most this many objects (our Apps and their AppInsts) are kept from one command's answers.
 /// A GARM controller runs hundreds of runners, a large one a few thousand; an answer that brings
@@ -77,7 +83,9 @@ impl Provider {
 
     /// Our runners named `name` (every name for ""), of `pool_id` when given, with their
     /// AppInsts, sorted by GARM name, and how many Apps of that name were someone else's: two
-    /// Show calls whatever the count. A transient failure of either answer reads both again.
+    /// Show calls whatever the count, and a third only when an App of ours has no marked
+    /// AppInst (a stopped runner, or one made before the marks). A transient failure of an
+    /// answer reads it again.
     pub(super) async fn runners(
         &self,
         name: &str,
@@ -94,25 +102,36 @@ impl Provider {
             organization: self.organization().to_string(),
             cloudlet_key: None,
         };
+        // An App asked for by name is read whoever it belongs to: one that is someone else's is
+        // counted, so that the caller can say why it is not touched. A name narrows both
+        // answers already, and finds AppInsts of every release.
+        let (env_vars, marks): (Vec<_>, Vec<_>) = match (name, pool_id) {
+            ("", Some(pool)) => (
+                vec![
+                    (ENV_CONTROLLER_ID, self.controller_id.as_str()),
+                    (ENV_POOL_ID, pool),
+                ],
+                vec![
+                    (MARK_CONTROLLER_ID, self.controller_id.as_str()),
+                    (MARK_POOL_ID, pool),
+                ],
+            ),
+            ("", None) => (
+                vec![(ENV_CONTROLLER_ID, self.controller_id.as_str())],
+                vec![(MARK_CONTROLLER_ID, self.controller_id.as_str())],
+            ),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let (env_vars, marks) = (env_vars.as_slice(), marks.as_slice());
         let read = || async move {
             // Both requests go out at once: one round trip. The AppInsts' answer then waits in
             // the socket, not in memory, while the Apps are read, so each AppInst meets the
             // complete set of our Apps and is kept or dropped at once.
-            let (apps, insts) = futures_util::future::try_join(
-                client.show_apps(app_filter),
-                client.show_app_insts(inst_filter),
+            let (mut apps, insts) = futures_util::future::try_join(
+                client.show_apps(app_filter, env_vars),
+                client.show_app_insts(inst_filter, marks),
             )
             .await?;
-            // Only lines that name the pool (or this controller) can be Apps of ours, and only
-            // lines that name one of our Apps can be their AppInsts: the rest are not parsed.
-            // An App asked for by name is read whoever it belongs to: one that is someone
-            // else's is counted, so that the caller can say why it is not touched.
-            let marker = match (name, pool_id) {
-                ("", Some(pool)) => pool,
-                ("", None) => &self.controller_id,
-                (name, _) => name,
-            };
-            let mut apps = apps.mentioning(Mentions::any_of([marker]));
             let mut kept = Kept::default();
             let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
             let mut foreign = 0;
@@ -139,16 +158,19 @@ impl Provider {
                     },
                 );
             }
-            let mut insts = insts.mentioning(Mentions::any_of(ours.keys().map(|k| &k.name)));
-            while let Some(inst) = insts.try_next().await? {
-                let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
-                    continue;
-                };
-                if inst.key.name != runner.key.name {
-                    continue;
-                }
-                kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
-                runner.app_insts.push(inst);
+            join(insts, &mut ours, &mut kept).await?;
+            // An App of ours without a marked AppInst is stopped, or its AppInst was made
+            // before the marks: only the unmarked read can tell (once, for all such Apps).
+            if !marks.is_empty() && ours.values().any(|r| r.app_insts.is_empty()) {
+                let mut unmarked: HashMap<AppKey, OwnedRunner> =
+                    ours.extract_if(|_, r| r.app_insts.is_empty()).collect();
+                join(
+                    client.show_app_insts(inst_filter, &[]).await?,
+                    &mut unmarked,
+                    &mut kept,
+                )
+                .await?;
+                ours.extend(unmarked);
             }
             let mut runners: Vec<OwnedRunner> = ours.into_values().collect();
             runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
@@ -172,7 +194,7 @@ impl Provider {
         Ok(retry_transient(deadline, "ShowAppInst", || async move {
             let mut kept = Kept::default();
             let mut named = Vec::new();
-            let mut insts = client.show_app_insts(filter).await?;
+            let mut insts = client.show_app_insts(filter, &[]).await?;
             while let Some(inst) = insts.try_next().await? {
                 if inst.key.name == name {
                     kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
@@ -183,6 +205,25 @@ impl Provider {
         })
         .await?)
     }
+}
+
+/// Adds each AppInst of the answer to the runner of `ours` whose App it deploys under its name.
+async fn join(
+    mut insts: edge_connect::Show<AppInst>,
+    ours: &mut HashMap<AppKey, OwnedRunner>,
+    kept: &mut Kept,
+) -> Result<(), ApiError> {
+    while let Some(inst) = insts.try_next().await? {
+        let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
+            continue;
+        };
+        if inst.key.name != runner.key.name {
+            continue;
+        }
+        kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
+        runner.app_insts.push(inst);
+    }
+    Ok(())
 }
 
 fn key_len(key: &AppKey) -> usize {

@@ -38,9 +38,16 @@ impl Provider {
             sites.push(self.config.placement());
         }
         let targets = self.targets(&sites, deadline).await?;
-        self.deploy(&runner.key, &sites, targets, None, deadline)
-            .await
-            .map_err(|failure| failure.error)?;
+        self.deploy(
+            &runner.key,
+            &runner.vars.pool_id,
+            &sites,
+            targets,
+            None,
+            deadline,
+        )
+        .await
+        .map_err(|failure| failure.error)?;
         tracing::info!(instance, "started");
         Ok(Outcome::Done)
     }

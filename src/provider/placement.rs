@@ -124,6 +124,7 @@ pub fn new_app_inst(
         },
         app_key,
         zone_key,
+        annotations: Default::default(),
     }
 }
 

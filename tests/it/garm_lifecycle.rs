@@ -437,3 +437,77 @@ fn pool_ids_that_json_escapes_are_listed_too() {
     let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(list.json()[0]["name"], "garm-plainpool");
 }
+
+#[test]
+fn runners_made_before_the_appinst_marks_are_still_listed_and_removed() {
+    use edge_connect_sim::Seed;
+    let w = World::new();
+    assert_eq!(
+        w.create("bootstrap-github-jit.json", "garm-marked1", POOL, &[])
+            .code,
+        0
+    );
+    let marked = w.sim.app_insts();
+    assert_eq!(
+        marked[0]["annotations"],
+        json!({"garm-controller-id": CONTROLLER, "garm-pool-id": POOL}),
+        "CreateInstance marks its AppInst"
+    );
+    // A runner of an earlier release: its App has the markers, its AppInst no annotations.
+    let env = [
+        ("GARM_CONTROLLER_ID", CONTROLLER),
+        ("GARM_POOL_ID", POOL),
+        ("GARM_INSTANCE_NAME", "garm-old-1"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .into();
+    w.sim.seed(Seed {
+        count: 1,
+        app_insts: true,
+        name_prefix: "garm-old-".into(),
+        env_vars: env,
+        ..Default::default()
+    });
+    let stop = w.garm(
+        "StopInstance",
+        &[("GARM_INSTANCE_ID", "garm-marked1")],
+        None,
+    );
+    assert_eq!(stop.code, 0, "{}", stop.stderr);
+    let calls = w.sim.request_log().len();
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let statuses: Vec<(String, String)> = list
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|i| {
+            (
+                i["name"].as_str().unwrap_or_default().into(),
+                i["status"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("garm-marked1".into(), "stopped".into()),
+            ("garm-old-1".into(), "running".into())
+        ]
+    );
+    // ShowApp and ShowAppInst at once, then the unmarked ShowAppInst for the Apps without a
+    // marked AppInst: the stopped one and the old one.
+    let rpcs: Vec<String> = w.sim.request_log()[calls..]
+        .iter()
+        .map(|e| e.rpc.clone())
+        .collect();
+    assert_eq!(
+        rpcs.iter().filter(|r| *r == "ShowAppInst").count(),
+        2,
+        "{rpcs:?}"
+    );
+    let rm = w.garm("RemoveAllInstances", &[], None);
+    assert_eq!(rm.code, 0, "{}", rm.stderr);
+    assert!(w.sim.apps().is_empty() && w.sim.app_insts().is_empty());
+}

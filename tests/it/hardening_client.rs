@@ -716,3 +716,49 @@ fn our_runner_among_other_pools_is_found_and_theirs_are_not_listed() {
     assert_eq!(list[0]["name"], RUNNER);
     assert_eq!(list[0]["status"], "running");
 }
+
+/// `text` with every character written as a JSON `\uXXXX` escape.
+fn all_escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect()
+}
+
+#[test]
+fn lines_escaped_in_any_way_are_read_as_the_values_they_hold() {
+    // Go's encoder writes these words as they are (docs/edge-connect-behaviours.md B2), but
+    // anything between us and the controller may encode a line otherwise: the values count,
+    // never the bytes. Every line that arrives is parsed.
+    let escaped = |line: String| {
+        [RUNNER, CONTROLLER, POOL]
+            .into_iter()
+            .fold(line, |line, word| line.replace(word, &all_escaped(word)))
+    };
+    let app = escaped(owned_app_line());
+    let inst = escaped(app_inst_line(OUR_APP_KEY, "Ready", ""));
+    assert!(
+        !app.contains(RUNNER) && !inst.contains(RUNNER),
+        "{app}{inst}"
+    );
+    let server = Fake::start(move |p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => show_answer(app.clone()),
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(inst.clone()),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), "");
+    let get = s.garm("GetInstance", &[]);
+    assert_eq!(get.code, 0, "{}", get.stderr);
+    let get: serde_json::Value = serde_json::from_str(&get.stdout).expect("JSON");
+    assert_eq!(
+        (&get["name"], &get["status"]),
+        (&serde_json::json!(RUNNER), &serde_json::json!("running"))
+    );
+    let list = s.garm("ListInstances", &[]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let list: serde_json::Value = serde_json::from_str(&list.stdout).expect("JSON");
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(
+        (&list[0]["name"], &list[0]["status"]),
+        (&serde_json::json!(RUNNER), &serde_json::json!("running"))
+    );
+}

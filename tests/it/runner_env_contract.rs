@@ -267,12 +267,14 @@ fn each_extra_spec_changes_the_request() {
 
 const CONTROLLER_ID: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
 
-/// The App carries the whole runner environment, secrets included, in one envVarsYaml config
-/// and nothing in `env_vars` / `secret_env_vars`.
+/// The App carries the whole runner environment, secrets included, in one envVarsYaml config,
+/// no `secret_env_vars`, and in `env_vars` only a copy of the ownership markers (ShowApp's
+/// filter, docs/edge-connect-behaviours.md B22).
 fn assert_envvars_yaml(app: &Value) {
-    assert!(app
-        .get("env_vars")
-        .is_none_or(|e| e.as_object().is_none_or(|m| m.is_empty())));
+    let env_vars = app["env_vars"].as_object().cloned().unwrap_or_default();
+    let names: Vec<&str> = env_vars.keys().map(String::as_str).collect();
+    assert_eq!(names, ["GARM_CONTROLLER_ID", "GARM_POOL_ID"], "{app}");
+    assert_eq!(env_vars["GARM_CONTROLLER_ID"], CONTROLLER_ID);
     assert!(app
         .get("secret_env_vars")
         .is_none_or(|e| e.as_object().is_none_or(|m| m.is_empty())));

@@ -74,6 +74,7 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
             },
             app_key,
             zone_key: cloudlet.is_none().then(|| site("Munich")),
+            annotations: Default::default(),
         };
         client
             .create_app_inst(&new, &mut |_| {})

@@ -47,7 +47,6 @@ mod transport;
 pub use client::{Client, RetryReport};
 pub use deadline::{backoff, Deadline};
 pub use error::{ApiError, ApiErrorKind, Subject};
-pub use lines::Mentions;
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use rpc::{Rpc, MAX_COLLECTED};
 pub use secret::Secret;

@@ -6,8 +6,6 @@
 //! `WriteStream`, c39faca8f). So a body that ends inside a line was cut short: that is a transport
 //! error (retried or reported), never the end of a shorter answer.
 
-use aho_corasick::AhoCorasick;
-use memchr::memmem::Finder;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -61,64 +59,11 @@ pub(crate) fn parse_line<T: DeserializeOwned>(
     Ok(parsed.data)
 }
 
-/// The words of which a Show line must hold one to be parsed at all; the other lines are read
-/// (an answer is always read to its end) and dropped unparsed. A line that holds `"result"` is
-/// always parsed, so an error trailer is never dropped.
-///
-/// Exact, not a guess at the controller's layout: its encoder writes ASCII letters, digits, `-`,
-/// `_` and `.` as themselves wherever they stand (docs/edge-connect-behaviours.md B2), so a
-/// value made only of them is among the bytes of every line that holds it, as a field or inside
-/// another string (an envVarsYaml config). A word with any other byte, or an empty one, turns
-/// the filter off: every line is parsed.
-pub struct Mentions {
-    words: Option<AhoCorasick>,
-    trailer: Finder<'static>,
-}
-
-impl Mentions {
-    /// Lines that may hold one of `words`.
-    pub fn any_of<S: AsRef<str>>(words: impl IntoIterator<Item = S>) -> Mentions {
-        let mut patterns = Vec::new();
-        for word in words {
-            let word = word.as_ref();
-            let verbatim = |b: u8| b.is_ascii_alphanumeric() || b"-_.".contains(&b);
-            if word.is_empty() || !word.bytes().all(verbatim) {
-                return Mentions::every_line();
-            }
-            patterns.push(word.to_string());
-        }
-        // The crate's own choice of automaton: a DFA for a few words, an NFA for thousands,
-        // whose memory stays near the size of the words (a DFA's would grow with their number
-        // times the alphabet).
-        let words = AhoCorasick::new(patterns);
-        Mentions {
-            words: words.ok(),
-            ..Mentions::every_line()
-        }
-    }
-
-    fn every_line() -> Mentions {
-        Mentions {
-            words: None,
-            // Every error trailer holds its one key (docs/edge-connect-behaviours.md B15).
-            trailer: Finder::new(b"\"result\""),
-        }
-    }
-
-    fn may_hold(&self, line: &[u8]) -> bool {
-        self.words
-            .as_ref()
-            .is_none_or(|words| words.is_match(line) || self.trailer.find(line).is_some())
-    }
-}
-
 /// A response body read line by line under the call's [`Wait`], holding at most one line.
 /// A line that lies within one piece of the body is parsed where it lies; only a line split
 /// across pieces is copied, to join it.
 pub(crate) struct Lines {
     rpc: Rpc,
-    /// Only these lines are parsed.
-    pub(crate) mentions: Mentions,
     /// `None` once the body has ended.
     response: Option<reqwest::Response>,
     wait: Wait,
@@ -134,7 +79,6 @@ impl Lines {
     pub(crate) fn new(rpc: Rpc, response: reqwest::Response, wait: Wait) -> Self {
         Lines {
             rpc,
-            mentions: Mentions::every_line(),
             response: Some(response),
             wait,
             chunk: bytes::Bytes::new(),
@@ -154,10 +98,10 @@ impl Lines {
                     return Err(self.too_long());
                 }
                 let parsed = if self.partial.is_empty() {
-                    self.parse(&rest[..len])
+                    parse_line(self.rpc, &rest[..len])
                 } else {
                     self.partial.extend_from_slice(&rest[..len]);
-                    let parsed = self.parse(&self.partial);
+                    let parsed = parse_line(self.rpc, &self.partial);
                     self.partial.clear();
                     parsed
                 };
@@ -193,14 +137,6 @@ impl Lines {
                     return Ok(None);
                 }
             }
-        }
-    }
-
-    fn parse<T: DeserializeOwned>(&self, line: &[u8]) -> Result<Option<T>, ApiError> {
-        if self.mentions.may_hold(line) {
-            parse_line(self.rpc, line)
-        } else {
-            Ok(None)
         }
     }
 
@@ -272,42 +208,7 @@ mod tests {
         );
     }
 
-    #[test]
-    fn only_lines_that_may_hold_a_word_are_parsed_and_trailers_always() {
-        let ours = Mentions::any_of(["pool-1", "runner-7"]);
-        // A word as a value, and inside another string (an envVarsYaml config, escaped).
-        assert!(ours.may_hold(br#"{"data":{"env_vars":{"GARM_POOL_ID":"pool-1"}}}"#));
-        assert!(ours.may_hold(
-            br#"{"data":{"configs":[{"config":"- name: GARM_POOL_ID\n  value: \"pool-1\"\n"}]}}"#
-        ));
-        assert!(ours.may_hold(br#"{"data":{"key":{"name":"runner-7"}}}"#));
-        assert!(!ours.may_hold(br#"{"data":{"env_vars":{"GARM_POOL_ID":"pool-2"}}}"#));
-        // An error trailer is read whatever it names.
-        assert!(ours.may_hold(br#"{"result":{"message":"Internal error","code":500}}"#));
-        // No words (none of our runners): only trailers.
-        let none = Mentions::any_of(Vec::<String>::new());
-        assert!(!none.may_hold(br#"{"data":{"key":{"name":"runner-7"}}}"#));
-        assert!(none.may_hold(br#"{"result":{"message":"x","code":400}}"#));
-        // A word the encoder might escape, or an empty one, cannot be searched for: every line.
-        for word in ["a&b", "x<y", "", "tab\t", "ü"] {
-            let all = Mentions::any_of([word]);
-            assert!(all.may_hold(b"{\"data\":{}}"), "{word:?}");
-        }
-    }
-
     proptest! {
-        /// A line that holds a word as a JSON string value, whatever surrounds it, is parsed.
-        #[test]
-        fn a_word_held_as_a_value_is_always_found(
-            word in "[a-zA-Z0-9._-]{1,40}",
-            other in "[ -~]{0,60}",
-            before in proptest::bool::ANY,
-        ) {
-            let (a, b) = if before { (word.as_str(), other.as_str()) } else { (other.as_str(), word.as_str()) };
-            let line = serde_json::json!({"data": {"a": a, "b": [b], "c": format!("x \"{word}\" y")}}).to_string();
-            prop_assert!(Mentions::any_of([&word]).may_hold(line.as_bytes()), "{}", line);
-        }
-
         /// Any bytes: a value, nothing, or an error that names the RPC and says why.
         #[test]
         fn any_line_is_a_value_nothing_or_a_named_error(line in proptest::collection::vec(any::<u8>(), 0..256)) {

@@ -92,15 +92,25 @@ impl Client {
         self.unary(Rpc::DeleteApp, &json!({ "key": key })).await
     }
 
-    /// `ShowApp` with a key filter (empty parts are wildcards): the Apps as they arrive, for the
-    /// caller to keep what it needs.
-    pub async fn show_apps(&self, filter: &AppKey) -> Result<Show<App>, ApiError> {
+    /// `ShowApp` of the Apps whose key matches `filter` (empty parts are wildcards) and whose
+    /// `env_vars` hold every one of `env_vars`: the Apps as they arrive, for the caller to keep
+    /// what it needs. A server that does not know `env_vars` answers as if none were given
+    /// (docs/edge-connect-behaviours.md B22): the caller still decides what is its own.
+    pub async fn show_apps(
+        &self,
+        filter: &AppKey,
+        env_vars: &[(&str, &str)],
+    ) -> Result<Show<App>, ApiError> {
         let key = non_empty([
             ("organization", &filter.organization),
             ("name", &filter.name),
             ("version", &filter.version),
         ]);
-        self.show(Rpc::ShowApp, &json!({ "key": key })).await
+        let mut app = json!({ "key": key });
+        if !env_vars.is_empty() {
+            app["env_vars"] = string_map(env_vars);
+        }
+        self.show(Rpc::ShowApp, &app).await
     }
 
     /// `CreateAppInst`, its stream read to the end; progress messages go to `progress`.
@@ -122,14 +132,24 @@ impl Client {
             .await
     }
 
-    /// `ShowAppInst` with a key filter (name and organization; empty parts are wildcards): the
-    /// AppInsts as they arrive.
-    pub async fn show_app_insts(&self, filter: &AppInstKey) -> Result<Show<AppInst>, ApiError> {
+    /// `ShowAppInst` of the AppInsts whose key matches `filter` (name and organization; empty
+    /// parts are wildcards) and whose `annotations` hold every one of `annotations`: the
+    /// AppInsts as they arrive. A server older than annotations answers as if none were given
+    /// (docs/edge-connect-behaviours.md B22).
+    pub async fn show_app_insts(
+        &self,
+        filter: &AppInstKey,
+        annotations: &[(&str, &str)],
+    ) -> Result<Show<AppInst>, ApiError> {
         let key = non_empty([
             ("name", &filter.name),
             ("organization", &filter.organization),
         ]);
-        self.show(Rpc::ShowAppInst, &json!({ "key": key })).await
+        let mut inst = json!({ "key": key });
+        if !annotations.is_empty() {
+            inst["annotations"] = string_map(annotations);
+        }
+        self.show(Rpc::ShowAppInst, &inst).await
     }
 
     /// `ShowZone` (Gen3). A 404 means the server predates zones.
@@ -170,4 +190,14 @@ fn non_empty<const N: usize>(parts: [(&str, &String); N]) -> Value {
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
     Value::Object(map)
+}
+
+/// A map filter (`env_vars`, `annotations`): each pair must be on the object.
+fn string_map(pairs: &[(&str, &str)]) -> Value {
+    Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect(),
+    )
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::error::ApiError;
-use crate::lines::{Lines, Mentions};
+use crate::lines::Lines;
 use crate::rpc::Rpc;
 
 /// How a streamed AppInst operation ended without an error trailer.
@@ -29,7 +29,7 @@ pub enum StreamEnd {
 /// over-long line, silence, the deadline, or a body cut inside a line.
 pub struct Show<T> {
     rpc: Rpc,
-    /// The answer until its first object is asked for; [`Show::mentioning`] may still narrow it.
+    /// The answer until its first object is asked for.
     lines: Option<Lines>,
     items: Option<Items<T>>,
 }
@@ -44,16 +44,6 @@ impl<T: DeserializeOwned + Send + 'static> Show<T> {
             lines: Some(lines),
             items: None,
         }
-    }
-
-    /// Parses only the lines that may hold one of these words ([`Mentions`]); the others are
-    /// read and dropped. It narrows an answer whose first object was not read yet: an answer
-    /// requested before the words were known (sent at once with another) can still be narrowed.
-    pub fn mentioning(mut self, words: Mentions) -> Self {
-        if let Some(lines) = self.lines.as_mut() {
-            lines.mentions = words;
-        }
-        self
     }
 
     /// Every object of the answer, at most `limit` of them: more is an error naming the bound

@@ -30,6 +30,8 @@ pub struct Seed {
     pub env_vars: BTreeMap<String, String>,
     /// `secret_env_vars` of every seeded App.
     pub secret_env_vars: BTreeMap<String, String>,
+    /// `annotations` of every seeded AppInst (e.g. a provider's ownership marks).
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// How many objects a seed created.
@@ -99,8 +101,10 @@ pub(crate) fn seed(shared: &Shared, seed: &Seed) -> Result<Seeded, String> {
         )
         .map_err(|e| e.message)?;
         if seed.app_insts {
-            let inst = seeded_inst(shared.config.api, &shared.infra, &shared.rng, &region, &app)
-                .ok_or("no zone or cloudlet configured to place AppInsts on")?;
+            let mut inst =
+                seeded_inst(shared.config.api, &shared.infra, &shared.rng, &region, &app)
+                    .ok_or("no zone or cloudlet configured to place AppInsts on")?;
+            inst.annotations = seed.annotations.clone();
             if st.inst(&inst.key).is_some() {
                 continue;
             }

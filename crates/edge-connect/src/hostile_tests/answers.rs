@@ -59,7 +59,7 @@ async fn an_endless_show_answer_collected_whole_ends_at_the_bound() {
     );
     // A stream the caller filters holds nothing itself: it reads on until the caller stops.
     let mut endless = client(&server.url())
-        .show_app_insts(&Default::default())
+        .show_app_insts(&Default::default(), &[])
         .await
         .unwrap();
     for _ in 0..12_000 {
@@ -144,6 +144,7 @@ async fn a_quiet_app_inst_stream_is_not_closed_before_the_deadline() {
         },
         app_key: app_key(),
         zone_key: None,
+        annotations: Default::default(),
     };
     let mut seen = Vec::new();
     let end = c

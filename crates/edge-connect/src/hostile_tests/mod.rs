@@ -46,7 +46,7 @@ pub(super) fn client_until(url: &str, deadline: Deadline) -> Client {
 
 /// Every App of a ShowApp answer.
 pub(super) async fn apps(c: &Client) -> Result<Vec<crate::models::App>, crate::ApiError> {
-    c.show_apps(&Default::default())
+    c.show_apps(&Default::default(), &[])
         .await?
         .collect(100_000)
         .await

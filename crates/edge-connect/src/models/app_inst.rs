@@ -1,5 +1,7 @@
 //! An AppInst: as CreateAppInst takes it and as ShowAppInst shows it (both key shapes).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{AppInstKey, AppKey, SiteRef};
@@ -14,6 +16,10 @@ pub struct NewAppInst {
     /// The zone (newer shape).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone_key: Option<SiteRef>,
+    /// Marks a ShowAppInst can filter on (servers from 2024-08-20 on keep them; older ones
+    /// drop them, docs/edge-connect-behaviours.md B22).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// An AppInst as ShowAppInst returns it (either shape).
