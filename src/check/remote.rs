@@ -9,7 +9,7 @@ use crate::config::{Config, Placement};
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::placement::{self, Target};
 use crate::provider::Provider;
-use edge_connect::ApiErrorKind;
+use edge_connect::{Answer, ApiErrorKind};
 
 pub(super) async fn remote_checks(
     config: &Config,
@@ -43,7 +43,10 @@ pub(super) async fn remote_checks(
             ),
         ),
         Err(e)
-            if e.unreachable || matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Tls) =>
+            if matches!(
+                e.kind,
+                ApiErrorKind::Unreachable | ApiErrorKind::Transport | ApiErrorKind::Tls
+            ) =>
         {
             let proxy_hint = if via.is_empty() {
                 ""
@@ -117,7 +120,7 @@ pub(super) async fn remote_checks(
             report.pass("API generation", "Gen3 (zones)");
             Some(zones)
         }
-        Err(e) if e.status == Some(404) => {
+        Err(e) if e.answer == Answer::Status(404) => {
             report.pass("API generation", "Gen2 (cloudlet keys, no zones)");
             None
         }

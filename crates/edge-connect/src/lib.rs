@@ -34,7 +34,7 @@ mod transport;
 pub use api::MAX_COLLECTED;
 pub use client::{Client, RetryReport};
 pub use deadline::{backoff, Deadline};
-pub use error::{ApiError, ApiErrorKind, Subject};
+pub use error::{Answer, ApiError, ApiErrorKind, Subject};
 pub use lines::Mentions;
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use rpc::Rpc;
