@@ -38,16 +38,6 @@ struct Remote<'a, 'r> {
 /// A step failed (and said so in the report).
 struct Failed;
 
-/// What the steps before the sites found: a site is looked up in these.
-struct Found<'a> {
-    /// `None`: the server has no zones (Gen2).
-    zones: Option<&'a [Site]>,
-    /// `None`: no cloudlet configured, or ShowCloudlet failed.
-    cloudlets: Option<&'a [Site]>,
-    /// The region's flavors.
-    flavors: &'a [String],
-}
-
 impl Remote<'_, '_> {
     async fn steps(&mut self, specs: &ExtraSpecs, sites: &[Placement]) -> Result<(), Failed> {
         self.login().await?;
@@ -55,11 +45,6 @@ impl Remote<'_, '_> {
         self.membership().await?;
         let zones = self.generation().await?;
         let cloudlets = self.cloudlets(sites).await;
-        let found = Found {
-            zones: zones.as_deref(),
-            cloudlets: cloudlets.as_deref(),
-            flavors: &flavors,
-        };
         let wanted: Vec<_> = specs
             .flavor
             .iter()
@@ -67,8 +52,12 @@ impl Remote<'_, '_> {
             .cloned()
             .collect();
         for site in sites {
-            if self.site(site, &found).await.is_ok() {
-                self.flavors(site, &found, &wanted).await;
+            if self
+                .site(site, zones.as_deref(), cloudlets.as_deref())
+                .await
+                .is_ok()
+            {
+                self.flavors(site, &flavors, &wanted).await;
             }
         }
         Ok(())
@@ -198,11 +187,17 @@ impl Remote<'_, '_> {
             .ok()
     }
 
-    /// The site exists, and is addressed as a create would address it.
-    async fn site(&mut self, site: &Placement, found: &Found<'_>) -> Result<(), Failed> {
+    /// The site exists among `zones` (`None`: Gen2) or `cloudlets` (`None`: not asked for, or
+    /// not shown), and is addressed as a create would address it.
+    async fn site(
+        &mut self,
+        site: &Placement,
+        zones: Option<&[Site]>,
+        cloudlets: Option<&[Site]>,
+    ) -> Result<(), Failed> {
         let (list, kind, key) = match site {
-            Placement::Zone(k) => (found.zones, "zones", k),
-            Placement::Cloudlet(k) => (found.cloudlets, "cloudlets", k),
+            Placement::Zone(k) => (zones, "zones", k),
+            Placement::Cloudlet(k) => (cloudlets, "cloudlets", k),
         };
         let name = site.to_string();
         let Some(list) = list else {
@@ -220,7 +215,7 @@ impl Remote<'_, '_> {
         }
         // The commands' own decision (`placement::target`); a cloudlet key on a controller
         // with zones is what a create would hear `Zone not specified` for.
-        let cloudlets = found.cloudlets.unwrap_or_default();
+        let cloudlets = cloudlets.unwrap_or_default();
         match (placement::target(site, cloudlets), site) {
             (target @ Target::Zone(_), Placement::Cloudlet(_)) => self.report.pass(
                 &name,
@@ -228,7 +223,7 @@ impl Remote<'_, '_> {
                     "exists; addressed as {target} (Gen3 places through zones; the controller picks a cloudlet in that zone)"
                 ),
             ),
-            (Target::Cloudlet(_), Placement::Cloudlet(key)) if found.zones.is_some() => {
+            (Target::Cloudlet(_), Placement::Cloudlet(key)) if zones.is_some() => {
                 return Err(self.fail(&name, placement::no_zone(key, cloudlets)));
             }
             (target, _) => self.report.pass(&name, format!("exists; addressed as {target}")),
@@ -236,17 +231,17 @@ impl Remote<'_, '_> {
         Ok(())
     }
 
-    /// The wanted flavors offered in the site (a zone's own list; for a cloudlet, the
-    /// region's).
-    async fn flavors(&mut self, site: &Placement, found: &Found<'_>, wanted: &[String]) {
+    /// The wanted flavors offered in the site (a zone's own list; for a cloudlet, the region's
+    /// flavors).
+    async fn flavors(&mut self, site: &Placement, region: &[String], wanted: &[String]) {
         let available = match site {
             Placement::Zone(z) => {
                 match self.client.show_flavors_for_zone(&SiteRef::from(z)).await {
                     Ok(f) => f.iter().map(|f| f.flavor_name().to_string()).collect(),
-                    Err(_) => found.flavors.to_vec(),
+                    Err(_) => region.to_vec(),
                 }
             }
-            Placement::Cloudlet(_) => found.flavors.to_vec(),
+            Placement::Cloudlet(_) => region.to_vec(),
         };
         for flavor in wanted {
             let what = format!("flavor {flavor}");
