@@ -5,11 +5,12 @@
 use std::time::Instant;
 
 use super::Report;
-use crate::config::{Config, Placement};
+use crate::config::{Config, EdgeConnectConfig, Placement};
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::placement::{self, Target};
 use crate::provider::Provider;
-use edge_connect::ApiErrorKind;
+use edge_connect::models::{AppKey, Site, SiteRef};
+use edge_connect::{Answer, ApiErrorKind, Client, Subject};
 
 pub(super) async fn remote_checks(
     config: &Config,
@@ -18,190 +19,238 @@ pub(super) async fn remote_checks(
     sites: &[Placement],
     report: &mut Report<'_>,
 ) {
-    let ec = &config.edge_connect;
-    let client = provider.client();
-    let started = Instant::now();
-    // Only https can be said to have valid TLS; plain http is allowed for loopback (and with
-    // allow_http), and the line says so.
-    let transport = if ec.url.starts_with("https://") {
-        "TLS valid"
-    } else {
-        "plain http, no TLS"
+    let mut check = Remote {
+        ec: &config.edge_connect,
+        client: provider.client(),
+        report,
     };
-    // The proxy the environment selects for this URL is part of the path being checked.
-    let via = client
-        .proxy()
-        .map(|p| format!(" through the proxy {p}"))
-        .unwrap_or_default();
-    match client.login().await {
-        Ok(_) => report.pass(
-            "login",
-            format!(
-                "{}{via} reachable, {transport}, logged in ({} ms)",
-                ec.url,
-                started.elapsed().as_millis()
-            ),
-        ),
-        Err(e)
-            if e.unreachable || matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Tls) =>
-        {
-            let proxy_hint = if via.is_empty() {
-                ""
-            } else {
-                ", the proxy variables (HTTPS_PROXY, NO_PROXY)"
-            };
-            report.fail("reach", format!("{}{via}: {} — check edge_connect.url, the network path{proxy_hint} and (for TLS errors) edge_connect.ca_bundle", ec.url, e.message));
-            return;
+    // The first step that fails ends the checks: the later ones need what it would have found.
+    let _ = check.steps(specs, sites).await;
+}
+
+/// The remote checks of one `check` run: each step writes its lines into `report`.
+struct Remote<'a, 'r> {
+    ec: &'a EdgeConnectConfig,
+    client: &'a Client,
+    report: &'a mut Report<'r>,
+}
+
+/// A step failed (and said so in the report).
+struct Failed;
+
+impl Remote<'_, '_> {
+    async fn steps(&mut self, specs: &ExtraSpecs, sites: &[Placement]) -> Result<(), Failed> {
+        self.login().await?;
+        let flavors = self.region().await?;
+        self.membership().await?;
+        let zones = self.generation().await?;
+        let cloudlets = self.cloudlets(sites).await;
+        let wanted: Vec<_> = specs
+            .flavor
+            .iter()
+            .chain(&self.ec.default_flavor)
+            .cloned()
+            .collect();
+        for site in sites {
+            if self
+                .site(site, zones.as_deref(), cloudlets.as_deref())
+                .await
+                .is_ok()
+            {
+                self.flavors(site, &flavors, &wanted).await;
+            }
         }
-        Err(e) => {
-            report.fail("login", e.to_string());
-            return;
-        }
+        Ok(())
     }
-    let flavors = match client.show_flavors().await {
-        Ok(f) => {
-            report.pass(
-                "region",
-                format!("{} known ({} flavors)", ec.region, f.len()),
-            );
-            f.iter()
-                .map(|f| f.flavor_name().to_string())
-                .collect::<Vec<_>>()
+
+    fn fail(&mut self, what: &str, detail: impl AsRef<str>) -> Failed {
+        self.report.fail(what, detail);
+        Failed
+    }
+
+    /// The URL reached (through the proxy the environment selects for it: part of the path
+    /// being checked) and the login accepted.
+    async fn login(&mut self) -> Result<(), Failed> {
+        let url = &self.ec.url;
+        let started = Instant::now();
+        // Only https can be said to have valid TLS; plain http is allowed for loopback (and
+        // with allow_http), and the line says so.
+        let transport = if url.starts_with("https://") {
+            "TLS valid"
+        } else {
+            "plain http, no TLS"
+        };
+        let via = self
+            .client
+            .proxy()
+            .map(|p| format!(" through the proxy {p}"))
+            .unwrap_or_default();
+        let e = match self.client.login().await {
+            Ok(_) => {
+                let ms = started.elapsed().as_millis();
+                let line = format!("{url}{via} reachable, {transport}, logged in ({ms} ms)");
+                self.report.pass("login", line);
+                return Ok(());
+            }
+            Err(e) => e,
+        };
+        if !matches!(
+            e.kind,
+            ApiErrorKind::Unreachable | ApiErrorKind::Transport | ApiErrorKind::Tls
+        ) {
+            return Err(self.fail("login", e.to_string()));
         }
-        Err(e) if e.missing() == Some(edge_connect::Subject::Region) => {
-            report.fail(
+        let proxy_hint = if via.is_empty() {
+            ""
+        } else {
+            ", the proxy variables (HTTPS_PROXY, NO_PROXY)"
+        };
+        Err(self.fail("reach", format!("{url}{via}: {} — check edge_connect.url, the network path{proxy_hint} and (for TLS errors) edge_connect.ca_bundle", e.message)))
+    }
+
+    /// The region known, and its flavors' names.
+    async fn region(&mut self) -> Result<Vec<String>, Failed> {
+        let region = &self.ec.region;
+        match self.client.show_flavors().await {
+            Ok(f) => {
+                let line = format!("{region} known ({} flavors)", f.len());
+                self.report.pass("region", line);
+                Ok(f.iter().map(|f| f.flavor_name().to_string()).collect())
+            }
+            Err(e) if e.missing() == Some(Subject::Region) => Err(self.fail(
                 "region",
                 format!("{} — check edge_connect.region", e.message),
-            );
-            return;
+            )),
+            Err(e) => Err(self.fail("region", e.to_string())),
         }
-        Err(e) => {
-            report.fail("region", e.to_string());
-            return;
-        }
-    };
-    // Show omits what the user may not see, so "0 Apps" proves nothing. A delete needs
-    // membership: the MC checks it before the controller looks at the key (403 for
-    // non-members; edgexr/edge-cloud-platform@0414893 `pkg/mc/orm/app.mc2.go`, DeleteApp calls
-    // `authorized(.., ResourceApps, ActionManage)` before the controller), and a name that
-    // breaks the key rule cannot exist, so nothing is deleted. A member gets the controller's
-    // "not found" or "Invalid app name"; either proves membership.
-    let probe = edge_connect::models::AppKey {
-        organization: ec.organization.clone(),
-        name: "-garm-provider-membership-probe".to_string(),
-        version: ec.app_version.clone(),
-    };
-    match client.delete_app(&probe).await {
-        Err(e) if e.kind == ApiErrorKind::Forbidden => {
-            report.fail(
+    }
+
+    /// The user may manage Apps in the organization.
+    ///
+    /// Show omits what the user may not see, so "0 Apps" proves nothing. A delete needs
+    /// membership: the MC checks it before the controller looks at the key (403 for
+    /// non-members; edgexr/edge-cloud-platform@0414893 `pkg/mc/orm/app.mc2.go`, DeleteApp calls
+    /// `authorized(.., ResourceApps, ActionManage)` before the controller), and a name that
+    /// breaks the key rule cannot exist, so nothing is deleted. A member gets the controller's
+    /// "not found" or "Invalid app name"; either proves membership.
+    async fn membership(&mut self) -> Result<(), Failed> {
+        let org = &self.ec.organization;
+        let probe = AppKey {
+            organization: org.clone(),
+            name: "-garm-provider-membership-probe".to_string(),
+            version: self.ec.app_version.clone(),
+        };
+        match self.client.delete_app(&probe).await {
+            Err(e) if e.kind == ApiErrorKind::Forbidden => Err(self.fail(
                 "organization",
                 format!(
-                    "{}: the user may not manage Apps there (HTTP 403) — check edge_connect.organization and the user's role in it",
-                    ec.organization
+                    "{org}: the user may not manage Apps there (HTTP 403) — check edge_connect.organization and the user's role in it"
                 ),
-            );
-            return;
-        }
-        Err(e) if !matches!(e.kind, ApiErrorKind::NotFound | ApiErrorKind::Rejected) => {
-            report.fail("organization", e.to_string());
-            return;
-        }
-        _ => report.pass(
-            "organization",
-            format!("{}: the user may manage Apps there", ec.organization),
-        ),
-    }
-    // Only a zones (Gen3) controller answers ShowZone; an older one does not know the route.
-    let zones = match client.show_zones().await {
-        Ok(zones) => {
-            report.pass("API generation", "Gen3 (zones)");
-            Some(zones)
-        }
-        Err(e) if e.status == Some(404) => {
-            report.pass("API generation", "Gen2 (cloudlet keys, no zones)");
-            None
-        }
-        Err(e) => {
-            report.fail("API generation", e.to_string());
-            return;
-        }
-    };
-    let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
-        match client.show_cloudlets().await {
-            Ok(c) => Some(c),
-            Err(e) => {
-                report.fail("cloudlets", e.to_string());
-                None
+            )),
+            Err(e) if !matches!(e.kind, ApiErrorKind::NotFound | ApiErrorKind::Rejected) => {
+                Err(self.fail("organization", e.to_string()))
+            }
+            _ => {
+                let line = format!("{org}: the user may manage Apps there");
+                self.report.pass("organization", line);
+                Ok(())
             }
         }
-    } else {
-        None
-    };
-    let wanted_flavors: Vec<String> = specs
-        .flavor
-        .iter()
-        .chain(ec.default_flavor.iter())
-        .cloned()
-        .collect();
-    for site in sites {
+    }
+
+    /// The API generation: the zones of a Gen3 controller, `None` for Gen2. Only a zones (Gen3)
+    /// controller answers ShowZone; an older one does not know the route.
+    async fn generation(&mut self) -> Result<Option<Vec<Site>>, Failed> {
+        match self.client.show_zones().await {
+            Ok(zones) => {
+                self.report.pass("API generation", "Gen3 (zones)");
+                Ok(Some(zones))
+            }
+            Err(e) if e.answer == Answer::Status(404) => {
+                self.report
+                    .pass("API generation", "Gen2 (cloudlet keys, no zones)");
+                Ok(None)
+            }
+            Err(e) => Err(self.fail("API generation", e.to_string())),
+        }
+    }
+
+    /// The cloudlets, when a site is one (a failure is reported; the zones are still checked).
+    async fn cloudlets(&mut self, sites: &[Placement]) -> Option<Vec<Site>> {
+        if !sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
+            return None;
+        }
+        self.client
+            .show_cloudlets()
+            .await
+            .map_err(|e| self.fail("cloudlets", e.to_string()))
+            .ok()
+    }
+
+    /// The site exists among `zones` (`None`: Gen2) or `cloudlets` (`None`: not asked for, or
+    /// not shown), and is addressed as a create would address it.
+    async fn site(
+        &mut self,
+        site: &Placement,
+        zones: Option<&[Site]>,
+        cloudlets: Option<&[Site]>,
+    ) -> Result<(), Failed> {
         let (list, kind, key) = match site {
-            Placement::Zone(k) => (zones.as_ref(), "zones", k),
-            Placement::Cloudlet(k) => (cloudlets.as_ref(), "cloudlets", k),
+            Placement::Zone(k) => (zones, "zones", k),
+            Placement::Cloudlet(k) => (cloudlets, "cloudlets", k),
         };
+        let name = site.to_string();
         let Some(list) = list else {
             if matches!(site, Placement::Zone(_)) {
-                report.fail(
-                    &site.to_string(),
+                return Err(self.fail(
+                    &name,
                     "this server has no zones (Gen2): configure [edge_connect.cloudlet] instead",
-                );
+                ));
             }
-            continue;
+            return Err(Failed);
         };
         if placement::shown(list, key).is_none() {
             let names = placement::names(list).join(", ");
-            report.fail(
-                &site.to_string(),
-                format!("not found; {kind} here: {names}"),
-            );
-            continue;
+            return Err(self.fail(&name, format!("not found; {kind} here: {names}")));
         }
         // The commands' own decision (`placement::target`); a cloudlet key on a controller
         // with zones is what a create would hear `Zone not specified` for.
-        let cloudlet_list = cloudlets.as_deref().unwrap_or_default();
-        match (placement::target(site, cloudlet_list), site) {
-            (target @ Target::Zone(_), Placement::Cloudlet(_)) => report.pass(
-                &site.to_string(),
+        let cloudlets = cloudlets.unwrap_or_default();
+        match (placement::target(site, cloudlets), site) {
+            (target @ Target::Zone(_), Placement::Cloudlet(_)) => self.report.pass(
+                &name,
                 format!(
                     "exists; addressed as {target} (Gen3 places through zones; the controller picks a cloudlet in that zone)"
                 ),
             ),
             (Target::Cloudlet(_), Placement::Cloudlet(key)) if zones.is_some() => {
-                report.fail(&site.to_string(), placement::no_zone(key, cloudlet_list));
-                continue;
+                return Err(self.fail(&name, placement::no_zone(key, cloudlets)));
             }
-            (target, _) => report.pass(&site.to_string(), format!("exists; addressed as {target}")),
+            (target, _) => self.report.pass(&name, format!("exists; addressed as {target}")),
         }
+        Ok(())
+    }
+
+    /// The wanted flavors offered in the site (a zone's own list; for a cloudlet, the region's
+    /// flavors).
+    async fn flavors(&mut self, site: &Placement, region: &[String], wanted: &[String]) {
         let available = match site {
             Placement::Zone(z) => {
-                let zone = edge_connect::models::SiteRef::from(z);
-                match client.show_flavors_for_zone(&zone).await {
+                match self.client.show_flavors_for_zone(&SiteRef::from(z)).await {
                     Ok(f) => f.iter().map(|f| f.flavor_name().to_string()).collect(),
-                    Err(_) => flavors.clone(),
+                    Err(_) => region.to_vec(),
                 }
             }
-            Placement::Cloudlet(_) => flavors.clone(),
+            Placement::Cloudlet(_) => region.to_vec(),
         };
-        for flavor in &wanted_flavors {
+        for flavor in wanted {
+            let what = format!("flavor {flavor}");
             if available.contains(flavor) {
-                report.pass(&format!("flavor {flavor}"), format!("available in {site}"));
+                self.report.pass(&what, format!("available in {site}"));
             } else {
-                report.fail(
-                    &format!("flavor {flavor}"),
-                    format!(
-                        "not available in {site}; flavors there: {}",
-                        available.join(", ")
-                    ),
-                );
+                let there = available.join(", ");
+                let line = format!("not available in {site}; flavors there: {there}");
+                self.report.fail(&what, line);
             }
         }
     }

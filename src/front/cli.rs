@@ -303,7 +303,12 @@ async fn run_operation(
                 Ok(_) => provider.run(Operation::Delete { instance }).await.map(Some),
             }
         }
-        other => provider.run(other).await.map(Some),
+        other @ (Operation::Get { .. }
+        | Operation::List { .. }
+        | Operation::ListAll
+        | Operation::RemoveAll
+        | Operation::Start { .. }
+        | Operation::Stop { .. }) => provider.run(other).await.map(Some),
     }
 }
 

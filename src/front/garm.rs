@@ -142,7 +142,13 @@ fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
             }
             String::new()
         }
-        _ => return Ok(None),
+        GarmCommand::CreateInstance
+        | GarmCommand::DeleteInstance
+        | GarmCommand::GetInstance
+        | GarmCommand::ListInstances
+        | GarmCommand::RemoveAllInstances
+        | GarmCommand::StartInstance
+        | GarmCommand::StopInstance => return Ok(None),
     }))
 }
 
@@ -164,9 +170,13 @@ fn operation(env: &GarmEnv, stdin_within: std::time::Duration) -> Result<Operati
         GarmCommand::RemoveAllInstances => Operation::RemoveAll,
         GarmCommand::StartInstance => Operation::Start { instance },
         GarmCommand::StopInstance => Operation::Stop { instance },
-        other => {
+        local @ (GarmCommand::GetVersion
+        | GarmCommand::GetSupportedInterfaceVersions
+        | GarmCommand::ValidatePoolInfo
+        | GarmCommand::GetConfigJSONSchema
+        | GarmCommand::GetExtraSpecsJSONSchema) => {
             return Err(Error::failed(format!(
-                "{other:?} is not an instance command"
+                "{local:?} is not an instance command"
             )))
         }
     })

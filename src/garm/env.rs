@@ -72,13 +72,15 @@ impl GarmCommand {
     }
 
     fn is_v011_only(self) -> bool {
-        matches!(
-            self,
-            GarmCommand::GetSupportedInterfaceVersions
-                | GarmCommand::ValidatePoolInfo
-                | GarmCommand::GetConfigJSONSchema
-                | GarmCommand::GetExtraSpecsJSONSchema
-        )
+        use GarmCommand::*;
+        match self {
+            GetSupportedInterfaceVersions
+            | ValidatePoolInfo
+            | GetConfigJSONSchema
+            | GetExtraSpecsJSONSchema => true,
+            CreateInstance | DeleteInstance | GetInstance | ListInstances | RemoveAllInstances
+            | StartInstance | StopInstance | GetVersion => false,
+        }
     }
 }
 
@@ -168,20 +170,26 @@ impl GarmEnv {
                 return Err(ProtocolError::new("GARM_CONTROLLER_ID is not set"));
             }
         }
-        match self.command {
-            DeleteInstance | GetInstance | StartInstance | StopInstance
-                if self.instance_id.trim().is_empty() =>
-            {
-                Err(ProtocolError::new(format!(
-                    "GARM_INSTANCE_ID is not set ({:?} needs it)",
-                    self.command
-                )))
+        let no_instance = self.instance_id.trim().is_empty();
+        let missing = match self.command {
+            DeleteInstance | GetInstance | StartInstance | StopInstance => {
+                no_instance.then_some("GARM_INSTANCE_ID")
             }
-            ListInstances if self.pool_id.is_none() => Err(ProtocolError::new(
-                "GARM_POOL_ID is not set (ListInstances needs it)",
-            )),
-            _ => Ok(()),
-        }
+            ListInstances => self.pool_id.is_none().then_some("GARM_POOL_ID"),
+            CreateInstance
+            | RemoveAllInstances
+            | GetVersion
+            | GetSupportedInterfaceVersions
+            | ValidatePoolInfo
+            | GetConfigJSONSchema
+            | GetExtraSpecsJSONSchema => None,
+        };
+        missing.map_or(Ok(()), |variable| {
+            let command = self.command;
+            Err(ProtocolError::new(format!(
+                "{variable} is not set ({command:?} needs it)"
+            )))
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
 use crate::naming::edge_name;
 use edge_connect::models::{App, AppKey, NewApp};
-use edge_connect::{ApiError, ApiErrorKind, Rpc, MAX_COLLECTED};
+use edge_connect::{ApiErrorKind, Rpc, MAX_COLLECTED};
 
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
 const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
@@ -70,7 +70,8 @@ impl Provider {
                 // Login failed or no connection was made: CreateApp never left this process,
                 // so there is nothing to roll back (and an unreachable server would only make
                 // the rollback wait out its whole grace).
-                ApiErrorKind::Transport if never_sent(&e) => return Err(e.into()),
+                ApiErrorKind::Unreachable => return Err(e.into()),
+                ApiErrorKind::Transport if e.rpc == Rpc::Login => return Err(e.into()),
                 // The request may have reached the server: make sure no App stays behind.
                 ApiErrorKind::Transport => Err(Error::from(e).into()),
                 _ => return Err(self.explain(e).await),
@@ -198,9 +199,3 @@ impl Provider {
 const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";
 
 const PULL_CREDENTIALS_DROPPED: &str = "this Edge Connect drops App image pull credentials (a release before 2025-10-17); use an image it can pull without them and remove image_pull_username / image_pull_password_env from the pool's extra specs";
-
-/// Whether a failed CreateApp certainly never reached the server: its login failed first, or
-/// the host could not be reached at all (the client marks those errors `unreachable`).
-fn never_sent(e: &ApiError) -> bool {
-    e.unreachable || e.rpc == Rpc::Login
-}

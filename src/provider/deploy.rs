@@ -5,7 +5,7 @@
 
 use edge_connect::appinst_start::{self, StartProblem, StartReason};
 use edge_connect::models::{AppKey, NewAppInst, Site};
-use edge_connect::{ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
+use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
 use super::placement::{self, site_unusable, Target};
 use super::start_watch::start_watch;
@@ -132,7 +132,11 @@ impl Provider {
                 Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
                     return Ok(Ok(()))
                 }
-                Ok(Err(e)) if e.kind != ApiErrorKind::Transport => e,
+                Ok(Err(e))
+                    if !matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Unreachable) =>
+                {
+                    e
+                }
                 Ok(unsettled) => {
                     // The stream broke, timed out server-side or ended without its result line:
                     // the work may go on server-side and the stream does not say whether the
@@ -156,7 +160,7 @@ impl Provider {
                     return Ok(Err(Refusal { why, api: None }));
                 }
             }
-            let accepted = e.status == Some(200);
+            let accepted = matches!(e.answer, Answer::Trailer(_));
             let (why, api) = if site_unusable(&e, &target) {
                 if e.kind == ApiErrorKind::Forbidden {
                     // Gen2 answers a cloudlet outside the organization's cloudlet pools with 403
@@ -229,7 +233,7 @@ impl Provider {
             match result {
                 Err(e)
                     if e.is_transient()
-                        && e.status.is_some_and(|s| s != 200)
+                        && matches!(e.answer, Answer::Status(_))
                         && deadline.has_room_for(backoff(attempt)) =>
                 {
                     tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");

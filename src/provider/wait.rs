@@ -58,7 +58,10 @@ mod tests {
                 }
             })
             .await;
-        assert_eq!(result.unwrap_err().status, Some(400));
+        assert_eq!(
+            result.unwrap_err().answer,
+            edge_connect::Answer::Status(400)
+        );
         assert_eq!(calls, 3);
     }
 }

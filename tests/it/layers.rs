@@ -1,10 +1,11 @@
-//! The layering of the provider and of the simulator, as their documents draw it: the provider's
-//! table in `docs/architecture.md`, the simulator's in the `# Layers` section of its `lib.rs`.
-//! Each table gives every top-level module of `src/` a layer, and every `crate::` path in a
-//! module's non-test code names a module of its own, of a lower layer, or a leaf (the
-//! simulator's `leaf` row: usable by every layer). So the modules form no cycle, and a document
-//! cannot drift from its code: a module missing from the table, a row for a module that is gone,
-//! or an import that points up fails here.
+//! The layering of the three crates, as their documents draw it: the provider's and the client's
+//! tables in `docs/architecture.md`, the simulator's in the `# Layers` section of its `lib.rs`.
+//! Each table gives every top-level module of a crate's `src/` a layer, and every `crate::` path
+//! in a module's non-test code names a module of its own, of a lower layer, or a leaf (the
+//! simulator's `leaf` row: usable by every layer); a name the crate root re-exports counts as
+//! the module it comes from. So the modules form no cycle (leaves that use each other are
+//! checked for one too), and a document cannot drift from its code: a module missing from the
+//! table, a row for a module that is gone, or an import that points up fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -65,8 +66,9 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level modules a file's code names through `crate::` (and, in files directly under
-/// `src/`, `super::`). Comments are not code.
+/// The first names of the paths a file's code writes after `crate::` (and, in files directly
+/// under `src/`, `super::`), each name of a `crate::{a, b::c}` group too: modules, or names the
+/// crate root re-exports. Comments are not code.
 fn named_modules(text: &str, root_file: bool) -> Vec<String> {
     let prefixes: &[&str] = if root_file {
         &["crate::", "super::"]
@@ -84,17 +86,92 @@ fn named_modules(text: &str, root_file: bool) -> Vec<String> {
                 {
                     continue;
                 }
-                let name: String = line[pos + prefix.len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.push(name);
+                let rest = &line[pos + prefix.len()..];
+                let paths = match rest.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap_or_default(),
+                    None => rest,
+                };
+                for path in paths.split(',') {
+                    let name: String = path
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        found.push(name);
+                    }
+                    if rest.starts_with('{') {
+                        continue;
+                    }
+                    break;
                 }
             }
         }
     }
     found
+}
+
+/// What a crate root (`lib.rs`) says about its modules: the module each re-exported name comes
+/// from (`pub use error::{ApiError, ApiErrorKind};`), and the modules compiled for tests only.
+#[derive(Default)]
+struct Root {
+    reexported: BTreeMap<String, String>,
+    test_only: BTreeSet<String>,
+}
+
+fn crate_root(lib: &str) -> Root {
+    let mut root = Root::default();
+    for item in lib.split("pub use ").skip(1) {
+        let item = item.split(';').next().unwrap_or_default();
+        let Some((module, names)) = item.split_once("::") else {
+            continue;
+        };
+        for name in names.trim_matches(|c| c == '{' || c == '}').split(',') {
+            let name = name.trim().rsplit("::").next().unwrap_or_default();
+            if !name.is_empty() {
+                root.reexported
+                    .insert(name.to_string(), module.trim().to_string());
+            }
+        }
+    }
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    for pair in lines.windows(2) {
+        if let ("#[cfg(test)]", Some(module)) = (pair[0], pair[1].strip_prefix("mod ")) {
+            root.test_only
+                .insert(module.trim_end_matches(';').to_string());
+        }
+    }
+    root
+}
+
+/// A cycle among `uses` (module → the modules it names), as `a → b → a`.
+fn cycle(uses: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
+    fn visit<'a>(
+        module: &'a str,
+        uses: &'a BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<String> {
+        if let Some(start) = path.iter().position(|m| *m == module) {
+            let mut names = path[start..].to_vec();
+            names.push(module);
+            return Some(names.join(" → "));
+        }
+        if !done.insert(module) {
+            return None;
+        }
+        path.push(module);
+        for next in uses.get(module).into_iter().flatten() {
+            if let Some(found) = visit(next, uses, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    uses.keys()
+        .find_map(|m| visit(m, uses, &mut Vec::new(), &mut done))
 }
 
 /// The top-level module of a file under `src/` (`None` for the crate roots).
@@ -106,13 +183,16 @@ fn top_module(rel: &Path) -> Option<String> {
 
 /// Where the code of `src` and the layers its document `doc` draws disagree.
 fn disagreements(src: &Path, layers: &Layers, doc: &str) -> Vec<String> {
+    let lib = fs::read_to_string(src.join("lib.rs")).unwrap_or_default();
+    let root = crate_root(&lib);
     let mut files = Vec::new();
     sources(src, &mut files);
     let mut wrong = Vec::new();
     let mut seen = BTreeSet::new();
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
         let rel = file.strip_prefix(src).expect("under src");
-        let Some(top) = top_module(rel) else {
+        let Some(top) = top_module(rel).filter(|m| !root.test_only.contains(m)) else {
             continue;
         };
         seen.insert(top.clone());
@@ -123,11 +203,16 @@ fn disagreements(src: &Path, layers: &Layers, doc: &str) -> Vec<String> {
         let text = fs::read_to_string(file).expect("source is readable");
         // Unit tests may reach anywhere.
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-        for module in named_modules(code, rel.components().count() == 1) {
+        for name in named_modules(code, rel.components().count() == 1) {
+            let module = root.reexported.get(&name).cloned().unwrap_or(name);
             let Some(&theirs) = layers.of.get(&module) else {
                 continue;
             };
-            if module != top && !layers.leaves.contains(&module) && theirs >= own {
+            if module == top {
+                continue;
+            }
+            uses.entry(top.clone()).or_default().insert(module.clone());
+            if !layers.leaves.contains(&module) && theirs >= own {
                 wrong.push(format!(
                     "{} (layer {own}) uses crate::{module} (layer {theirs})",
                     rel.display()
@@ -140,30 +225,56 @@ fn disagreements(src: &Path, layers: &Layers, doc: &str) -> Vec<String> {
             "{doc} names {documented}, which src/ does not have"
         ));
     }
+    if let Some(cycle) = cycle(&uses) {
+        wrong.push(format!("the modules form a cycle: {cycle}"));
+    }
     wrong
 }
 
-#[test]
-fn every_module_has_one_documented_layer_and_imports_point_down() {
+/// The rows of the section of `docs/architecture.md` under `heading`.
+fn architecture_section(heading: &str) -> Vec<String> {
     let doc = fs::read_to_string(root().join("docs/architecture.md")).expect("architecture.md");
     let section = doc
-        .split("## The provider (`src/`)")
+        .split(heading)
         .nth(1)
-        .expect("a section for the provider");
+        .unwrap_or_else(|| panic!("docs/architecture.md has a section {heading}"));
     let section = section.split("\n## ").next().unwrap_or_default();
-    let layers = table(section.lines().map(str::to_string), "docs/architecture.md");
-    let wrong = disagreements(&root().join("src"), &layers, "docs/architecture.md");
+    section.lines().map(str::to_string).collect()
+}
+
+/// Holds the crate in `dir` to the table in `rows`.
+fn assert_layered(dir: &str, rows: Vec<String>, doc: &str) {
+    let layers = table(rows.into_iter(), doc);
+    assert!(layers.of.len() > 8, "the table of {doc} was read");
+    let wrong = disagreements(&root().join(dir).join("src"), &layers, doc);
     assert!(
         wrong.is_empty(),
-        "the code and docs/architecture.md disagree:\n{}",
+        "the code of {dir} and {doc} disagree:\n{}",
         wrong.join("\n")
     );
 }
 
 #[test]
+fn every_module_of_the_provider_has_one_documented_layer_and_imports_point_down() {
+    let rows = architecture_section("## The provider (`src/`)");
+    assert_layered(".", rows, "docs/architecture.md (the provider)");
+}
+
+#[test]
+fn every_module_of_the_client_has_one_documented_layer_and_imports_point_down() {
+    let rows = architecture_section("## The client (`crates/edge-connect`)");
+    assert_layered(
+        "crates/edge-connect",
+        rows,
+        "docs/architecture.md (the client)",
+    );
+}
+
+#[test]
 fn the_simulators_modules_have_their_documented_layers_and_imports_point_down() {
-    let sim = root().join("crates/edge-connect-sim");
-    let lib = fs::read_to_string(sim.join("src/lib.rs")).expect("the simulator's lib.rs");
+    let dir = "crates/edge-connect-sim";
+    let lib =
+        fs::read_to_string(root().join(dir).join("src/lib.rs")).expect("the simulator's lib.rs");
     let section = lib
         .split("//! # Layers")
         .nth(1)
@@ -171,18 +282,9 @@ fn the_simulators_modules_have_their_documented_layers_and_imports_point_down() 
     let section = section.split("//! # ").next().unwrap_or_default();
     let rows = section
         .lines()
-        .filter_map(|l| l.strip_prefix("//! ").map(str::to_string));
-    let layers = table(rows, "the simulator's lib.rs");
-    assert!(
-        !layers.leaves.is_empty() && layers.of.len() > 8,
-        "the table was read"
-    );
-    let wrong = disagreements(&sim.join("src"), &layers, "the simulator's lib.rs");
-    assert!(
-        wrong.is_empty(),
-        "the simulator's code and its lib.rs disagree:\n{}",
-        wrong.join("\n")
-    );
+        .filter_map(|l| l.strip_prefix("//! ").map(str::to_string))
+        .collect();
+    assert_layered(dir, rows, "the simulator's lib.rs");
 }
 
 #[test]
@@ -193,4 +295,25 @@ fn an_import_that_points_up_is_found() {
     assert_eq!(named_modules(code, false), ["front"]);
     assert_eq!(named_modules("super::pipeline::run()", true), ["pipeline"]);
     assert!(named_modules("super::pipeline::run()", false).is_empty());
+    assert_eq!(
+        named_modules("use crate::{ApiErrorKind, rpc::Rpc};", false),
+        ["ApiErrorKind", "rpc"]
+    );
+    // A name the root re-exports is the module it comes from; a test-only module is no layer's.
+    let root = crate_root("pub use error::{ApiError, ApiErrorKind};\npub use config::{\n    A,\n    b::C,\n};\n#[cfg(test)]\nmod hostile_tests;\n");
+    assert_eq!(root.reexported["ApiErrorKind"], "error");
+    assert_eq!(root.reexported["C"], "config");
+    assert!(root.test_only.contains("hostile_tests"));
+    let uses = |pairs: &[(&str, &str)]| {
+        let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in pairs {
+            map.entry(a.to_string()).or_default().insert(b.to_string());
+        }
+        map
+    };
+    assert_eq!(
+        cycle(&uses(&[("clock", "reqlog"), ("reqlog", "clock")])).as_deref(),
+        Some("clock → reqlog → clock")
+    );
+    assert_eq!(cycle(&uses(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
 }

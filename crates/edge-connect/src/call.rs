@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::client::{host_port, Client};
-use crate::error::ApiError;
+use crate::error::{Answer, ApiError};
 use crate::rpc::Rpc;
 use crate::secret::Secret;
 use crate::transport::{read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
@@ -136,7 +136,7 @@ impl Client {
         let body = json!({ "region": self.shared.options.region, rpc.wrapper(): object });
         let token = self.token(None).await?;
         match self.post(rpc, &body, Some(&token), true, headers).await {
-            Err(e) if e.status == Some(401) => {
+            Err(e) if e.answer == Answer::Status(401) => {
                 let token = self.token(Some(&token)).await?;
                 self.post(rpc, &body, Some(&token), true, headers).await
             }

@@ -30,8 +30,12 @@ pub enum ApiErrorKind {
     RateLimited,
     /// 5xx.
     Server,
-    /// Connection refused or reset, name not resolved, timeout, broken stream, the command's
-    /// deadline reached ([`ApiError::unreachable`] tells the first two apart).
+    /// The host could not be reached at all (connection refused, no route, name not resolved):
+    /// the request never left this machine. Final: the client has already retried it for
+    /// [`ClientOptions::connect_retry`](crate::ClientOptions::connect_retry).
+    Unreachable,
+    /// Connection reset, timeout, broken stream, the command's deadline reached: the request
+    /// may have reached the server.
     Transport,
     /// The server answered with a redirect (3xx). Redirects are never followed: the request
     /// carries the password, a token or an App's secrets, which must not go to another origin.
@@ -66,25 +70,36 @@ pub struct ApiError {
     pub kind: ApiErrorKind,
     /// The RPC that failed.
     pub rpc: Rpc,
-    /// HTTP status, when there was a response.
-    pub status: Option<u16>,
+    /// What came back.
+    pub answer: Answer,
     /// The server's message (or the transport error), one line.
     pub message: String,
-    /// The host could not be reached at all (connection refused, no route, name not resolved):
-    /// the request never left this machine. Final: the client has already retried it for
-    /// [`ClientOptions::connect_retry`](crate::ClientOptions::connect_retry).
-    pub unreachable: bool,
+}
+
+/// What came back for a call that failed: it tells a request refused before any work from work
+/// the controller accepted and then failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// No usable answer: the host unreachable, the connection broken, silence, the deadline, or
+    /// an answer that could not be read.
+    None,
+    /// An answer with this HTTP status, not 200: the request was refused (a stream's before it
+    /// started).
+    Status(u16),
+    /// A stream that began with HTTP 200 and ended in a `result` trailer with this code: the
+    /// controller had accepted the request, so its work may have left something behind (an
+    /// AppInst's CreateError).
+    Trailer(u16),
 }
 
 impl ApiError {
     /// An error of `kind`; `message` becomes one clean line ([`one_line`]).
-    fn new(kind: ApiErrorKind, rpc: Rpc, status: Option<u16>, message: &str) -> Self {
+    fn new(kind: ApiErrorKind, rpc: Rpc, answer: Answer, message: &str) -> Self {
         ApiError {
             kind,
             rpc,
-            status,
+            answer,
             message: one_line(message),
-            unreachable: false,
         }
     }
 
@@ -97,7 +112,7 @@ impl ApiError {
             // Not a server fault: retrying cannot help.
             511 if rpc == Rpc::Login => {
                 let message = format!("the Edge Connect user has two-factor authentication; use a user or API key without it ({message})");
-                return Self::new(ApiErrorKind::Auth, rpc, Some(status), &message);
+                return Self::new(ApiErrorKind::Auth, rpc, Answer::Status(status), &message);
             }
             300..=399 => ApiErrorKind::Redirect,
             403 => ApiErrorKind::Forbidden,
@@ -107,19 +122,21 @@ impl ApiError {
             400 if rpc == Rpc::Login => ApiErrorKind::Auth,
             _ => classify_message(&message),
         };
-        Self::new(kind, rpc, Some(status), &message)
+        Self::new(kind, rpc, Answer::Status(status), &message)
     }
 
-    /// A `{"result": {...}}` trailer at the end of a stream.
+    /// A `{"result": {...}}` trailer at the end of a stream (code 0 read as 400).
     pub fn from_stream_result(rpc: Rpc, code: u16, message: &str) -> Self {
-        let mut e = Self::from_status(rpc, if code == 0 { 400 } else { code }, message);
-        e.status = Some(200);
-        e
+        let code = if code == 0 { 400 } else { code };
+        ApiError {
+            answer: Answer::Trailer(code),
+            ..Self::from_status(rpc, code, message)
+        }
     }
 
     /// A transport failure (no usable response).
     pub fn transport(rpc: Rpc, message: impl Into<String>) -> Self {
-        Self::new(ApiErrorKind::Transport, rpc, None, &message.into())
+        Self::new(ApiErrorKind::Transport, rpc, Answer::None, &message.into())
     }
 
     /// A redirect answer (never followed). Names the status and the target's host and port only:
@@ -131,12 +148,17 @@ impl ApiError {
              credentials go to another address; set edge_connect.url to the address that \
              answers)"
         );
-        Self::new(ApiErrorKind::Redirect, rpc, Some(status), &message)
+        Self::new(
+            ApiErrorKind::Redirect,
+            rpc,
+            Answer::Status(status),
+            &message,
+        )
     }
 
     /// A host that cannot be reached (refused, no route, name not resolved), after retrying
     /// for `tried` until `bound` (what ended the retries, e.g. `edge_connect.connect_retry_secs`);
-    /// `None`: one attempt. Final ([`ApiError::is_transient`] is false).
+    /// `None`: one attempt.
     pub fn host_unreachable(
         rpc: Rpc,
         host: &str,
@@ -147,15 +169,12 @@ impl ApiError {
             format!(" (tried for {} s; {bound})", t.as_secs())
         });
         let message = format!("cannot connect to {host}: {detail}{tried}");
-        ApiError {
-            unreachable: true,
-            ..Self::new(ApiErrorKind::Transport, rpc, None, &message)
-        }
+        Self::new(ApiErrorKind::Unreachable, rpc, Answer::None, &message)
     }
 
     /// An answer we could not parse.
     pub fn protocol(rpc: Rpc, message: impl Into<String>) -> Self {
-        Self::new(ApiErrorKind::Protocol, rpc, None, &message.into())
+        Self::new(ApiErrorKind::Protocol, rpc, Answer::None, &message.into())
     }
 
     /// Which object a "not found" names (`Zone key {...} not found`, `Specified Cloudlet not
@@ -197,11 +216,10 @@ impl ApiError {
     /// True for errors worth retrying on an idempotent call. An unreachable host is not: the
     /// client has already retried it for its bound.
     pub fn is_transient(&self) -> bool {
-        !self.unreachable
-            && matches!(
-                self.kind,
-                ApiErrorKind::Transport | ApiErrorKind::RateLimited | ApiErrorKind::Server
-            )
+        matches!(
+            self.kind,
+            ApiErrorKind::Transport | ApiErrorKind::RateLimited | ApiErrorKind::Server
+        )
     }
 }
 
@@ -254,13 +272,12 @@ fn one_line(s: &str) -> String {
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Edge Connect {}", self.rpc)?;
-        match self.status {
-            Some(status) if status != 200 => write!(f, " (HTTP {status})")?,
-            _ => {}
+        if let Answer::Status(status) = self.answer {
+            write!(f, " (HTTP {status})")?;
         }
         write!(f, ": {}", self.message)?;
         match self.kind {
-            ApiErrorKind::Auth if self.status != Some(511) => f.write_str(
+            ApiErrorKind::Auth if self.answer != Answer::Status(511) => f.write_str(
                 " (check credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD)",
             ),
             ApiErrorKind::Forbidden => {
@@ -371,6 +388,7 @@ mod tests {
         let e = ApiError::from_status(Rpc::ShowApp, 400, "a\u{1b}[31mred\nline\r\n");
         assert_eq!(e.message, "a [31mred line");
         let e = ApiError::from_stream_result(Rpc::ShowApp, 400, &"word ".repeat(1000));
+        assert_eq!(e.answer, Answer::Trailer(400));
         assert_eq!(e.message.chars().count(), MAX_MESSAGE_CHARS + 1);
         assert!(e.message.ends_with('…'));
     }

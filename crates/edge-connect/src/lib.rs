@@ -7,23 +7,10 @@
 //! (naming its [`Rpc`]) whose [`ApiErrorKind`] says what happened. This crate is the only place that
 //! reads the controller's message texts.
 //!
-//! | Module | Job |
-//! |---|---|
-//! | `options` | what a client is built from |
-//! | `client` | what a client is made of and shares between its handles |
-//! | `login` | login with retries, one refusal per command, one login shared between processes |
-//! | `call` | one POST (retried while unreachable, re-login on 401); unary calls |
-//! | `stream` | Show answers as a typed [`Show`] stream; AppInst operation streams |
-//! | `deadline` | the command's [`Deadline`], backoff |
-//! | `proxy` | which proxy the environment selects for the URL |
-//! | `transport` | bodies and chunks under the silence bound and the deadline, size caps, transport errors |
-//! | `lines` | one stream line at a time: split, parsed with serde, a body cut inside a line refused |
-//! | `rpc` | the RPCs by name ([`Rpc`]) and one function per RPC |
-//! | [`appinst_start`] | what a CreateAppInst stream says about the start: success line, pod status reasons, docker pull failures |
-//! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
-//! | [`error`] | typed errors from status codes and controller texts, each message one scrubbed line |
-//! | [`token_cache`] | tokens shared between processes |
+//! Its modules, each with its layer and job, are in the table of `docs/architecture.md` ("The
+//! client"), which the workspace's `tests/it/layers.rs` holds against the code.
 
+mod api;
 pub mod appinst_start;
 mod call;
 mod client;
@@ -44,11 +31,12 @@ mod stream;
 pub mod token_cache;
 mod transport;
 
+pub use api::MAX_COLLECTED;
 pub use client::{Client, RetryReport};
 pub use deadline::{backoff, Deadline};
-pub use error::{ApiError, ApiErrorKind, Subject};
+pub use error::{Answer, ApiError, ApiErrorKind, Subject};
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
-pub use rpc::{Rpc, MAX_COLLECTED};
+pub use rpc::Rpc;
 pub use secret::Secret;
 pub use state::AppInstState;
 pub use stream::{Show, StreamEnd};

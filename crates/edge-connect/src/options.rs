@@ -20,7 +20,7 @@ pub struct ClientOptions {
     /// [`Deadline`](crate::Deadline) ends them.)
     pub request_timeout: Duration,
     /// How long a host that cannot be reached at all (connection refused, name not resolved)
-    /// is retried before the call fails with an error whose [`ApiError::unreachable`](crate::ApiError) is set.
+    /// is retried before the call fails with [`ApiErrorKind::Unreachable`](crate::ApiErrorKind).
     /// Short on purpose: an unreachable address is usually a configuration error, and the
     /// operator should see it in seconds, not after the whole deadline.
     pub connect_retry: Duration,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::deadline::Deadline;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiErrorKind};
 use crate::rpc::Rpc;
 
 /// At most this much of a refused call's body is read: the message is one short line, and a
@@ -116,7 +116,7 @@ pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> ApiError {
     if lower.contains("certificate") || lower.contains("handshake") {
         let message = format!("{message} (set edge_connect.ca_bundle for a private CA)");
         ApiError {
-            kind: crate::ApiErrorKind::Tls,
+            kind: ApiErrorKind::Tls,
             ..ApiError::transport(rpc, message)
         }
     } else {

@@ -18,7 +18,7 @@ async fn an_endless_error_body_is_cut_and_the_status_kept() {
     });
     let e = apps(&client(&server.url())).await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Rejected, "{e}");
-    assert_eq!(e.status, Some(400));
+    assert_eq!(e.answer, crate::Answer::Status(400));
     assert!(e.message.len() < 200, "{}", e.message);
 }
 

@@ -152,7 +152,7 @@ async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
             sink.lock().unwrap().push(l.to_string())
         }));
     let e = apps(&c).await.unwrap_err();
-    assert!(e.unreachable, "{e}");
+    assert_eq!(e.kind, ApiErrorKind::Unreachable, "{e}");
     assert!(!e.is_transient());
     let text = e.to_string();
     assert!(
@@ -181,10 +181,17 @@ async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
     cache.save(&Secret::new(TOKEN));
     let c = client(&format!("http://127.0.0.1:{port}")).with_token_cache(Some(cache));
     let e = apps(&c).await.unwrap_err();
-    assert!(e.unreachable && e.rpc == crate::Rpc::ShowApp, "{e}");
+    assert_eq!(
+        (e.kind, e.rpc),
+        (ApiErrorKind::Unreachable, crate::Rpc::ShowApp),
+        "{e}"
+    );
     assert!(c.requests() > 1);
     let before = c.requests();
-    assert!(c.delete_app(&app_key()).await.unwrap_err().unreachable);
+    assert_eq!(
+        c.delete_app(&app_key()).await.unwrap_err().kind,
+        ApiErrorKind::Unreachable
+    );
     assert_eq!(c.requests(), before + 1);
 }
 
@@ -192,7 +199,7 @@ async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
 async fn a_name_that_does_not_resolve_fails_after_the_connect_bound() {
     let c = client("https://edge-connect.does-not-exist.invalid");
     let e = apps(&c).await.unwrap_err();
-    assert!(e.unreachable, "{e}");
+    assert_eq!(e.kind, ApiErrorKind::Unreachable, "{e}");
     assert!(e.to_string().contains("tried for 1 s"), "{e}");
     assert!(
         e.to_string()
@@ -209,7 +216,7 @@ async fn the_diagnostic_login_is_one_attempt() {
     };
     let c = client(&format!("http://127.0.0.1:{port}"));
     let e = c.login().await.unwrap_err();
-    assert_eq!(e.kind, ApiErrorKind::Transport);
+    assert_eq!(e.kind, ApiErrorKind::Unreachable);
     assert!(
         e.message
             .starts_with(&format!("cannot connect to 127.0.0.1:{port}: ")),

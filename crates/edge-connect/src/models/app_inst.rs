@@ -39,7 +39,7 @@ pub struct AppInst {
     pub cloudlet_key: Option<SiteRef>,
     /// Tracked state.
     #[serde(default)]
-    pub state: crate::AppInstState,
+    pub state: crate::state::AppInstState,
     /// Errors the controller recorded for it (with an `*Error` state, or while it retries).
     #[serde(default)]
     pub errors: Vec<String>,
