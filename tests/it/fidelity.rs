@@ -421,3 +421,69 @@ fn a_federated_gen2_cloudlet_is_created_on_and_deleted_with_its_federation() {
     }
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
+
+#[test]
+fn a_pools_list_among_two_thousand_foreign_apps_is_exact_on_every_release() {
+    use edge_connect_sim::Seed;
+    // The current release filters on the server (docs/edge-connect-behaviours.md B22); one
+    // before env_vars and annotations drops both filters and answers with everything, so the
+    // provider's own ownership check is what keeps the list exact there.
+    for (api, release, site, extra) in [
+        (ApiGeneration::Gen3, ServerRelease::Current, Site::Zone, ""),
+        (
+            ApiGeneration::Gen2,
+            ServerRelease::BeforeEnvVars,
+            Site::Cloudlet,
+            "env_delivery = \"envvars_yaml\"\n",
+        ),
+    ] {
+        let w = World::with_sim(
+            SimConfig {
+                api,
+                release,
+                ..SimConfig::default()
+            },
+            site,
+            extra,
+        );
+        for name in ["garm-ours1", "garm-ours2"] {
+            let r = w.create("bootstrap-github-jit.json", name, POOL, &[]);
+            assert_eq!(r.code, 0, "{release:?}: {}", r.stderr);
+        }
+        let r = w.create(
+            "bootstrap-github-jit.json",
+            "garm-otherpool1",
+            "another-pool",
+            &[],
+        );
+        assert_eq!(r.code, 0, "{release:?}: {}", r.stderr);
+        w.sim.seed(Seed {
+            count: 2_000,
+            app_insts: true,
+            name_prefix: "team-app-".into(),
+            env_vars: [
+                ("GARM_CONTROLLER_ID", "someone-else"),
+                ("GARM_POOL_ID", POOL),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
+            ..Default::default()
+        });
+        let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+        assert_eq!(list.code, 0, "{release:?}: {}", list.stderr);
+        let listed = list.json();
+        let names: Vec<&str> = listed
+            .as_array()
+            .expect("array")
+            .iter()
+            .filter_map(|i| i["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["garm-ours1", "garm-ours2"],
+            "{release:?}: {}",
+            list.stdout
+        );
+        assert_eq!(w.calls("ShowAppInst"), 1, "{release:?}: no unmarked read");
+    }
+}
