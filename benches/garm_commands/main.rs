@@ -70,7 +70,7 @@ mod prelude {
     pub(crate) use anyhow::{anyhow, bail, ensure, Context, Result};
     pub(crate) use edge_connect_sim::{self as sim, Seed, SimConfig, SimHandle};
     pub(crate) use serde::{Deserialize, Serialize};
-    pub(crate) use serde_json::{json, Value};
+    pub(crate) use serde_json::Value;
     pub(crate) use tokio::io::{AsyncReadExt, AsyncWriteExt};
     pub(crate) use tokio::net::{TcpListener, TcpStream};
 
@@ -239,6 +239,11 @@ fn run() -> Result<()> {
         "  scale step done ({:.0} s)",
         started.elapsed().as_secs_f64()
     );
+    let foreign = foreign_step(&runtime, work.path(), &plan, &shapes)?;
+    eprintln!(
+        "  foreign Apps step done ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
     let burst = burst_step(&runtime, work.path(), &plan)?;
     eprintln!(
         "  concurrency step done ({:.0} s)",
@@ -254,6 +259,7 @@ fn run() -> Result<()> {
     let results = Results {
         commands: commands.into(),
         scale,
+        foreign,
         burst,
         remove_all,
         binary,

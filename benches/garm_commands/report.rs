@@ -158,6 +158,7 @@ pub(crate) fn summary(
 pub(crate) struct Results {
     pub(crate) commands: Vec<CommandResults>,
     pub(crate) scale: ScaleResults,
+    pub(crate) foreign: ForeignResults,
     pub(crate) burst: BurstResults,
     pub(crate) remove_all: RemoveAllResults,
     pub(crate) binary: BinaryResults,
@@ -172,6 +173,7 @@ pub(crate) fn render(
     let Results {
         commands,
         scale,
+        foreign,
         burst,
         remove_all,
         binary,
@@ -230,7 +232,7 @@ pub(crate) fn render(
         plan.runs, plan.cold_runs, plan.scale_runs
     );
 
-    out.push_str(&issue19(commands, scale, remove_all));
+    out.push_str(&issue29(commands, scale, foreign, remove_all));
     out.push_str(&summary(commands, scale, burst));
 
     // Per command
@@ -333,14 +335,14 @@ pub(crate) fn render(
     );
     let _ = writeln!(
         out,
-        "| AppInsts | listed | wall ms | thin client ms | provider / thin | CPU ms | peak RSS MB | received | calls | ShowApp filtered by pool: received | … thin client ms |"
+        "| AppInsts | listed | wall ms | thin client ms | provider / thin | CPU ms | peak RSS MB | received | calls | the pool alone: received | received / the pool alone |"
     );
     let _ = writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for row in &scale.rows {
         let s = &row.list;
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} | {:.1} | {:.2}× | {:.1} | {:.1} | {} | {} | {} | {:.1} |",
+            "| {} | {} | {:.1} | {:.1} | {:.2}× | {:.1} | {:.1} | {} | {} | {} | {} |",
             row.size,
             row.pool,
             median(&s.wall),
@@ -350,8 +352,8 @@ pub(crate) fn render(
             median(&s.rss_mb),
             kb(median(&s.received)),
             s.requests,
-            kb(median(&row.filtered_received)),
-            median(&row.filtered_limit),
+            kb(median(&row.own_received)),
+            ratio(median(&s.received), median(&row.own_received)),
         );
     }
     if let Some((path, s)) = &scale.shipped {
@@ -495,17 +497,9 @@ pub(crate) fn render(
     out
 }
 
-/// The figures issue 19 started from: BENCHMARKS.md of 2026-12-01 10:57 UTC (the build of
-/// 3e5ecdd).
+/// Figures the targets keep from earlier issues.
 pub(crate) mod before {
-    /// ListInstances peak RSS in MB by AppInsts.
-    pub(crate) const LIST_RSS_MB: [(usize, f64); 3] =
-        [(1_000, 10.1), (10_000, 12.5), (20_000, 15.3)];
-    /// ListInstances instructions at 10,000 AppInsts.
-    pub(crate) const LIST_INSTRUCTIONS_10K: f64 = 129e6;
-    /// RemoveAllInstances at 20 ms per call: runners and latency units.
-    pub(crate) const REMOVE_ALL: (usize, f64) = (200, 7.5);
-    /// Calls and round trips per command with a cached token.
+    /// Calls and round trips per command with a cached token (issue 7), unchanged since.
     pub(crate) const CALLS: [(&str, usize, usize); 4] = [
         ("CreateInstance", 3, 3),
         ("GetInstance", 2, 1),
@@ -532,9 +526,12 @@ fn mega(x: f64) -> String {
 
 /// Issue 19's targets (no regression of the redesign): the figures before, a baseline build in
 /// this run (when measured) and this build, side by side.
-pub(crate) fn issue19(
+/// Issue 29's targets (Show narrowed on the server), and the command shapes and RemoveAll bound
+/// kept from earlier issues: this build against the baseline build measured in this run.
+pub(crate) fn issue29(
     commands: &[CommandResults],
     scale: &ScaleResults,
+    foreign: &ForeignResults,
     remove_all: &RemoveAllResults,
 ) -> String {
     let mut out = String::new();
@@ -543,85 +540,82 @@ pub(crate) fn issue19(
         .iter()
         .find_map(|r| r.baseline.as_ref())
         .and(Baseline::from_env().ok().flatten().map(|b| b.label));
+    let _ = writeln!(out, "## Against the targets of issue 29\n");
     let _ = writeln!(
         out,
-        "## Against the targets of issue 19
-"
-    );
-    let _ = writeln!(
-        out,
-        "Before: BENCHMARKS.md of 2026-12-01 10:57 UTC (another run).{}
-",
+        "{}\n",
         match &baseline_label {
-            Some(l) => format!(
-                " Baseline: the build of {l}, measured in this run, in the same iterations."
-            ),
-            None => String::new(),
+            Some(l) =>
+                format!("Baseline: the build of {l}, measured in this run, in the same iterations."),
+            None =>
+                "No baseline build was given (`GARM_BENCH_BASELINE`): only this build's figures."
+                    .to_string(),
         }
     );
+    let _ = writeln!(out, "| | baseline, this run | this build | target | |");
+    let _ = writeln!(out, "|---|--:|--:|--:|---|");
+    if let Some(r) = scale
+        .rows
+        .iter()
+        .find(|r| r.size == 10_000)
+        .or(scale.rows.last())
+    {
+        let own = median(&r.own_received);
+        let new = median(&r.list.received) / own;
+        let base = r
+            .baseline
+            .as_ref()
+            .map_or(f64::NAN, |b| median(&b.received) / own);
+        let _ = writeln!(
+            out,
+            "| ListInstances of {} runners among {} AppInsts: bytes received / the pool's own ({}) | {} | {} | ≤ 1.25× | {} |",
+            r.pool,
+            r.size,
+            kb(own),
+            times(base),
+            times(new),
+            verdict(new <= 1.25),
+        );
+        let (new_i, base_i) = (median(&r.instructions), median(&r.baseline_instructions));
+        let _ = writeln!(
+            out,
+            "| … instructions | {} | {} ({}) | ≤ 0.5× | {} |",
+            mega(base_i),
+            mega(new_i),
+            times(new_i / base_i),
+            if base_i.is_finite() {
+                verdict(new_i <= 0.5 * base_i)
+            } else {
+                ""
+            },
+        );
+        let new_rss = median(&r.list.rss_mb);
+        let base_rss = r.baseline.as_ref().map_or(f64::NAN, |b| median(&b.rss_mb));
+        let _ = writeln!(
+            out,
+            "| … peak RSS | {} | {} | ≤ baseline | {} |",
+            mb(base_rss),
+            mb(new_rss),
+            if base_rss.is_finite() {
+                verdict(new_rss <= base_rss)
+            } else {
+                ""
+            },
+        );
+    }
+    let grown = |(without, with): &(Vec<f64>, Vec<f64>)| median(with) / median(without);
+    let new = grown(&foreign.this_build);
     let _ = writeln!(
         out,
-        "| | before | baseline, this run | this build | target | |"
+        "| ListInstances of {} runners, {} Apps of another controller added: bytes received with / without them ({} / {}) | {} | {} | ≤ 1.5× | {} |",
+        foreign.pool,
+        foreign.foreign,
+        kb(median(&foreign.this_build.1)),
+        kb(median(&foreign.this_build.0)),
+        foreign.baseline.as_ref().map_or("–".to_string(), |b| times(grown(b))),
+        times(new),
+        verdict(new <= 1.5),
     );
-    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|");
-    let row = |size: usize| scale.rows.iter().find(|r| r.size == size);
-    for (size, old) in before::LIST_RSS_MB {
-        let Some(r) = row(size) else { continue };
-        let new = median(&r.list.rss_mb);
-        let base = r.baseline.as_ref().map_or(f64::NAN, |b| median(&b.rss_mb));
-        let target = match size {
-            10_000 => Some(16.0),
-            _ => None,
-        };
-        let _ = writeln!(
-            out,
-            "| ListInstances at {size} AppInsts: peak RSS | {} | {} | {} | {} | {} |",
-            mb(old),
-            mb(base),
-            mb(new),
-            target.map_or("–".to_string(), |t| format!("≤ {t:.0} MB")),
-            target.map_or("", |t| verdict(new <= t)),
-        );
-    }
-    for r in &scale.rows {
-        if r.size < 1_000 {
-            continue;
-        }
-        let new = median(&r.instructions);
-        let base = median(&r.baseline_instructions);
-        let old = if r.size == 10_000 {
-            mega(before::LIST_INSTRUCTIONS_10K)
-        } else {
-            "–".to_string()
-        };
-        // 1.3× the build before the redesign: the baseline measured now when there is one,
-        // else the figure of the previous BENCHMARKS.md.
-        let reference = if base.is_finite() {
-            Some(base)
-        } else if r.size == 10_000 {
-            Some(before::LIST_INSTRUCTIONS_10K)
-        } else {
-            None
-        };
-        let (target, met) = match (r.size, reference) {
-            (10_000, Some(reference)) if new.is_finite() => (
-                format!("≤ 130 % ({})", mega(1.3 * reference)),
-                verdict(new <= 1.3 * reference).to_string(),
-            ),
-            _ => ("–".to_string(), String::new()),
-        };
-        let share = match reference {
-            Some(reference) if new.is_finite() => format!(" ({:.0} %)", 100.0 * new / reference),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "| ListInstances at {} AppInsts: instructions | {old} | {} | {}{share} | {target} | {met} |",
-            r.size,
-            mega(base),
-            mega(new),
-        );
-    }
     let units = |label: &str| {
         remove_all
             .rows
@@ -629,13 +623,11 @@ pub(crate) fn issue19(
             .find(|r| r.label == label)
             .map(|r| (r.runners, median(&r.units)))
     };
-    let new = units("this build");
     let base = remove_all.rows.iter().find(|r| r.label != "this build");
-    let (old_runners, old_units) = before::REMOVE_ALL;
-    if let Some((runners, new_units)) = new {
+    if let Some((runners, new_units)) = units("this build") {
         let _ = writeln!(
             out,
-            "| RemoveAllInstances of {runners} runners at {} ms per call: latency units | {old_units:.1} ({old_runners} runners) | {} | {new_units:.1} | ≤ 10 | {} |",
+            "| RemoveAllInstances of {runners} runners at {} ms per call: latency units | {} | {new_units:.1} | ≤ 10 | {} |",
             remove_all.latency.as_millis(),
             base.map_or("–".to_string(), |b| format!("{:.1}", median(&b.units))),
             verdict(new_units <= 10.0),
@@ -651,13 +643,23 @@ pub(crate) fn issue19(
             };
             let _ = writeln!(
                 out,
-                "| {name}: calls / round trips | {calls} / {rounds} | – | {} / {} | | |",
-                s.requests, s.rounds
+                "| {name}: calls / round trips | {calls} / {rounds} | {} / {} | unchanged | {} |",
+                s.requests,
+                s.rounds,
+                verdict(s.requests == calls && s.rounds == rounds),
             );
         }
     }
     out.push('\n');
     out
+}
+
+fn times(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}×")
+    } else {
+        "–".to_string()
+    }
 }
 
 /// ListInstances peak RSS and instructions per size, this build against the baseline.
@@ -768,16 +770,19 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
 - The simulator runs in the benchmark process and shares the CPUs with the provider; at 0 ms
   latency its own work is part of every wall time, for the provider and the thin client alike.
 - **Large inventories**: the thin client reads the same answers without parsing them, so
-  provider / thin there is the cost of decoding and matching. **ShowApp filtered by pool** is the
-  thin client with an `env_vars` filter (this controller and pool) added to ShowApp, which the
-  simulator applies like any Show filter: what a server-side filter would save in bytes. The
-  shipped binary is the one the image carries (static musl, LTO), in the same iterations.
+  provider / thin there is the cost of decoding and matching. **The pool alone** is the same
+  List in an organization that holds only the listed pool: the bytes of the pool's own Apps and
+  AppInsts as the server sends them, which a List narrowed on the server should not exceed by
+  much. The shipped binary is the one the image carries (static musl, LTO), in the same
+  iterations.
+- **Apps of another controller**: a pool of runners, then that many Apps (each with an AppInst)
+  of another controller added to the organization, each with a real runner App's environment.
 - **instructions**: every instruction the provider process executes (start, config, both Show
   answers, output, exit), counted by valgrind's cachegrind without its cache simulation. Unlike
   times they hardly depend on the load of the machine, so small differences are real.
 - **baseline**: another build of the provider (`GARM_BENCH_BASELINE`), here the commit before the
-  work of issue 19, in the same iterations as this build, so that before and after come from one
-  run. **before** quotes the previous BENCHMARKS.md (another run).
+  work of issue 29, in the same iterations as this build, so that before and after come from one
+  run.
 - **RemoveAllInstances**: the inventory is that many runners of this controller, each with a
   Ready AppInst; latency units are the wall time divided by the simulator's latency per call.
   The floor is 3: the Show round, then DeleteAppInst and DeleteApp of every runner at once.

@@ -15,9 +15,9 @@ pub(crate) struct ScaleRow {
     /// The baseline binary in the same iterations, when there is one.
     pub(crate) baseline: Option<Samples>,
     pub(crate) baseline_instructions: Vec<f64>,
-    /// Bytes received by the thin client if ShowApp filtered by pool on the server.
-    pub(crate) filtered_received: Vec<f64>,
-    pub(crate) filtered_limit: Vec<f64>,
+    /// Bytes the provider receives listing the pool in an organization that holds only the
+    /// pool: the size of the pool's own Apps and AppInsts as the server sends them.
+    pub(crate) own_received: Vec<f64>,
     pub(crate) seed_time: Duration,
 }
 
@@ -65,8 +65,7 @@ pub(crate) fn scale_step(
             instructions: Vec::new(),
             baseline: baseline.as_ref().map(|_| Samples::default()),
             baseline_instructions: Vec::new(),
-            filtered_received: Vec::new(),
-            filtered_limit: Vec::new(),
+            own_received: Vec::new(),
             seed_time,
         };
         // At the largest size the shipped binary runs too, in the same iterations.
@@ -79,13 +78,9 @@ pub(crate) fn scale_step(
         for i in 0..=plan.scale_runs {
             let list = world.list(per_pool)?;
             let (limit, _) = world.replay(&list.traffic.rounds)?;
-            let filtered = filtered_by_pool(&list.traffic.rounds)?;
-            let (filtered_limit, filtered_received) = world.replay(&filtered)?;
             if i > 0 {
                 row.list.record(&list, "ListInstances")?;
                 row.list.add_limit(limit);
-                row.filtered_limit.push(ms(filtered_limit));
-                row.filtered_received.push(filtered_received as f64);
             }
             if let (Some(b), Some(samples)) = (&baseline, &mut row.baseline) {
                 let list = world.list_with(&b.path, per_pool)?;
@@ -122,6 +117,13 @@ pub(crate) fn scale_step(
             shipped = shipped_here;
         }
         world.sim.reset();
+        // The same pool alone in the organization: what its own objects weigh.
+        world.seed_runners(1, per_pool)?;
+        for _ in 0..plan.instruction_runs {
+            row.own_received
+                .push(world.list(per_pool)?.traffic.received as f64);
+        }
+        world.sim.reset();
         rows.push(row);
     }
     Ok(ScaleResults {
@@ -155,24 +157,52 @@ impl Baseline {
     }
 }
 
-/// The provider's List calls with ShowApp narrowed to this controller's pool by an `env_vars`
-/// filter (which the simulator honours like any Show filter): what a server-side filter would
-/// save. ShowAppInst stays as it is (AppInsts carry no pool).
-pub(crate) fn filtered_by_pool(rounds: &Rounds) -> Result<Rounds> {
-    let mut out = rounds.clone();
-    let mut found = false;
-    for request in out.0.iter_mut().flatten() {
-        if request.rpc() == "ShowApp" {
-            let mut body: Value =
-                serde_json::from_slice(&request.body).context("captured ShowApp body")?;
-            body["app"]["env_vars"] = json!({
-                "GARM_CONTROLLER_ID": CONTROLLER,
-                "GARM_POOL_ID": POOL,
-            });
-            request.body = serde_json::to_vec(&body)?;
-            found = true;
+/// A small pool among many Apps of another controller: what the pool's List receives with
+/// and without them, by this build and the baseline.
+pub(crate) struct ForeignResults {
+    pub(crate) pool: usize,
+    pub(crate) foreign: usize,
+    /// Bytes received: (without the foreign Apps, with them), per run.
+    pub(crate) this_build: (Vec<f64>, Vec<f64>),
+    pub(crate) baseline: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+/// 20 runners of the pool, then 2,000 Apps (with AppInsts) of another controller, each carrying
+/// the environment of a real runner App: the List must receive little more than before.
+pub(crate) fn foreign_step(
+    runtime: &tokio::runtime::Runtime,
+    base: &Path,
+    plan: &Plan,
+    shapes: &Shapes,
+) -> Result<ForeignResults> {
+    let (pool, foreign) = if plan.quick { (2, 20) } else { (20, 2_000) };
+    let baseline = Baseline::from_env()?;
+    let world = World::start(runtime, base, Duration::ZERO, shapes.clone())?;
+    world.seed_runners(1, pool)?;
+    let mut out = ForeignResults {
+        pool,
+        foreign,
+        this_build: Default::default(),
+        baseline: baseline.as_ref().map(|_| Default::default()),
+    };
+    let push = |pair: &mut (Vec<f64>, Vec<f64>), with: bool, received: u64| {
+        if with { &mut pair.1 } else { &mut pair.0 }.push(received as f64);
+    };
+    let mut measure = |with: bool| -> Result<()> {
+        for _ in 0..plan.instruction_runs.max(1) {
+            push(
+                &mut out.this_build,
+                with,
+                world.list(pool)?.traffic.received,
+            );
+            if let (Some(b), Some(pair)) = (&baseline, &mut out.baseline) {
+                push(pair, with, world.list_with(&b.path, pool)?.traffic.received);
+            }
         }
-    }
-    ensure!(found, "ListInstances sent no ShowApp");
+        Ok(())
+    };
+    measure(false)?;
+    world.seed_foreign(foreign)?;
+    measure(true)?;
     Ok(out)
 }

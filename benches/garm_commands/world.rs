@@ -303,30 +303,7 @@ impl World {
     /// the environment of a real runner App (same keys, same sizes, taken from one the provider
     /// made), so the bytes per App are the real ones. Pool `k` is [`pool_id`]`(k)`.
     pub(crate) fn seed_runners(&self, pools: usize, per_pool: usize) -> Result<()> {
-        self.create("garm-template")?;
-        let template = self
-            .sim
-            .apps()
-            .into_iter()
-            .find(|a| a["key"]["name"] == "garm-template")
-            .ok_or_else(|| anyhow!("the template App is missing"))?;
-        self.delete("garm-template")?;
-        let string_map = |v: &Value| -> BTreeMap<String, String> {
-            v.as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let env = string_map(&template["env_vars"]);
-        let secrets = string_map(&template["secret_env_vars"]);
-        ensure!(
-            env.contains_key("GARM_INSTANCE_NAME"),
-            "the template App has no GARM_INSTANCE_NAME in env_vars: {}",
-            template["env_vars"]
-        );
+        let (env, secrets) = self.runner_environment()?;
         let before = self.sim.app_insts().len();
         // Ownership needs GARM_INSTANCE_NAME to be the App's own name, and a seed call gives
         // every App the same environment: so one seed call per App, named `p<pool>-r<n>-1`.
@@ -360,6 +337,55 @@ impl World {
             pools * per_pool
         );
         Ok(())
+    }
+
+    /// Seeds `count` Apps, each with an AppInst, of another controller in the organization:
+    /// a real runner App's environment under another controller id, no marks on the AppInsts.
+    pub(crate) fn seed_foreign(&self, count: usize) -> Result<()> {
+        let (mut env, secrets) = self.runner_environment()?;
+        env.insert(
+            "GARM_CONTROLLER_ID".into(),
+            "another-team-controller".into(),
+        );
+        self.sim.seed(Seed {
+            org: ORG.into(),
+            count,
+            app_insts: true,
+            name_prefix: "team-app-".into(),
+            env_vars: env,
+            secret_env_vars: secrets,
+            ..Seed::default()
+        });
+        Ok(())
+    }
+
+    /// The `env_vars` and `secret_env_vars` of an App the provider made (then deleted again).
+    fn runner_environment(&self) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
+        self.create("garm-template")?;
+        let template = self
+            .sim
+            .apps()
+            .into_iter()
+            .find(|a| a["key"]["name"] == "garm-template")
+            .ok_or_else(|| anyhow!("the template App is missing"))?;
+        self.delete("garm-template")?;
+        let string_map = |v: &Value| -> BTreeMap<String, String> {
+            v.as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let env = string_map(&template["env_vars"]);
+        let secrets = string_map(&template["secret_env_vars"]);
+        ensure!(
+            env.contains_key("GARM_INSTANCE_NAME"),
+            "the template App has no GARM_INSTANCE_NAME in env_vars: {}",
+            template["env_vars"]
+        );
+        Ok((env, secrets))
     }
 
     pub(crate) fn has_app(&self, name: &str) -> bool {
