@@ -20,8 +20,9 @@ use crate::provider::{Operation, Outcome, Progress, Provider};
 /// rollback gets.
 pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(120);
 
-/// How often a runner the platform holds busy is looked at again (two Show calls each time).
-const POLL: Duration = Duration::from_secs(5);
+/// How often a runner the platform holds busy is looked at again (two Show calls each time,
+/// as often as the provider's own waits poll).
+const POLL: Duration = Duration::from_secs(2);
 
 /// Which of the provider's runners to remove.
 #[derive(Clone, Copy)]

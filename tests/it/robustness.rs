@@ -644,20 +644,15 @@ fn a_closed_stdout_ends_the_cli_quietly() {
     }
 }
 
-#[test]
-fn ctrl_c_during_a_cli_create_removes_what_was_made() {
-    let sim = SimConfig {
-        create_delay: Duration::from_secs(3),
-        ..SimConfig::default()
-    };
-    let w = World::with_sim(sim, Site::Zone, "");
+/// A CLI `create` of `garm-interrupted` on a simulator whose creates take 3 s, started.
+fn start_cli_create(w: &World) -> std::process::Child {
     let bootstrap = w.dir.path().join("bootstrap.json");
     std::fs::write(
         &bootstrap,
         fixture_with("bootstrap-github-jit.json", "garm-interrupted", POOL),
     )
     .unwrap();
-    let mut child = Command::new(BIN)
+    Command::new(BIN)
         .env_clear()
         .current_dir("/")
         .arg("--config")
@@ -667,31 +662,96 @@ fn ctrl_c_during_a_cli_create_removes_what_was_made() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn slow_creates() -> World {
+    let sim = SimConfig {
+        create_delay: Duration::from_secs(3),
+        ..SimConfig::default()
+    };
+    World::with_sim(sim, Site::Zone, "")
+}
+
+fn until_an_app_inst(w: &World) {
     let started = Instant::now();
     while w.app_inst_names().is_empty() {
         assert!(started.elapsed() < Duration::from_secs(20), "no AppInst");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn kill(child: &std::process::Child, signal: libc::c_int) {
     // SAFETY: signalling our own child by its pid.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(rc, 0);
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_during_a_cli_create_removes_what_was_made() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let w = slow_creates();
+        let mut child = start_cli_create(&w);
+        until_an_app_inst(&w);
+        kill(&child, signal);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{stderr}");
+        assert_eq!(
+            stderr.lines().last(),
+            Some("error: interrupted; nothing of garm-interrupted was left behind"),
+            "{stderr}"
+        );
+        assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+        assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    }
+}
+
+#[test]
+fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
+    let w = slow_creates();
+    let child = start_cli_create(&w);
+    until_an_app_inst(&w);
+    kill(&child, libc::SIGINT);
+    // The cleanup waits for the AppInst the site still creates; the second signal ends it.
+    std::thread::sleep(Duration::from_millis(300));
+    kill(&child, libc::SIGINT);
+    let r = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 130, "{}", r.stderr);
     assert_eq!(
-        stderr.lines().last(),
-        Some("error: interrupted; nothing of garm-interrupted was left behind"),
-        "{stderr}"
+        r.stderr.lines().last(),
+        Some("error: interrupted; garm-interrupted may be left behind (interrupted again); remove it with: delete garm-interrupted"),
+        "{}",
+        r.stderr
     );
-    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    assert_eq!(w.app_names(), vec!["garm-interrupted"]);
+    // The advice, with the config and controller the create was given.
+    let out = Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["--controller-id", CONTROLLER, "delete", "garm-interrupted"])
+        .output()
+        .unwrap();
+    let delete = Run::from(out);
+    assert_eq!(delete.code, 0, "{}", delete.stderr);
+    assert!(
+        delete
+            .stderr
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("✓ deleted garm-interrupted (")),
+        "{}",
+        delete.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
 
 // 13.11 -----------------------------------------------------------------------------------------
