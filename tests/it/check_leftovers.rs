@@ -272,3 +272,156 @@ fn a_refused_delete_app_is_named_with_a_command_that_removes_it_and_the_next_che
         );
     }
 }
+
+/// Another GARM controller of the same organization.
+const OTHER: &str = "0b8f7e6d-5c4b-4a39-8271-605f4e3d2c1b";
+
+/// The GitHub fixture named `name`, with `image`.
+fn bootstrap(name: &str, image: &str) -> String {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
+    v["image"] = image.into();
+    v.to_string()
+}
+
+/// Runs a GARM command as `controller` until it succeeds, as GARM retries a DeleteInstance or
+/// RemoveAllInstances (every few seconds); fails after `limit`.
+fn garm_until_done(w: &World, controller: &str, command: &str, vars: &[(&str, &str)]) {
+    let started = Instant::now();
+    loop {
+        let r = w.garm_as(controller, command, vars, None);
+        if r.code == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{command} still fails: {}",
+            r.stderr
+        );
+        std::thread::sleep(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_all_or_the_cli_create(
+) {
+    // On the edge the CRM holds the AppInst of a runner that cannot start for its whole wait,
+    // longer than the create's own rollback waits for it.
+    let w = World::with_sim(
+        crm_waiting(&["Munich"], false, Duration::from_secs(40)),
+        Site::Zone,
+        "",
+    );
+    let image = "ghcr.io/example-org/garm-runner:crash";
+    let pool = [("GARM_POOL_ID", POOL)];
+    let a = w.spawn_garm("CreateInstance", &pool, &bootstrap("garm-left-a", image));
+    let b = w.spawn_garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL), ("GARM_CONTROLLER_ID", OTHER)],
+        &bootstrap("garm-left-b", image),
+    );
+    let file = w.dir.path().join("bootstrap.json");
+    std::fs::write(&file, bootstrap("garm-left-c", image)).unwrap();
+    let c = Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for child in [a, b] {
+        let r = Run::from(child.wait_with_output().unwrap());
+        assert_eq!(r.code, 1, "{}", r.stderr);
+    }
+    // What GARM's DeleteInstance and RemoveAllInstances are there for.
+    let left = w.app_names();
+    assert!(
+        left.contains(&"garm-left-a".to_string()) && left.contains(&"garm-left-b".to_string()),
+        "{left:?}"
+    );
+    garm_until_done(
+        &w,
+        CONTROLLER,
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-left-a")],
+    );
+    garm_until_done(&w, OTHER, "RemoveAllInstances", &[]);
+    // No GARM follows a person's create: it is its own DeleteInstance, and waits for it.
+    let c = Run::from(c.wait_with_output().unwrap());
+    assert_eq!(c.code, 1, "{}", c.stderr);
+    let last = c.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (")
+            && last.ends_with("; removed since by this command's DeleteInstance"),
+        "{}",
+        c.stderr
+    );
+    assert_eq!(on_edge_connect(&w), nothing());
+}
+
+#[test]
+fn what_a_refused_cleanup_leaves_is_removed_by_delete_instance_or_remove_all() {
+    // An App alone (its DeleteApp refused), and an App with its AppInst in CreateError (its
+    // DeleteAppInst refused, by the deploy's cleanup and the rollback's).
+    /// The Apps and AppInsts a kind of fault leaves.
+    type Left = (Vec<String>, Vec<String>);
+    fn app_alone(w: &World) -> Left {
+        w.sim
+            .inject(Fault::stream_error("CreateAppInst", 2, "boom").times(2));
+        w.sim.inject(Fault::http_status("DeleteApp", 400).times(2));
+        (names(), Vec::new())
+    }
+    fn create_error(w: &World) -> Left {
+        w.sim
+            .inject(Fault::create_error_left(2, "Failed to pull image: 401 Unauthorized").times(2));
+        w.sim
+            .inject(Fault::http_status("DeleteAppInst", 400).times(4));
+        (names(), names())
+    }
+    fn names() -> Vec<String> {
+        vec!["garm-left-a".to_string(), "garm-left-b".to_string()]
+    }
+    type Kind = (&'static str, fn(&World) -> Left);
+    let kinds: [Kind; 2] = [
+        ("App alone", app_alone),
+        ("App and AppInst in CreateError", create_error),
+    ];
+    for (kind, faults) in kinds {
+        let w = World::new();
+        let (apps, insts) = faults(&w);
+        let image = "ghcr.io/example-org/garm-runner:2.330.0";
+        let a = w.garm(
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&bootstrap("garm-left-a", image)),
+        );
+        let b = w.garm_as(
+            OTHER,
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&bootstrap("garm-left-b", image)),
+        );
+        for r in [&a, &b] {
+            assert_eq!(r.code, 1, "{kind}: {}", r.stderr);
+            assert!(
+                r.stderr.contains("; cleanup of garm-left-"),
+                "{kind}: {}",
+                r.stderr
+            );
+        }
+        assert_eq!(on_edge_connect(&w), (apps, insts), "{kind}");
+        let r = w.garm(
+            "DeleteInstance",
+            &[("GARM_INSTANCE_ID", "garm-left-a")],
+            None,
+        );
+        assert_eq!(r.code, 0, "{kind}: {}", r.stderr);
+        let r = w.garm_as(OTHER, "RemoveAllInstances", &[], None);
+        assert_eq!(r.code, 0, "{kind}: {}", r.stderr);
+        assert_eq!(on_edge_connect(&w), nothing(), "{kind}");
+    }
+}
