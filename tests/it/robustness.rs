@@ -652,17 +652,10 @@ fn start_cli_create(w: &World) -> std::process::Child {
         fixture_with("bootstrap-github-jit.json", "garm-interrupted", POOL),
     )
     .unwrap();
-    Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
-        .arg(&bootstrap)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    spawn_cli(
+        w,
+        &["create", "--bootstrap", &bootstrap.display().to_string()],
+    )
 }
 
 fn slow_creates() -> World {
@@ -732,15 +725,7 @@ fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
     );
     assert_eq!(w.app_names(), vec!["garm-interrupted"]);
     // The advice, with the config and controller the create was given.
-    let out = Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER, "delete", "garm-interrupted"])
-        .output()
-        .unwrap();
-    let delete = Run::from(out);
+    let delete = cli(&w, &["delete", "garm-interrupted"]);
     assert_eq!(delete.code, 0, "{}", delete.stderr);
     assert!(
         delete
@@ -752,6 +737,53 @@ fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
         delete.stderr
     );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+/// [`cli`], started and not waited for (to signal it).
+fn spawn_cli(w: &World, args: &[&str]) -> std::process::Child {
+    Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["--controller-id", CONTROLLER])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_start_stopped_by_a_signal_stops_the_runner_again_or_names_the_stop_that_does() {
+    for twice in [false, true] {
+        let w = slow_creates();
+        let r = w.create("bootstrap-github-jit.json", "garm-restarted", POOL, &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let r = cli(&w, &["stop", "garm-restarted"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(w.app_inst_names().is_empty());
+        let child = spawn_cli(&w, &["start", "garm-restarted"]);
+        until_an_app_inst(&w);
+        kill(&child, libc::SIGTERM);
+        if twice {
+            std::thread::sleep(Duration::from_millis(300));
+            kill(&child, libc::SIGTERM);
+        }
+        let r = Run::from(child.wait_with_output().unwrap());
+        assert_eq!(r.code, 130, "{}", r.stderr);
+        let last = r.stderr.lines().last().unwrap_or_default();
+        if twice {
+            assert_eq!(last, "error: interrupted; garm-restarted may be left starting (interrupted again); stop it with: stop garm-restarted");
+            let r = cli(&w, &["stop", "garm-restarted"]);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+        } else {
+            assert_eq!(last, "error: interrupted; garm-restarted is stopped");
+        }
+        // Stopped as before the start: the App kept, no AppInst.
+        assert_eq!(w.app_names(), vec!["garm-restarted"], "twice {twice}");
+        assert!(w.app_inst_names().is_empty(), "twice {twice}");
+    }
 }
 
 // 13.11 -----------------------------------------------------------------------------------------
