@@ -1,25 +1,80 @@
 //! `check --deploy-test`: the commands' own CreateInstance and DeleteInstance (ownership
 //! variables, placement, start watch, rollback and all) for a throw-away runner, once per
-//! configured site, with timings or the same message a create would give.
+//! configured site, with timings or the same message a create would give. The runners belong
+//! to the deploy test's own controller id ([`super::CHECK_CONTROLLER`]), so that what one check
+//! leaves, killed or failing, the next one finds and removes before it deploys; a cleanup the
+//! create could not finish is the check's own DeleteInstance to do, and it waits for it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use super::leftovers::{self, Which, INTERRUPT_GRACE};
 use super::Report;
 use crate::config::Placement;
+use crate::error::Error;
 use crate::garm::BootstrapInstance;
-use crate::provider::{Operation, Provider};
+use crate::provider::wait::Deadline;
+use crate::provider::{Operation, Progress, Provider};
 use edge_connect::Secret;
 
 /// The image deployed when `--image` is not given: small, public, and it stays up.
 const DEFAULT_IMAGE: &str = "docker.io/library/nginx:1.27-alpine";
+
+/// How the deploy test cleans up after itself.
+pub(super) struct Cleanup {
+    /// Where the waits are told.
+    pub progress: Progress,
+    /// How long an AppInst the platform holds busy is waited for (the command's own timeout).
+    pub wait: Duration,
+    /// That bound in words, for the progress lines.
+    pub bound: String,
+    /// The command that removes every runner of the deploy test now.
+    pub command: String,
+}
+
+impl Cleanup {
+    /// How what is left will be removed.
+    fn how(&self) -> String {
+        format!(
+            "the next `check --deploy-test` with this config removes it, or now: {}",
+            self.command
+        )
+    }
+}
 
 pub(super) async fn deploy_test(
     provider: &Provider,
     sites: &[Placement],
     image: Option<&str>,
     extra_specs: Option<&serde_json::Value>,
+    cleanup: &Cleanup,
     report: &mut Report<'_>,
 ) {
+    // What earlier checks left (one that was killed too), before anything new is made.
+    let deadline = Deadline::after(cleanup.wait);
+    let earlier = leftovers::remove(
+        provider,
+        Which::All,
+        deadline,
+        &cleanup.bound,
+        &cleanup.progress,
+    )
+    .await;
+    if !earlier.removed.is_empty() {
+        report.pass(
+            "earlier deploy tests",
+            format!("removed what they left: {}", earlier.removed.join(", ")),
+        );
+    }
+    if !earlier.left.is_empty() {
+        report.fail(
+            "earlier deploy tests",
+            format!(
+                "left on Edge Connect: {}; {}",
+                earlier.left.join("; "),
+                cleanup.how()
+            ),
+        );
+    }
     let image = image.unwrap_or(DEFAULT_IMAGE);
     for (i, site) in sites.iter().enumerate() {
         let what = format!("deploy test {site}");
@@ -29,8 +84,9 @@ pub(super) async fn deploy_test(
         let created = provider.run(Operation::create(bootstrap, None, None)).await;
         let t_create = started.elapsed();
         if let Err(e) = created {
-            // A failed create has rolled back (or says that it could not).
+            // A failed create has rolled back, or left the rest to DeleteInstance: this one.
             report.fail(&what, e.to_string());
+            finish(provider, &name, cleanup, report).await;
             continue;
         }
         let started = Instant::now();
@@ -48,12 +104,85 @@ pub(super) async fn deploy_test(
                     started.elapsed().as_millis()
                 ),
             ),
-            Err(e) => report.fail(
-                &what,
-                format!("{image} runs there, but DeleteInstance {name} failed: {e} — run `delete {name}` with this config"),
-            ),
+            Err(e) => {
+                report.fail(
+                    &what,
+                    format!("{image} runs there, but DeleteInstance {name} failed: {e}"),
+                );
+                finish(provider, &name, cleanup, report).await;
+            }
         }
     }
+}
+
+/// After a failed create or delete: removes what is left of `name`, waiting while the platform
+/// holds it busy, and reports what it removed or what stays and how it will go.
+async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut Report<'_>) {
+    let started = Instant::now();
+    let deadline = Deadline::after(cleanup.wait);
+    let done = leftovers::remove(
+        provider,
+        Which::Named(name),
+        deadline,
+        &cleanup.bound,
+        &cleanup.progress,
+    )
+    .await;
+    let what = format!("cleanup {name}");
+    if !done.removed.is_empty() {
+        report.pass(
+            &what,
+            format!(
+                "removed by the check's DeleteInstance after {} s",
+                started.elapsed().as_secs()
+            ),
+        );
+    }
+    if !done.left.is_empty() {
+        report.fail(
+            &what,
+            format!(
+                "left on Edge Connect: {}; {}",
+                done.left.join("; "),
+                cleanup.how()
+            ),
+        );
+    }
+}
+
+/// The deploy test was stopped by `signal`: removes its runners within [`INTERRUPT_GRACE`] (the
+/// same signal again stops at once), reports what stays, and returns the error to end with.
+pub(super) async fn interrupted(
+    provider: &Provider,
+    signal: &str,
+    cleanup: &Cleanup,
+    report: &mut Report<'_>,
+) -> Error {
+    let grace = INTERRUPT_GRACE.as_secs();
+    (cleanup.progress)(&format!(
+        "interrupted by {signal}: removing the deploy test's runners (within {grace} s; {signal} again stops at once)"
+    ));
+    let bound = format!("the {grace} s of an interrupted command");
+    let removal = tokio::select! {
+        done = leftovers::remove(provider, Which::All, Deadline::after(INTERRUPT_GRACE), &bound, &cleanup.progress) => Some(done),
+        _ = leftovers::stop_signal() => None,
+    };
+    let detail = match removal {
+        Some(done) if done.left.is_empty() => {
+            format!("interrupted by {signal}; nothing of it was left on Edge Connect")
+        }
+        Some(done) => format!(
+            "interrupted by {signal}; left on Edge Connect: {}; {}",
+            done.left.join("; "),
+            cleanup.how()
+        ),
+        None => format!(
+            "interrupted by {signal}, then stopped at once: what it made may be left; {}",
+            cleanup.how()
+        ),
+    };
+    report.fail("deploy test", detail);
+    Error::Interrupted(format!("interrupted by {signal}"))
 }
 
 /// A bootstrap for a runner that registers nowhere, placed on `site` alone (the pool's other
@@ -80,7 +209,7 @@ fn throwaway(
         image: image.to_string(),
         os_type: "linux".to_string(),
         arch: "amd64".to_string(),
-        pool_id: "garm-provider-edge-connect-check".to_string(),
+        pool_id: super::CHECK_CONTROLLER.to_string(),
         repo_url: "https://garm-check.invalid/none".to_string(),
         metadata_url: "https://garm-check.invalid/api/v1/metadata".to_string(),
         callback_url: "https://garm-check.invalid/api/v1/callbacks".to_string(),

@@ -4,15 +4,26 @@
 //! Nothing is created on Edge Connect unless `--deploy-test` is given. The client, the runtime
 //! and (for `--deploy-test`) the create and delete are the commands' own (`crate::pipeline`),
 //! so that what `check` says is what the commands will meet.
+//!
+//! The deploy test's runners belong to [`CHECK_CONTROLLER`], one id for every config, so that
+//! `list` and `remove-all` reach them with `--controller-id garm-provider-edge-connect-check` and
+//! each deploy test first removes what earlier ones left (docs/operations.md).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
+use crate::provider::Progress;
 
 mod deploy_test;
+pub(crate) mod leftovers;
 mod remote;
+
+/// The GARM controller id, and the pool id, of the deploy test's runners: no GARM controller
+/// uses it (GARM's are UUIDs), and every check of an organization shares it, so that one finds
+/// what another left.
+pub const CHECK_CONTROLLER: &str = "garm-provider-edge-connect-check";
 
 /// What to check besides the config itself: the `check` subcommand's arguments.
 #[derive(Debug, clap::Args)]
@@ -45,15 +56,18 @@ impl Report<'_> {
     }
 }
 
-/// Runs every check and returns the number of failed steps (0: all good). `extra_specs` is the
-/// content of `options.extra_specs`.
+/// Runs every check and returns the number of failed steps (0: all good), or
+/// [`Error::Interrupted`] when SIGINT or SIGTERM stopped the deploy test (after its cleanup).
+/// `extra_specs` is the content of `options.extra_specs`; `progress` receives what the deploy
+/// test's create, delete and cleanup are doing.
 pub fn run(
     config_path: &Path,
     options: &CheckOptions,
     extra_specs: Option<&serde_json::Value>,
     environment: &HashMap<String, String>,
+    progress: Progress,
     out: &mut dyn std::io::Write,
-) -> usize {
+) -> Result<usize, Error> {
     let mut report = Report { out, failed: 0 };
     // The commands' own path: config, logging, credentials, client, runtime.
     let session = match crate::pipeline::open(config_path) {
@@ -66,7 +80,7 @@ pub fn run(
         }
         Err(e) => {
             report.fail("config", e.to_string());
-            return report.failed;
+            return Ok(report.failed);
         }
     };
     let config = session.config.clone();
@@ -81,7 +95,7 @@ pub fn run(
         }
         Err(e) => {
             report.fail("credentials", e.to_string());
-            return report.failed;
+            return Ok(report.failed);
         }
     }
     // The pool's container as CreateInstance will resolve it, over this config's values.
@@ -105,29 +119,87 @@ pub fn run(
         check_image(image, &mut report);
     }
     let sites = crate::provider::placement::candidates(&config, &specs, "check");
-    // The deploy test's runners belong to no GARM controller: no ListInstances ever sees them.
-    let controller = format!("garm-provider-edge-connect-check-{}", std::process::id());
-    let quiet: crate::provider::Progress = std::sync::Arc::new(|_: &str| {});
+    let timeout = config.edge_connect.operation_timeout_secs;
+    let cleanup = deploy_test::Cleanup {
+        progress: progress.clone(),
+        wait: std::time::Duration::from_secs(timeout),
+        bound: format!("edge_connect.operation_timeout_secs={timeout}s"),
+        command: remove_all_command(config_path),
+    };
     let ran = crate::pipeline::run(
         config.clone(),
         session.deadline,
-        &controller,
+        CHECK_CONTROLLER,
         environment.clone(),
-        quiet,
+        progress,
         async |provider| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
-            if options.deploy_test && report.failed == 0 {
-                let image = options.image.as_deref();
-                deploy_test::deploy_test(provider, &sites, image, extra_specs, &mut report).await;
+            if !options.deploy_test || report.failed > 0 {
+                return Ok(());
             }
-            Ok(())
+            let image = options.image.as_deref();
+            let test = deploy_test::deploy_test(
+                provider,
+                &sites,
+                image,
+                extra_specs,
+                &cleanup,
+                &mut report,
+            );
+            let stopped = tokio::select! {
+                () = test => None,
+                signal = leftovers::stop_signal() => Some(signal),
+            };
+            match stopped {
+                None => Ok(()),
+                Some(signal) => {
+                    Err(deploy_test::interrupted(provider, signal, &cleanup, &mut report).await)
+                }
+            }
         },
     );
-    if let Err(e) = ran {
-        report.fail("client", e.to_string());
-    }
     drop(session);
-    report.failed
+    match ran {
+        Err(e @ Error::Interrupted(_)) => Err(e),
+        Err(e) => {
+            report.fail("client", e.to_string());
+            Ok(report.failed)
+        }
+        Ok(_) => Ok(report.failed),
+    }
+}
+
+/// The command line that removes every runner of the deploy test with this config: this
+/// program as it was started, each word quoted for a POSIX shell where it needs it.
+fn remove_all_command(config_path: &Path) -> String {
+    let program = std::env::args().next().unwrap_or_default();
+    let program = match program.as_str() {
+        "" => "garm-provider-edge-connect",
+        p => p,
+    };
+    let config = config_path.display().to_string();
+    [
+        program,
+        "--config",
+        &config,
+        "--controller-id",
+        CHECK_CONTROLLER,
+        "remove-all",
+        "--yes",
+    ]
+    .map(shell_word)
+    .join(" ")
+}
+
+/// `word` as one word of a POSIX shell: as it is when it holds nothing the shell reads,
+/// otherwise in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:@+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 fn check_image(image: &str, report: &mut Report<'_>) {

@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::check::leftovers::{self, Which, INTERRUPT_GRACE};
+use crate::provider::wait::Deadline;
+
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::config::Config;
@@ -16,10 +19,6 @@ use crate::provider::status::RunnerView;
 use crate::provider::{Operation, Outcome, Provider};
 
 use super::say;
-
-/// Time given to remove what an interrupted `create` made; the same grace a failed create's
-/// rollback gets.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(120);
 
 /// garm-provider-edge-connect: GARM runners as Edge Connect Apps + AppInsts.
 ///
@@ -197,13 +196,15 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 Some(file) => Some(read_json(file, "extra specs file", "")?.0),
                 None => None,
             };
+            let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
             let failed = crate::check::run(
                 &config_path,
                 &options,
                 extra_specs.as_ref(),
                 &crate::pipeline::process_environment(),
+                progress,
                 &mut std::io::stdout(),
-            );
+            )?;
             return match failed {
                 0 => Ok(()),
                 n => Err(Error::failed(format!("{n} check(s) failed"))),
@@ -241,13 +242,18 @@ fn execute(cli: Cli) -> Result<(), Error> {
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
+    let wait = config.edge_connect.operation_timeout_secs;
+    let person = Person {
+        progress: progress.clone(),
+        wait,
+    };
     let finished = crate::pipeline::run(
         config,
         deadline,
         &controller_id,
         crate::pipeline::process_environment(),
         progress,
-        async |provider| run_operation(provider, operation).await,
+        async |provider| run_operation(provider, operation, &person).await,
     )?;
     let table = |views: &[RunnerView]| super::table::render(views, SystemTime::now());
     match (finished.output, format) {
@@ -275,21 +281,47 @@ fn execute(cli: Cli) -> Result<(), Error> {
     Ok(())
 }
 
-/// Runs one operation for a person at a terminal: a `create` can be interrupted (Ctrl-C) and
-/// then removes what it made; a `delete` of a name nothing has is `None`, to say so.
+/// What a person's command needs to clean up after itself.
+struct Person {
+    /// Where the cleanup's waits are told.
+    progress: crate::provider::Progress,
+    /// `edge_connect.operation_timeout_secs`: how long a cleanup waits for an AppInst the
+    /// platform holds busy.
+    wait: u64,
+}
+
+/// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
+/// (Ctrl-C) or SIGTERM removes what it made; a failed `create` is followed by the
+/// DeleteInstance its rollback may have left to do (there is no GARM to run it); a `delete` of
+/// a name nothing has is `None`, to say so.
 async fn run_operation(
     provider: &Provider,
     operation: Operation,
+    person: &Person,
 ) -> Result<Option<Outcome>, Error> {
     match operation {
         Operation::Create { .. } => {
             let name = operation.instance().unwrap_or_default().to_string();
-            tokio::select! {
-                result = provider.run(operation) => result.map(Some),
-                // Dropping the create future stops it where it is; what it made is removed by
-                // name, as GARM's DeleteInstance would, including an AppInst still creating.
-                _ = tokio::signal::ctrl_c() => Err(interrupted(provider, &name).await),
-            }
+            // Dropping the create future stops it where it is; what it made is removed by
+            // name, as GARM's DeleteInstance would, including an AppInst still creating.
+            let signal = tokio::select! {
+                result = provider.run(operation) => return match result {
+                    Ok(outcome) => Ok(Some(outcome)),
+                    // The name is another runner's: nothing of this create to remove.
+                    Err(e @ Error::Duplicate(_)) => Err(e),
+                    Err(e) => Err(after_failed_create(provider, &name, e, person).await),
+                },
+                signal = leftovers::stop_signal() => signal,
+            };
+            Err(interrupted(provider, &name, signal, person).await)
+        }
+        Operation::Start { instance } => {
+            let name = instance.clone();
+            let signal = tokio::select! {
+                result = provider.run(Operation::Start { instance }) => return result.map(Some),
+                signal = leftovers::stop_signal() => signal,
+            };
+            Err(interrupted_start(provider, &name, signal).await)
         }
         Operation::Delete { instance } => {
             // The provider's delete succeeds when nothing has the name (GARM needs that), so
@@ -312,27 +344,81 @@ async fn run_operation(
     }
 }
 
-/// Removes what an interrupted create made, within [`INTERRUPT_GRACE`]; a second Ctrl-C stops
-/// at once. Returns the error to report.
-async fn interrupted(provider: &Provider, name: &str) -> Error {
-    say(&format!(
-        "  … interrupted: removing what was made of {name} (Ctrl-C again to stop at once)"
-    ));
-    let cleanup = provider.run(Operation::Delete {
-        instance: name.to_string(),
-    });
-    let left = tokio::select! {
-        result = tokio::time::timeout(INTERRUPT_GRACE, cleanup) => match result {
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some(format!("not done within {} s", INTERRUPT_GRACE.as_secs())),
-        },
-        _ = tokio::signal::ctrl_c() => Some("interrupted again".to_string()),
+/// After a failed `create`: removes what its rollback left of `name`, waiting (with progress,
+/// within `operation_timeout_secs`) while the platform holds it busy; a signal stops the wait.
+/// Returns the error to report, naming what stays and the command that removes it.
+async fn after_failed_create(
+    provider: &Provider,
+    name: &str,
+    cause: Error,
+    person: &Person,
+) -> Error {
+    let bound = format!("edge_connect.operation_timeout_secs={}s", person.wait);
+    let deadline = Deadline::after(Duration::from_secs(person.wait));
+    let done = tokio::select! {
+        done = leftovers::remove(provider, Which::Named(name), deadline, &bound, &person.progress) => done,
+        signal = leftovers::stop_signal() => {
+            return Error::Interrupted(format!("{cause}; interrupted by {signal} while removing what is left of {name}; remove it with: delete {name}"));
+        }
     };
-    Error::Interrupted(match left {
-        None => format!("interrupted; nothing of {name} was left behind"),
-        Some(why) => {
-            format!("interrupted; {name} may be left behind ({why}); remove it with: delete {name}")
+    match (done.removed.is_empty(), done.left.is_empty()) {
+        (true, true) => cause,
+        (false, true) => Error::failed(format!(
+            "{cause}; removed since by this command's DeleteInstance"
+        )),
+        (_, false) => Error::failed(format!(
+            "{cause}; left on Edge Connect: {}; remove it with: delete {name}",
+            done.left.join("; ")
+        )),
+    }
+}
+
+/// Removes what an interrupted create made, within [`INTERRUPT_GRACE`]; the signal again stops
+/// at once. Returns the error to report.
+async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Person) -> Error {
+    say(&format!(
+        "  … interrupted by {signal}: removing what was made of {name} ({signal} again stops at once)"
+    ));
+    let bound = format!(
+        "the {} s of an interrupted command",
+        INTERRUPT_GRACE.as_secs()
+    );
+    let deadline = Deadline::after(INTERRUPT_GRACE);
+    let done = tokio::select! {
+        done = leftovers::remove(provider, Which::Named(name), deadline, &bound, &person.progress) => Some(done),
+        _ = leftovers::stop_signal() => None,
+    };
+    Error::Interrupted(match done {
+        Some(done) if done.left.is_empty() => {
+            format!("interrupted; nothing of {name} was left behind")
+        }
+        Some(done) => format!(
+            "interrupted; left on Edge Connect: {}; remove it with: delete {name}",
+            done.left.join("; ")
+        ),
+        None => format!(
+            "interrupted; {name} may be left behind (interrupted again); remove it with: delete {name}"
+        ),
+    })
+}
+
+/// Removes the AppInst an interrupted `start` was deploying (the App stays, as a stopped
+/// runner's does), within [`INTERRUPT_GRACE`]; the signal again stops at once.
+async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Error {
+    say(&format!(
+        "  … interrupted by {signal}: stopping {name} again ({signal} again stops at once)"
+    ));
+    let stop = Operation::Stop {
+        instance: name.to_string(),
+    };
+    let stopped = tokio::select! {
+        result = provider.run_within(stop, Deadline::after(INTERRUPT_GRACE)) => result.map(|_| ()).map_err(|e| e.to_string()),
+        _ = leftovers::stop_signal() => Err("interrupted again".to_string()),
+    };
+    Error::Interrupted(match stopped {
+        Ok(()) => format!("interrupted; {name} is stopped"),
+        Err(why) => {
+            format!("interrupted; {name} may be left starting ({why}); stop it with: stop {name}")
         }
     })
 }

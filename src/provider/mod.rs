@@ -166,7 +166,16 @@ impl Provider {
 
     /// Runs one operation within the deadline its client was built with.
     pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
-        let deadline = self.client.deadline();
+        self.run_within(operation, self.client.deadline()).await
+    }
+
+    /// Runs one operation within `deadline` instead of the command's own: a person's cleanup
+    /// waits for what the platform holds busy with a bound of its own.
+    pub async fn run_within(
+        &self,
+        operation: Operation,
+        deadline: Deadline,
+    ) -> Result<Outcome, Error> {
         match operation {
             Operation::Create {
                 bootstrap,

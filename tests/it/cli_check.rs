@@ -205,6 +205,18 @@ fn world_readable_credentials() {
             creds.display()
         ))
     );
+    // The advice, run as printed, is what the check wanted.
+    let advice = out
+        .rsplit_once("run: ")
+        .map(|(_, c)| c.trim())
+        .unwrap_or_default();
+    let ran = Command::new("sh")
+        .args(["-c", advice])
+        .status()
+        .expect("sh runs");
+    assert!(ran.success(), "{advice}");
+    let (code, out) = check(&w, &[]);
+    assert_eq!(code, 0, "{out}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod check_leftovers;
 mod cli_check;
 mod cli_table;
 mod create_decisions;

@@ -644,54 +644,146 @@ fn a_closed_stdout_ends_the_cli_quietly() {
     }
 }
 
-#[test]
-fn ctrl_c_during_a_cli_create_removes_what_was_made() {
-    let sim = SimConfig {
-        create_delay: Duration::from_secs(3),
-        ..SimConfig::default()
-    };
-    let w = World::with_sim(sim, Site::Zone, "");
+/// A CLI `create` of `garm-interrupted` on a simulator whose creates take 3 s, started.
+fn start_cli_create(w: &World) -> std::process::Child {
     let bootstrap = w.dir.path().join("bootstrap.json");
     std::fs::write(
         &bootstrap,
         fixture_with("bootstrap-github-jit.json", "garm-interrupted", POOL),
     )
     .unwrap();
-    let mut child = Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
-        .arg(&bootstrap)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    spawn_cli(
+        w,
+        &["create", "--bootstrap", &bootstrap.display().to_string()],
+    )
+}
+
+fn slow_creates() -> World {
+    let sim = SimConfig {
+        create_delay: Duration::from_secs(3),
+        ..SimConfig::default()
+    };
+    World::with_sim(sim, Site::Zone, "")
+}
+
+fn until_an_app_inst(w: &World) {
     let started = Instant::now();
     while w.app_inst_names().is_empty() {
         assert!(started.elapsed() < Duration::from_secs(20), "no AppInst");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn kill(child: &std::process::Child, signal: libc::c_int) {
     // SAFETY: signalling our own child by its pid.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(rc, 0);
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_during_a_cli_create_removes_what_was_made() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let w = slow_creates();
+        let mut child = start_cli_create(&w);
+        until_an_app_inst(&w);
+        kill(&child, signal);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{stderr}");
+        assert_eq!(
+            stderr.lines().last(),
+            Some("error: interrupted; nothing of garm-interrupted was left behind"),
+            "{stderr}"
+        );
+        assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+        assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    }
+}
+
+#[test]
+fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
+    let w = slow_creates();
+    let child = start_cli_create(&w);
+    until_an_app_inst(&w);
+    kill(&child, libc::SIGINT);
+    // The cleanup waits for the AppInst the site still creates; the second signal ends it.
+    std::thread::sleep(Duration::from_millis(300));
+    kill(&child, libc::SIGINT);
+    let r = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 130, "{}", r.stderr);
     assert_eq!(
-        stderr.lines().last(),
-        Some("error: interrupted; nothing of garm-interrupted was left behind"),
-        "{stderr}"
+        r.stderr.lines().last(),
+        Some("error: interrupted; garm-interrupted may be left behind (interrupted again); remove it with: delete garm-interrupted"),
+        "{}",
+        r.stderr
     );
-    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    assert_eq!(w.app_names(), vec!["garm-interrupted"]);
+    // The advice, with the config and controller the create was given.
+    let delete = cli(&w, &["delete", "garm-interrupted"]);
+    assert_eq!(delete.code, 0, "{}", delete.stderr);
+    assert!(
+        delete
+            .stderr
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("✓ deleted garm-interrupted (")),
+        "{}",
+        delete.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+/// [`cli`], started and not waited for (to signal it).
+fn spawn_cli(w: &World, args: &[&str]) -> std::process::Child {
+    Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["--controller-id", CONTROLLER])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_start_stopped_by_a_signal_stops_the_runner_again_or_names_the_stop_that_does() {
+    for twice in [false, true] {
+        let w = slow_creates();
+        let r = w.create("bootstrap-github-jit.json", "garm-restarted", POOL, &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let r = cli(&w, &["stop", "garm-restarted"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(w.app_inst_names().is_empty());
+        let child = spawn_cli(&w, &["start", "garm-restarted"]);
+        until_an_app_inst(&w);
+        kill(&child, libc::SIGTERM);
+        if twice {
+            std::thread::sleep(Duration::from_millis(300));
+            kill(&child, libc::SIGTERM);
+        }
+        let r = Run::from(child.wait_with_output().unwrap());
+        assert_eq!(r.code, 130, "{}", r.stderr);
+        let last = r.stderr.lines().last().unwrap_or_default();
+        if twice {
+            assert_eq!(last, "error: interrupted; garm-restarted may be left starting (interrupted again); stop it with: stop garm-restarted");
+            let r = cli(&w, &["stop", "garm-restarted"]);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+        } else {
+            assert_eq!(last, "error: interrupted; garm-restarted is stopped");
+        }
+        // Stopped as before the start: the App kept, no AppInst.
+        assert_eq!(w.app_names(), vec!["garm-restarted"], "twice {twice}");
+        assert!(w.app_inst_names().is_empty(), "twice {twice}");
+    }
 }
 
 // 13.11 -----------------------------------------------------------------------------------------

@@ -207,7 +207,7 @@ fn crm(sites: &[&str], central: bool) -> SimConfig {
     crm_waiting(sites, central, SCALED_WAIT)
 }
 
-fn crm_waiting(sites: &[&str], central: bool, wait: Duration) -> SimConfig {
+pub(crate) fn crm_waiting(sites: &[&str], central: bool, wait: Duration) -> SimConfig {
     let owned = |n: &&str| ("TelekomOP".to_string(), n.to_string());
     SimConfig {
         zones: sites.iter().map(owned).collect(),

@@ -1,0 +1,182 @@
+//! What a person's command left on Edge Connect, found and removed: the deploy test's runners
+//! (an earlier check's too, one killed included) and what an interrupted or failed `create`
+//! made. An AppInst the platform holds busy (a CRM on the edge keeps the AppInst of a runner
+//! that cannot start `Creating` for up to 15 minutes, docs/edge-connect-behaviours.md B12, B17)
+//! is waited for with progress, within the bound the caller gives and names, and never sent a
+//! delete the controller would refuse; what a refusal keeps is named, so that the caller can
+//! say how it will be removed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use edge_connect::AppInstState;
+
+use crate::error::Error;
+use crate::provider::status::RunnerView;
+use crate::provider::wait::Deadline;
+use crate::provider::{Operation, Outcome, Progress, Provider};
+
+/// Time given to remove what an interrupted command made; the same grace a failed create's
+/// rollback gets.
+pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(120);
+
+/// How often a runner the platform holds busy is looked at again (two Show calls each time,
+/// as often as the provider's own waits poll).
+const POLL: Duration = Duration::from_secs(2);
+
+/// Which of the provider's runners to remove.
+#[derive(Clone, Copy)]
+pub(crate) enum Which<'a> {
+    /// Every runner of its controller (the deploy test's identity).
+    All,
+    /// The runner of this GARM name.
+    Named(&'a str),
+}
+
+/// What [`remove`] did.
+#[derive(Default)]
+pub(crate) struct Removal {
+    /// The runners removed.
+    pub removed: Vec<String>,
+    /// Each runner still on Edge Connect, described: its parts and why they are there.
+    pub left: Vec<String>,
+}
+
+/// Removes `which` runners, waiting while the platform holds one busy, until `deadline`
+/// (`bound` names it in the progress lines). A delete that fails while nothing holds the
+/// runner busy is final: that runner is left and described with the refusal.
+pub(crate) async fn remove(
+    provider: &Provider,
+    which: Which<'_>,
+    deadline: Deadline,
+    bound: &str,
+    progress: &Progress,
+) -> Removal {
+    let mut done = Removal::default();
+    let mut failed: BTreeMap<String, String> = BTreeMap::new();
+    let mut announced: BTreeMap<String, String> = BTreeMap::new();
+    loop {
+        let views = match find(provider, which, deadline).await {
+            Ok(views) => views,
+            Err(e) => {
+                let what = match which {
+                    Which::All => "the deploy test's runners".to_string(),
+                    Which::Named(name) => name.to_string(),
+                };
+                done.left
+                    .push(format!("{what} (could not be looked up: {e})"));
+                return done;
+            }
+        };
+        let (mut left, mut open) = (Vec::new(), false);
+        for view in views {
+            let name = view.instance.name.clone();
+            if held_busy(&view.state) {
+                if announced.get(&name) != Some(&view.state) {
+                    progress(&format!(
+                        "{} is {}: Edge Connect lets it go once that ends (a site whose CRM runs on the edge keeps a runner that cannot start Creating for up to 15 minutes); waiting, at most {bound}",
+                        parts(&view),
+                        crate::text::echo(&view.state)
+                    ));
+                    announced.insert(name, view.state.clone());
+                }
+                left.push(format!(
+                    "{} (still {} when the wait of {bound} ended)",
+                    parts(&view),
+                    crate::text::echo(&view.state)
+                ));
+                open = true;
+                continue;
+            }
+            if let Some(e) = failed.get(&name) {
+                left.push(format!("{} (not deleted: {e})", parts(&view)));
+                continue;
+            }
+            let delete = Operation::Delete {
+                instance: name.clone(),
+            };
+            match provider.run_within(delete, deadline).await {
+                Ok(_) => {
+                    progress(&format!("removed {}", parts(&view)));
+                    done.removed.push(name);
+                }
+                Err(e) => {
+                    // Looked at once more: busy by now (wait), or refused (final).
+                    left.push(format!("{} (not deleted: {e})", parts(&view)));
+                    failed.insert(name, e.to_string());
+                    open = true;
+                }
+            }
+        }
+        if !open || !deadline.has_room_for(POLL) {
+            done.left = left;
+            return done;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The runners `which` names, as `list` shows them.
+async fn find(
+    provider: &Provider,
+    which: Which<'_>,
+    deadline: Deadline,
+) -> Result<Vec<RunnerView>, Error> {
+    let operation = match which {
+        Which::All => Operation::ListAll,
+        Which::Named(name) => Operation::Get {
+            instance: name.to_string(),
+        },
+    };
+    match provider.run_within(operation, deadline).await {
+        Ok(Outcome::Instance(view)) => Ok(vec![*view]),
+        Ok(Outcome::Instances(views)) => Ok(views),
+        Ok(Outcome::Done) | Err(Error::NotFound(_)) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A state in which the controller refuses to delete the AppInst ("AppInst busy").
+fn held_busy(state: &str) -> bool {
+    use AppInstState::*;
+    matches!(
+        AppInstState::from_name(state),
+        CreateRequested
+            | Creating
+            | CreatingDependencies
+            | UpdateRequested
+            | Updating
+            | DeletePrepare
+            | DeleteRequested
+            | Deleting
+    )
+}
+
+/// What of a runner exists: its App, and its AppInst with where it is.
+fn parts(view: &RunnerView) -> String {
+    let name = crate::text::echo(&view.instance.provider_id);
+    if view.state.is_empty() {
+        format!("App {name}")
+    } else {
+        let site = crate::text::echo(&view.site);
+        format!("App {name} with its AppInst on {site}")
+    }
+}
+
+/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM, naming it. Until it is first polled the
+/// signals keep their default action; from then on they only wake it.
+pub(crate) async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            Ok(()) = tokio::signal::ctrl_c() => "SIGINT",
+            Some(()) = term.recv() => "SIGTERM",
+            else => std::future::pending().await,
+        },
+        Err(_) => match tokio::signal::ctrl_c().await {
+            Ok(()) => "SIGINT",
+            // Neither can be watched: nothing ever stops the command but a kill.
+            Err(_) => std::future::pending().await,
+        },
+    }
+}

@@ -1,0 +1,427 @@
+//! Nothing left behind by a person's commands (issue 26): `check --deploy-test` stopped by
+//! SIGINT, SIGTERM or SIGKILL, or failing each way, leaves nothing on Edge Connect once it has
+//! ended, or at the latest once the next `check --deploy-test` with the same config has ended;
+//! the commands it advises are run here, in the situation that prints them. Each case prints
+//! its wall times (`--nocapture`).
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use edge_connect_sim::{Fault, SimConfig};
+
+use crate::start_failures::crm_waiting;
+use crate::support::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_garm-provider-edge-connect");
+/// The deploy test's controller id, as docs/operations.md documents it.
+const CHECK_CONTROLLER: &str = "garm-provider-edge-connect-check";
+
+fn start_check(w: &World, args: &[&str]) -> Child {
+    Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["check", "--deploy-test"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("provider starts")
+}
+
+/// Runs `check --deploy-test ARGS` to its end: the run and its wall time.
+fn check(w: &World, args: &[&str]) -> (Run, Duration) {
+    let started = Instant::now();
+    let run = Run::from(start_check(w, args).wait_with_output().expect("check ends"));
+    (run, started.elapsed())
+}
+
+/// Waits until the simulator holds an AppInst.
+fn until_an_app_inst(w: &World) {
+    let started = Instant::now();
+    while w.app_inst_names().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no AppInst");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, signal: libc::c_int) {
+    // SAFETY: signalling our own child by its pid.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    assert_eq!(rc, 0);
+}
+
+/// What is on the simulator: App names and AppInst names.
+fn on_edge_connect(w: &World) -> (Vec<String>, Vec<String>) {
+    (w.app_names(), w.app_inst_names())
+}
+
+fn nothing() -> (Vec<String>, Vec<String>) {
+    (Vec::new(), Vec::new())
+}
+
+/// The line of `out` that starts with `prefix`.
+fn line<'a>(out: &'a str, prefix: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{out}"))
+}
+
+/// The command a line advises after "or now: ".
+fn advised(line: &str) -> &str {
+    line.split_once("or now: ")
+        .map(|(_, c)| c)
+        .unwrap_or_else(|| panic!("no advice in {line:?}"))
+}
+
+/// Runs an advised command line as a person would paste it into a shell.
+fn run_in_shell(command: &str) -> Run {
+    Run::from(
+        Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env_clear()
+            .current_dir("/")
+            .output()
+            .expect("sh runs"),
+    )
+}
+
+/// A simulator whose creates take 3 s, with its one site's CRM central or on the edge.
+fn slow_creates(central: bool) -> SimConfig {
+    SimConfig {
+        create_delay: Duration::from_secs(3),
+        ..crm_waiting(&["Munich"], central, Duration::from_secs(10))
+    }
+}
+
+#[test]
+fn a_check_stopped_by_each_signal_leaves_nothing_once_the_next_check_has_ended() {
+    for central in [true, false] {
+        for (sig, name) in [
+            (libc::SIGINT, "SIGINT"),
+            (libc::SIGTERM, "SIGTERM"),
+            (libc::SIGKILL, "SIGKILL"),
+        ] {
+            let case = format!("{name}, central CRM {central}");
+            let w = World::with_sim(slow_creates(central), Site::Zone, "");
+            let started = Instant::now();
+            let child = start_check(&w, &[]);
+            let runner = format!("garm-check-{}-0", child.id());
+            until_an_app_inst(&w);
+            signal(&child, sig);
+            let r = Run::from(child.wait_with_output().unwrap());
+            let wall = started.elapsed();
+            let after = on_edge_connect(&w);
+            if sig == libc::SIGKILL {
+                assert_eq!(r.code, -1, "{case}");
+                // Found again: under the deploy test's documented identity.
+                let list = Run::from(
+                    Command::new(BIN)
+                        .env_clear()
+                        .arg("--config")
+                        .arg(&w.config)
+                        .args(["--controller-id", CHECK_CONTROLLER, "list"])
+                        .output()
+                        .unwrap(),
+                );
+                assert_eq!(list.code, 0, "{case}: {}", list.stderr);
+                assert!(list.stdout.contains(&runner), "{case}: {}", list.stdout);
+            } else {
+                assert_eq!(r.code, 130, "{case}: {}\n{}", r.stdout, r.stderr);
+                assert_eq!(
+                    r.stdout.lines().last(),
+                    Some(
+                        format!(
+                            "✗ deploy test: interrupted by {name}; nothing of it was left on Edge Connect"
+                        )
+                        .as_str()
+                    ),
+                    "{case}: {}",
+                    r.stderr
+                );
+                assert_eq!(
+                    r.stderr.lines().last(),
+                    Some(format!("error: interrupted by {name}").as_str()),
+                    "{case}"
+                );
+                assert_eq!(after, nothing(), "{case}");
+            }
+            let (next, next_wall) = check(&w, &[]);
+            assert_eq!(next.code, 0, "{case}: {}\n{}", next.stdout, next.stderr);
+            if after != nothing() {
+                assert_eq!(
+                    line(&next.stdout, "✓ earlier deploy tests: "),
+                    format!("✓ earlier deploy tests: removed what they left: {runner}"),
+                    "{case}"
+                );
+            }
+            assert_eq!(on_edge_connect(&w), nothing(), "{case}");
+            println!(
+                "| {case} | {:.1} s | left after it: {after:?} | next check {:.1} s, left after it: none |",
+                wall.as_secs_f64(),
+                next_wall.as_secs_f64()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_check_whose_runner_cannot_start_waits_for_its_cleanup_and_leaves_nothing() {
+    // The CRM's wait (15 minutes for real) outlasts the create's own 30 s rollback on the edge.
+    let wait = Duration::from_secs(40);
+    for (image, central) in [
+        ("ghcr.io/example-org/garm-runner:crash", true),
+        ("ghcr.io/example-org/garm-runner:crash", false),
+        ("registry.example.com/ci/runner:13", true),
+        ("registry.example.com/ci/runner:13", false),
+    ] {
+        let case = format!("{image}, central CRM {central}");
+        let w = World::with_sim(crm_waiting(&["Munich"], central, wait), Site::Zone, "");
+        let (r, wall) = check(&w, &["--image", image]);
+        assert_eq!(r.code, 1, "{case}: {}", r.stdout);
+        let failed = line(&r.stdout, "✗ deploy test zone TelekomOP/Munich: ");
+        assert!(
+            failed.contains(" on TelekomOP/Munich ("),
+            "{case}: {failed}"
+        );
+        if !central {
+            // The rollback gave up on the busy AppInst; the check is the DeleteInstance that
+            // removes it, and says it waits.
+            assert!(
+                line(&r.stdout, "✓ cleanup garm-check-")
+                    .contains(": removed by the check's DeleteInstance after "),
+                "{case}: {}",
+                r.stdout
+            );
+            assert!(
+                r.stderr.contains(
+                    "with its AppInst on TelekomOP/Munich is Creating: Edge Connect lets it go once that ends"
+                ) && r
+                    .stderr
+                    .contains("waiting, at most edge_connect.operation_timeout_secs=900s"),
+                "{case}: {}",
+                r.stderr
+            );
+        }
+        assert!(!r.stdout.contains("✗ cleanup"), "{case}: {}", r.stdout);
+        assert_eq!(on_edge_connect(&w), nothing(), "{case}");
+        println!(
+            "| {case} | {:.1} s | left after it: none |",
+            wall.as_secs_f64()
+        );
+    }
+}
+
+#[test]
+fn a_refused_delete_app_is_named_with_a_command_that_removes_it_and_the_next_check_removes_it_too()
+{
+    for remover in ["the advised command", "the next check"] {
+        let w = World::new();
+        // The membership probe's DeleteApp, the deploy test's and the check's second try.
+        w.sim.inject(Fault::http_status("DeleteApp", 400).times(3));
+        let child = start_check(&w, &[]);
+        let runner = format!("garm-check-{}-0", child.id());
+        let started = Instant::now();
+        let r = Run::from(child.wait_with_output().unwrap());
+        let wall = started.elapsed();
+        assert_eq!(r.code, 1, "{}", r.stdout);
+        let refusal = "Edge Connect DeleteApp (HTTP 400): Bad Request";
+        assert_eq!(
+            line(&r.stdout, "✗ deploy test "),
+            format!("✗ deploy test zone TelekomOP/Munich: docker.io/library/nginx:1.27-alpine runs there, but DeleteInstance {runner} failed: {refusal}")
+        );
+        let left = line(&r.stdout, "✗ cleanup ");
+        let command = format!(
+            "{BIN} --config {} --controller-id {CHECK_CONTROLLER} remove-all --yes",
+            w.config.display()
+        );
+        assert_eq!(
+            left,
+            format!("✗ cleanup {runner}: left on Edge Connect: App {runner} (not deleted: {refusal}); the next `check --deploy-test` with this config removes it, or now: {command}")
+        );
+        assert_eq!(on_edge_connect(&w), (vec![runner.clone()], Vec::new()));
+        let started = Instant::now();
+        match remover {
+            "the advised command" => {
+                let removed = run_in_shell(advised(left));
+                assert_eq!(removed.code, 0, "{}", removed.stderr);
+                assert!(
+                    removed
+                        .stderr
+                        .starts_with("✓ removed all runners of this controller ("),
+                    "{}",
+                    removed.stderr
+                );
+            }
+            _ => {
+                let (next, _) = check(&w, &[]);
+                assert_eq!(next.code, 0, "{}", next.stdout);
+                assert_eq!(
+                    line(&next.stdout, "✓ earlier deploy tests: "),
+                    format!("✓ earlier deploy tests: removed what they left: {runner}")
+                );
+            }
+        }
+        assert_eq!(on_edge_connect(&w), nothing(), "{remover}");
+        println!(
+            "| refused DeleteApp, removed by {remover} | {:.1} s | left after it: App {runner} | {:.1} s, left after it: none |",
+            wall.as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// Another GARM controller of the same organization.
+const OTHER: &str = "0b8f7e6d-5c4b-4a39-8271-605f4e3d2c1b";
+
+/// The GitHub fixture named `name`, with `image`.
+fn bootstrap(name: &str, image: &str) -> String {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
+    v["image"] = image.into();
+    v.to_string()
+}
+
+/// Runs a GARM command as `controller` until it succeeds, as GARM retries a DeleteInstance or
+/// RemoveAllInstances (every few seconds); fails after `limit`.
+fn garm_until_done(w: &World, controller: &str, command: &str, vars: &[(&str, &str)]) {
+    let started = Instant::now();
+    loop {
+        let r = w.garm_as(controller, command, vars, None);
+        if r.code == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{command} still fails: {}",
+            r.stderr
+        );
+        std::thread::sleep(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_all_or_the_cli_create(
+) {
+    // On the edge the CRM holds the AppInst of a runner that cannot start for its whole wait,
+    // longer than the create's own rollback waits for it.
+    let w = World::with_sim(
+        crm_waiting(&["Munich"], false, Duration::from_secs(40)),
+        Site::Zone,
+        "",
+    );
+    let image = "ghcr.io/example-org/garm-runner:crash";
+    let pool = [("GARM_POOL_ID", POOL)];
+    let a = w.spawn_garm("CreateInstance", &pool, &bootstrap("garm-left-a", image));
+    let b = w.spawn_garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL), ("GARM_CONTROLLER_ID", OTHER)],
+        &bootstrap("garm-left-b", image),
+    );
+    let file = w.dir.path().join("bootstrap.json");
+    std::fs::write(&file, bootstrap("garm-left-c", image)).unwrap();
+    let c = Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for child in [a, b] {
+        let r = Run::from(child.wait_with_output().unwrap());
+        assert_eq!(r.code, 1, "{}", r.stderr);
+    }
+    // What GARM's DeleteInstance and RemoveAllInstances are there for.
+    let left = w.app_names();
+    assert!(
+        left.contains(&"garm-left-a".to_string()) && left.contains(&"garm-left-b".to_string()),
+        "{left:?}"
+    );
+    garm_until_done(
+        &w,
+        CONTROLLER,
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-left-a")],
+    );
+    garm_until_done(&w, OTHER, "RemoveAllInstances", &[]);
+    // No GARM follows a person's create: it is its own DeleteInstance, and waits for it.
+    let c = Run::from(c.wait_with_output().unwrap());
+    assert_eq!(c.code, 1, "{}", c.stderr);
+    let last = c.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (")
+            && last.ends_with("; removed since by this command's DeleteInstance"),
+        "{}",
+        c.stderr
+    );
+    assert_eq!(on_edge_connect(&w), nothing());
+}
+
+#[test]
+fn what_a_refused_cleanup_leaves_is_removed_by_delete_instance_or_remove_all() {
+    // An App alone (its DeleteApp refused), and an App with its AppInst in CreateError (its
+    // DeleteAppInst refused, by the deploy's cleanup and the rollback's).
+    /// The Apps and AppInsts a kind of fault leaves.
+    type Left = (Vec<String>, Vec<String>);
+    fn app_alone(w: &World) -> Left {
+        w.sim
+            .inject(Fault::stream_error("CreateAppInst", 2, "boom").times(2));
+        w.sim.inject(Fault::http_status("DeleteApp", 400).times(2));
+        (names(), Vec::new())
+    }
+    fn create_error(w: &World) -> Left {
+        w.sim
+            .inject(Fault::create_error_left(2, "Failed to pull image: 401 Unauthorized").times(2));
+        w.sim
+            .inject(Fault::http_status("DeleteAppInst", 400).times(4));
+        (names(), names())
+    }
+    fn names() -> Vec<String> {
+        vec!["garm-left-a".to_string(), "garm-left-b".to_string()]
+    }
+    type Kind = (&'static str, fn(&World) -> Left);
+    let kinds: [Kind; 2] = [
+        ("App alone", app_alone),
+        ("App and AppInst in CreateError", create_error),
+    ];
+    for (kind, faults) in kinds {
+        let w = World::new();
+        let (apps, insts) = faults(&w);
+        let image = "ghcr.io/example-org/garm-runner:2.330.0";
+        let a = w.garm(
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&bootstrap("garm-left-a", image)),
+        );
+        let b = w.garm_as(
+            OTHER,
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&bootstrap("garm-left-b", image)),
+        );
+        for r in [&a, &b] {
+            assert_eq!(r.code, 1, "{kind}: {}", r.stderr);
+            assert!(
+                r.stderr.contains("; cleanup of garm-left-"),
+                "{kind}: {}",
+                r.stderr
+            );
+        }
+        assert_eq!(on_edge_connect(&w), (apps, insts), "{kind}");
+        let r = w.garm(
+            "DeleteInstance",
+            &[("GARM_INSTANCE_ID", "garm-left-a")],
+            None,
+        );
+        assert_eq!(r.code, 0, "{kind}: {}", r.stderr);
+        let r = w.garm_as(OTHER, "RemoveAllInstances", &[], None);
+        assert_eq!(r.code, 0, "{kind}: {}", r.stderr);
+        assert_eq!(on_edge_connect(&w), nothing(), "{kind}");
+    }
+}
