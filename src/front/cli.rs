@@ -339,7 +339,6 @@ async fn run_operation(
         | Operation::List { .. }
         | Operation::ListAll
         | Operation::RemoveAll
-        | Operation::Start { .. }
         | Operation::Stop { .. }) => provider.run(other).await.map(Some),
     }
 }
