@@ -45,18 +45,11 @@ impl Remote<'_, '_> {
         self.membership().await?;
         let zones = self.generation().await?;
         let cloudlets = self.cloudlets(sites).await;
-        let wanted: Vec<_> = specs
-            .flavor
-            .iter()
-            .chain(&self.ec.default_flavor)
-            .cloned()
-            .collect();
+        let (zones, cloudlets) = (zones.as_deref(), cloudlets.as_deref());
+        let defaults = &self.ec.default_flavor;
+        let wanted: Vec<String> = specs.flavor.iter().chain(defaults).cloned().collect();
         for site in sites {
-            if self
-                .site(site, zones.as_deref(), cloudlets.as_deref())
-                .await
-                .is_ok()
-            {
+            if self.site(site, zones, cloudlets).await.is_ok() {
                 self.flavors(site, &flavors, &wanted).await;
             }
         }

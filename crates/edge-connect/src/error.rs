@@ -148,12 +148,8 @@ impl ApiError {
              credentials go to another address; set edge_connect.url to the address that \
              answers)"
         );
-        Self::new(
-            ApiErrorKind::Redirect,
-            rpc,
-            Answer::Status(status),
-            &message,
-        )
+        let answer = Answer::Status(status);
+        Self::new(ApiErrorKind::Redirect, rpc, answer, &message)
     }
 
     /// A host that cannot be reached (refused, no route, name not resolved), after retrying
