@@ -7,6 +7,9 @@
 //! would turn a clean exit code into 101.
 
 use std::io::Write;
+use std::sync::OnceLock;
+
+use edge_connect::Scrubber;
 
 use crate::error::Error;
 use crate::garm::{exit, ProtocolError};
@@ -44,11 +47,25 @@ pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Resul
         .map_err(|e| Error::caused_by(format!("cannot write the result to stdout: {e}"), e))
 }
 
-/// Writes one line to stderr. A failure is ignored: stderr is where failures are reported, so
-/// there is nowhere left to report this one, and the exit code still tells the caller.
+/// Longest stderr line, in characters: a server's message is kept whole by the client (so
+/// that it is masked before it is cut) and may be 64 KiB.
+const MAX_LINE_CHARS: usize = 4000;
+
+/// The command's scrubber. stderr is the process's, so is the scrubber of its lines: each front
+/// door hands this one to the pipeline, which gives it every secret of the command
+/// (`pipeline::protect`) and hands it on to the log writer and the client.
+pub fn scrubber() -> &'static Scrubber {
+    static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
+    SCRUBBER.get_or_init(Scrubber::new)
+}
+
+/// Writes one line to stderr: masked by [`scrubber`], then made one line of text a terminal
+/// shows as it is ([`crate::text::echo_max`]: control characters and bidirectional overrides
+/// escaped) and cut. A failure is ignored: stderr is where failures are reported, so there is
+/// nowhere left to report this one, and the exit code still tells the caller.
 pub fn say(line: &str) {
-    // The one scrubber: a server's message in the line may repeat a secret.
-    let line = edge_connect::Secret::scrub(line);
+    // Masked before it is cut: half a secret would no longer be recognised.
+    let line = crate::text::echo_max(&scrubber().scrub(line), MAX_LINE_CHARS);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(line.as_bytes());
     let _ = err.write_all(b"\n");

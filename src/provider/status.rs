@@ -119,7 +119,7 @@ impl Provider {
             status,
             provider_fault: None,
         }
-        .with_fault(&fault);
+        .with_fault(&fault, self.client().scrubber());
         RunnerView {
             instance,
             pool: runner.vars.pool_id,

@@ -23,6 +23,7 @@
 //! | [`models`], `state` | objects as sent and as shown; [`AppInstState`] |
 //! | [`error`] | typed errors from status codes and controller texts, each message one scrubbed line |
 //! | [`token_cache`] | tokens shared between processes |
+//! | `secret`, `scrub` | [`Secret`] values; the command's [`Scrubber`], which masks them (and bearer tokens, JWTs) in any encoding in text written out |
 
 pub mod appinst_start;
 mod call;
@@ -38,6 +39,7 @@ pub mod models;
 mod options;
 mod proxy;
 mod rpc;
+mod scrub;
 mod secret;
 mod state;
 mod stream;
@@ -50,6 +52,7 @@ pub use error::{ApiError, ApiErrorKind, Subject};
 pub use lines::Mentions;
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use rpc::{Rpc, MAX_COLLECTED};
+pub use scrub::{Scrubber, TooManySecrets, MAX_PROTECTED_BYTES, MIN_SECRET_CHARS};
 pub use secret::Secret;
 pub use state::AppInstState;
 pub use stream::{Show, StreamEnd};

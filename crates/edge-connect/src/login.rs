@@ -18,7 +18,17 @@ impl Client {
     /// retry, for diagnostics (`check`) that must tell the truth at once. The calls log in by
     /// themselves, with retries.
     pub async fn login(&self) -> Result<Secret, ApiError> {
-        self.login_attempt(false).await
+        let token = self.login_attempt(false).await?;
+        self.protect(&token)?;
+        Ok(token)
+    }
+
+    /// Masks `token` in the command's output from now on: a JWT is masked by its shape anyway,
+    /// any other token only because it is known.
+    fn protect(&self, token: &Secret) -> Result<(), ApiError> {
+        self.scrubber
+            .protect([token])
+            .map_err(|e| ApiError::protocol(Rpc::Login, e.to_string()))
     }
 
     /// Logs in, retrying transient failures (transport, 429, 5xx, no answer in time) with
@@ -109,6 +119,7 @@ impl Client {
             store.discard(refused);
         }
         let token = self.shared_login(refused).await?;
+        self.protect(&token)?;
         *slot = Some(token.clone());
         Ok(token)
     }
