@@ -27,22 +27,22 @@ const FRAGMENTS: [&str; 5] = [
 ];
 
 /// How the hostile front answers a request it quotes: HTTP status and JSON body.
-type Echo = fn(&Request) -> (u16, String);
+pub(crate) type Echo = fn(&Request) -> (u16, String);
 
 /// A 400 whose message is `message`, as the Master Controller refuses a request.
-fn refusal(message: String) -> (u16, String) {
+pub(crate) fn refusal(message: String) -> (u16, String) {
     (400, serde_json::json!({ "message": message }).to_string())
 }
 
 /// One HTTP request as received.
-struct Request {
+pub(crate) struct Request {
     path: String,
     head: String,
     body: serde_json::Value,
 }
 
 impl Request {
-    fn header(&self, name: &str) -> String {
+    pub(crate) fn header(&self, name: &str) -> String {
         self.head
             .lines()
             .find_map(|l| {
@@ -144,7 +144,7 @@ fn url_encoded(s: &str) -> String {
 
 /// A simulator that knows [`PASSWORD`], the hostile front before it, and a config pointing
 /// at the front (`log_format` as given).
-fn world(target: &'static str, echo: Echo, log_format: &str) -> World {
+pub(crate) fn world(target: &'static str, echo: Echo, log_format: &str) -> World {
     let sim = sim::spawn(SimConfig {
         users: vec![(USER.to_string(), PASSWORD.to_string())],
         ..SimConfig::default()
