@@ -142,8 +142,10 @@ pub fn run<T>(
 /// image pull password the pool's extra specs name; and, added by the client when it learns it,
 /// the session token (a JWT is masked by its shape anyway, any other token because it is
 /// known). Where: the log (`logging::init`), stderr and GARM's fault line (`front::say`), a
-/// runner's `provider_fault` (`Provider::view_of`), `check`'s lines. More secrets than the
-/// scrubber can hold refuse the command here (docs/reliability.md, "Secrets in output").
+/// runner's `provider_fault` and the table's fault (`Provider::view_of`), `check`'s lines; the
+/// client's error texts are kept whole for these writers to mask, then cut. More secrets than
+/// the scrubber can hold refuse the command here, before any request (docs/reliability.md, "One
+/// scrubber per command, handed to every writer").
 ///
 /// Errors raised before this (the config, the credentials file, GARM's stdin) are written with
 /// whatever the scrubber already masks (at least bearer tokens and JWT-shaped words), so those
@@ -171,7 +173,9 @@ fn protect(
     secrets
         .scrubber
         .protect(&all)
-        .map_err(|e| Error::caused_by(e.to_string(), e))
+        .map_err(|e| Error::caused_by(e.to_string(), e))?;
+    tracing::debug!(masked = secrets.scrubber.len(), "secrets protected");
+    Ok(())
 }
 
 /// The variables a proxy URL (possibly with a password) is read from, as the client reads them.
