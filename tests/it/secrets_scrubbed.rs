@@ -564,3 +564,43 @@ fn a_thousand_secrets_echoed_in_every_encoding_are_all_masked() {
         assert!(w.app_names().is_empty(), "rolled back: {:?}", w.app_names());
     }
 }
+
+/// Past the scrubber's bound (1 MiB of secrets) the command is refused with one line before any
+/// request: it never goes on with secrets it could not mask.
+#[test]
+fn more_secrets_than_can_be_masked_refuse_the_command_before_any_request() {
+    let w = World::new();
+    let mut bootstrap: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-too-many",
+        POOL,
+    ))
+    .unwrap();
+    let template = bootstrap["tools"][0].clone();
+    bootstrap["tools"] = (0..300)
+        .map(|i| {
+            let mut tool = template.clone();
+            tool["temp_download_token"] = serde_json::json!(format!("{i:04}{}", "t".repeat(4096)));
+            tool
+        })
+        .collect();
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&bootstrap.to_string()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    // 300 tokens of 4,100 bytes, the password and the instance token.
+    assert!(
+        r.stderr.starts_with("the command holds 12304"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.ends_with(" bytes of secrets, more than the 1048576 bytes whose masking in output can be guaranteed; nothing was sent (fewer or shorter tokens in the bootstrap, or a shorter proxy URL)\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(w.sim.request_log().is_empty(), "{:?}", w.sim.request_log());
+}
