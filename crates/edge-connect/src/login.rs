@@ -19,16 +19,10 @@ impl Client {
     /// themselves, with retries.
     pub async fn login(&self) -> Result<Secret, ApiError> {
         let token = self.login_attempt(false).await?;
-        self.protect(&token)?;
+        // Masked in the command's output from now on: a JWT is masked by its shape anyway, any
+        // other token only because it is known.
+        self.scrubber.protect_token(&token);
         Ok(token)
-    }
-
-    /// Masks `token` in the command's output from now on: a JWT is masked by its shape anyway,
-    /// any other token only because it is known.
-    fn protect(&self, token: &Secret) -> Result<(), ApiError> {
-        self.scrubber
-            .protect([token])
-            .map_err(|e| ApiError::protocol(Rpc::Login, e.to_string()))
     }
 
     /// Logs in, retrying transient failures (transport, 429, 5xx, no answer in time) with
@@ -119,7 +113,8 @@ impl Client {
             store.discard(refused);
         }
         let token = self.shared_login(refused).await?;
-        self.protect(&token)?;
+        // Learnt from a login or the token cache: masked from now on (see `login`).
+        self.scrubber.protect_token(&token);
         *slot = Some(token.clone());
         Ok(token)
     }

@@ -74,6 +74,22 @@ impl Scrubber {
         &self,
         secrets: impl IntoIterator<Item = &'a Secret>,
     ) -> Result<(), TooManySecrets> {
+        self.add(secrets, Some(MAX_PROTECTED_BYTES))
+    }
+
+    /// Masks the session token the client just learnt, whatever the bound: the provider's own
+    /// credentials are always protected (a token is no longer than the login answer's size
+    /// limit, 1 MiB), and the command's secrets were bounded before anything was sent.
+    pub fn protect_token(&self, token: &Secret) {
+        // Only an automaton past its own limits fails, with tens of MiB of patterns.
+        let _ = self.add([token], None);
+    }
+
+    fn add<'a>(
+        &self,
+        secrets: impl IntoIterator<Item = &'a Secret>,
+        bound: Option<usize>,
+    ) -> Result<(), TooManySecrets> {
         let mut patterns = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let mut values = patterns.values.clone();
         for secret in secrets {
@@ -91,7 +107,7 @@ impl Scrubber {
         values.sort_unstable();
         values.dedup();
         let bytes = values.iter().map(Vec::len).sum();
-        if bytes > MAX_PROTECTED_BYTES {
+        if bound.is_some_and(|max| bytes > max) {
             return Err(TooManySecrets { bytes });
         }
         if values == patterns.values {
@@ -613,6 +629,10 @@ mod tests {
         assert!(e.to_string().contains("nothing was sent"), "{e}");
         assert_eq!(s.len(), 1);
         assert_eq!(s.scrub("kept-secret"), MASK);
+        // The provider's own session token is added whatever the bound.
+        let s = scrubber(&[&"s".repeat(MAX_PROTECTED_BYTES - 10)]);
+        s.protect_token(&Secret::new("session-token-over-the-bound"));
+        assert_eq!(s.scrub("x session-token-over-the-bound"), "x ***");
     }
 
     #[test]

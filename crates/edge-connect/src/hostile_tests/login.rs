@@ -253,3 +253,23 @@ fn debug_output_of_credentials_and_client_parts_hides_secrets() {
     assert_secret_free(&text);
     assert!(text.contains("ec.example"), "{text}");
 }
+
+/// A session token that is not JWT-shaped has no shape to be masked by: the client gives it to
+/// the command's scrubber when it learns it, so a server repeating it is masked all the same.
+#[tokio::test]
+async fn a_session_token_that_is_no_jwt_is_masked_once_learnt() {
+    const OPAQUE: &str = "opaque-session-7731";
+    let server = Server::start(|path, _| match path {
+        "/api/v1/login" => reply("200 OK", &format!(r#"{{"token":"{OPAQUE}"}}"#)),
+        _ => reply(
+            "400 Bad Request",
+            &format!(r#"{{"message":"token {OPAQUE} is not valid here"}}"#),
+        ),
+    });
+    let c = client(&server.url()).with_scrubber(crate::Scrubber::new());
+    let e = apps(&c).await.unwrap_err();
+    assert_eq!(
+        c.scrubber().scrub(&e.to_string()),
+        "Edge Connect ShowApp (HTTP 400): token *** is not valid here"
+    );
+}
