@@ -72,7 +72,9 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
         indent(&config.to_toml())
     ));
 
-    let session = crate::pipeline::open(&config_path)?;
+    // Its own scrubber: the demo prints on stdout, with the simulator's throw-away credentials.
+    let scrubber = edge_connect::Scrubber::new();
+    let session = crate::pipeline::open(&config_path, &scrubber)?;
     // The example a person would pass to `create --bootstrap`: a GitHub JIT runner.
     let bootstrap =
         BootstrapInstance::from_slice(include_bytes!("../examples/bootstrap-github-jit.json"))?;
@@ -82,9 +84,11 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
         Arc::new(move |m: &str| line(&format!("    … [{name}] {m}")))
     };
     // The user's EDP_EDGE_CONNECT_* must not replace the simulator's credentials.
+    let secrets = crate::pipeline::Secrets::none(&scrubber);
     let finished = crate::pipeline::run(
         session.config,
         session.deadline,
+        secrets,
         CONTROLLER_ID,
         HashMap::new(),
         progress,

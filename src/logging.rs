@@ -5,9 +5,9 @@
 //! so lines from different processes never interleave. Control characters inside an event
 //! (an instance name with a newline) are escaped, so no input can forge a log line.
 //!
-//! Every record passes through the one scrubber ([`edge_connect::Secret::scrub`]) first: a
-//! server's message quoted in a log field can hold the password, a token or a registry
-//! password, in any encoding.
+//! Every record passes through the command's scrubber ([`edge_connect::Scrubber`], given to
+//! [`init`]) first: a server's message quoted in a log field can hold the password, a token or
+//! a registry password, in any encoding.
 //!
 //! In GARM mode stderr belongs to the front door alone: GARM stores it as the runner's fault,
 //! and it must be exactly one line. Nothing is logged to stderr there.
@@ -22,6 +22,8 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
+
+use edge_connect::Scrubber;
 
 use crate::config::{Config, LogFormat, LogLevel};
 
@@ -51,13 +53,18 @@ pub struct LogGuard {
 /// A writer that cleans every formatted event before it writes it: the log file (each event one
 /// `write(2)` in append mode) or stderr in CLI mode. A write error is the layer's to ignore
 /// (`log_internal_errors(false)`): there is nowhere left to report it.
-struct Cleaned<W>(W);
+struct Cleaned<W> {
+    out: W,
+    scrubber: Scrubber,
+}
 
 /// One formatted record as it may be written: secrets masked, control characters escaped so
 /// that a field such as an instance name with a newline cannot start a fake log line; the
 /// record's own final newline is kept.
-fn clean(record: &[u8]) -> Vec<u8> {
-    let text = edge_connect::Secret::scrub(&String::from_utf8_lossy(record)).into_owned();
+fn clean(record: &[u8], scrubber: &Scrubber) -> Vec<u8> {
+    let text = scrubber
+        .scrub(&String::from_utf8_lossy(record))
+        .into_owned();
     let body = text.strip_suffix('\n');
     let mut out = crate::text::one_line(body.unwrap_or(&text));
     if body.is_some() {
@@ -69,19 +76,19 @@ fn clean(record: &[u8]) -> Vec<u8> {
 impl<W: Write> Write for Cleaned<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // write_all on an O_APPEND file: the kernel places each write at the current end.
-        self.0.write_all(&clean(buf))?;
+        self.out.write_all(&clean(buf, &self.scrubber))?;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+        self.out.flush()
     }
 }
 
-/// Starts logging as the config says. A log file that cannot be opened does not fail the
+/// Starts logging as the config says, every line masked by `scrubber`. A log file that cannot be opened does not fail the
 /// command: CLI mode logs warnings to stderr instead, with one warning saying so; GARM mode logs
 /// nothing and keeps the reason in [`LogGuard::warning`] for its error line.
-pub fn init(config: &Config) -> LogGuard {
+pub fn init(config: &Config, scrubber: Scrubber) -> LogGuard {
     let (level, format) = (config.log_level, config.log_format);
     let warning = match config.log_file.as_deref().map(|p| (p, open_append(p))) {
         Some((_, Ok(f))) => {
@@ -90,7 +97,7 @@ pub fn init(config: &Config) -> LogGuard {
             let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
                 .buffered_lines_limit(LOG_QUEUE_LINES)
                 .lossy(false)
-                .finish(Cleaned(f));
+                .finish(Cleaned { out: f, scrubber });
             install(level, format, writer);
             return LogGuard {
                 file: Some(guard),
@@ -105,8 +112,9 @@ pub fn init(config: &Config) -> LogGuard {
     };
     if !STDERR_RESERVED.load(Ordering::Relaxed) {
         // stderr carries warnings at most: GARM shows it to users.
-        install(level.min(LogLevel::Warn), format, || {
-            Cleaned(std::io::stderr())
+        install(level.min(LogLevel::Warn), format, move || Cleaned {
+            out: std::io::stderr(),
+            scrubber: scrubber.clone(),
         });
         if let Some(warning) = &warning {
             tracing::warn!("{warning}; logging warnings to stderr instead");
@@ -207,11 +215,13 @@ where
 mod tests {
     #[test]
     fn records_keep_their_final_newline_only() {
-        assert_eq!(super::clean(b"plain line\n"), b"plain line\n");
+        let s = edge_connect::Scrubber::new();
+        let clean = |r: &[u8]| super::clean(r, &s);
+        assert_eq!(clean(b"plain line\n"), b"plain line\n");
         assert_eq!(
-            super::clean(b"instance=a\nFAKE line\n"),
+            clean(b"instance=a\nFAKE line\n"),
             b"instance=a\\nFAKE line\n"
         );
-        assert_eq!(super::clean("c1 \u{9b} x\n".as_bytes()), b"c1 \\u{9b} x\n");
+        assert_eq!(clean("c1 \u{9b} x\n".as_bytes()), b"c1 \\u{9b} x\n");
     }
 }

@@ -1,20 +1,22 @@
 //! The one path every command that talks to Edge Connect takes, whichever door it came through
 //! (GARM mode, each CLI subcommand, `check`, `demo`): [`open`] reads the config file and installs
-//! logging; [`run`] resolves the credentials, builds the client (with the token cache) and the
-//! provider, runs the caller's work on it and reports the requests and logins it took. The
-//! callers only say what the work is and print what it produced.
+//! logging; [`run`] resolves the credentials, gives every secret of the command to its scrubber
+//! ([`protect`]), builds the client (with the token cache) and the provider, runs the caller's
+//! work on it and reports the requests and logins it took. The callers only say what the work is
+//! and print what it produced.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use edge_connect::token_cache::TokenCache;
-use edge_connect::{Client, Deadline};
+use edge_connect::{Client, Credentials, Deadline, Scrubber, Secret};
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::extra_specs::ExtraSpecs;
 use crate::logging::LogGuard;
-use crate::provider::{Progress, Provider};
+use crate::provider::{Operation, Progress, Provider};
 
 /// A loaded config with its logging installed. Keep the log guard alive until the process
 /// ends: dropping it flushes the log file.
@@ -26,6 +28,45 @@ pub struct Session {
     /// The command's deadline (`operation_timeout_secs` from when the config was read): reading
     /// GARM's stdin, every Edge Connect call, retry and wait take their budget from it.
     pub deadline: Deadline,
+    /// The command's scrubber, the log writer's: [`run`] gives it the command's secrets.
+    pub scrubber: Scrubber,
+}
+
+/// The secrets of what a command was asked to do, which [`run`] cannot find by itself, and the
+/// scrubber that is to mask them: the one its writers share ([`Session::scrubber`]).
+pub struct Secrets {
+    /// The scrubber of the command's writers.
+    pub scrubber: Scrubber,
+    /// The bootstrap's secrets for a create (instance token, download tokens, proxy URLs).
+    pub input: Vec<Secret>,
+    /// The pool's extra specs: the variable that holds the image pull password.
+    pub extra_specs: Option<serde_json::Value>,
+}
+
+impl Secrets {
+    /// Those of `operation` (a create's bootstrap and extra specs; the other commands have none).
+    pub fn of(scrubber: &Scrubber, operation: &Operation) -> Self {
+        let mut secrets = Self::none(scrubber);
+        if let Operation::Create {
+            bootstrap,
+            extra_specs,
+            ..
+        } = operation
+        {
+            secrets.input = bootstrap.secrets().cloned().collect();
+            secrets.extra_specs = extra_specs.clone();
+        }
+        secrets
+    }
+
+    /// None beyond the credentials and the environment.
+    pub fn none(scrubber: &Scrubber) -> Self {
+        Secrets {
+            scrubber: scrubber.clone(),
+            input: Vec::new(),
+            extra_specs: None,
+        }
+    }
 }
 
 /// What finished work produced, with the Edge Connect traffic it took.
@@ -39,14 +80,15 @@ pub struct Finished<T> {
     pub logins: usize,
 }
 
-/// Loads and validates the config file and installs logging as it says. A retired key in the
-/// config is logged as a warning (and otherwise ignored) once logging is there to say it.
-pub fn open(config_file: &Path) -> Result<Session, Error> {
+/// Loads and validates the config file and installs logging as it says, its lines masked by
+/// `scrubber`. A retired key in the config is logged as a warning (and otherwise ignored) once
+/// logging is there to say it.
+pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
     let config = Config::load(config_file)?;
     let deadline = Deadline::after(Duration::from_secs(
         config.edge_connect.operation_timeout_secs,
     ));
-    let log = crate::logging::init(&config);
+    let log = crate::logging::init(&config, scrubber.clone());
     for (key, why) in config.retired_keys() {
         tracing::warn!(
             key,
@@ -57,16 +99,19 @@ pub fn open(config_file: &Path) -> Result<Session, Error> {
         config,
         log,
         deadline,
+        scrubber: scrubber.clone(),
     })
 }
 
 /// Runs `work` for `controller_id` with a provider built from `config`: credentials (the
-/// credentials file, overridden by `EDP_EDGE_CONNECT_*` in `environment`), the client with the
-/// token cache, the provider. `environment` also supplies what extra specs name (image pull
-/// passwords). Logs the requests and logins whether the work succeeded or not.
+/// credentials file, overridden by `EDP_EDGE_CONNECT_*` in `environment`), every secret of the
+/// command given to its scrubber ([`protect`]), the client with the token cache, the provider.
+/// `environment` also supplies what extra specs name (image pull passwords). Logs the requests
+/// and logins whether the work succeeded or not.
 pub fn run<T>(
     config: Config,
     deadline: Deadline,
+    secrets: Secrets,
     controller_id: &str,
     environment: HashMap<String, String>,
     progress: Progress,
@@ -74,10 +119,12 @@ pub fn run<T>(
 ) -> Result<Finished<T>, Error> {
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
+    protect(&secrets, &credentials, &environment)?;
     let cache = token_cache(&config, &environment, &credentials);
     let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
         .with_retry_report(progress.clone())
-        .with_token_cache(cache);
+        .with_token_cache(cache)
+        .with_scrubber(secrets.scrubber);
     let provider = Provider::new(client, config, controller_id, environment, progress);
     let output = block_on(work(&provider));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
@@ -88,6 +135,58 @@ pub fn run<T>(
         logins,
     })
 }
+
+/// Every secret the command holds, given to the scrubber its writers share, before anything is
+/// sent. What it protects: the Edge Connect password; the proxy URLs of the environment (and
+/// their passwords alone); the bootstrap's instance token, download tokens and proxy URLs; the
+/// image pull password the pool's extra specs name; and, added by the client when it learns it,
+/// the session token (a JWT is masked by its shape anyway, any other token because it is
+/// known). Where: the log (`logging::init`), stderr and GARM's fault line (`front::say`), a
+/// runner's `provider_fault` and the table's fault (`Provider::view_of`), `check`'s lines; the
+/// client's error texts are kept whole for these writers to mask, then cut. More secrets than
+/// the scrubber can hold refuse the command here, before any request (docs/reliability.md, "One
+/// scrubber per command, handed to every writer").
+///
+/// Errors raised before this (the config, the credentials file, GARM's stdin) are written with
+/// whatever the scrubber already masks (at least bearer tokens and JWT-shaped words), so those
+/// readers never quote a value: `Secret` refuses a wrong type without it, parse errors name the
+/// key and position only (`config::credentials`, `garm::bootstrap`).
+fn protect(
+    secrets: &Secrets,
+    credentials: &Credentials,
+    environment: &HashMap<String, String>,
+) -> Result<(), Error> {
+    let proxies = PROXY_VARIABLES
+        .iter()
+        .filter_map(|name| environment.get(*name))
+        .map(Secret::new);
+    let pull_password = ExtraSpecs::from_value(secrets.extra_specs.as_ref())
+        .ok()
+        .and_then(|specs| specs.image_pull_password_env)
+        .and_then(|var| environment.get(&var))
+        .map(Secret::new);
+    let all: Vec<Secret> = std::iter::once(credentials.password.clone())
+        .chain(proxies)
+        .chain(secrets.input.iter().cloned())
+        .chain(pull_password)
+        .collect();
+    secrets
+        .scrubber
+        .protect(&all)
+        .map_err(|e| Error::caused_by(e.to_string(), e))?;
+    tracing::debug!(masked = secrets.scrubber.len(), "secrets protected");
+    Ok(())
+}
+
+/// The variables a proxy URL (possibly with a password) is read from, as the client reads them.
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
 
 /// The process environment as a map (credentials overrides, image pull passwords).
 pub fn process_environment() -> HashMap<String, String> {

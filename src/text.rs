@@ -56,16 +56,31 @@ fn push_escaped(out: &mut String, c: char) {
         '\n' => out.push_str("\\n"),
         '\r' => out.push_str("\\r"),
         '\t' => out.push_str("\\t"),
-        // C0, DEL and C1 controls (U+009B is a one-character escape sequence introducer), and
-        // the bidirectional overrides that can make a line read differently than it is.
-        c if c.is_control()
-            || ('\u{202a}'..='\u{202e}').contains(&c)
-            || ('\u{2066}'..='\u{2069}').contains(&c) =>
-        {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32))
-        }
+        c if is_terminal_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         c => out.push(c),
     }
+}
+
+/// Whether a terminal may take `c` for a command, or show the text around it other than it is:
+/// C0 controls (ESC starts OSC and CSI sequences, CR returns to the line's start to draw over
+/// it), DEL, C1 controls (U+009B is a one-character CSI, U+009D an OSC), the bidirectional
+/// embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and marks (U+061C,
+/// U+200E, U+200F) that reorder a line, and the line and paragraph separators (U+2028,
+/// U+2029). Every text a person is shown passes through [`echo_max`] (stderr lines, `check`'s
+/// lines, table cells), which writes these escaped (`\u{1b}`), and stdout through
+/// `front::print`, which writes any left (in a JSON document) as JSON escapes.
+pub fn is_terminal_control(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
 }
 
 /// What went wrong with a value, in words, from a serde error message — without the value.

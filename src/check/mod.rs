@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use edge_connect::Scrubber;
+
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::Progress;
@@ -39,38 +41,55 @@ pub struct CheckOptions {
     pub deploy_test: bool,
 }
 
+/// Longest detail of a step line, in characters (a server's message may be 64 KiB).
+const MAX_DETAIL_CHARS: usize = 2000;
+
 /// Collects step lines and prints them as they come.
 pub(crate) struct Report<'a> {
     out: &'a mut dyn std::io::Write,
     failed: usize,
+    scrubber: &'a Scrubber,
 }
 
 impl Report<'_> {
     pub(crate) fn pass(&mut self, what: &str, detail: impl AsRef<str>) {
-        let _ = writeln!(self.out, "✓ {what}: {}", detail.as_ref());
+        self.line('✓', what, detail.as_ref());
     }
 
     pub(crate) fn fail(&mut self, what: &str, detail: impl AsRef<str>) {
         self.failed += 1;
-        let _ = writeln!(self.out, "✗ {what}: {}", detail.as_ref());
+        self.line('✗', what, detail.as_ref());
+    }
+
+    /// One line: the detail (often the controller's text) masked, then shown as text a
+    /// terminal cannot take for commands, and cut.
+    fn line(&mut self, mark: char, what: &str, detail: &str) {
+        let detail = crate::text::echo_max(&self.scrubber.scrub(detail), MAX_DETAIL_CHARS);
+        let _ = writeln!(self.out, "{mark} {what}: {detail}");
     }
 }
 
 /// Runs every check and returns the number of failed steps (0: all good), or
 /// [`Error::Interrupted`] when SIGINT or SIGTERM stopped the deploy test (after its cleanup).
 /// `extra_specs` is the content of `options.extra_specs`; `progress` receives what the deploy
-/// test's create, delete and cleanup are doing.
+/// test's create, delete and cleanup are doing. Every line is masked by `scrubber`, the
+/// command's.
 pub fn run(
     config_path: &Path,
     options: &CheckOptions,
     extra_specs: Option<&serde_json::Value>,
     environment: &HashMap<String, String>,
+    scrubber: &Scrubber,
     progress: Progress,
     out: &mut dyn std::io::Write,
 ) -> Result<usize, Error> {
-    let mut report = Report { out, failed: 0 };
+    let mut report = Report {
+        out,
+        failed: 0,
+        scrubber,
+    };
     // The commands' own path: config, logging, credentials, client, runtime.
-    let session = match crate::pipeline::open(config_path) {
+    let session = match crate::pipeline::open(config_path, scrubber) {
         Ok(s) => {
             report.pass(
                 "config",
@@ -126,9 +145,14 @@ pub fn run(
         bound: format!("edge_connect.operation_timeout_secs={timeout}s"),
         command: remove_all_command(config_path),
     };
+    let secrets = crate::pipeline::Secrets {
+        extra_specs: extra_specs.cloned(),
+        ..crate::pipeline::Secrets::none(scrubber)
+    };
     let ran = crate::pipeline::run(
         config.clone(),
         session.deadline,
+        secrets,
         CHECK_CONTROLLER,
         environment.clone(),
         progress,

@@ -202,6 +202,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 &options,
                 extra_specs.as_ref(),
                 &crate::pipeline::process_environment(),
+                super::scrubber(),
                 progress,
                 &mut std::io::stdout(),
             )?;
@@ -238,7 +239,8 @@ fn execute(cli: Cli) -> Result<(), Error> {
         config,
         log: _log,
         deadline,
-    } = crate::pipeline::open(&config_path)?;
+        scrubber,
+    } = crate::pipeline::open(&config_path, super::scrubber())?;
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
@@ -247,9 +249,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
         progress: progress.clone(),
         wait,
     };
+    let secrets = crate::pipeline::Secrets::of(&scrubber, &operation);
     let finished = crate::pipeline::run(
         config,
         deadline,
+        secrets,
         &controller_id,
         crate::pipeline::process_environment(),
         progress,

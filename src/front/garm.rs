@@ -55,10 +55,10 @@ pub fn run() -> u8 {
     code
 }
 
-/// The one stderr line GARM keeps: control characters escaped, length bounded.
+/// The one stderr line GARM keeps: secrets masked, control characters escaped, length bounded.
 fn fault(message: &str) {
     // Scrubbed before it is cut, so that no secret is left half-shown at the cut.
-    let message = edge_connect::Secret::scrub(message);
+    let message = super::scrubber().scrub(message);
     super::say(&crate::text::echo_max(&message, MAX_FAULT_CHARS));
 }
 
@@ -68,7 +68,8 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     if let Some(text) = local_command(&env)? {
         return super::print(|out| out.write_all(text.as_bytes()));
     }
-    let session = crate::pipeline::open(Path::new(&env.config_file))?;
+    let scrubber = super::scrubber();
+    let session = crate::pipeline::open(Path::new(&env.config_file), scrubber)?;
     let log_file = log.insert(session.log).file.is_some();
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
@@ -104,9 +105,11 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
     // The pipeline logs the requests and logins the command took.
+    let secrets = crate::pipeline::Secrets::of(scrubber, &operation);
     let finished = crate::pipeline::run(
         session.config,
         session.deadline,
+        secrets,
         &env.controller_id,
         crate::pipeline::process_environment(),
         progress,

@@ -7,6 +7,9 @@
 //! would turn a clean exit code into 101.
 
 use std::io::Write;
+use std::sync::OnceLock;
+
+use edge_connect::Scrubber;
 
 use crate::error::Error;
 use crate::garm::{exit, ProtocolError};
@@ -36,19 +39,87 @@ impl From<ProtocolError> for Error {
     }
 }
 
-/// Writes to stdout through `write`, buffered, and flushes.
+/// Writes to stdout through `write`, buffered, and flushes. What is written is a table (its
+/// cells already escaped), a JSON document or a version line; any
+/// [`crate::text::is_terminal_control`] character still in it (serde_json writes DEL, C1
+/// controls and bidirectional overrides as they are) is written as its JSON escape (`\u009b`),
+/// which a JSON reader decodes to the same character and a terminal shows as text.
 pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = Visible {
+        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        pending: Vec::new(),
+    };
     write(&mut out)
         .and_then(|()| out.flush())
         .map_err(|e| Error::caused_by(format!("cannot write the result to stdout: {e}"), e))
 }
 
-/// Writes one line to stderr. A failure is ignored: stderr is where failures are reported, so
-/// there is nowhere left to report this one, and the exit code still tells the caller.
+/// A writer that escapes terminal controls as JSON does, whatever pieces the text comes in.
+struct Visible<W: Write> {
+    out: W,
+    /// The start of a character cut at the end of the last write.
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Write for Visible<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let bytes = std::mem::take(&mut self.pending);
+        let (text, rest) = match std::str::from_utf8(&bytes) {
+            Ok(text) => (text, &[][..]),
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                let text = std::str::from_utf8(valid).unwrap_or_default();
+                match e.error_len() {
+                    // A character cut at the end: kept for the next write.
+                    None => (text, rest),
+                    // Not UTF-8 (nothing of ours writes that): passed on as it is.
+                    Some(_) => {
+                        self.out.write_all(&bytes)?;
+                        return Ok(buf.len());
+                    }
+                }
+            }
+        };
+        let mut copied = 0;
+        for (at, c) in text.char_indices() {
+            if c != '\n' && c != '\t' && crate::text::is_terminal_control(c) {
+                self.out.write_all(&text.as_bytes()[copied..at])?;
+                write!(self.out, "\\u{:04x}", c as u32)?;
+                copied = at + c.len_utf8();
+            }
+        }
+        self.out.write_all(&text.as_bytes()[copied..])?;
+        self.pending = rest.to_vec();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        self.out.write_all(&pending)?;
+        self.out.flush()
+    }
+}
+
+/// Longest stderr line, in characters: a server's message is kept whole by the client (so
+/// that it is masked before it is cut) and may be 64 KiB.
+const MAX_LINE_CHARS: usize = 4000;
+
+/// The command's scrubber. stderr is the process's, so is the scrubber of its lines: each front
+/// door hands this one to the pipeline, which gives it every secret of the command
+/// (`pipeline::protect`) and hands it on to the log writer and the client.
+pub fn scrubber() -> &'static Scrubber {
+    static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
+    SCRUBBER.get_or_init(Scrubber::new)
+}
+
+/// Writes one line to stderr: masked by [`scrubber`], then made one line of text a terminal
+/// shows as it is ([`crate::text::echo_max`]: control characters and bidirectional overrides
+/// escaped) and cut. A failure is ignored: stderr is where failures are reported, so there is
+/// nowhere left to report this one, and the exit code still tells the caller.
 pub fn say(line: &str) {
-    // The one scrubber: a server's message in the line may repeat a secret.
-    let line = edge_connect::Secret::scrub(line);
+    // Masked before it is cut: half a secret would no longer be recognised.
+    let line = crate::text::echo_max(&scrubber().scrub(line), MAX_LINE_CHARS);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(line.as_bytes());
     let _ = err.write_all(b"\n");
@@ -74,5 +145,24 @@ mod tests {
         assert_eq!(exit_code(&Error::Duplicate("x".into())), 31);
         assert_eq!(exit_code(&Error::Interrupted("x".into())), 130);
         assert_eq!(exit_code(&Error::failed("x")), 1);
+    }
+
+    #[test]
+    fn stdout_shows_controls_as_json_escapes_whatever_the_pieces() {
+        let text = "{\"a\":\"x\u{9b}2J\u{202e}\u{7f}ü\"}\n";
+        for piece in 1..=text.len() {
+            let mut out = Visible {
+                out: Vec::new(),
+                pending: Vec::new(),
+            };
+            for chunk in text.as_bytes().chunks(piece) {
+                out.write_all(chunk).unwrap();
+            }
+            out.flush().unwrap();
+            let written = String::from_utf8(out.out).unwrap();
+            assert_eq!(written, "{\"a\":\"x\\u009b2J\\u202e\\u007fü\"}\n");
+            let value: serde_json::Value = serde_json::from_str(&written).unwrap();
+            assert_eq!(value["a"], "x\u{9b}2J\u{202e}\u{7f}ü");
+        }
     }
 }

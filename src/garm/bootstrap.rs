@@ -121,6 +121,16 @@ pub struct BootstrapInstance {
 }
 
 impl BootstrapInstance {
+    /// Every secret the document holds: the instance token, each tool's download token, the
+    /// proxy URLs (which may carry a password).
+    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
+        let tools = self.tools.iter().flatten();
+        let proxy = self.proxy_config.iter();
+        std::iter::once(&self.instance_token)
+            .chain(tools.filter_map(|t| t.temp_download_token.as_ref()))
+            .chain(proxy.flat_map(|p| p.http_proxy.iter().chain(&p.https_proxy)))
+    }
+
     /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap document from `reader`
     /// (stdin), giving up after `within` (the command's deadline,
     /// `edge_connect.operation_timeout_secs`): GARM writes the document and closes stdin, but a

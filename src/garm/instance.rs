@@ -59,10 +59,10 @@ pub struct ProviderInstance {
 
 impl ProviderInstance {
     /// Sets `provider_fault` from plain text, base64-encoding it as GARM expects. The text is
-    /// a server's (an AppInst's errors) and is scrubbed first: base64 would hide a secret from
-    /// any later look.
-    pub fn with_fault(mut self, fault: &str) -> Self {
-        let fault = edge_connect::Secret::scrub(fault);
+    /// a server's (an AppInst's errors) and is masked by the command's `scrubber` first: base64
+    /// would hide a secret from any later look.
+    pub fn with_fault(mut self, fault: &str, scrubber: &edge_connect::Scrubber) -> Self {
+        let fault = scrubber.scrub(fault);
         self.provider_fault = (!fault.is_empty())
             .then(|| base64::engine::general_purpose::STANDARD.encode(fault.as_bytes()));
         self
@@ -86,7 +86,7 @@ mod tests {
             status: InstanceStatus::Error,
             provider_fault: None,
         }
-        .with_fault("image pull failed");
+        .with_fault("image pull failed", &edge_connect::Scrubber::new());
         let json = serde_json::to_string(&i).unwrap();
         assert_eq!(
             json,
@@ -111,7 +111,10 @@ mod tests {
             status: InstanceStatus::Error,
             provider_fault: None,
         }
-        .with_fault("pull refused: Authorization: Bearer abcdefghijklmnopqrstuvwxyz");
+        .with_fault(
+            "pull refused: Authorization: Bearer abcdefghijklmnopqrstuvwxyz",
+            &edge_connect::Scrubber::new(),
+        );
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(i.provider_fault.as_deref().unwrap_or_default())
             .unwrap();

@@ -65,9 +65,8 @@ impl Provider {
                         crate::text::echo(var)
                     ))
                 })?;
-                // Known to the scrubber from here on: a refusal may echo the request.
-                let password = edge_connect::Secret::new(password.as_str());
-                (Some(user.clone()), Some(password.expose().to_string()))
+                // Masked in output since the pipeline started (`pipeline::protect`).
+                (Some(user.clone()), Some(password.clone()))
             }
             _ => (None, None),
         };

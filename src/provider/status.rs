@@ -89,7 +89,12 @@ impl Provider {
     pub(super) fn view_of(&self, runner: OwnedRunner) -> RunnerView {
         let app_inst = runner.app_insts.into_iter().next();
         let (status, fault) = garm_status(app_inst.as_ref());
-        let fault = fault.unwrap_or_default();
+        // The controller's text, masked once for both: GARM's provider_fault and the table.
+        let fault = self
+            .client()
+            .scrubber()
+            .scrub(&fault.unwrap_or_default())
+            .into_owned();
         let (site, state, created_at, address) = match app_inst {
             Some(i) => (
                 i.cloudlet()
@@ -119,7 +124,7 @@ impl Provider {
             status,
             provider_fault: None,
         }
-        .with_fault(&fault);
+        .with_fault(&fault, self.client().scrubber());
         RunnerView {
             instance,
             pool: runner.vars.pool_id,

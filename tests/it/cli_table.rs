@@ -10,7 +10,7 @@ use crate::support::{Run, World, CONTROLLER, POOL};
 
 /// Runs the built binary in CLI mode with `args`, its config and controller from the
 /// environment as an operator would set them.
-fn cli(w: &World, args: &[&str]) -> Run {
+pub(crate) fn cli(w: &World, args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
         .env_clear()
         .current_dir("/")

@@ -28,5 +28,6 @@ mod runner_harness;
 mod scale;
 mod secrets_scrubbed;
 mod start_failures;
+mod terminal_text;
 mod tls;
 mod trial;

@@ -27,22 +27,22 @@ const FRAGMENTS: [&str; 5] = [
 ];
 
 /// How the hostile front answers a request it quotes: HTTP status and JSON body.
-type Echo = fn(&Request) -> (u16, String);
+pub(crate) type Echo = fn(&Request) -> (u16, String);
 
 /// A 400 whose message is `message`, as the Master Controller refuses a request.
-fn refusal(message: String) -> (u16, String) {
+pub(crate) fn refusal(message: String) -> (u16, String) {
     (400, serde_json::json!({ "message": message }).to_string())
 }
 
 /// One HTTP request as received.
-struct Request {
+pub(crate) struct Request {
     path: String,
     head: String,
     body: serde_json::Value,
 }
 
 impl Request {
-    fn header(&self, name: &str) -> String {
+    pub(crate) fn header(&self, name: &str) -> String {
         self.head
             .lines()
             .find_map(|l| {
@@ -144,7 +144,7 @@ fn url_encoded(s: &str) -> String {
 
 /// A simulator that knows [`PASSWORD`], the hostile front before it, and a config pointing
 /// at the front (`log_format` as given).
-fn world(target: &'static str, echo: Echo, log_format: &str) -> World {
+pub(crate) fn world(target: &'static str, echo: Echo, log_format: &str) -> World {
     let sim = sim::spawn(SimConfig {
         users: vec![(USER.to_string(), PASSWORD.to_string())],
         ..SimConfig::default()
@@ -388,4 +388,219 @@ fn an_echo_in_the_create_streams_progress_is_masked() {
             "CLI stderr holds {fragment}: {stderr}"
         );
     }
+}
+
+/// Issue 25: distinct download tokens in one bootstrap, far past any small bound of the scrubber.
+const TOOLS: usize = 1000;
+/// The tool whose token is 64 KiB long.
+const LONG_TOKEN_TOOL: usize = 500;
+
+/// The download token of tool `i`: a quote, a backslash, a space, non-ASCII and Go's escaped
+/// characters, and its number; one of them 64 KiB long.
+fn download_token(i: usize) -> String {
+    let token = format!("ghs_dl{i:04} \"q\\ü&<>-tok");
+    match i {
+        LONG_TOKEN_TOOL => {
+            let mut long = token;
+            while long.len() < 64 * 1024 {
+                long.push_str(&format!("-{:05}", long.len()));
+            }
+            long
+        }
+        _ => token,
+    }
+}
+
+/// `s` JSON-escaped with every character as `\uXXXX`.
+fn all_unicode_escapes(s: &str) -> String {
+    s.encode_utf16().map(|u| format!("\\u{u:04x}")).collect()
+}
+
+/// Every encoding issue 25 lists, each a word of its own: raw; JSON-escaped as serde_json
+/// writes it, as Go writes it (ASCII only), with every character as `\uXXXX`; URL-encoded
+/// (`%20` and `+` for a space) raw and of each JSON-escaped form.
+fn encodings(s: &str) -> Vec<String> {
+    let serde = serde_json::to_string(s).unwrap();
+    let serde = serde.trim_matches('"').to_string();
+    let escaped = [serde, go_ascii(s), all_unicode_escapes(s)];
+    let mut all = vec![
+        s.to_string(),
+        url_encoded(s),
+        url_encoded(s).replace("%20", "+"),
+    ];
+    for e in escaped {
+        all.push(url_encoded(&e));
+        all.push(e);
+    }
+    all
+}
+
+/// A CreateInstance bootstrap with [`TOOLS`] tools, each with its own download token, besides
+/// what [`create`] sends (a private image, a proxy with credentials).
+fn create_with_tools(w: &World, env: &[(&str, &str)]) -> Run {
+    let mut bootstrap: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-thousand",
+        POOL,
+    ))
+    .unwrap();
+    let template = bootstrap["tools"][0].clone();
+    bootstrap["tools"] = (0..TOOLS)
+        .map(|i| {
+            let mut tool = template.clone();
+            // The first is the one the runner downloads; the others are of other platforms.
+            if i > 0 {
+                tool["architecture"] = serde_json::json!(format!("arch{i}"));
+            }
+            tool["temp_download_token"] = serde_json::json!(download_token(i));
+            tool
+        })
+        .collect();
+    bootstrap["proxy_config"] = serde_json::json!({"https_proxy": PROXY, "http_proxy": PROXY});
+    bootstrap["extra_specs"] = serde_json::json!({
+        "image_pull_username": "puller",
+        "image_pull_password_env": "REGISTRY_PASSWORD",
+    });
+    let mut vars = vec![
+        ("GARM_POOL_ID", POOL),
+        ("REGISTRY_PASSWORD", REGISTRY_PASSWORD),
+    ];
+    vars.extend_from_slice(env);
+    w.garm("CreateInstance", &vars, Some(&bootstrap.to_string()))
+}
+
+/// The scenario issue 25 measured: 62 tools or more and a login answer that echoes its body put
+/// the Edge Connect password on stderr. With a thousand, nothing of it is seen.
+#[test]
+fn a_thousand_download_tokens_leave_the_echoed_password_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        let password = r.body["password"].as_str().unwrap_or_default().to_string();
+        refusal(format!(
+            "bad login {} as {}",
+            r.body,
+            encodings(&password).join(" ")
+        ))
+    }
+    for format in ["text", "json"] {
+        let w = world("login", echo, format);
+        let r = create_with_tools(&w, &[]);
+        let masks = vec!["***"; encodings(PASSWORD).len()].join(" ");
+        assert_scrubbed(
+            &w,
+            &r,
+            &format!(
+                "Edge Connect login (HTTP 400): bad login {{\"password\":\"***\",\"username\":\"garm\"}} as {masks}"
+            ),
+        );
+    }
+}
+
+/// A controller that repeats, in its CreateAppInst progress, every secret of the command in
+/// every encoding: the password, the registry password, the proxy URL and each of the thousand
+/// download tokens (one 64 KiB long). Every one of those lines reaches the log as masks only.
+#[test]
+fn a_thousand_secrets_echoed_in_every_encoding_are_all_masked() {
+    fn echo(r: &Request) -> (u16, String) {
+        let line = |message: String| serde_json::json!({"data": {"message": message}}).to_string();
+        let token = r.header("authorization");
+        let mut lines = vec![line(format!(
+            "own {} {}",
+            encodings(PASSWORD).join(" "),
+            encodings(REGISTRY_PASSWORD).join(" ")
+        ))];
+        lines.push(line(format!(
+            "proxy {} session {}",
+            encodings(PROXY).join(" "),
+            encodings(token.trim_start_matches("Bearer ")).join(" ")
+        )));
+        for i in 0..TOOLS {
+            lines.push(line(format!(
+                "tool {i}: {}",
+                encodings(&download_token(i)).join(" ")
+            )));
+        }
+        lines.push(
+            serde_json::json!({"result": {"message": "Create App Inst failed: no", "code": 400}})
+                .to_string(),
+        );
+        (200, lines.join("\n") + "\n")
+    }
+    let masks = |n: usize| vec!["***"; n].join(" ");
+    let per_secret = encodings(PASSWORD).len();
+    for format in ["text", "json"] {
+        let w = world("CreateAppInst", echo, format);
+        let started = std::time::Instant::now();
+        let r = create_with_tools(&w, &[]);
+        let took = started.elapsed();
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert_eq!(r.stdout, "");
+        let log = w.log_text();
+        let own = format!("own {} {}", masks(per_secret), masks(per_secret));
+        assert!(log.contains(&own), "{own} not in the log");
+        let proxy = format!("proxy {} session {}", masks(per_secret), masks(per_secret));
+        assert!(log.contains(&proxy), "{proxy} not in the log");
+        for i in 0..TOOLS {
+            let line = format!("tool {i}: {}", masks(per_secret));
+            assert!(log.contains(&line), "{line} not in the log ({format})");
+        }
+        for (what, text) in [("stderr", &r.stderr), ("log", &log)] {
+            // With a dash: a timestamp of a long log holds any four digits.
+            for fragment in [
+                "-7319",
+                "-4471",
+                "proxy-pass",
+                "c2lnbmF0dXJl",
+                "eyJhbGciOi",
+                "ghs_dl",
+                "-tok",
+            ] {
+                let at = text
+                    .find(fragment)
+                    .map(|at| &text[at.saturating_sub(300)..(at + 100).min(text.len())]);
+                assert!(at.is_none(), "{what} holds {fragment}: {at:?}");
+            }
+        }
+        eprintln!("{format}: create with {TOOLS} echoed secrets took {took:?}");
+        assert!(w.app_names().is_empty(), "rolled back: {:?}", w.app_names());
+    }
+}
+
+/// Past the scrubber's bound (1 MiB of secrets) the command is refused with one line before any
+/// request: it never goes on with secrets it could not mask.
+#[test]
+fn more_secrets_than_can_be_masked_refuse_the_command_before_any_request() {
+    let w = World::new();
+    let mut bootstrap: serde_json::Value = serde_json::from_str(&fixture_with(
+        "bootstrap-github-jit.json",
+        "garm-too-many",
+        POOL,
+    ))
+    .unwrap();
+    let template = bootstrap["tools"][0].clone();
+    bootstrap["tools"] = (0..300)
+        .map(|i| {
+            let mut tool = template.clone();
+            tool["temp_download_token"] = serde_json::json!(format!("{i:04}{}", "t".repeat(4096)));
+            tool
+        })
+        .collect();
+    let r = w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&bootstrap.to_string()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    // 300 tokens of 4,100 bytes, the password and the instance token.
+    assert!(
+        r.stderr.starts_with("the command holds 12304"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.ends_with(" bytes of secrets, more than the 1048576 bytes whose masking in output can be guaranteed; nothing was sent (fewer or shorter tokens in the bootstrap, or a shorter proxy URL)\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(w.sim.request_log().is_empty(), "{:?}", w.sim.request_log());
 }

@@ -11,6 +11,7 @@ use crate::deadline::Deadline;
 use crate::error::ApiError;
 use crate::options::{ClientOptions, Credentials, SetupError};
 use crate::proxy::ProxyChoice;
+use crate::scrub::Scrubber;
 use crate::secret::Secret;
 use crate::token_cache::TokenCache;
 use crate::transport::Wait;
@@ -28,6 +29,8 @@ pub struct Client {
     pub(crate) store: Option<Arc<TokenCache>>,
     pub(crate) report: Option<RetryReport>,
     pub(crate) deadline: Deadline,
+    /// The command's scrubber: the session token is added to it when it is learnt.
+    pub(crate) scrubber: Scrubber,
 }
 
 /// What every handle of one client shares.
@@ -116,8 +119,6 @@ impl Client {
                 ))
             })?;
             builder = builder.proxy(reqwest_proxy);
-            // The scrubber learns the URL and its password (as written and decoded).
-            let _ = Secret::new(p.url.as_str());
             tracing::info!(proxy = %p.address, from = p.variable, "using a proxy for Edge Connect");
         }
         if let Some(path) = &config.ca_bundle {
@@ -165,6 +166,7 @@ impl Client {
             store: None,
             report: None,
             deadline,
+            scrubber: Scrubber::new(),
         })
     }
 
@@ -172,6 +174,19 @@ impl Client {
     pub fn with_token_cache(mut self, cache: Option<TokenCache>) -> Self {
         self.store = cache.map(Arc::new);
         self
+    }
+
+    /// Adds the session token to `scrubber` as soon as it is learnt (a login, the token cache),
+    /// so that the writers sharing it mask the token even where it is not JWT-shaped.
+    pub fn with_scrubber(mut self, scrubber: Scrubber) -> Self {
+        self.scrubber = scrubber;
+        self
+    }
+
+    /// The scrubber given by [`Client::with_scrubber`] (one that masks only bearer tokens and
+    /// JWT-shaped words otherwise).
+    pub fn scrubber(&self) -> &Scrubber {
+        &self.scrubber
     }
 
     /// Tells `report` about every retry the client makes by itself (login, unreachable host).

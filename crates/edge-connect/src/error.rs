@@ -245,24 +245,17 @@ fn classify_message(message: &str) -> ApiErrorKind {
     }
 }
 
-/// A message is cut to this many characters: it ends up in one line on stderr (GARM's fault).
-const MAX_MESSAGE_CHARS: usize = 500;
-
-/// One line: secrets masked, control characters (newlines, terminal escape sequences) become
-/// spaces, runs of spaces one, and a long text is cut. Most messages are the server's, so
-/// nothing in them may reach a terminal or a log raw.
+/// One line: control characters (newlines, terminal escape sequences) become spaces, runs of
+/// spaces one. Most messages are the server's, so nothing in them may reach a terminal or a log
+/// raw. Neither masked nor cut here: each writer masks with the command's
+/// [`Scrubber`](crate::Scrubber) and then cuts, because a secret cut in half would no longer be
+/// recognised (the text is bounded by the answer's own size limit).
 fn one_line(s: &str) -> String {
-    // Scrubbed before it is cut: a secret cut in half no longer matches the scrubber.
-    let s = crate::Secret::scrub(s);
     let words: Vec<&str> = s
         .split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|w| !w.is_empty())
         .collect();
-    let line = words.join(" ");
-    if line.chars().count() <= MAX_MESSAGE_CHARS {
-        return line;
-    }
-    line.chars().take(MAX_MESSAGE_CHARS).chain(['…']).collect()
+    words.join(" ")
 }
 
 impl fmt::Display for ApiError {
@@ -380,13 +373,16 @@ mod tests {
     }
 
     #[test]
-    fn server_texts_become_one_clean_bounded_line() {
+    fn server_texts_become_one_clean_line() {
         let e = ApiError::from_status(Rpc::ShowApp, 400, "a\u{1b}[31mred\nline\r\n");
         assert_eq!(e.message, "a [31mred line");
-        let e = ApiError::from_stream_result(Rpc::ShowApp, 400, &"word ".repeat(1000));
+        let e = ApiError::from_stream_result(Rpc::ShowApp, 400, &"word\n".repeat(1000));
         assert_eq!(e.answer, Answer::Trailer(400));
-        assert_eq!(e.message.chars().count(), MAX_MESSAGE_CHARS + 1);
-        assert!(e.message.ends_with('…'));
+        assert_eq!(
+            e.message,
+            ["word"; 1000].join(" "),
+            "whole, for the writers to mask and cut"
+        );
     }
 
     #[test]

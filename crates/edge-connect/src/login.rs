@@ -18,7 +18,11 @@ impl Client {
     /// retry, for diagnostics (`check`) that must tell the truth at once. The calls log in by
     /// themselves, with retries.
     pub async fn login(&self) -> Result<Secret, ApiError> {
-        self.login_attempt(false).await
+        let token = self.login_attempt(false).await?;
+        // Masked in the command's output from now on: a JWT is masked by its shape anyway, any
+        // other token only because it is known.
+        self.scrubber.protect_token(&token);
+        Ok(token)
     }
 
     /// Logs in, retrying transient failures (transport, 429, 5xx, no answer in time) with
@@ -109,6 +113,8 @@ impl Client {
             store.discard(refused);
         }
         let token = self.shared_login(refused).await?;
+        // Learnt from a login or the token cache: masked from now on (see `login`).
+        self.scrubber.protect_token(&token);
         *slot = Some(token.clone());
         Ok(token)
     }

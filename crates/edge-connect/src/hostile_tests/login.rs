@@ -123,14 +123,18 @@ async fn refused_and_two_factor_logins_are_final() {
             "the Edge Connect user has two-factor authentication; use a user or API key without it",
         ),
     ] {
-        // A hostile server echoes the password: it must still not reach the message.
+        // A hostile server echoes the password: the message keeps it whole (not cut), so that
+        // the writer's scrubber, which knows the password, masks all of it.
         let body = format!(r#"{{"message":"{message} for {PASSWORD}"}}"#);
         let server = Server::start(move |_, _| reply(status, &body));
-        let c = client(&server.url());
+        let scrubber = crate::Scrubber::new();
+        scrubber.protect([&Secret::new(PASSWORD)]).unwrap();
+        let c = client(&server.url()).with_scrubber(scrubber);
         let e = apps(&c).await.unwrap_err();
         assert_eq!(e.kind, ApiErrorKind::Auth, "{e}");
-        let text = e.to_string();
+        let text = c.scrubber().scrub(&e.to_string()).into_owned();
         assert!(text.contains(kind_text), "{text}");
+        assert!(text.contains(" for ***"), "{text}");
         assert_secret_free(&text);
         // A second call of the same command does not try again either.
         assert!(apps(&c).await.is_err());
@@ -255,4 +259,24 @@ fn debug_output_of_credentials_and_client_parts_hides_secrets() {
     let text = format!("{options:?}");
     assert_secret_free(&text);
     assert!(text.contains("ec.example"), "{text}");
+}
+
+/// A session token that is not JWT-shaped has no shape to be masked by: the client gives it to
+/// the command's scrubber when it learns it, so a server repeating it is masked all the same.
+#[tokio::test]
+async fn a_session_token_that_is_no_jwt_is_masked_once_learnt() {
+    const OPAQUE: &str = "opaque-session-7731";
+    let server = Server::start(|path, _| match path {
+        "/api/v1/login" => reply("200 OK", &format!(r#"{{"token":"{OPAQUE}"}}"#)),
+        _ => reply(
+            "400 Bad Request",
+            &format!(r#"{{"message":"token {OPAQUE} is not valid here"}}"#),
+        ),
+    });
+    let c = client(&server.url()).with_scrubber(crate::Scrubber::new());
+    let e = apps(&c).await.unwrap_err();
+    assert_eq!(
+        c.scrubber().scrub(&e.to_string()),
+        "Edge Connect ShowApp (HTTP 400): token *** is not valid here"
+    );
 }
