@@ -197,7 +197,7 @@ fn a_check_whose_runner_cannot_start_waits_for_its_cleanup_and_leaves_nothing() 
             );
             assert!(
                 r.stderr.contains(
-                    "with its AppInst on TelekomOP/Munich is Creating: Edge Connect lets it go once that ends"
+                    "with its AppInst on TelekomOP/Munich is Creating: Edge Connect deletes it only once that ends"
                 ) && r
                     .stderr
                     .contains("waiting, at most edge_connect.operation_timeout_secs=900s"),
