@@ -5,17 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::check::leftovers::{self, Which, INTERRUPT_GRACE};
-use crate::provider::wait::Deadline;
-
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::check::leftovers::{self, Which, INTERRUPT_GRACE};
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
 use crate::provider::status::RunnerView;
+use crate::provider::wait::Deadline;
 use crate::provider::{Operation, Outcome, Provider};
 
 use super::say;

@@ -333,6 +333,35 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // A fourth, stopped by Ctrl-C while it waits for its busy AppInst.
+    let file_d = w.dir.path().join("bootstrap-d.json");
+    std::fs::write(&file_d, bootstrap("garm-left-d", image)).unwrap();
+    let mut d = Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
+        .arg(&file_d)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let d_stderr = d.stderr.take().unwrap();
+    let d_pid = d.id();
+    let d_lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(d_stderr).lines() {
+            let line = line.unwrap_or_default();
+            if line.contains("waiting, at most edge_connect.operation_timeout_secs=") {
+                // SAFETY: signalling our own child by its pid.
+                unsafe { libc::kill(d_pid as libc::pid_t, libc::SIGINT) };
+            }
+            seen.push(line);
+        }
+        seen
+    });
     for child in [a, b] {
         let r = Run::from(child.wait_with_output().unwrap());
         assert_eq!(r.code, 1, "{}", r.stderr);
@@ -360,7 +389,75 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
         "{}",
         c.stderr
     );
+    let status = d.wait().unwrap();
+    let d_lines = d_lines.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{d_lines:?}");
+    let last = d_lines.last().map(String::as_str).unwrap_or_default();
+    assert!(
+        last.ends_with("; interrupted by SIGINT while removing what is left of garm-left-d; remove it with: delete garm-left-d"),
+        "{last}"
+    );
+    // The advice, with the create's config and controller: it waits for the platform too.
+    let delete = Run::from(
+        Command::new(BIN)
+            .env_clear()
+            .current_dir("/")
+            .arg("--config")
+            .arg(&w.config)
+            .args(["--controller-id", CONTROLLER, "delete", "garm-left-d"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(delete.code, 0, "{}", delete.stderr);
     assert_eq!(on_edge_connect(&w), nothing());
+}
+
+#[test]
+fn a_check_whose_wait_ends_first_names_what_is_left_and_a_command_that_removes_it() {
+    // The check's own timeout ends before the CRM's wait (60 s) does.
+    let w = World::with_sim(
+        crm_waiting(&["Munich"], false, Duration::from_secs(60)),
+        Site::Zone,
+        "request_timeout_secs = 5\noperation_timeout_secs = 8",
+    );
+    let (r, wall) = check(&w, &["--image", "ghcr.io/example-org/garm-runner:crash"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let left = line(&r.stdout, "✗ cleanup garm-check-");
+    let runner = left
+        .strip_prefix("✗ cleanup ")
+        .and_then(|l| l.split_once(':'))
+        .map(|(n, _)| n)
+        .unwrap_or_default();
+    let command = format!(
+        "{BIN} --config {} --controller-id {CHECK_CONTROLLER} remove-all --yes",
+        w.config.display()
+    );
+    assert_eq!(
+        left,
+        format!("✗ cleanup {runner}: left on Edge Connect: App {runner} with its AppInst on TelekomOP/Munich (still Creating when the wait of edge_connect.operation_timeout_secs=8s ended); the next `check --deploy-test` with this config removes it, or now: {command}")
+    );
+    let after = on_edge_connect(&w);
+    assert_eq!(after, (vec![runner.to_string()], vec![runner.to_string()]));
+    let started = Instant::now();
+    // Run until it succeeds, as a person would once the platform lets go.
+    loop {
+        let removed = run_in_shell(advised(left));
+        if removed.code == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{}",
+            removed.stderr
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    assert_eq!(on_edge_connect(&w), nothing());
+    println!(
+        "| crashing image, CRM on the edge, wait ended first | {:.1} s | left after it: {after:?} | advised command {:.1} s, left after it: none |",
+        wall.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
