@@ -522,3 +522,30 @@ fn what_a_refused_cleanup_leaves_is_removed_by_delete_instance_or_remove_all() {
         assert_eq!(on_edge_connect(&w), nothing(), "{kind}");
     }
 }
+
+#[test]
+fn a_check_stopped_twice_names_a_command_that_removes_what_it_made() {
+    // On the edge the AppInst goes on creating after the check let go of its stream, so the
+    // cleanup waits for it; the second signal ends that wait.
+    let w = World::with_sim(slow_creates(false), Site::Zone, "");
+    let child = start_check(&w, &[]);
+    until_an_app_inst(&w);
+    signal(&child, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGTERM);
+    let r = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 130, "{}\n{}", r.stdout, r.stderr);
+    let last = r.stdout.lines().last().unwrap_or_default();
+    let command = format!(
+        "{BIN} --config {} --controller-id {CHECK_CONTROLLER} remove-all --yes",
+        w.config.display()
+    );
+    assert_eq!(
+        last,
+        format!("✗ deploy test: interrupted by SIGTERM, then stopped at once: what it made may be left; the next `check --deploy-test` with this config removes it, or now: {command}")
+    );
+    assert_ne!(on_edge_connect(&w), nothing());
+    let removed = run_in_shell(advised(last));
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(on_edge_connect(&w), nothing());
+}
