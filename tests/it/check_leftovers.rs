@@ -549,3 +549,47 @@ fn a_check_stopped_twice_names_a_command_that_removes_what_it_made() {
     assert_eq!(removed.code, 0, "{}", removed.stderr);
     assert_eq!(on_edge_connect(&w), nothing());
 }
+
+#[test]
+fn every_app_inst_of_a_runners_app_on_any_site_goes_with_delete_instance_or_remove_all() {
+    // On the older API an AppInst's key names its cloudlet, so one name can stand on two sites:
+    // each runner gets a second AppInst of its App on Berlin, as a leftover there would be.
+    let sim = SimConfig {
+        api: edge_connect_sim::ApiGeneration::Gen2,
+        ..two_zones()
+    };
+    let w = World::with_sim(sim, Site::Cloudlet, "");
+    let image = "ghcr.io/example-org/garm-runner:2.330.0";
+    for (controller, name) in [(CONTROLLER, "garm-two-a"), (OTHER, "garm-two-b")] {
+        let r = w.garm_as(
+            controller,
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&bootstrap(name, image)),
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let version = w.app(name)["key"]["version"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        crate::scale::another_app_inst(&w, name, &version, name, "Berlin");
+    }
+    let both = |n: &str| vec![n.to_string(), n.to_string()];
+    assert_eq!(
+        w.app_inst_names(),
+        [both("garm-two-a"), both("garm-two-b")].concat()
+    );
+    let r = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-two-a")],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        on_edge_connect(&w),
+        (vec!["garm-two-b".to_string()], both("garm-two-b"))
+    );
+    let r = w.garm_as(OTHER, "RemoveAllInstances", &[], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(on_edge_connect(&w), nothing());
+}
