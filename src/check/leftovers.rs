@@ -77,6 +77,8 @@ pub(crate) async fn remove(
         for view in views {
             let name = view.instance.name.clone();
             if held_busy(&view.state) {
+                // A delete refused while the platform held it busy is tried again afterwards.
+                failed.remove(&name);
                 let state = crate::text::echo(&view.state);
                 match announced.get(&name) {
                     Some((told, at)) if *told == view.state && at.elapsed() < RETELL => {}
