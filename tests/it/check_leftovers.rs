@@ -593,3 +593,45 @@ fn every_app_inst_of_a_runners_app_on_any_site_goes_with_delete_instance_or_remo
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(on_edge_connect(&w), nothing());
 }
+
+#[test]
+fn a_cli_create_whose_cleanup_is_refused_names_a_delete_that_removes_what_is_left() {
+    let w = World::new();
+    w.sim
+        .inject(Fault::stream_error("CreateAppInst", 2, "boom"));
+    // The rollback's DeleteApp and the command's own DeleteInstance after it.
+    w.sim.inject(Fault::http_status("DeleteApp", 400).times(2));
+    let file = w.dir.path().join("bootstrap.json");
+    std::fs::write(
+        &file,
+        bootstrap("garm-left-e", "ghcr.io/example-org/garm-runner:2.330.0"),
+    )
+    .unwrap();
+    let person = |args: &[&str]| {
+        Run::from(
+            Command::new(BIN)
+                .env_clear()
+                .current_dir("/")
+                .arg("--config")
+                .arg(&w.config)
+                .args(["--controller-id", CONTROLLER])
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    let r = person(&["create", "--bootstrap", &file.display().to_string()]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let last = r.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with("; left on Edge Connect: App garm-left-e (not deleted: Edge Connect DeleteApp (HTTP 400): Bad Request); remove it with: delete garm-left-e"),
+        "{last}"
+    );
+    assert_eq!(
+        on_edge_connect(&w),
+        (vec!["garm-left-e".to_string()], Vec::new())
+    );
+    let r = person(&["delete", "garm-left-e"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(on_edge_connect(&w), nothing());
+}
