@@ -7,7 +7,7 @@
 //! say how it will be removed.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use edge_connect::AppInstState;
 
@@ -23,6 +23,9 @@ pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(120);
 /// How often a runner the platform holds busy is looked at again (two Show calls each time,
 /// as often as the provider's own waits poll).
 const POLL: Duration = Duration::from_secs(2);
+
+/// How often a long wait says that it is still waiting.
+const RETELL: Duration = Duration::from_secs(60);
 
 /// Which of the provider's runners to remove.
 #[derive(Clone, Copy)]
@@ -54,7 +57,9 @@ pub(crate) async fn remove(
 ) -> Removal {
     let mut done = Removal::default();
     let mut failed: BTreeMap<String, String> = BTreeMap::new();
-    let mut announced: BTreeMap<String, String> = BTreeMap::new();
+    // What each busy runner was last said to be, and when.
+    let mut announced: BTreeMap<String, (String, Instant)> = BTreeMap::new();
+    let started = Instant::now();
     loop {
         let views = match find(provider, which, deadline).await {
             Ok(views) => views,
@@ -72,13 +77,26 @@ pub(crate) async fn remove(
         for view in views {
             let name = view.instance.name.clone();
             if held_busy(&view.state) {
-                if announced.get(&name) != Some(&view.state) {
-                    progress(&format!(
-                        "{} is {}: Edge Connect lets it go once that ends (a site whose CRM runs on the edge keeps a runner that cannot start Creating for up to 15 minutes); waiting, at most {bound}",
-                        parts(&view),
-                        crate::text::echo(&view.state)
-                    ));
-                    announced.insert(name, view.state.clone());
+                // A delete refused while the platform held it busy is tried again afterwards.
+                failed.remove(&name);
+                let state = crate::text::echo(&view.state);
+                match announced.get(&name) {
+                    Some((told, at)) if *told == view.state && at.elapsed() < RETELL => {}
+                    Some((told, _)) if *told == view.state => {
+                        progress(&format!(
+                            "{} still {state} after {} s; waiting, at most {bound}",
+                            parts(&view),
+                            started.elapsed().as_secs()
+                        ));
+                        announced.insert(name, (view.state.clone(), Instant::now()));
+                    }
+                    _ => {
+                        progress(&format!(
+                            "{} is {state}: Edge Connect deletes it only once that ends (a site whose CRM runs on the edge keeps a runner that cannot start Creating for up to 15 minutes); waiting, at most {bound}",
+                            parts(&view)
+                        ));
+                        announced.insert(name, (view.state.clone(), Instant::now()));
+                    }
                 }
                 left.push(format!(
                     "{} (still {} when the wait of {bound} ended)",

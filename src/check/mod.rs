@@ -196,14 +196,14 @@ pub fn run(
 /// The command line that removes every runner of the deploy test with this config: this
 /// program as it was started, each word quoted for a POSIX shell where it needs it.
 fn remove_all_command(config_path: &Path) -> String {
-    let program = std::env::args().next().unwrap_or_default();
-    let program = match program.as_str() {
-        "" => "garm-provider-edge-connect",
-        p => p,
-    };
+    let program = std::env::args_os()
+        .next()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "garm-provider-edge-connect".to_string());
     let config = config_path.display().to_string();
     [
-        program,
+        program.as_str(),
         "--config",
         &config,
         "--controller-id",
@@ -241,5 +241,31 @@ fn check_image(image: &str, report: &mut Report<'_>) {
                 "{image:?} is not an image reference like registry.example.com/team/runner:tag"
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shell_reads_each_quoted_word_back_as_it_was() {
+        let words = [
+            "plain/path-1.toml",
+            "with space",
+            "it's",
+            "a\\b$HOME`x`",
+            "",
+            "ü",
+        ];
+        for word in words {
+            let quoted = shell_word(word);
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("printf %s {quoted}")])
+                .output()
+                .expect("sh runs");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), word, "{quoted}");
+        }
+        assert_eq!(shell_word("plain/path-1.toml"), "plain/path-1.toml");
     }
 }

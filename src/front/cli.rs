@@ -5,17 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::check::leftovers::{self, Which, INTERRUPT_GRACE};
-use crate::provider::wait::Deadline;
-
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::check::leftovers::{self, Which, INTERRUPT_GRACE};
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
 use crate::provider::status::RunnerView;
+use crate::provider::wait::Deadline;
 use crate::provider::{Operation, Outcome, Provider};
 
 use super::say;
@@ -311,8 +310,10 @@ async fn run_operation(
             let signal = tokio::select! {
                 result = provider.run(operation) => return match result {
                     Ok(outcome) => Ok(Some(outcome)),
-                    // The name is another runner's: nothing of this create to remove.
+                    // The name is another runner's, or nothing reached Edge Connect: nothing
+                    // of this create to remove.
                     Err(e @ Error::Duplicate(_)) => Err(e),
+                    Err(e) if made_nothing(&e) => Err(e),
                     Err(e) => Err(after_failed_create(provider, &name, e, person).await),
                 },
                 signal = leftovers::stop_signal() => signal,
@@ -374,6 +375,18 @@ async fn after_failed_create(
             done.left.join("; ")
         )),
     }
+}
+
+/// Whether a create's failure is the login or a host that could not be reached: then CreateApp
+/// was never sent, or the rollback removed what it made (a rollback that fails reports a
+/// failure of its own), and looking would only wait for that host again.
+fn made_nothing(e: &Error) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<edge_connect::ApiError>())
+        .is_some_and(|api| {
+            api.kind == edge_connect::ApiErrorKind::Unreachable
+                || api.rpc == edge_connect::Rpc::Login
+        })
 }
 
 /// Removes what an interrupted create made, within [`INTERRUPT_GRACE`]; the signal again stops

@@ -2,8 +2,9 @@
 //! pool (ListInstances, RemoveAll). Read our Apps (ShowApp, each App kept only when its
 //! environment says it is this controller's), then join their AppInsts (ShowAppInst, each kept
 //! only when the App it deploys is one of ours). The server is asked for ours only: the Apps by
-//! the controller's (and the pool's) markers in `env_vars`, the AppInsts by the marks in their
-//! `annotations`, or both by name (docs/edge-connect-behaviours.md B22). Every line that arrives
+//! the controller's (and the pool's) markers in `env_vars`, a pool's AppInsts by the marks in
+//! their `annotations` (RemoveAll reads every AppInst, so that a leftover no mark names goes too),
+//! or both by name (docs/edge-connect-behaviours.md B22). Every line that arrives
 //! is parsed and checked, because a server older than a field answers with everything. Both
 //! answers are read as they stream in, so memory follows the number of our runners, not the
 //! size of the organization; what is kept has a bound ([`Kept`]), and reaching it is an error
@@ -116,9 +117,12 @@ impl Provider {
                     (MARK_POOL_ID, pool),
                 ],
             ),
+            // Every runner of the controller (RemoveAll): every AppInst of each App counts, a
+            // leftover on another site that no mark names included, so the AppInsts are read
+            // unfiltered.
             ("", None) => (
                 vec![(ENV_CONTROLLER_ID, self.controller_id.as_str())],
-                vec![(MARK_CONTROLLER_ID, self.controller_id.as_str())],
+                Vec::new(),
             ),
             _ => (Vec::new(), Vec::new()),
         };

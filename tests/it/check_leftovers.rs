@@ -197,7 +197,7 @@ fn a_check_whose_runner_cannot_start_waits_for_its_cleanup_and_leaves_nothing() 
             );
             assert!(
                 r.stderr.contains(
-                    "with its AppInst on TelekomOP/Munich is Creating: Edge Connect lets it go once that ends"
+                    "with its AppInst on TelekomOP/Munich is Creating: Edge Connect deletes it only once that ends"
                 ) && r
                     .stderr
                     .contains("waiting, at most edge_connect.operation_timeout_secs=900s"),
@@ -333,6 +333,35 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // A fourth, stopped by Ctrl-C while it waits for its busy AppInst.
+    let file_d = w.dir.path().join("bootstrap-d.json");
+    std::fs::write(&file_d, bootstrap("garm-left-d", image)).unwrap();
+    let mut d = Command::new(BIN)
+        .env_clear()
+        .current_dir("/")
+        .arg("--config")
+        .arg(&w.config)
+        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
+        .arg(&file_d)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let d_stderr = d.stderr.take().unwrap();
+    let d_pid = d.id();
+    let d_lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(d_stderr).lines() {
+            let line = line.unwrap_or_default();
+            if line.contains("waiting, at most edge_connect.operation_timeout_secs=") {
+                // SAFETY: signalling our own child by its pid.
+                unsafe { libc::kill(d_pid as libc::pid_t, libc::SIGINT) };
+            }
+            seen.push(line);
+        }
+        seen
+    });
     for child in [a, b] {
         let r = Run::from(child.wait_with_output().unwrap());
         assert_eq!(r.code, 1, "{}", r.stderr);
@@ -360,7 +389,75 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
         "{}",
         c.stderr
     );
+    let status = d.wait().unwrap();
+    let d_lines = d_lines.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{d_lines:?}");
+    let last = d_lines.last().map(String::as_str).unwrap_or_default();
+    assert!(
+        last.ends_with("; interrupted by SIGINT while removing what is left of garm-left-d; remove it with: delete garm-left-d"),
+        "{last}"
+    );
+    // The advice, with the create's config and controller: it waits for the platform too.
+    let delete = Run::from(
+        Command::new(BIN)
+            .env_clear()
+            .current_dir("/")
+            .arg("--config")
+            .arg(&w.config)
+            .args(["--controller-id", CONTROLLER, "delete", "garm-left-d"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(delete.code, 0, "{}", delete.stderr);
     assert_eq!(on_edge_connect(&w), nothing());
+}
+
+#[test]
+fn a_check_whose_wait_ends_first_names_what_is_left_and_a_command_that_removes_it() {
+    // The check's own timeout ends before the CRM's wait (60 s) does.
+    let w = World::with_sim(
+        crm_waiting(&["Munich"], false, Duration::from_secs(60)),
+        Site::Zone,
+        "request_timeout_secs = 5\noperation_timeout_secs = 8",
+    );
+    let (r, wall) = check(&w, &["--image", "ghcr.io/example-org/garm-runner:crash"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let left = line(&r.stdout, "✗ cleanup garm-check-");
+    let runner = left
+        .strip_prefix("✗ cleanup ")
+        .and_then(|l| l.split_once(':'))
+        .map(|(n, _)| n)
+        .unwrap_or_default();
+    let command = format!(
+        "{BIN} --config {} --controller-id {CHECK_CONTROLLER} remove-all --yes",
+        w.config.display()
+    );
+    assert_eq!(
+        left,
+        format!("✗ cleanup {runner}: left on Edge Connect: App {runner} with its AppInst on TelekomOP/Munich (still Creating when the wait of edge_connect.operation_timeout_secs=8s ended); the next `check --deploy-test` with this config removes it, or now: {command}")
+    );
+    let after = on_edge_connect(&w);
+    assert_eq!(after, (vec![runner.to_string()], vec![runner.to_string()]));
+    let started = Instant::now();
+    // Run until it succeeds, as a person would once the platform lets go.
+    loop {
+        let removed = run_in_shell(advised(left));
+        if removed.code == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{}",
+            removed.stderr
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    assert_eq!(on_edge_connect(&w), nothing());
+    println!(
+        "| crashing image, CRM on the edge, wait ended first | {:.1} s | left after it: {after:?} | advised command {:.1} s, left after it: none |",
+        wall.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
@@ -424,4 +521,117 @@ fn what_a_refused_cleanup_leaves_is_removed_by_delete_instance_or_remove_all() {
         assert_eq!(r.code, 0, "{kind}: {}", r.stderr);
         assert_eq!(on_edge_connect(&w), nothing(), "{kind}");
     }
+}
+
+#[test]
+fn a_check_stopped_twice_names_a_command_that_removes_what_it_made() {
+    // On the edge the AppInst goes on creating after the check let go of its stream, so the
+    // cleanup waits for it; the second signal ends that wait.
+    let w = World::with_sim(slow_creates(false), Site::Zone, "");
+    let child = start_check(&w, &[]);
+    until_an_app_inst(&w);
+    signal(&child, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGTERM);
+    let r = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 130, "{}\n{}", r.stdout, r.stderr);
+    let last = r.stdout.lines().last().unwrap_or_default();
+    let command = format!(
+        "{BIN} --config {} --controller-id {CHECK_CONTROLLER} remove-all --yes",
+        w.config.display()
+    );
+    assert_eq!(
+        last,
+        format!("✗ deploy test: interrupted by SIGTERM, then stopped at once: what it made may be left; the next `check --deploy-test` with this config removes it, or now: {command}")
+    );
+    assert_ne!(on_edge_connect(&w), nothing());
+    let removed = run_in_shell(advised(last));
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(on_edge_connect(&w), nothing());
+}
+
+#[test]
+fn every_app_inst_of_a_runners_app_on_any_site_goes_with_delete_instance_or_remove_all() {
+    // On the older API an AppInst's key names its cloudlet, so one name can stand on two sites:
+    // each runner gets a second AppInst of its App on Berlin, as a leftover there would be.
+    let sim = SimConfig {
+        api: edge_connect_sim::ApiGeneration::Gen2,
+        ..two_zones()
+    };
+    let w = World::with_sim(sim, Site::Cloudlet, "");
+    let image = "ghcr.io/example-org/garm-runner:2.330.0";
+    for (controller, name) in [(CONTROLLER, "garm-two-a"), (OTHER, "garm-two-b")] {
+        let r = w.garm_as(
+            controller,
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&bootstrap(name, image)),
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let version = w.app(name)["key"]["version"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        crate::scale::another_app_inst(&w, name, &version, name, "Berlin");
+    }
+    let both = |n: &str| vec![n.to_string(), n.to_string()];
+    assert_eq!(
+        w.app_inst_names(),
+        [both("garm-two-a"), both("garm-two-b")].concat()
+    );
+    let r = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-two-a")],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        on_edge_connect(&w),
+        (vec!["garm-two-b".to_string()], both("garm-two-b"))
+    );
+    let r = w.garm_as(OTHER, "RemoveAllInstances", &[], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(on_edge_connect(&w), nothing());
+}
+
+#[test]
+fn a_cli_create_whose_cleanup_is_refused_names_a_delete_that_removes_what_is_left() {
+    let w = World::new();
+    w.sim
+        .inject(Fault::stream_error("CreateAppInst", 2, "boom"));
+    // The rollback's DeleteApp and the command's own DeleteInstance after it.
+    w.sim.inject(Fault::http_status("DeleteApp", 400).times(2));
+    let file = w.dir.path().join("bootstrap.json");
+    std::fs::write(
+        &file,
+        bootstrap("garm-left-e", "ghcr.io/example-org/garm-runner:2.330.0"),
+    )
+    .unwrap();
+    let person = |args: &[&str]| {
+        Run::from(
+            Command::new(BIN)
+                .env_clear()
+                .current_dir("/")
+                .arg("--config")
+                .arg(&w.config)
+                .args(["--controller-id", CONTROLLER])
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    let r = person(&["create", "--bootstrap", &file.display().to_string()]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let last = r.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with("; left on Edge Connect: App garm-left-e (not deleted: Edge Connect DeleteApp (HTTP 400): Bad Request); remove it with: delete garm-left-e"),
+        "{last}"
+    );
+    assert_eq!(
+        on_edge_connect(&w),
+        (vec!["garm-left-e".to_string()], Vec::new())
+    );
+    let r = person(&["delete", "garm-left-e"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(on_edge_connect(&w), nothing());
 }

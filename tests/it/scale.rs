@@ -13,9 +13,9 @@ use crate::support::{Site, World, PASSWORD, POOL, USER};
 
 const ORG: &str = "edp-developer-framework";
 
-/// Someone else's App `app` and an AppInst `inst` of it, made directly on the simulator: in the
-/// zone (newer API) or on `cloudlet` (older API).
-fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
+/// Runs `work` with a client of the simulator's user, as a person or another tool would call
+/// Edge Connect directly.
+fn with_client(w: &World, work: impl AsyncFnOnce(&Client)) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -37,6 +37,49 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
             Deadline::after(Duration::from_secs(60)),
         )
         .expect("client");
+        work(&client).await
+    });
+}
+
+/// The AppInst `inst` of the App `app_key` (of this organization): in the zone Munich (newer
+/// API) or on `cloudlet` (older API).
+fn app_inst_of(app_key: AppKey, inst: &str, cloudlet: Option<&str>) -> NewAppInst {
+    let site = |name: &str| SiteRef {
+        organization: "TelekomOP".into(),
+        name: name.into(),
+        ..Default::default()
+    };
+    NewAppInst {
+        key: AppInstKey {
+            name: inst.into(),
+            organization: ORG.into(),
+            cloudlet_key: cloudlet.map(site),
+        },
+        app_key,
+        zone_key: cloudlet.is_none().then(|| site("Munich")),
+        annotations: Default::default(),
+    }
+}
+
+/// One more AppInst `inst` of the App `app` (version `version`) on `cloudlet`, made directly.
+pub(crate) fn another_app_inst(w: &World, app: &str, version: &str, inst: &str, cloudlet: &str) {
+    let app_key = AppKey {
+        organization: ORG.into(),
+        name: app.into(),
+        version: version.into(),
+    };
+    with_client(w, async |client| {
+        client
+            .create_app_inst(&app_inst_of(app_key, inst, Some(cloudlet)), &mut |_| {})
+            .await
+            .expect("CreateAppInst");
+    });
+}
+
+/// Someone else's App `app` and an AppInst `inst` of it, made directly on the simulator: in the
+/// zone (newer API) or on `cloudlet` (older API).
+fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
+    with_client(w, async |client| {
         let app_key = AppKey {
             organization: ORG.into(),
             name: app.into(),
@@ -61,23 +104,8 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
             })
             .await
             .expect("CreateApp");
-        let site = |name: &str| SiteRef {
-            organization: "TelekomOP".into(),
-            name: name.into(),
-            ..Default::default()
-        };
-        let new = NewAppInst {
-            key: AppInstKey {
-                name: inst.into(),
-                organization: ORG.into(),
-                cloudlet_key: cloudlet.map(site),
-            },
-            app_key,
-            zone_key: cloudlet.is_none().then(|| site("Munich")),
-            annotations: Default::default(),
-        };
         client
-            .create_app_inst(&new, &mut |_| {})
+            .create_app_inst(&app_inst_of(app_key, inst, cloudlet), &mut |_| {})
             .await
             .expect("CreateAppInst");
     });
