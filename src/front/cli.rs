@@ -300,7 +300,10 @@ async fn run_operation(
             match provider.run(lookup).await {
                 Err(Error::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
-                Ok(_) => provider.run(Operation::Delete { instance }).await.map(Some),
+                Ok(_) => provider
+                    .run(Operation::DeleteWaiting { instance })
+                    .await
+                    .map(Some),
             }
         }
         other => provider.run(other).await.map(Some),
@@ -313,7 +316,7 @@ async fn interrupted(provider: &Provider, name: &str) -> Error {
     say(&format!(
         "  … interrupted: removing what was made of {name} (Ctrl-C again to stop at once)"
     ));
-    let cleanup = provider.run(Operation::Delete {
+    let cleanup = provider.run(Operation::DeleteWaiting {
         instance: name.to_string(),
     });
     let left = tokio::select! {
@@ -359,7 +362,9 @@ fn read_json(path: &Path, what: &str, hint: &str) -> Result<(serde_json::Value, 
 fn summary(operation: &Operation) -> String {
     match operation {
         Operation::Create { bootstrap, .. } => format!("created {}", bootstrap.name),
-        Operation::Delete { instance } => format!("deleted {instance}"),
+        Operation::Delete { instance } | Operation::DeleteWaiting { instance } => {
+            format!("deleted {instance}")
+        }
         Operation::Get { instance } => format!("found {instance}"),
         Operation::List { pool_id } => format!("listed pool {pool_id}"),
         Operation::ListAll => "listed all pools".to_string(),

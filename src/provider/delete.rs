@@ -8,7 +8,7 @@ use edge_connect::models::{AppInst, AppInstKey, AppKey, SiteRef};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState};
 
 use super::wait::{retry_transient, Deadline};
-use super::{Outcome, OwnedRunner, Provider};
+use super::{Outcome, OwnedRunner, Provider, POLL_INTERVAL};
 use crate::error::Error;
 
 /// How many Edge Connect calls RemoveAll has in flight at most (a fixed limit: the retired
@@ -139,7 +139,43 @@ impl Provider {
         deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
+        self.delete_app_inst_with(key, deadline, throttle, None)
+            .await
+    }
+
+    /// Deletes the AppInst `inst` as [`Busy`] says: one that Edge Connect will not delete yet
+    /// is waited for, or reported at once with what holds it and until when.
+    pub(super) async fn delete_app_inst_or_report(
+        &self,
+        inst: &AppInst,
+        deadline: Deadline,
+        busy: Busy,
+    ) -> Result<(), Error> {
+        match busy {
+            Busy::Wait => self.delete_app_inst(&inst.key, deadline, None).await,
+            Busy::Report { patience } => {
+                // Its state is known from the read before: a create still running is refused
+                // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
+                if patience.is_zero() && creating(&inst.state) {
+                    return Err(Error::failed(held(inst)));
+                }
+                self.delete_app_inst_with(&inst.key, deadline, None, Some((inst, patience)))
+                    .await
+            }
+        }
+    }
+
+    /// The delete loop; `report` is the AppInst as last read and how long one still creating
+    /// is given to start going before the delete says what holds it (`None`: wait for it).
+    async fn delete_app_inst_with(
+        &self,
+        key: &AppInstKey,
+        deadline: Deadline,
+        throttle: Option<&Throttle>,
+        report: Option<(&AppInst, Duration)>,
+    ) -> Result<(), Error> {
         let client = self.client.until(deadline);
+        let started = Instant::now();
         loop {
             let result = retry_transient(deadline, "DeleteAppInst", || {
                 throttled(throttle, async {
@@ -153,9 +189,9 @@ impl Provider {
                 Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::Busy && !deadline.expired() => {
                     if e.already_being_deleted() {
-                        // Someone else (a concurrent DeleteInstance) is deleting it: wait until
-                        // it is gone, or until it is back because that delete failed, and then
-                        // delete it ourselves.
+                        // Someone else (a concurrent DeleteInstance, or the controller undoing a
+                        // create) is deleting it: wait until it is gone, or until it is back
+                        // because that delete failed, and then delete it ourselves.
                         let what = format!("the other delete of AppInst {} not finished", key.name);
                         self.sleep_within(deadline, &what).await?;
                         // In the older API the cloudlet is part of the key: only that one counts.
@@ -169,6 +205,11 @@ impl Provider {
                             key.name
                         ));
                         continue;
+                    }
+                    if let Some((inst, patience)) = report {
+                        if started.elapsed() + POLL_INTERVAL > patience {
+                            return Err(Error::failed(held(inst)));
+                        }
                     }
                     self.report(&format!("AppInst {} is busy; waiting", key.name));
                     let what = format!("AppInst {} busy, not deleted", key.name);
@@ -236,17 +277,37 @@ impl Provider {
         self.delete_app(&runner.key, deadline, throttle).await
     }
 
-    /// Delete: by provider id or GARM name; already gone is success.
+    /// Delete: by provider id or GARM name; already gone is success. An AppInst that Edge
+    /// Connect will not delete yet is waited for when `wait` (a person's delete), else reported
+    /// at once: GARM retries a failed DeleteInstance every few seconds, and one that waited
+    /// would hold the runner in `creating` for the whole wait (docs/reliability.md).
     pub(super) async fn delete(
         &self,
         instance: &str,
         deadline: Deadline,
+        wait: bool,
     ) -> Result<Outcome, Error> {
         let Some(runner) = self.find_runner(instance, deadline).await? else {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
-        self.remove_runner(&runner, deadline, None).await?;
+        let busy = if wait {
+            Busy::Wait
+        } else {
+            Busy::Report {
+                patience: Duration::ZERO,
+            }
+        };
+        for inst in &runner.app_insts {
+            let deleted = self.delete_app_inst_or_report(inst, deadline, busy).await;
+            if let (Err(e), false) = (&deleted, wait) {
+                return Err(Error::failed(format!(
+                    "{e}; GARM's next DeleteInstance after that removes it"
+                )));
+            }
+            deleted?;
+        }
+        self.delete_app(&runner.key, deadline, None).await?;
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
     }
@@ -279,6 +340,70 @@ impl Provider {
             ))),
         }
     }
+}
+
+/// How a delete treats an AppInst that Edge Connect will not delete yet.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Busy {
+    /// Wait within the deadline.
+    Wait,
+    /// Wait while Edge Connect itself deletes or undoes it (within the deadline), and up to
+    /// `patience` for one still creating to start going; then say what holds it.
+    Report {
+        /// How long a create still running is given (zero: not asked at all).
+        patience: Duration,
+    },
+}
+
+/// How long a site's CRM waits for a new AppInst's pod before it lets the AppInst go
+/// (main `pkg/k8smgmt/appinst.go:42`, `maxWait`; docs/edge-connect-behaviours.md B12).
+const CRM_POD_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// A create still under way: Edge Connect refuses to delete it (B17).
+fn creating(state: &AppInstState) -> bool {
+    matches!(
+        state,
+        AppInstState::CreateRequested | AppInstState::Creating | AppInstState::CreatingDependencies
+    )
+}
+
+/// One line: the AppInst's state, what holds it and when the platform lets it go.
+fn held(inst: &AppInst) -> String {
+    let name = &inst.key.name;
+    let site = inst
+        .zone_key
+        .as_ref()
+        .filter(|z| !z.is_empty())
+        .or(inst.cloudlet())
+        .map_or_else(String::new, |s| {
+            format!(" on {}/{}", s.organization, s.name)
+        });
+    let state = &inst.state;
+    if !creating(state) {
+        return format!(
+            "AppInst {name}{site} is {state}: Edge Connect deletes it only once that has finished"
+        );
+    }
+    let until = until_let_go(&inst.created_at).map_or_else(
+        || "within 15 minutes of its create".to_string(),
+        |t| format!("by {t} UTC, 15 minutes after its create"),
+    );
+    format!(
+        "AppInst {name}{site} is {state}: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends {until}"
+    )
+}
+
+/// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.
+fn until_let_go(created_at: &str) -> Option<String> {
+    use time::format_description::well_known::Rfc3339;
+    let created = time::OffsetDateTime::parse(created_at, &Rfc3339).ok()?;
+    let t = (created + CRM_POD_WAIT).to_offset(time::UtcOffset::UTC);
+    Some(format!(
+        "{:02}:{:02}:{:02}",
+        t.hour(),
+        t.minute(),
+        t.second()
+    ))
 }
 
 /// True when `inst` is the AppInst `name` (on `cloudlet`, when given: the older key shape).

@@ -3,24 +3,35 @@
 //! watched for a runner that will not start, and a broken, timed-out or unfinished stream
 //! decided by looking at the AppInst instead of creating it again.
 
-use edge_connect::appinst_start::{self, StartProblem, StartReason};
+use std::time::Duration;
+
+use edge_connect::appinst_start::{self, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
+use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
-use super::start_watch::start_watch;
+use super::start_watch::{start_watch, StartFailure};
 use super::wait::{backoff, Deadline};
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
 
-/// Why a site did not take the AppInst; nothing of ours is left there.
+/// Why a site did not take the AppInst.
 struct Refusal {
     /// In words, for the final message.
     why: String,
     /// The controller's refusal, when it was one (`explain` lists what exists).
     api: Option<ApiError>,
+    /// Why its AppInst is still there, when it could not be removed yet (the site's CRM holds
+    /// it): the AppInst name is unique across zones, so no other site can be tried.
+    held: Option<Error>,
 }
+
+/// How long the cleanup of a site that did not start the runner waits for its AppInst to start
+/// going: a central CRM undoes the create within seconds of the stream's end (B7); a CRM on the
+/// edge holds it until its own wait ends (B12, B17), which no command waits for.
+pub(super) const HELD_PATIENCE: Duration = Duration::from_secs(6);
 
 /// Why a deploy failed.
 pub(super) struct DeployFailure {
@@ -31,6 +42,20 @@ pub(super) struct DeployFailure {
     /// ends, up to 15 minutes (docs/edge-connect-behaviours.md B7, B12), so a rollback should
     /// not wait that long (GARM deletes the instance after a failed create).
     pub start_failure: bool,
+    /// Why the AppInst could not be removed just now (its site's CRM holds it): the rollback
+    /// need not try again, and reports this after the cause.
+    pub held: Option<Error>,
+}
+
+impl DeployFailure {
+    /// A runner that does not start.
+    fn start(error: Error) -> Self {
+        DeployFailure {
+            error,
+            start_failure: true,
+            held: None,
+        }
+    }
 }
 
 impl From<Error> for DeployFailure {
@@ -38,6 +63,7 @@ impl From<Error> for DeployFailure {
         DeployFailure {
             error,
             start_failure: false,
+            held: None,
         }
     }
 }
@@ -57,10 +83,21 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
+        let failover = sites.len() > 1;
         for (site, target) in sites.iter().zip(targets) {
-            let Err(refusal) = self.place(app_key, site, target, image, deadline).await? else {
+            let placed = self
+                .place(app_key, site, target, image, failover, deadline)
+                .await?;
+            let Err(refusal) = placed else {
                 return Ok(());
             };
+            if let Some(held) = refusal.held {
+                // The first cause leads; what keeps the next site from being tried follows.
+                return Err(DeployFailure {
+                    held: Some(held),
+                    ..DeployFailure::start(Error::failed(refusal.why))
+                });
+            }
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
@@ -91,12 +128,14 @@ impl Provider {
     /// `Err` the site refused it. A `Zone not specified` for a cloudlet key contradicts what
     /// ShowCloudlet said: the cloudlet is asked for again and the create retried once with what
     /// the server says now.
+    /// `failover`: another site follows this one.
     async fn place(
         &self,
         app_key: &AppKey,
         site: &Placement,
         mut target: Target,
         image: Option<&str>,
+        failover: bool,
         deadline: Deadline,
     ) -> Result<Result<(), Refusal>, DeployFailure> {
         let name = &app_key.name;
@@ -105,20 +144,18 @@ impl Provider {
             let request =
                 placement::new_app_inst(name, self.organization(), app_key.clone(), &target);
             self.report(&format!("creating AppInst {name} in {site} ({target})"));
-            let e = match self.create_watching(&request, deadline).await {
-                // A pod that cannot be scheduled is a refusal of the site; an image,
-                // configuration or crash problem would be the same anywhere: it ends the create.
-                Err(reason) => {
-                    let why = cannot_start_message(image, site, reason.problem(), reason);
-                    tracing::warn!(app = %name, %site, %reason, "the runner will not start");
-                    if reason.problem() != StartProblem::Capacity {
-                        return Err(DeployFailure {
-                            error: Error::failed(why),
-                            start_failure: true,
-                        });
+            let e = match self.create_watching(&request, failover, deadline).await {
+                // A pod no node takes is a refusal of the site (when another can be tried); an
+                // image, configuration or crash problem would be the same anywhere: it ends the
+                // create.
+                Err(failure) => {
+                    let (why, refused) =
+                        self.start_failure_message(image, site, &failure, failover);
+                    tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
+                    if !refused {
+                        return Err(DeployFailure::start(Error::failed(why)));
                     }
-                    self.remove_app_insts_of(app_key, deadline).await?;
-                    return Ok(Err(Refusal { why, api: None }));
+                    return Ok(Err(self.refused_after_start(app_key, why, deadline).await));
                 }
                 Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
                     return Ok(Ok(()))
@@ -144,7 +181,11 @@ impl Provider {
                         continue;
                     }
                     let why = placement::no_zone(key, &cloudlets);
-                    return Ok(Err(Refusal { why, api: None }));
+                    return Ok(Err(Refusal {
+                        why,
+                        api: None,
+                        held: None,
+                    }));
                 }
             }
             let accepted = e.status == Some(200);
@@ -167,9 +208,10 @@ impl Provider {
                     let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
                     return Err(Error::failed(why).into());
                 }
-                match appinst_start::pod_reasons(&e.message).first() {
-                    Some(&reason) => (
-                        cannot_start_message(image, site, reason.problem(), reason),
+                let pods = appinst_start::pod_statuses(&e.message);
+                match pods.iter().flat_map(|p| &p.not_running).next() {
+                    Some(&(_, reason)) => (
+                        cannot_start_message(image, site, appinst_start::problem(reason), reason),
                         None,
                     ),
                     None => (e.message.clone(), None),
@@ -178,24 +220,40 @@ impl Provider {
                 return Err(Error::from(e).into());
             };
             if accepted {
-                // The refusal came as a stream result: the AppInst may exist on this site.
-                self.remove_app_insts_of(app_key, deadline).await?;
+                // The refusal came as a stream result: the AppInst may exist on this site. A
+                // cleanup that fails follows the refusal in the message, never replaces it.
+                let busy = Busy::Report {
+                    patience: HELD_PATIENCE,
+                };
+                if let Err(cleanup) = self.remove_app_insts_of(app_key, deadline, busy).await {
+                    let error = Error::failed(format!("{why}; {cleanup}"));
+                    return Err(DeployFailure::start(error));
+                }
             }
-            return Ok(Err(Refusal { why, api }));
+            return Ok(Err(Refusal {
+                why,
+                api,
+                held: None,
+            }));
         }
     }
 
     /// CreateAppInst with its status lines watched; `Err` when they said the runner will not
     /// start (the stream was then closed). Refusals before the stream started (429, 5xx as the
     /// HTTP status) are repeated within the deadline: nothing was made.
+    ///
+    /// `failover`: a pod no node takes within the grace fails this site (another follows);
+    /// otherwise it is waited for up to the deadline, and one still unplaced then fails too.
     async fn create_watching(
         &self,
         request: &NewAppInst,
+        failover: bool,
         deadline: Deadline,
-    ) -> Result<Result<StreamEnd, ApiError>, StartReason> {
-        let grace =
-            std::time::Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
-        let (mut watch, mut verdict) = start_watch(grace);
+    ) -> Result<Result<StreamEnd, ApiError>, StartFailure> {
+        let grace = Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
+        let key = &request.app_key;
+        let deployment = appinst_start::deployment_name(&key.name, &key.version);
+        let (mut watch, mut verdict) = start_watch(deployment, grace, failover);
         let client = self.client.until(deadline);
         let mut attempt = 0;
         loop {
@@ -210,14 +268,19 @@ impl Provider {
                     biased;
                     // Closing the stream makes a central CRM's controller undo the create
                     // (docs/edge-connect-behaviours.md B7); the rollback then waits for that.
-                    reason = verdict.reason() => return Err(reason),
+                    failure = verdict.reason() => return Err(failure),
                     result = call => result,
                 }
             };
-            if let Some(reason) = verdict.decided() {
-                return Err(reason);
+            if let Some(failure) = verdict.decided() {
+                return Err(failure);
             }
             match result {
+                // The deadline ended the stream while no node had taken the pod.
+                Err(e) if e.kind == ApiErrorKind::Transport && verdict.unplaced() => {
+                    tracing::warn!(error = %e, "CreateAppInst ended with the pod still unplaced");
+                    return Err(StartFailure::Unplaced);
+                }
                 Err(e)
                     if e.is_transient()
                         && e.status.is_some_and(|s| s != 200)
@@ -232,19 +295,80 @@ impl Provider {
     }
 
     /// Deletes the AppInsts named as the App `app_key` that deploy it (never another App's
-    /// AppInst of the same name).
+    /// AppInst of the same name), treating one that Edge Connect will not delete yet as `busy`
+    /// says.
     pub(super) async fn remove_app_insts_of(
         &self,
         app_key: &AppKey,
         deadline: Deadline,
+        busy: Busy,
     ) -> Result<(), Error> {
         for inst in self.app_insts_named(&app_key.name, deadline).await? {
             // An AppInst that names no App cannot be confirmed as ours: never deleted.
             if inst.app_key.as_ref() == Some(app_key) {
-                self.delete_app_inst(&inst.key, deadline, None).await?;
+                self.delete_app_inst_or_report(&inst, deadline, busy)
+                    .await?;
             }
         }
         Ok(())
+    }
+
+    /// A site whose stream was closed because the runner does not start there: its AppInst is
+    /// removed if Edge Connect lets it go within [`HELD_PATIENCE`], so that the next site can
+    /// be tried with the same name within the deadline.
+    async fn refused_after_start(
+        &self,
+        app_key: &AppKey,
+        why: String,
+        deadline: Deadline,
+    ) -> Refusal {
+        let busy = Busy::Report {
+            patience: HELD_PATIENCE,
+        };
+        let held = self
+            .remove_app_insts_of(app_key, deadline, busy)
+            .await
+            .err();
+        Refusal {
+            why,
+            api: None,
+            held,
+        }
+    }
+
+    /// The message for a runner that does not start on `site`, and whether it is a refusal of
+    /// the site (another site may take it) rather than a failure of the runner.
+    fn start_failure_message(
+        &self,
+        image: Option<&str>,
+        site: &Placement,
+        failure: &StartFailure,
+        failover: bool,
+    ) -> (String, bool) {
+        let on = site_name(site);
+        match failure {
+            StartFailure::Container(reason) => {
+                let problem = appinst_start::problem(reason);
+                (
+                    cannot_start_message(image, site, problem, reason),
+                    problem == StartProblem::Capacity,
+                )
+            }
+            StartFailure::Unplaced if failover => (
+                format!(
+                    "no node of {on} took the runner's pod within edge_connect.start_failure_grace_secs={}s (Pending (0/0))",
+                    self.config.edge_connect.start_failure_grace_secs
+                ),
+                true,
+            ),
+            StartFailure::Unplaced => (
+                format!(
+                    "no node of {on} took the runner's pod within edge_connect.operation_timeout_secs={}s (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones",
+                    self.config.edge_connect.operation_timeout_secs
+                ),
+                false,
+            ),
+        }
     }
 
     /// Adds what the operator needs to fix a refusal: the flavors or sites that do exist. Costs a
@@ -303,9 +427,7 @@ fn cannot_start_message(
         || "the runner's image".to_string(),
         |i| format!("image {i}"),
     );
-    let on = match site {
-        Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
-    };
+    let on = site_name(site);
     match problem {
         StartProblem::Image => format!(
             "{image} cannot be pulled on {on} ({reason}): check the image name and tag, and image_pull_username / image_pull_password_env for a private registry"
@@ -319,5 +441,15 @@ fn cannot_start_message(
         StartProblem::Capacity => format!(
             "the runner cannot be scheduled on {on} ({reason}): the site has no room for its flavor; choose a smaller flavor or another site"
         ),
+        StartProblem::Other => format!(
+            "the container of {image} does not start on {on} ({reason}): check the image, and the pool's command, command_args and env against it"
+        ),
+    }
+}
+
+/// `organization/name` of a configured site.
+fn site_name(site: &Placement) -> String {
+    match site {
+        Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
     }
 }
