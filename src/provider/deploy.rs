@@ -258,17 +258,34 @@ impl Provider {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let heard = std::sync::atomic::AtomicBool::new(false);
+            let quiet_bound = Duration::from_secs(self.config.edge_connect.request_timeout_secs);
             let result = {
                 let mut progress = |m: &str| {
+                    heard.store(true, std::sync::atomic::Ordering::Relaxed);
                     self.report(m);
                     watch.observe(m);
                 };
                 let call = client.create_app_inst(request, &mut progress);
+                // With another site to try, a site that says nothing at all within
+                // request_timeout_secs is given up: the controller sends its placement lines
+                // within moments (main `pkg/controller/appinst_api.go:637-771`), and only the
+                // CRM's pod wait is quiet, after them.
+                let silent = async {
+                    if failover {
+                        tokio::time::sleep(quiet_bound).await;
+                        if !heard.load(std::sync::atomic::Ordering::Relaxed) {
+                            return;
+                        }
+                    }
+                    std::future::pending::<()>().await
+                };
                 tokio::select! {
                     biased;
                     // Closing the stream makes a central CRM's controller undo the create
                     // (docs/edge-connect-behaviours.md B7); the rollback then waits for that.
                     failure = verdict.reason() => return Err(failure),
+                    () = silent => return Err(StartFailure::Silent),
                     result = call => result,
                 }
             };
@@ -358,6 +375,13 @@ impl Provider {
                 format!(
                     "no node of {on} took the runner's pod within edge_connect.start_failure_grace_secs={}s (Pending (0/0))",
                     self.config.edge_connect.start_failure_grace_secs
+                ),
+                true,
+            ),
+            StartFailure::Silent => (
+                format!(
+                    "{on} answered nothing to CreateAppInst within edge_connect.request_timeout_secs={}s",
+                    self.config.edge_connect.request_timeout_secs
                 ),
                 true,
             ),

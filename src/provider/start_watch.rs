@@ -24,6 +24,9 @@ pub(super) enum StartFailure {
     Container(String),
     /// No node took our pod within the grace (only counted when another site can be tried).
     Unplaced,
+    /// The site sent no line at all within `request_timeout_secs` (only counted when another
+    /// site can be tried).
+    Silent,
 }
 
 /// What the status lines said so far.

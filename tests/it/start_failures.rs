@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use edge_connect_sim::{CloudletSettings, Fault, ImageFault, ImageRule, SimConfig};
+use edge_connect_sim::{CloudletSettings, Fault, FaultKind, ImageFault, ImageRule, SimConfig};
 
 use crate::hardening_client::{head, one_line, reply, token_reply, Fake, Setup, Step, CTRL, LOGIN};
 use crate::support::*;
@@ -622,4 +622,28 @@ fn start_failure_timings() {
         "cannot take the AppInst",
     );
     println!("| full site, next site takes it | `No resources available for deployment` | {secs:.1} | {} |", r.code);
+}
+
+#[test]
+fn a_site_that_answers_nothing_costs_request_timeout_and_the_next_one_is_tried() {
+    let w = World::with_sim(
+        crm(&["Munich", "Berlin"], true),
+        Site::Zone,
+        "request_timeout_secs = 2\noperation_timeout_secs = 60",
+    );
+    w.sim.inject(Fault::new(
+        "CreateAppInst",
+        FaultKind::Slow { delay_ms: 20_000 },
+    ));
+    let started = std::time::Instant::now();
+    let r = create_image(&w, "garm-quiet1", IMAGE, Some(both_zones()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(2 + 10),
+        "{:?}",
+        started.elapsed()
+    );
+    let insts = w.sim.app_insts();
+    assert_eq!(insts.len(), 1);
+    assert_eq!(insts[0]["zone_key"]["name"], "Berlin");
 }
