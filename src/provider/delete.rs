@@ -156,8 +156,8 @@ impl Provider {
             Busy::Report { patience } => {
                 // Its state is known from the read before: a create still running is refused
                 // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
-                if patience.is_zero() && creating(&inst.state) {
-                    return Err(Error::failed(held(inst)));
+                if creating(&inst.state) && !self.moves_within(inst, deadline, patience).await? {
+                    return Ok(());
                 }
                 self.delete_app_inst_with(&inst.key, deadline, None, Some((inst, patience)))
                     .await
@@ -207,15 +207,44 @@ impl Provider {
                         continue;
                     }
                     if let Some((inst, patience)) = report {
-                        if started.elapsed() + POLL_INTERVAL > patience {
-                            return Err(Error::failed(held(inst)));
+                        // Asking again would be refused the same way: read its state instead.
+                        let left = patience.saturating_sub(started.elapsed());
+                        if !self.moves_within(inst, deadline, left).await? {
+                            return Ok(());
                         }
+                        continue;
                     }
                     self.report(&format!("AppInst {} is busy; waiting", key.name));
                     let what = format!("AppInst {} busy, not deleted", key.name);
                     self.sleep_within(deadline, &what).await?;
                 }
                 Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Reads the AppInst `inst` (still creating) every poll interval for up to `patience`:
+    /// `Ok(true)` once it is in another state (a central CRM's undo has begun), `Ok(false)`
+    /// once it is gone, an error saying what holds it when it is still creating then.
+    async fn moves_within(
+        &self,
+        inst: &AppInst,
+        deadline: Deadline,
+        patience: Duration,
+    ) -> Result<bool, Error> {
+        let started = Instant::now();
+        let (name, cloudlet) = (&inst.key.name, inst.key.cloudlet_key.as_ref());
+        let mut latest = inst.clone();
+        loop {
+            if started.elapsed() + POLL_INTERVAL > patience {
+                return Err(Error::failed(held(&latest)));
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+            let insts = self.app_insts_named(name, deadline).await?;
+            match insts.into_iter().find(|i| same_key(i, name, cloudlet)) {
+                None => return Ok(false),
+                Some(i) if creating(&i.state) => latest = i,
+                Some(_) => return Ok(true),
             }
         }
     }
