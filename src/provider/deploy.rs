@@ -83,11 +83,26 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
-        let failover = sites.len() > 1;
-        for (site, target) in sites.iter().zip(targets) {
-            let placed = self
+        for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
+            // The last site gets the rest of the deadline, as the only one of a pool does.
+            let failover = i + 1 < sites.len();
+            let placed = match self
                 .place(app_key, site, target, image, failover, deadline)
-                .await?;
+                .await
+            {
+                // A runner that does not start on the last site after others refused it: every
+                // site is named, the first cause first.
+                Err(mut failure) if failure.start_failure && !tried.is_empty() => {
+                    tried.push(format!("{site}: {}", failure.error));
+                    failure.error = Error::failed(format!(
+                        "no site could take the AppInst ({} tried): {}",
+                        tried.len(),
+                        tried.join("; ")
+                    ));
+                    return Err(failure);
+                }
+                placed => placed?,
+            };
             let Err(refusal) = placed else {
                 return Ok(());
             };
@@ -149,8 +164,7 @@ impl Provider {
                 // image, configuration or crash problem would be the same anywhere: it ends the
                 // create.
                 Err(failure) => {
-                    let (why, refused) =
-                        self.start_failure_message(image, site, &failure, failover);
+                    let (why, refused) = self.start_failure_message(image, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
                     if !refused {
                         return Err(DeployFailure::start(Error::failed(why)));
@@ -209,7 +223,11 @@ impl Provider {
                     return Err(Error::failed(why).into());
                 }
                 let pods = appinst_start::pod_statuses(&e.message);
-                match pods.iter().flat_map(|p| &p.not_running).next() {
+                let not_starting = pods
+                    .iter()
+                    .flat_map(|p| &p.not_running)
+                    .find(|(_, reason)| !appinst_start::starting_normally(reason));
+                match not_starting {
                     Some(&(_, reason)) => (
                         cannot_start_message(image, site, appinst_start::problem(reason), reason),
                         None,
@@ -296,7 +314,14 @@ impl Provider {
                 // The deadline ended the stream while no node had taken the pod.
                 Err(e) if e.kind == ApiErrorKind::Transport && verdict.unplaced() => {
                     tracing::warn!(error = %e, "CreateAppInst ended with the pod still unplaced");
-                    return Err(StartFailure::Unplaced);
+                    return Err(StartFailure::NeverPlaced { crm_gave_up: false });
+                }
+                // The CRM stops waiting after 15 minutes and calls the AppInst Ready whatever
+                // its pod does (B12): one no node took is no runner.
+                Ok(StreamEnd::Completed(last))
+                    if appinst_start::created(&last) && verdict.unplaced() =>
+                {
+                    return Err(StartFailure::NeverPlaced { crm_gave_up: true });
                 }
                 Err(e)
                     if e.is_transient()
@@ -360,7 +385,6 @@ impl Provider {
         image: Option<&str>,
         site: &Placement,
         failure: &StartFailure,
-        failover: bool,
     ) -> (String, bool) {
         let on = site_name(site);
         match failure {
@@ -371,7 +395,7 @@ impl Provider {
                     problem == StartProblem::Capacity,
                 )
             }
-            StartFailure::Unplaced if failover => (
+            StartFailure::Unplaced => (
                 format!(
                     "no node of {on} took the runner's pod within edge_connect.start_failure_grace_secs={}s (Pending (0/0))",
                     self.config.edge_connect.start_failure_grace_secs
@@ -385,13 +409,22 @@ impl Provider {
                 ),
                 true,
             ),
-            StartFailure::Unplaced => (
-                format!(
-                    "no node of {on} took the runner's pod within edge_connect.operation_timeout_secs={}s (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones",
-                    self.config.edge_connect.operation_timeout_secs
-                ),
-                false,
-            ),
+            StartFailure::NeverPlaced { crm_gave_up } => {
+                let bound = if *crm_gave_up {
+                    "before the site's CRM stopped waiting for it".to_string()
+                } else {
+                    format!(
+                        "within edge_connect.operation_timeout_secs={}s",
+                        self.config.edge_connect.operation_timeout_secs
+                    )
+                };
+                (
+                    format!(
+                        "no node of {on} took the runner's pod {bound} (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones"
+                    ),
+                    false,
+                )
+            }
         }
     }
 

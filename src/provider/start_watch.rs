@@ -24,6 +24,12 @@ pub(super) enum StartFailure {
     Container(String),
     /// No node took our pod within the grace (only counted when another site can be tried).
     Unplaced,
+    /// No node had taken our pod when the stream ended: at the deadline, or when the CRM
+    /// stopped waiting and called the AppInst Ready anyway.
+    NeverPlaced {
+        /// The CRM ended its wait (else the deadline ended the stream).
+        crm_gave_up: bool,
+    },
     /// The site sent no line at all within `request_timeout_secs` (only counted when another
     /// site can be tried).
     Silent,

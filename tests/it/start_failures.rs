@@ -416,6 +416,22 @@ fn every_other_reason_fails_within_the_grace() {
 }
 
 #[test]
+fn a_pod_no_node_took_is_no_runner_when_the_crm_stops_waiting() {
+    // The CRM calls the AppInst Ready after its wait whatever the pod does (B12).
+    let mut config = crm_waiting(&["Munich"], true, Duration::from_secs(3));
+    config.images = vec![ImageRule::new("*", ImageFault::Unschedulable)];
+    let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 1");
+    let r = create_image(&w, "garm-never1", IMAGE, None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r).starts_with("no node of TelekomOP/Munich took the runner's pod before the site's CRM stopped waiting for it (Pending (0/0)): "),
+        "{}",
+        r.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
 fn a_pod_scheduled_after_the_grace_runs_on_a_one_site_pool() {
     let mut config = crm(&["Munich"], false);
     config.images = vec![ImageRule::new(
@@ -512,10 +528,12 @@ fn on_the_simulators_crm_a_crashing_image_fails_fast() {
 
 #[test]
 fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
+    // The first site gets the grace, the last one the rest of the deadline (it might still
+    // place the pod), as the only site of a pool does.
     let w = World::with_sim(
         crm(&["Munich", "Berlin"], true),
         Site::Zone,
-        "start_failure_grace_secs = 1",
+        "start_failure_grace_secs = 1\nrequest_timeout_secs = 5\noperation_timeout_secs = 6",
     );
     let specs = serde_json::json!({
         "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
@@ -530,7 +548,7 @@ fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
     let line = one_line(&r);
     assert_eq!(
         line,
-        "no site could take the AppInst (2 tried): zone TelekomOP/Munich: no node of TelekomOP/Munich took the runner's pod within edge_connect.start_failure_grace_secs=1s (Pending (0/0)); zone TelekomOP/Berlin: no node of TelekomOP/Berlin took the runner's pod within edge_connect.start_failure_grace_secs=1s (Pending (0/0))"
+        "no site could take the AppInst (2 tried): zone TelekomOP/Munich: no node of TelekomOP/Munich took the runner's pod within edge_connect.start_failure_grace_secs=1s (Pending (0/0)); zone TelekomOP/Berlin: no node of TelekomOP/Berlin took the runner's pod within edge_connect.operation_timeout_secs=6s (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones"
     );
     assert_eq!(w.calls("CreateAppInst"), 2);
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
