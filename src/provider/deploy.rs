@@ -323,6 +323,13 @@ impl Provider {
                 {
                     return Err(StartFailure::NeverPlaced { crm_gave_up: true });
                 }
+                // Likewise a container still failing when the CRM stopped waiting.
+                Ok(StreamEnd::Completed(ref last)) if appinst_start::created(last) => {
+                    return match verdict.failing() {
+                        Some(failure) => Err(failure),
+                        None => Ok(result),
+                    };
+                }
                 Err(e)
                     if e.is_transient()
                         && e.status.is_some_and(|s| s != 200)

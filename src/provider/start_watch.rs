@@ -213,6 +213,15 @@ impl Verdict {
         self.seen.borrow().verdict.clone()
     }
 
+    /// A container of our pod that was not starting normally when the last line came, if any
+    /// (for a stream that ended before its grace passed).
+    pub(super) fn failing(&self) -> Option<StartFailure> {
+        match self.seen.borrow().pending.clone() {
+            Some((failure @ StartFailure::Container(_), _)) => Some(failure),
+            _ => None,
+        }
+    }
+
     /// True when the last line about our pod said that no node has taken it.
     pub(super) fn unplaced(&self) -> bool {
         self.seen.borrow().unplaced

@@ -429,6 +429,20 @@ fn a_pod_no_node_took_is_no_runner_when_the_crm_stops_waiting() {
         r.stderr
     );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+
+    // A container still failing then, before its grace passed, likewise.
+    let mut config = crm_waiting(&["Munich"], true, Duration::from_secs(3));
+    config.images = vec![ImageRule::new("*", ImageFault::Waits("RunContainerError"))];
+    let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 60");
+    let r = create_image(&w, "garm-never2", IMAGE, None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r).starts_with(&format!(
+            "the container of image {IMAGE} keeps crashing on TelekomOP/Munich (RunContainerError): "
+        )),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
