@@ -214,6 +214,12 @@ impl Provider {
     /// Waits one poll interval, or fails saying that `what` did not happen by the deadline.
     async fn sleep_within(&self, deadline: Deadline, what: &str) -> Result<(), Error> {
         if !deadline.has_room_for(POLL_INTERVAL) {
+            // The bound named is the one waited for: a failed create's rollback has its own.
+            if deadline != self.client.deadline() {
+                return Err(Error::failed(format!(
+                    "{what} within the rollback's grace after the failed create"
+                )));
+            }
             return Err(Error::failed(format!(
                 "{what} within edge_connect.operation_timeout_secs={}s",
                 self.config.edge_connect.operation_timeout_secs
