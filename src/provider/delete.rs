@@ -495,6 +495,35 @@ mod tests {
     }
 
     #[test]
+    fn a_held_app_inst_is_named_with_its_state_site_and_the_time_it_is_let_go() {
+        let inst = |state: AppInstState, created_at: &str| AppInst {
+            key: AppInstKey {
+                name: "garm-a".into(),
+                organization: "o".into(),
+                cloudlet_key: None,
+            },
+            zone_key: Some(edge_connect::models::SiteRef {
+                federated_organization: String::new(),
+                organization: "TelekomOP".into(),
+                name: "Munich".into(),
+            }),
+            state,
+            created_at: created_at.into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            "AppInst garm-a on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by 13:05:07 UTC, 15 minutes after its create"
+        );
+        assert!(held(&inst(AppInstState::CreateRequested, ""))
+            .ends_with("which ends within 15 minutes of its create"));
+        assert_eq!(
+            held(&inst(AppInstState::Updating, "")),
+            "AppInst garm-a on TelekomOP/Munich is Updating: Edge Connect deletes it only once that has finished"
+        );
+    }
+
+    #[test]
     fn the_older_key_names_its_cloudlet() {
         let site = |n: &str| edge_connect::models::SiteRef {
             federated_organization: String::new(),
