@@ -328,13 +328,13 @@ impl Provider {
             }
         };
         for inst in &runner.app_insts {
-            let deleted = self.delete_app_inst_or_report(inst, deadline, busy).await;
-            if let (Err(e), false) = (&deleted, wait) {
+            if !wait && creating(&inst.state) {
                 return Err(Error::failed(format!(
-                    "{e}; GARM's next DeleteInstance after that removes it"
+                    "{}; GARM's next DeleteInstance after that removes it",
+                    held(inst)
                 )));
             }
-            deleted?;
+            self.delete_app_inst_or_report(inst, deadline, busy).await?;
         }
         self.delete_app(&runner.key, deadline, None).await?;
         tracing::info!(instance, "deleted");
