@@ -27,7 +27,7 @@ pub const ENV_OS_TYPE: &str = "RUNNER_OS_TYPE";
 pub const ENV_OS_ARCH: &str = "RUNNER_ARCH";
 
 /// The AppInst annotation that names the GARM controller (ownership mark a ShowAppInst filters
-/// on, docs/edge-connect-behaviours.md B22; AppInsts of releases before it carry none).
+/// on, docs/edge-connect-behaviours.md B23; AppInsts of releases before it carry none).
 pub const MARK_CONTROLLER_ID: &str = "garm-controller-id";
 /// The AppInst annotation that names the GARM pool, verbatim.
 pub const MARK_POOL_ID: &str = "garm-pool-id";

@@ -328,7 +328,8 @@ async fn run_operation(
             };
             Err(interrupted_start(provider, &name, signal).await)
         }
-        Operation::Delete { instance } => {
+        // A person's delete waits (with progress) while the platform holds the AppInst busy.
+        Operation::Delete { instance } | Operation::DeleteWaiting { instance } => {
             // The provider's delete succeeds when nothing has the name (GARM needs that), so
             // look first to tell the person which it was.
             let lookup = Operation::Get {
@@ -337,7 +338,10 @@ async fn run_operation(
             match provider.run(lookup).await {
                 Err(Error::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
-                Ok(_) => provider.run(Operation::Delete { instance }).await.map(Some),
+                Ok(_) => provider
+                    .run(Operation::DeleteWaiting { instance })
+                    .await
+                    .map(Some),
             }
         }
         other @ (Operation::Get { .. }
@@ -466,7 +470,9 @@ fn read_json(path: &Path, what: &str, hint: &str) -> Result<(serde_json::Value, 
 fn summary(operation: &Operation) -> String {
     match operation {
         Operation::Create { bootstrap, .. } => format!("created {}", bootstrap.name),
-        Operation::Delete { instance } => format!("deleted {instance}"),
+        Operation::Delete { instance } | Operation::DeleteWaiting { instance } => {
+            format!("deleted {instance}")
+        }
         Operation::Get { instance } => format!("found {instance}"),
         Operation::List { pool_id } => format!("listed pool {pool_id}"),
         Operation::ListAll => "listed all pools".to_string(),

@@ -74,7 +74,7 @@ impl Provider {
             EnvDelivery::EnvVars => (env.plain, secret, Vec::new()),
             EnvDelivery::EnvvarsYaml => {
                 // The ownership markers also in `env_vars`, where a ShowApp can filter on them
-                // (docs/edge-connect-behaviours.md B22); a server without `env_vars` drops them
+                // (docs/edge-connect-behaviours.md B23); a server without `env_vars` drops them
                 // and reads them from the config. The platform gives env_vars to the container
                 // by `envFrom`, which the config's `env` entries of the same name override with
                 // the same values (main `pkg/k8smgmt/manifest.go:56-61, 313-326`).

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::delete::Busy;
+use super::deploy::HELD_PATIENCE;
 use super::placement::{self, Target};
 use super::status::RunnerView;
 use super::wait::{retry_transient, Deadline};
@@ -16,10 +18,11 @@ use edge_connect::{ApiErrorKind, Rpc, MAX_COLLECTED};
 /// Extra time granted to the rollback of a failed create, beyond the command's deadline.
 const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
 
-/// How long the rollback of a runner that cannot start waits for its AppInst to go: a central
-/// CRM undoes the create within seconds of the stream's end; a CRM on the edge keeps it until
-/// its own wait ends (up to 15 minutes), and GARM's DeleteInstance after the failed create
-/// removes it then.
+/// The bound of the rollback of a runner that cannot start: a central CRM undoes the create
+/// within seconds of the stream's end, and the rollback waits for that; a CRM on the edge keeps
+/// the AppInst until its own wait ends (up to 15 minutes), which the rollback reports after
+/// [`HELD_PATIENCE`] instead of waiting: GARM's DeleteInstance after the failed create removes
+/// it then (docs/reliability.md).
 const START_FAILURE_ROLLBACK: Duration = Duration::from_secs(30);
 
 impl Provider {
@@ -103,12 +106,21 @@ impl Provider {
                 instance,
             ))));
         };
-        let within = if failure.start_failure {
-            Deadline::after(START_FAILURE_ROLLBACK)
+        if let Some(held) = failure.held {
+            // Nothing can be removed yet: the App stays with its AppInst (DeleteApp would be
+            // refused while the AppInst exists).
+            return Err(cleanup_failed(&name, failure.error, &held));
+        }
+        let (within, busy) = if failure.start_failure {
+            let patience = HELD_PATIENCE;
+            (
+                Deadline::after(START_FAILURE_ROLLBACK),
+                Busy::Report { patience },
+            )
         } else {
-            deadline.extended(ROLLBACK_GRACE)
+            (deadline.extended(ROLLBACK_GRACE), Busy::Wait)
         };
-        Err(self.rollback(&app.key, within, failure.error).await)
+        Err(self.rollback(&app.key, within, busy, failure.error).await)
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
@@ -172,11 +184,17 @@ impl Provider {
     /// Removes whatever a failed create left (AppInst in any state, then the App) by `deadline`
     /// and returns the error to report, noting a failed cleanup (GARM's DeleteInstance will
     /// finish it).
-    async fn rollback(&self, app_key: &AppKey, deadline: Deadline, cause: Error) -> Error {
+    async fn rollback(
+        &self,
+        app_key: &AppKey,
+        deadline: Deadline,
+        busy: Busy,
+        cause: Error,
+    ) -> Error {
         let name = &app_key.name;
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
-            self.remove_app_insts_of(app_key, deadline).await?;
+            self.remove_app_insts_of(app_key, deadline, busy).await?;
             self.delete_app(app_key, deadline, None).await
         };
         match cleanup.await {
@@ -184,15 +202,20 @@ impl Provider {
                 tracing::info!(app = %name, "rolled back");
                 cause
             }
-            Err(cleanup_error) => {
-                tracing::error!(app = %name, error = %cleanup_error, "rollback failed");
-                let message = format!("{cause}; cleanup of {name} failed too ({cleanup_error}), DeleteInstance will retry it");
-                match cause {
-                    Error::Duplicate(_) => Error::Duplicate(message),
-                    _ => Error::failed(message),
-                }
-            }
+            Err(cleanup_error) => cleanup_failed(name, cause, &cleanup_error),
         }
+    }
+}
+
+/// The error of a create whose cleanup failed: the cause leads, the cleanup's trouble follows.
+fn cleanup_failed(name: &str, cause: Error, cleanup_error: &Error) -> Error {
+    tracing::error!(app = %name, error = %cleanup_error, "rollback failed");
+    let message = format!(
+        "{cause}; cleanup of {name} failed too ({cleanup_error}), DeleteInstance will retry it"
+    );
+    match cause {
+        Error::Duplicate(_) => Error::Duplicate(message),
+        _ => Error::failed(message),
     }
 }
 

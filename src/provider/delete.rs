@@ -8,7 +8,7 @@ use edge_connect::models::{AppInst, AppInstKey, AppKey, SiteRef};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState};
 
 use super::wait::{retry_transient, Deadline};
-use super::{Outcome, OwnedRunner, Provider};
+use super::{Outcome, OwnedRunner, Provider, POLL_INTERVAL};
 use crate::error::Error;
 
 /// How many Edge Connect calls RemoveAll has in flight at most (a fixed limit: the retired
@@ -139,7 +139,43 @@ impl Provider {
         deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
+        self.delete_app_inst_with(key, deadline, throttle, None)
+            .await
+    }
+
+    /// Deletes the AppInst `inst` as [`Busy`] says: one that Edge Connect will not delete yet
+    /// is waited for, or reported at once with what holds it and until when.
+    pub(super) async fn delete_app_inst_or_report(
+        &self,
+        inst: &AppInst,
+        deadline: Deadline,
+        busy: Busy,
+    ) -> Result<(), Error> {
+        match busy {
+            Busy::Wait => self.delete_app_inst(&inst.key, deadline, None).await,
+            Busy::Report { patience } => {
+                // Its state is known from the read before: a create still running is refused
+                // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
+                if creating(&inst.state) && !self.moves_within(inst, deadline, patience).await? {
+                    return Ok(());
+                }
+                self.delete_app_inst_with(&inst.key, deadline, None, Some((inst, patience)))
+                    .await
+            }
+        }
+    }
+
+    /// The delete loop; `report` is the AppInst as last read and how long one still creating
+    /// is given to start going before the delete says what holds it (`None`: wait for it).
+    async fn delete_app_inst_with(
+        &self,
+        key: &AppInstKey,
+        deadline: Deadline,
+        throttle: Option<&Throttle>,
+        report: Option<(&AppInst, Duration)>,
+    ) -> Result<(), Error> {
         let client = self.client.until(deadline);
+        let started = Instant::now();
         loop {
             let result = retry_transient(deadline, "DeleteAppInst", || {
                 throttled(throttle, async {
@@ -153,9 +189,9 @@ impl Provider {
                 Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::Busy && !deadline.expired() => {
                     if e.already_being_deleted() {
-                        // Someone else (a concurrent DeleteInstance) is deleting it: wait until
-                        // it is gone, or until it is back because that delete failed, and then
-                        // delete it ourselves.
+                        // Someone else (a concurrent DeleteInstance, or the controller undoing a
+                        // create) is deleting it: wait until it is gone, or until it is back
+                        // because that delete failed, and then delete it ourselves.
                         let what = format!("the other delete of AppInst {} not finished", key.name);
                         self.sleep_within(deadline, &what).await?;
                         // In the older API the cloudlet is part of the key: only that one counts.
@@ -170,11 +206,45 @@ impl Provider {
                         ));
                         continue;
                     }
+                    if let Some((inst, patience)) = report {
+                        // Asking again would be refused the same way: read its state instead.
+                        let left = patience.saturating_sub(started.elapsed());
+                        if !self.moves_within(inst, deadline, left).await? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
                     self.report(&format!("AppInst {} is busy; waiting", key.name));
                     let what = format!("AppInst {} busy, not deleted", key.name);
                     self.sleep_within(deadline, &what).await?;
                 }
                 Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Reads the AppInst `inst` (still creating) every poll interval for up to `patience`:
+    /// `Ok(true)` once it is in another state (a central CRM's undo has begun), `Ok(false)`
+    /// once it is gone, an error saying what holds it when it is still creating then.
+    async fn moves_within(
+        &self,
+        inst: &AppInst,
+        deadline: Deadline,
+        patience: Duration,
+    ) -> Result<bool, Error> {
+        let started = Instant::now();
+        let (name, cloudlet) = (&inst.key.name, inst.key.cloudlet_key.as_ref());
+        let mut latest = inst.clone();
+        loop {
+            if started.elapsed() + POLL_INTERVAL > patience {
+                return Err(Error::failed(held(&latest)));
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+            let insts = self.app_insts_named(name, deadline).await?;
+            match insts.into_iter().find(|i| same_key(i, name, cloudlet)) {
+                None => return Ok(false),
+                Some(i) if creating(&i.state) => latest = i,
+                Some(_) => return Ok(true),
             }
         }
     }
@@ -236,17 +306,37 @@ impl Provider {
         self.delete_app(&runner.key, deadline, throttle).await
     }
 
-    /// Delete: by provider id or GARM name; already gone is success.
+    /// Delete: by provider id or GARM name; already gone is success. An AppInst that Edge
+    /// Connect will not delete yet is waited for when `wait` (a person's delete), else reported
+    /// at once: GARM retries a failed DeleteInstance every few seconds, and one that waited
+    /// would hold the runner in `creating` for the whole wait (docs/reliability.md).
     pub(super) async fn delete(
         &self,
         instance: &str,
         deadline: Deadline,
+        wait: bool,
     ) -> Result<Outcome, Error> {
         let Some(runner) = self.find_runner(instance, deadline).await? else {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
-        self.remove_runner(&runner, deadline, None).await?;
+        let busy = if wait {
+            Busy::Wait
+        } else {
+            Busy::Report {
+                patience: Duration::ZERO,
+            }
+        };
+        for inst in &runner.app_insts {
+            if !wait && creating(&inst.state) {
+                return Err(Error::failed(format!(
+                    "{}; GARM's next DeleteInstance after that removes it",
+                    held(inst)
+                )));
+            }
+            self.delete_app_inst_or_report(inst, deadline, busy).await?;
+        }
+        self.delete_app(&runner.key, deadline, None).await?;
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
     }
@@ -279,6 +369,70 @@ impl Provider {
             ))),
         }
     }
+}
+
+/// How a delete treats an AppInst that Edge Connect will not delete yet.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Busy {
+    /// Wait within the deadline.
+    Wait,
+    /// Wait while Edge Connect itself deletes or undoes it (within the deadline), and up to
+    /// `patience` for one still creating to start going; then say what holds it.
+    Report {
+        /// How long a create still running is given (zero: not asked at all).
+        patience: Duration,
+    },
+}
+
+/// How long a site's CRM waits for a new AppInst's pod before it lets the AppInst go
+/// (main `pkg/k8smgmt/appinst.go:42`, `maxWait`; docs/edge-connect-behaviours.md B12).
+const CRM_POD_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// A create still under way: Edge Connect refuses to delete it (B17).
+fn creating(state: &AppInstState) -> bool {
+    matches!(
+        state,
+        AppInstState::CreateRequested | AppInstState::Creating | AppInstState::CreatingDependencies
+    )
+}
+
+/// One line: the AppInst's state, what holds it and when the platform lets it go.
+fn held(inst: &AppInst) -> String {
+    let name = &inst.key.name;
+    let site = inst
+        .zone_key
+        .as_ref()
+        .filter(|z| !z.is_empty())
+        .or(inst.cloudlet())
+        .map_or_else(String::new, |s| {
+            format!(" on {}/{}", s.organization, s.name)
+        });
+    let state = &inst.state;
+    if !creating(state) {
+        return format!(
+            "AppInst {name}{site} is {state}: Edge Connect deletes it only once that has finished"
+        );
+    }
+    let until = until_let_go(&inst.created_at).map_or_else(
+        || "within 15 minutes of its create".to_string(),
+        |t| format!("by {t} UTC, 15 minutes after its create"),
+    );
+    format!(
+        "AppInst {name}{site} is {state}: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends {until}"
+    )
+}
+
+/// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.
+fn until_let_go(created_at: &str) -> Option<String> {
+    use time::format_description::well_known::Rfc3339;
+    let created = time::OffsetDateTime::parse(created_at, &Rfc3339).ok()?;
+    let t = (created + CRM_POD_WAIT).to_offset(time::UtcOffset::UTC);
+    Some(format!(
+        "{:02}:{:02}:{:02}",
+        t.hour(),
+        t.minute(),
+        t.second()
+    ))
 }
 
 /// True when `inst` is the AppInst `name` (on `cloudlet`, when given: the older key shape).
@@ -337,6 +491,35 @@ mod tests {
         assert!(
             t.acquire().now_or_never().is_some(),
             "a released place is handed on"
+        );
+    }
+
+    #[test]
+    fn a_held_app_inst_is_named_with_its_state_site_and_the_time_it_is_let_go() {
+        let inst = |state: AppInstState, created_at: &str| AppInst {
+            key: AppInstKey {
+                name: "garm-a".into(),
+                organization: "o".into(),
+                cloudlet_key: None,
+            },
+            zone_key: Some(edge_connect::models::SiteRef {
+                federated_organization: String::new(),
+                organization: "TelekomOP".into(),
+                name: "Munich".into(),
+            }),
+            state,
+            created_at: created_at.into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            "AppInst garm-a on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by 13:05:07 UTC, 15 minutes after its create"
+        );
+        assert!(held(&inst(AppInstState::CreateRequested, ""))
+            .ends_with("which ends within 15 minutes of its create"));
+        assert_eq!(
+            held(&inst(AppInstState::Updating, "")),
+            "AppInst garm-a on TelekomOP/Munich is Updating: Edge Connect deletes it only once that has finished"
         );
     }
 

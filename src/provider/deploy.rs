@@ -3,25 +3,36 @@
 //! watched for a runner that will not start, and a broken, timed-out or unfinished stream
 //! decided by looking at the AppInst instead of creating it again.
 
-use edge_connect::appinst_start::{self, StartProblem, StartReason};
+use std::time::Duration;
+
+use edge_connect::appinst_start::{self, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
 use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
+use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
-use super::start_watch::start_watch;
+use super::start_watch::{start_watch, StartFailure};
 use super::wait::{backoff, Deadline};
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
 use crate::runner_env::app_inst_marks;
 
-/// Why a site did not take the AppInst; nothing of ours is left there.
+/// Why a site did not take the AppInst.
 struct Refusal {
     /// In words, for the final message.
     why: String,
     /// The controller's refusal, when it was one (`explain` lists what exists).
     api: Option<ApiError>,
+    /// Why its AppInst is still there, when it could not be removed yet (the site's CRM holds
+    /// it): the AppInst name is unique across zones, so no other site can be tried.
+    held: Option<Error>,
 }
+
+/// How long the cleanup of a site that did not start the runner waits for its AppInst to start
+/// going: a central CRM undoes the create within seconds of the stream's end (B7); a CRM on the
+/// edge holds it until its own wait ends (B12, B17), which no command waits for.
+pub(super) const HELD_PATIENCE: Duration = Duration::from_secs(6);
 
 /// Why a deploy failed.
 pub(super) struct DeployFailure {
@@ -32,6 +43,20 @@ pub(super) struct DeployFailure {
     /// ends, up to 15 minutes (docs/edge-connect-behaviours.md B7, B12), so a rollback should
     /// not wait that long (GARM deletes the instance after a failed create).
     pub start_failure: bool,
+    /// Why the AppInst could not be removed just now (its site's CRM holds it): the rollback
+    /// need not try again, and reports this after the cause.
+    pub held: Option<Error>,
+}
+
+impl DeployFailure {
+    /// A runner that does not start.
+    fn start(error: Error) -> Self {
+        DeployFailure {
+            error,
+            start_failure: true,
+            held: None,
+        }
+    }
 }
 
 impl From<Error> for DeployFailure {
@@ -39,8 +64,17 @@ impl From<Error> for DeployFailure {
         DeployFailure {
             error,
             start_failure: false,
+            held: None,
         }
     }
+}
+
+/// What one deploy places: the runner's App, the pool whose marks its AppInst carries, and the
+/// image the messages name.
+struct Runner<'a> {
+    app_key: &'a AppKey,
+    pool_id: &'a str,
+    image: Option<&'a str>,
 }
 
 impl Provider {
@@ -60,13 +94,38 @@ impl Provider {
         deadline: Deadline,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
-        for (site, target) in sites.iter().zip(targets) {
-            let Err(refusal) = self
-                .place(app_key, pool_id, site, target, image, deadline)
-                .await?
-            else {
+        let runner = Runner {
+            app_key,
+            pool_id,
+            image,
+        };
+        for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
+            // The last site gets the rest of the deadline, as the only one of a pool does.
+            let failover = i + 1 < sites.len();
+            let placed = match self.place(&runner, site, target, failover, deadline).await {
+                // A runner that does not start on the last site after others refused it: every
+                // site is named, the first cause first.
+                Err(mut failure) if failure.start_failure && !tried.is_empty() => {
+                    tried.push(format!("{site}: {}", failure.error));
+                    failure.error = Error::failed(format!(
+                        "no site could take the AppInst ({} tried): {}",
+                        tried.len(),
+                        tried.join("; ")
+                    ));
+                    return Err(failure);
+                }
+                placed => placed?,
+            };
+            let Err(refusal) = placed else {
                 return Ok(());
             };
+            if let Some(held) = refusal.held {
+                // The first cause leads; what keeps the next site from being tried follows.
+                return Err(DeployFailure {
+                    held: Some(held),
+                    ..DeployFailure::start(Error::failed(refusal.why))
+                });
+            }
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
@@ -97,37 +156,35 @@ impl Provider {
     /// `Err` the site refused it. A `Zone not specified` for a cloudlet key contradicts what
     /// ShowCloudlet said: the cloudlet is asked for again and the create retried once with what
     /// the server says now.
+    /// `failover`: another site follows this one.
     async fn place(
         &self,
-        app_key: &AppKey,
-        pool_id: &str,
+        runner: &Runner<'_>,
         site: &Placement,
         mut target: Target,
-        image: Option<&str>,
+        failover: bool,
         deadline: Deadline,
     ) -> Result<Result<(), Refusal>, DeployFailure> {
+        let (app_key, image) = (runner.app_key, runner.image);
         let name = &app_key.name;
         let mut redecided = false;
         loop {
             let request = NewAppInst {
-                annotations: app_inst_marks(&self.controller_id, pool_id),
+                annotations: app_inst_marks(&self.controller_id, runner.pool_id),
                 ..placement::new_app_inst(name, self.organization(), app_key.clone(), &target)
             };
             self.report(&format!("creating AppInst {name} in {site} ({target})"));
-            let e = match self.create_watching(&request, deadline).await {
-                // A pod that cannot be scheduled is a refusal of the site; an image,
-                // configuration or crash problem would be the same anywhere: it ends the create.
-                Err(reason) => {
-                    let why = cannot_start_message(image, site, reason.problem(), reason);
-                    tracing::warn!(app = %name, %site, %reason, "the runner will not start");
-                    if reason.problem() != StartProblem::Capacity {
-                        return Err(DeployFailure {
-                            error: Error::failed(why),
-                            start_failure: true,
-                        });
+            let e = match self.create_watching(&request, failover, deadline).await {
+                // A pod no node takes is a refusal of the site (when another can be tried); an
+                // image, configuration or crash problem would be the same anywhere: it ends the
+                // create.
+                Err(failure) => {
+                    let (why, refused) = self.start_failure_message(image, site, &failure);
+                    tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
+                    if !refused {
+                        return Err(DeployFailure::start(Error::failed(why)));
                     }
-                    self.remove_app_insts_of(app_key, deadline).await?;
-                    return Ok(Err(Refusal { why, api: None }));
+                    return Ok(Err(self.refused_after_start(app_key, why, deadline).await));
                 }
                 Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
                     return Ok(Ok(()))
@@ -157,7 +214,11 @@ impl Provider {
                         continue;
                     }
                     let why = placement::no_zone(key, &cloudlets);
-                    return Ok(Err(Refusal { why, api: None }));
+                    return Ok(Err(Refusal {
+                        why,
+                        api: None,
+                        held: None,
+                    }));
                 }
             }
             let accepted = matches!(e.answer, Answer::Trailer(_));
@@ -180,9 +241,14 @@ impl Provider {
                     let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
                     return Err(Error::failed(why).into());
                 }
-                match appinst_start::pod_reasons(&e.message).first() {
-                    Some(&reason) => (
-                        cannot_start_message(image, site, reason.problem(), reason),
+                let pods = appinst_start::pod_statuses(&e.message);
+                let not_starting = pods
+                    .iter()
+                    .flat_map(|p| &p.not_running)
+                    .find(|(_, reason)| !appinst_start::starting_normally(reason));
+                match not_starting {
+                    Some(&(_, reason)) => (
+                        cannot_start_message(image, site, appinst_start::problem(reason), reason),
                         None,
                     ),
                     None => (e.message.clone(), None),
@@ -191,46 +257,98 @@ impl Provider {
                 return Err(Error::from(e).into());
             };
             if accepted {
-                // The refusal came as a stream result: the AppInst may exist on this site.
-                self.remove_app_insts_of(app_key, deadline).await?;
+                // The refusal came as a stream result: the AppInst may exist on this site. A
+                // cleanup that fails follows the refusal in the message, never replaces it.
+                let busy = Busy::Report {
+                    patience: HELD_PATIENCE,
+                };
+                if let Err(cleanup) = self.remove_app_insts_of(app_key, deadline, busy).await {
+                    let error = Error::failed(format!("{why}; {cleanup}"));
+                    return Err(DeployFailure::start(error));
+                }
             }
-            return Ok(Err(Refusal { why, api }));
+            return Ok(Err(Refusal {
+                why,
+                api,
+                held: None,
+            }));
         }
     }
 
     /// CreateAppInst with its status lines watched; `Err` when they said the runner will not
     /// start (the stream was then closed). Refusals before the stream started (429, 5xx as the
     /// HTTP status) are repeated within the deadline: nothing was made.
+    ///
+    /// `failover`: a pod no node takes within the grace fails this site (another follows);
+    /// otherwise it is waited for up to the deadline, and one still unplaced then fails too.
     async fn create_watching(
         &self,
         request: &NewAppInst,
+        failover: bool,
         deadline: Deadline,
-    ) -> Result<Result<StreamEnd, ApiError>, StartReason> {
-        let grace =
-            std::time::Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
-        let (mut watch, mut verdict) = start_watch(grace);
+    ) -> Result<Result<StreamEnd, ApiError>, StartFailure> {
+        let grace = Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
+        let key = &request.app_key;
+        let deployment = appinst_start::deployment_name(&key.name, &key.version);
+        let (mut watch, mut verdict) = start_watch(deployment, grace, failover);
         let client = self.client.until(deadline);
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let heard = std::sync::atomic::AtomicBool::new(false);
+            let quiet_bound = Duration::from_secs(self.config.edge_connect.request_timeout_secs);
             let result = {
                 let mut progress = |m: &str| {
+                    heard.store(true, std::sync::atomic::Ordering::Relaxed);
                     self.report(m);
                     watch.observe(m);
                 };
                 let call = client.create_app_inst(request, &mut progress);
+                // With another site to try, a site that says nothing at all within
+                // request_timeout_secs is given up: the controller sends its placement lines
+                // within moments (main `pkg/controller/appinst_api.go:637-771`), and only the
+                // CRM's pod wait is quiet, after them.
+                let silent = async {
+                    if failover {
+                        tokio::time::sleep(quiet_bound).await;
+                        if !heard.load(std::sync::atomic::Ordering::Relaxed) {
+                            return;
+                        }
+                    }
+                    std::future::pending::<()>().await
+                };
                 tokio::select! {
                     biased;
                     // Closing the stream makes a central CRM's controller undo the create
                     // (docs/edge-connect-behaviours.md B7); the rollback then waits for that.
-                    reason = verdict.reason() => return Err(reason),
+                    failure = verdict.reason() => return Err(failure),
+                    () = silent => return Err(StartFailure::Silent),
                     result = call => result,
                 }
             };
-            if let Some(reason) = verdict.decided() {
-                return Err(reason);
+            if let Some(failure) = verdict.decided() {
+                return Err(failure);
             }
             match result {
+                // The deadline ended the stream while no node had taken the pod.
+                Err(e) if e.kind == ApiErrorKind::Transport && verdict.unplaced() => {
+                    tracing::warn!(error = %e, "CreateAppInst ended with the pod still unplaced");
+                    return Err(StartFailure::NeverPlaced { crm_gave_up: false });
+                }
+                // The CRM stops waiting after 15 minutes and calls the AppInst Ready whatever
+                // its pod does (B12): one no node took is no runner.
+                Ok(StreamEnd::Completed(last))
+                    if appinst_start::created(&last) && verdict.unplaced() =>
+                {
+                    return Err(StartFailure::NeverPlaced { crm_gave_up: true });
+                }
+                // Likewise a container still failing when the CRM stopped waiting.
+                Ok(StreamEnd::Completed(ref last)) if appinst_start::created(last) => {
+                    return match verdict.failing() {
+                        Some(failure) => Err(failure),
+                        None => Ok(result),
+                    };
+                }
                 Err(e)
                     if e.is_transient()
                         && matches!(e.answer, Answer::Status(_))
@@ -245,19 +363,95 @@ impl Provider {
     }
 
     /// Deletes the AppInsts named as the App `app_key` that deploy it (never another App's
-    /// AppInst of the same name).
+    /// AppInst of the same name), treating one that Edge Connect will not delete yet as `busy`
+    /// says.
     pub(super) async fn remove_app_insts_of(
         &self,
         app_key: &AppKey,
         deadline: Deadline,
+        busy: Busy,
     ) -> Result<(), Error> {
         for inst in self.app_insts_named(&app_key.name, deadline).await? {
             // An AppInst that names no App cannot be confirmed as ours: never deleted.
             if inst.app_key.as_ref() == Some(app_key) {
-                self.delete_app_inst(&inst.key, deadline, None).await?;
+                self.delete_app_inst_or_report(&inst, deadline, busy)
+                    .await?;
             }
         }
         Ok(())
+    }
+
+    /// A site whose stream was closed because the runner does not start there: its AppInst is
+    /// removed if Edge Connect lets it go within [`HELD_PATIENCE`], so that the next site can
+    /// be tried with the same name within the deadline.
+    async fn refused_after_start(
+        &self,
+        app_key: &AppKey,
+        why: String,
+        deadline: Deadline,
+    ) -> Refusal {
+        let busy = Busy::Report {
+            patience: HELD_PATIENCE,
+        };
+        let held = self
+            .remove_app_insts_of(app_key, deadline, busy)
+            .await
+            .err();
+        Refusal {
+            why,
+            api: None,
+            held,
+        }
+    }
+
+    /// The message for a runner that does not start on `site`, and whether it is a refusal of
+    /// the site (another site may take it) rather than a failure of the runner.
+    fn start_failure_message(
+        &self,
+        image: Option<&str>,
+        site: &Placement,
+        failure: &StartFailure,
+    ) -> (String, bool) {
+        let on = site_name(site);
+        match failure {
+            StartFailure::Container(reason) => {
+                let problem = appinst_start::problem(reason);
+                (
+                    cannot_start_message(image, site, problem, reason),
+                    problem == StartProblem::Capacity,
+                )
+            }
+            StartFailure::Unplaced => (
+                format!(
+                    "no node of {on} took the runner's pod within edge_connect.start_failure_grace_secs={}s (Pending (0/0))",
+                    self.config.edge_connect.start_failure_grace_secs
+                ),
+                true,
+            ),
+            StartFailure::Silent => (
+                format!(
+                    "{on} answered nothing to CreateAppInst within edge_connect.request_timeout_secs={}s",
+                    self.config.edge_connect.request_timeout_secs
+                ),
+                true,
+            ),
+            StartFailure::NeverPlaced { crm_gave_up } => {
+                let bound = if *crm_gave_up {
+                    "before the site's CRM stopped waiting for it".to_string()
+                } else {
+                    format!(
+                        "within edge_connect.operation_timeout_secs={}s",
+                        self.config.edge_connect.operation_timeout_secs
+                    )
+                };
+                (
+                    format!(
+                        "no node of {on} took the runner's pod {bound} (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones"
+                    ),
+                    false,
+                )
+            }
+        }
     }
 
     /// Adds what the operator needs to fix a refusal: the flavors or sites that do exist. Costs a
@@ -316,9 +510,7 @@ fn cannot_start_message(
         || "the runner's image".to_string(),
         |i| format!("image {i}"),
     );
-    let on = match site {
-        Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
-    };
+    let on = site_name(site);
     match problem {
         StartProblem::Image => format!(
             "{image} cannot be pulled on {on} ({reason}): check the image name and tag, and image_pull_username / image_pull_password_env for a private registry"
@@ -332,5 +524,15 @@ fn cannot_start_message(
         StartProblem::Capacity => format!(
             "the runner cannot be scheduled on {on} ({reason}): the site has no room for its flavor; choose a smaller flavor or another site"
         ),
+        StartProblem::Other => format!(
+            "the container of {image} does not start on {on} ({reason}): check the image, and the pool's command, command_args and env against it"
+        ),
+    }
+}
+
+/// `organization/name` of a configured site.
+fn site_name(site: &Placement) -> String {
+    match site {
+        Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
     }
 }

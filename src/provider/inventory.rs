@@ -4,7 +4,7 @@
 //! only when the App it deploys is one of ours). The server is asked for ours only: the Apps by
 //! the controller's (and the pool's) markers in `env_vars`, a pool's AppInsts by the marks in
 //! their `annotations` (RemoveAll reads every AppInst, so that a leftover no mark names goes too),
-//! or both by name (docs/edge-connect-behaviours.md B22). Every line that arrives
+//! or both by name (docs/edge-connect-behaviours.md B23). Every line that arrives
 //! is parsed and checked, because a server older than a field answers with everything. Both
 //! answers are read as they stream in, so memory follows the number of our runners, not the
 //! size of the organization; what is kept has a bound ([`Kept`]), and reaching it is an error

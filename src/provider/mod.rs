@@ -39,9 +39,16 @@ pub enum Operation {
         /// Extra specs: the bootstrap's, else the decoded `GARM_POOL_EXTRASPECS`.
         extra_specs: Option<serde_json::Value>,
     },
-    /// Delete a runner by provider id or GARM name.
+    /// Delete a runner by provider id or GARM name (GARM's DeleteInstance): an AppInst that
+    /// Edge Connect will not delete yet is reported at once, and GARM's retries do the waiting.
     Delete {
         /// `GARM_INSTANCE_ID`.
+        instance: String,
+    },
+    /// Delete a runner for a person: an AppInst that Edge Connect will not delete yet is waited
+    /// for within the deadline, with progress.
+    DeleteWaiting {
+        /// Provider id or GARM name.
         instance: String,
     },
     /// Show one runner.
@@ -97,6 +104,7 @@ impl Operation {
         match self {
             Operation::Create { bootstrap, .. } => Some(&bootstrap.name),
             Operation::Delete { instance }
+            | Operation::DeleteWaiting { instance }
             | Operation::Get { instance }
             | Operation::Start { instance }
             | Operation::Stop { instance } => Some(instance),
@@ -185,7 +193,8 @@ impl Provider {
                 self.create(&bootstrap, &pool_id, extra_specs.as_ref(), deadline)
                     .await
             }
-            Operation::Delete { instance } => self.delete(&instance, deadline).await,
+            Operation::Delete { instance } => self.delete(&instance, deadline, false).await,
+            Operation::DeleteWaiting { instance } => self.delete(&instance, deadline, true).await,
             Operation::Get { instance } => self.get(&instance, deadline).await,
             Operation::List { pool_id } => self.list(Some(&pool_id), deadline).await,
             Operation::ListAll => self.list(None, deadline).await,
@@ -214,6 +223,12 @@ impl Provider {
     /// Waits one poll interval, or fails saying that `what` did not happen by the deadline.
     async fn sleep_within(&self, deadline: Deadline, what: &str) -> Result<(), Error> {
         if !deadline.has_room_for(POLL_INTERVAL) {
+            // The bound named is the one waited for: a failed create's rollback has its own.
+            if deadline != self.client.deadline() {
+                return Err(Error::failed(format!(
+                    "{what} within the rollback's grace after the failed create"
+                )));
+            }
             return Err(Error::failed(format!(
                 "{what} within edge_connect.operation_timeout_secs={}s",
                 self.config.edge_connect.operation_timeout_secs

@@ -1,29 +1,70 @@
 //! Watching a CreateAppInst stream for a runner that will not start: the CRM reports every
 //! change of pod state as a status line, but waits up to 15 minutes and then calls the AppInst
 //! Ready whatever its pods do (docs/edge-connect-behaviours.md B12). The watch turns the lines
-//! that name such a reason into a verdict as soon as they come, so that the create can end
-//! within seconds of the cause instead of at the deadline.
+//! about our pod into a verdict as soon as they say enough, so that the create can end within
+//! seconds of the cause instead of at the deadline.
+//!
+//! The rule (B22): only lines about a pod of our App's Deployment count. A container of it that
+//! shows a reason other than kubelet's normal start (`ContainerCreating`, `PodInitializing`)
+//! fails the create once it has shown such reasons for the grace, at once when the reason is
+//! one that never clears by itself or when a reason it showed before comes back (kubelet tried
+//! again and failed the same way). A pod no node has taken is no verdict of its own: a one-site
+//! pool waits for it up to the deadline, a pool with more sites moves on after the grace.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use edge_connect::appinst_start::{pod_reasons, pod_unscheduled, StartReason};
+use edge_connect::appinst_start::{lasting, pod_of, pod_statuses, starting_normally};
 use tokio::sync::watch;
+
+/// Why the runner does not start, as the status lines said it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum StartFailure {
+    /// A container of our pod: the reason as the platform wrote it.
+    Container(String),
+    /// No node took our pod within the grace (only counted when another site can be tried).
+    Unplaced,
+    /// No node had taken our pod when the stream ended: at the deadline, or when the CRM
+    /// stopped waiting and called the AppInst Ready anyway.
+    NeverPlaced {
+        /// The CRM ended its wait (else the deadline ended the stream).
+        crm_gave_up: bool,
+    },
+    /// The site sent no line at all within `request_timeout_secs` (only counted when another
+    /// site can be tried).
+    Silent,
+}
 
 /// What the status lines said so far.
 #[derive(Debug, Clone, Default)]
 struct Seen {
-    /// A reason that will not clear without a change.
-    verdict: Option<StartReason>,
-    /// A reason that may clear by itself, and until when it may.
-    pending: Option<(StartReason, Instant)>,
+    verdict: Option<StartFailure>,
+    /// The failure that counts once its time comes, unless a later line clears it.
+    pending: Option<(StartFailure, Instant)>,
+    /// The last line about our pod said no node has taken it.
+    unplaced: bool,
+}
+
+/// One container of our pod that is not starting normally.
+#[derive(Debug)]
+struct Failing {
+    /// Its reason in the last line.
+    last: String,
+    /// Every reason it showed since it stopped starting normally.
+    shown: Vec<String>,
+    since: Instant,
 }
 
 /// Reads the progress lines (the writing half; it lives in the stream's progress callback).
 pub(super) struct StartWatch {
     seen: watch::Sender<Seen>,
-    /// A failed pull was seen since the pods last moved on.
-    failed_pull: bool,
+    deployment: String,
     grace: Duration,
+    /// Whether a pod no node takes counts after the grace (another site can be tried).
+    unplaced_counts: bool,
+    /// Keyed by pod and container.
+    failing: HashMap<(String, String), Failing>,
+    unplaced_since: Option<Instant>,
 }
 
 /// Waits for the verdict (the reading half).
@@ -31,15 +72,23 @@ pub(super) struct Verdict {
     seen: watch::Receiver<Seen>,
 }
 
-/// A watch and its verdict; `grace` is how long a reason that may clear by itself
-/// (`edge_connect.start_failure_grace_secs`) is given before it counts.
-pub(super) fn start_watch(grace: Duration) -> (StartWatch, Verdict) {
+/// A watch of the pods of `deployment` and its verdict; `grace` is
+/// `edge_connect.start_failure_grace_secs`; `unplaced_counts` makes a pod that no node takes
+/// within the grace a failure.
+pub(super) fn start_watch(
+    deployment: String,
+    grace: Duration,
+    unplaced_counts: bool,
+) -> (StartWatch, Verdict) {
     let (tx, rx) = watch::channel(Seen::default());
     (
         StartWatch {
             seen: tx,
-            failed_pull: false,
+            deployment,
             grace,
+            unplaced_counts,
+            failing: HashMap::new(),
+            unplaced_since: None,
         },
         Verdict { seen: rx },
     )
@@ -48,78 +97,134 @@ pub(super) fn start_watch(grace: Duration) -> (StartWatch, Verdict) {
 impl StartWatch {
     /// Takes one progress line of the stream.
     pub(super) fn observe(&mut self, message: &str) {
-        let reasons = pod_reasons(message);
-        if pod_unscheduled(message) {
-            // No node has taken the pod yet: normal for a moment, a full site if it lasts.
-            self.wait_for(StartReason::Unschedulable);
-        } else if reasons.is_empty() {
-            if message.starts_with("Status: ") {
-                // The pods moved on to a state that names no failure: what was waited on
-                // cleared.
-                self.failed_pull = false;
-                self.seen.send_modify(|s| s.pending = None);
-            }
+        let now = Instant::now();
+        let ours: Vec<_> = pod_statuses(message)
+            .into_iter()
+            .filter(|p| pod_of(p.pod, &self.deployment))
+            .collect();
+        if ours.is_empty() {
             return;
         }
-        for reason in reasons {
-            // Kubelet retries a failed pull; a second failure is no hiccup.
-            if reason.transient() && !self.failed_pull {
-                self.failed_pull = true;
-                self.wait_for(reason);
-            } else {
-                self.decide(reason);
+        let mut verdict = None;
+        let mut unplaced = false;
+        for pod in &ours {
+            if pod.unscheduled() {
+                unplaced = true;
+                continue;
+            }
+            // A container missing from the line runs; one starting normally is on its way.
+            self.failing.retain(|(p, c), _| {
+                p != pod.pod
+                    || pod
+                        .not_running
+                        .iter()
+                        .any(|(name, reason)| name == c && !starting_normally(reason))
+            });
+            for &(container, reason) in &pod.not_running {
+                if starting_normally(reason) {
+                    continue;
+                }
+                let key = (pod.pod.to_string(), container.to_string());
+                match self.failing.get_mut(&key) {
+                    None => {
+                        self.failing.insert(
+                            key,
+                            Failing {
+                                last: reason.to_string(),
+                                shown: vec![reason.to_string()],
+                                since: now,
+                            },
+                        );
+                    }
+                    Some(f) if f.last != reason => {
+                        if f.shown.iter().any(|r| r == reason) {
+                            // It keeps failing the same way: kubelet tried again.
+                            verdict.get_or_insert_with(|| reason.to_string());
+                        }
+                        f.shown.push(reason.to_string());
+                        f.last = reason.to_string();
+                    }
+                    Some(_) => {}
+                }
+                if lasting(reason) {
+                    verdict.get_or_insert_with(|| reason.to_string());
+                }
             }
         }
-    }
-
-    /// Gives a reason that may clear by itself the grace, from its first sighting.
-    fn wait_for(&self, reason: StartReason) {
-        let until = Instant::now() + self.grace;
+        if unplaced {
+            self.unplaced_since.get_or_insert(now);
+        } else {
+            self.unplaced_since = None;
+        }
+        let grace = self.grace;
+        let mut pending = self
+            .failing
+            .values()
+            .map(|f| (StartFailure::Container(f.last.clone()), f.since + grace))
+            .min_by_key(|(_, until)| *until);
+        if let (true, Some(since)) = (self.unplaced_counts, self.unplaced_since) {
+            if pending
+                .as_ref()
+                .is_none_or(|(_, until)| since + grace < *until)
+            {
+                pending = Some((StartFailure::Unplaced, since + grace));
+            }
+        }
         self.seen.send_modify(|s| {
-            s.pending.get_or_insert((reason, until));
-        });
-    }
-
-    fn decide(&self, reason: StartReason) {
-        self.seen.send_modify(|s| {
-            s.verdict.get_or_insert(reason);
+            if s.verdict.is_none() {
+                s.verdict = verdict.map(StartFailure::Container);
+            }
+            s.pending = pending;
+            s.unplaced = unplaced;
         });
     }
 }
 
 impl Verdict {
-    /// The reason the runner will not start, once known: at once for a lasting reason, after
-    /// the grace for one that did not clear. Never resolves while nothing is wrong.
-    pub(super) async fn reason(&mut self) -> StartReason {
+    /// The reason the runner will not start, once known: at once for a lasting or repeated
+    /// reason, after the grace for one that did not clear. Never resolves while nothing is
+    /// wrong.
+    pub(super) async fn reason(&mut self) -> StartFailure {
         loop {
             let seen = self.seen.borrow_and_update().clone();
-            if let Some(reason) = seen.verdict {
-                return reason;
+            if let Some(failure) = seen.verdict {
+                return failure;
             }
+            let changed = async {
+                if self.seen.changed().await.is_err() {
+                    // The stream ended; its outcome (and `decided`) will tell.
+                    std::future::pending::<()>().await;
+                }
+            };
             match seen.pending {
-                Some((reason, until)) => {
+                Some((failure, until)) => {
                     tokio::select! {
-                        changed = self.seen.changed() => {
-                            if changed.is_err() {
-                                // The stream ended; its outcome (and `decided`) will tell.
-                                std::future::pending::<()>().await;
-                            }
-                        }
-                        _ = tokio::time::sleep_until(until.into()) => return reason,
+                        _ = changed => {}
+                        _ = tokio::time::sleep_until(until.into()) => return failure,
                     }
                 }
-                None => {
-                    if self.seen.changed().await.is_err() {
-                        std::future::pending::<()>().await;
-                    }
-                }
+                None => changed.await,
             }
         }
     }
 
-    /// A lasting reason seen so far, if any (for a stream that ended at the same moment).
-    pub(super) fn decided(&self) -> Option<StartReason> {
-        self.seen.borrow().verdict
+    /// A verdict reached so far, if any (for a stream that ended at the same moment).
+    pub(super) fn decided(&self) -> Option<StartFailure> {
+        self.seen.borrow().verdict.clone()
+    }
+
+    /// A container of our pod that was not starting normally when the last line came, if any
+    /// (for a stream that ended before its grace passed).
+    pub(super) fn failing(&self) -> Option<StartFailure> {
+        match self.seen.borrow().pending.clone() {
+            Some((failure @ StartFailure::Container(_), _)) => Some(failure),
+            _ => None,
+        }
+    }
+
+    /// True when the last line about our pod said that no node has taken it.
+    pub(super) fn unplaced(&self) -> bool {
+        self.seen.borrow().unplaced
     }
 }
 
@@ -127,60 +232,114 @@ impl Verdict {
 mod tests {
     use super::*;
 
-    const PULL: &str = "Status: pod r-1: Pending (0/1), container r: ErrImagePull";
-    const BACKOFF: &str = "Status: pod r-1: Pending (0/1), container r: ImagePullBackOff";
-    const CREATING: &str = "Status: pod r-1: Pending (0/1), container r: ContainerCreating";
+    const DEPLOYMENT: &str = "r1-deployment";
+    const PULL: &str =
+        "Status: pod r1-deployment-6d4f9-x7k2p: Pending (0/1), container r1: ErrImagePull";
+    const BACKOFF: &str =
+        "Status: pod r1-deployment-6d4f9-x7k2p: Pending (0/1), container r1: ImagePullBackOff";
+    const CREATING: &str =
+        "Status: pod r1-deployment-6d4f9-x7k2p: Pending (0/1), container r1: ContainerCreating";
+    const UNPLACED: &str = "Status: pod r1-deployment-6d4f9-x7k2p: Pending (0/0), ";
 
-    fn pending(verdict: &Verdict) -> Option<StartReason> {
-        verdict.seen.borrow().pending.map(|(r, _)| r)
+    fn new_watch(grace_ms: u64, unplaced_counts: bool) -> (StartWatch, Verdict) {
+        start_watch(
+            DEPLOYMENT.to_string(),
+            Duration::from_millis(grace_ms),
+            unplaced_counts,
+        )
+    }
+
+    fn pending(verdict: &Verdict) -> Option<StartFailure> {
+        verdict.seen.borrow().pending.clone().map(|(r, _)| r)
+    }
+
+    fn container(reason: &str) -> StartFailure {
+        StartFailure::Container(reason.to_string())
     }
 
     #[tokio::test]
     async fn a_back_off_is_a_verdict_at_once() {
-        let (mut watch, mut verdict) = start_watch(Duration::from_secs(3600));
+        let (mut watch, mut verdict) = new_watch(3_600_000, false);
         watch.observe(CREATING);
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
         watch.observe(BACKOFF);
-        assert_eq!(verdict.reason().await, StartReason::ImagePullBackOff);
-        assert_eq!(verdict.decided(), Some(StartReason::ImagePullBackOff));
+        assert_eq!(verdict.reason().await, container("ImagePullBackOff"));
     }
 
     #[tokio::test]
-    async fn a_failed_pull_counts_when_it_repeats_or_outlasts_the_grace() {
-        let grace = Duration::from_millis(50);
-        let (mut watch, mut verdict) = start_watch(grace);
-        let started = Instant::now();
-        watch.observe(PULL);
+    async fn any_other_reason_counts_after_the_grace_or_when_it_comes_back() {
+        for reason in [
+            "ErrImagePull",
+            "RunContainerError",
+            "RegistryUnavailable",
+            "Error",
+        ] {
+            let line = PULL.replace("ErrImagePull", reason);
+            let (mut watch, mut verdict) = new_watch(50, false);
+            let started = Instant::now();
+            watch.observe(&line);
+            assert_eq!(verdict.decided(), None, "{reason}");
+            assert_eq!(verdict.reason().await, container(reason));
+            assert!(started.elapsed() >= Duration::from_millis(50));
+        }
+        // Error, then something else, then Error again: it keeps terminating.
+        let (mut watch, verdict) = new_watch(3_600_000, false);
+        let error = PULL.replace("ErrImagePull", "Error");
+        watch.observe(&error);
+        watch.observe(&PULL.replace("ErrImagePull", "Completed"));
         assert_eq!(verdict.decided(), None);
-        assert_eq!(pending(&verdict), Some(StartReason::ErrImagePull));
-        assert_eq!(verdict.reason().await, StartReason::ErrImagePull);
-        assert!(started.elapsed() >= grace);
-
-        let (mut watch, mut verdict) = start_watch(Duration::from_secs(3600));
-        watch.observe(PULL);
-        watch.observe(PULL);
-        assert_eq!(verdict.decided(), Some(StartReason::ErrImagePull));
-        assert_eq!(verdict.reason().await, StartReason::ErrImagePull);
+        watch.observe(&error);
+        assert_eq!(verdict.decided(), Some(container("Error")));
     }
 
     #[test]
-    fn a_pod_that_stays_unscheduled_counts_after_the_grace_unless_it_is_placed() {
-        let (mut watch, verdict) = start_watch(Duration::from_secs(30));
-        watch.observe("Status: pod r-1: Pending (0/0), ");
-        assert_eq!(pending(&verdict), Some(StartReason::Unschedulable));
-        watch.observe(CREATING);
+    fn lines_about_another_pod_do_not_count() {
+        let (mut watch, verdict) = new_watch(3_600_000, true);
+        for other in [
+            "r11-deployment-6d4f9-x7k2p",
+            "x-6d4f9-x7k2p",
+            "r1-deployment-6d4f9",
+        ] {
+            watch.observe(&BACKOFF.replace("r1-deployment-6d4f9-x7k2p", other));
+            watch.observe(&UNPLACED.replace("r1-deployment-6d4f9-x7k2p", other));
+        }
+        assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
+        let both = format!(
+            "{}; {}",
+            BACKOFF.replace("r1-deployment-6d4f9-x7k2p", "other-1-2"),
+            &CREATING["Status: ".len()..]
+        );
+        watch.observe(&both);
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
     }
 
     #[test]
-    fn a_pull_that_clears_is_forgiven() {
-        let (mut watch, verdict) = start_watch(Duration::from_secs(30));
+    fn an_unplaced_pod_counts_only_where_another_site_can_be_tried() {
+        let (mut watch, verdict) = new_watch(30_000, false);
+        watch.observe(UNPLACED);
+        assert_eq!(pending(&verdict), None);
+        assert!(verdict.unplaced());
+        let (mut watch, verdict) = new_watch(30_000, true);
+        watch.observe(UNPLACED);
+        assert_eq!(pending(&verdict), Some(StartFailure::Unplaced));
+        watch.observe(CREATING);
+        assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
+        assert!(!verdict.unplaced());
+    }
+
+    #[test]
+    fn a_container_that_starts_normally_again_is_forgiven() {
+        let (mut watch, verdict) = new_watch(30_000, false);
         watch.observe(PULL);
-        watch.observe("Status: pod r-1: Running (1/1), ");
+        assert_eq!(pending(&verdict), Some(container("ErrImagePull")));
+        watch.observe(CREATING);
+        assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
+        watch.observe(PULL);
+        watch.observe("Status: pod r1-deployment-6d4f9-x7k2p: Running (1/1), ");
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
         // Progress lines that are not pod statuses change nothing.
         watch.observe(PULL);
         watch.observe("Creating App Inst");
-        assert_eq!(pending(&verdict), Some(StartReason::ErrImagePull));
+        assert_eq!(pending(&verdict), Some(container("ErrImagePull")));
     }
 }

@@ -425,7 +425,7 @@ fn a_federated_gen2_cloudlet_is_created_on_and_deleted_with_its_federation() {
 #[test]
 fn a_pools_list_among_two_thousand_foreign_apps_is_exact_on_every_release() {
     use edge_connect_sim::Seed;
-    // The current release filters on the server (docs/edge-connect-behaviours.md B22); one
+    // The current release filters on the server (docs/edge-connect-behaviours.md B23); one
     // before env_vars and annotations drops both filters and answers with everything, so the
     // provider's own ownership check is what keeps the list exact there.
     for (api, release, site, extra) in [

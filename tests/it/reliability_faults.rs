@@ -155,7 +155,7 @@ fn a_revoked_account_is_one_clear_auth_error_not_a_loop() {
 }
 
 #[test]
-fn a_delete_of_an_instance_still_creating_waits_it_out() {
+fn a_delete_of_an_instance_still_creating_says_so_at_once_and_a_retry_removes_it() {
     let config = SimConfig {
         create_delay: Duration::from_millis(2500),
         ..SimConfig::default()
@@ -167,8 +167,19 @@ fn a_delete_of_an_instance_still_creating_waits_it_out() {
         &fixture_with("bootstrap-github-jit.json", NAME, POOL),
     );
     wait_for(|| w.app_inst_names().len() == 1);
+    // GARM's DeleteInstance is not the place to wait (GARM retries it every few seconds):
+    // it says at once what holds the AppInst, without a DeleteAppInst that would be refused.
+    let started = std::time::Instant::now();
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
-    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert_eq!(d.code, 1, "{}", d.stdout);
+    assert!(
+        d.stderr
+            .contains(&format!("AppInst {NAME} on TelekomOP/Munich is Creat")),
+        "{}",
+        d.stderr
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(w.calls("DeleteAppInst"), 0);
     let out = creating.wait_with_output().expect("create finishes");
     assert_eq!(
         out.status.code(),
@@ -176,7 +187,23 @@ fn a_delete_of_an_instance_still_creating_waits_it_out() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+    assert_eq!(d.code, 0, "{}", d.stderr);
     assert_empty(&w);
+}
+
+/// DeleteInstance as GARM runs it: again every second while it fails (GARM: every few
+/// seconds), at most `tries` times; the last run.
+fn delete_until_done(w: &World, tries: usize) -> Run {
+    let mut d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+    for _ in 1..tries {
+        if d.code == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+    }
+    d
 }
 
 #[test]
@@ -198,12 +225,13 @@ fn killed_mid_create_then_delete_cleans_up_and_create_works_again() {
         std::thread::sleep(Duration::from_millis(kill_after_ms));
         child.kill().expect("SIGKILL");
         let _ = child.wait();
-        let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+        // An AppInst still creating is reported at once; GARM's retries remove it once Ready.
+        let d = delete_until_done(&w, 10);
         assert_eq!(d.code, 0, "kill after {kill_after_ms} ms: {}", d.stderr);
         // A creation that was still on its way to the server may land after the delete looked;
         // let it settle, delete again as GARM's retry would, then the state must be clean.
         std::thread::sleep(Duration::from_millis(400));
-        let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
+        let d = delete_until_done(&w, 10);
         assert_eq!(d.code, 0, "{}", d.stderr);
         assert_empty(&w);
         let again = create(&w);

@@ -269,7 +269,7 @@ const CONTROLLER_ID: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
 
 /// The App carries the whole runner environment, secrets included, in one envVarsYaml config,
 /// no `secret_env_vars`, and in `env_vars` only a copy of the ownership markers (ShowApp's
-/// filter, docs/edge-connect-behaviours.md B22).
+/// filter, docs/edge-connect-behaviours.md B23).
 fn assert_envvars_yaml(app: &Value) {
     let env_vars = app["env_vars"].as_object().cloned().unwrap_or_default();
     let names: Vec<&str> = env_vars.keys().map(String::as_str).collect();

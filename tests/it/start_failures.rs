@@ -1,13 +1,14 @@
-//! A runner that cannot start says why at once (issue 21 items 1 and 2): the CRM's pod status
-//! lines, as main `pkg/k8smgmt/appinst.go:175, 311-312` words them, end the create as soon as
-//! one names a reason that will not clear; the create is rolled back and the one stderr line
-//! names the image, the site and the reason. A controller that keeps the stream open (as the
-//! real one does for up to 15 minutes) is played by a fake server; site refusals by the
-//! simulator.
+//! A runner that cannot start says why at once (issues 21 and 27): the CRM's pod status lines
+//! about our pod, as main `pkg/k8smgmt/appinst.go:175, 311-312` words them, end the create as
+//! soon as they say it will not start (docs/edge-connect-behaviours.md B22); the create is rolled
+//! back and the one stderr line names the image, the site and the reason, and the DeleteInstance
+//! GARM runs next ends at once too. A controller that keeps the stream open (as the real one
+//! does for up to 15 minutes) is played by a fake server; site refusals and the CRM's waits by
+//! the simulator.
 
 use std::time::Duration;
 
-use edge_connect_sim::{CloudletSettings, Fault, ImageFault, ImageRule, SimConfig};
+use edge_connect_sim::{CloudletSettings, Fault, FaultKind, ImageFault, ImageRule, SimConfig};
 
 use crate::hardening_client::{head, one_line, reply, token_reply, Fake, Setup, Step, CTRL, LOGIN};
 use crate::support::*;
@@ -18,6 +19,11 @@ const IMAGE: &str = "ghcr.io/example-org/garm-runner:2.330.0";
 /// A controller whose CreateAppInst stream sends `lines` and then stays open without a word
 /// (the CRM waits for the pod), and which has undone the AppInst once the client left.
 fn stuck_with(lines: &[&str]) -> Fake {
+    answering(lines, true)
+}
+
+/// A controller whose CreateAppInst stream sends `lines`, then stays open when `open` or ends.
+fn answering(lines: &[&str], open: bool) -> Fake {
     let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     Fake::start(move |path, _| match path {
         LOGIN => token_reply(),
@@ -28,7 +34,9 @@ fn stuck_with(lines: &[&str]) -> Fake {
                     format!("{{\"data\":{{\"message\":\"{line}\"}}}}\n").into_bytes(),
                 ));
             }
-            steps.push(Step::Sleep(Duration::from_secs(50)));
+            if open {
+                steps.push(Step::Sleep(Duration::from_secs(50)));
+            }
             steps
         }
         p if p == format!("{CTRL}CreateApp") || p == format!("{CTRL}DeleteApp") => {
@@ -53,9 +61,9 @@ fn an_unpullable_image_fails_fast_naming_image_site_and_reason() {
     assert_eq!(fixture_image(), IMAGE);
     let fake = stuck_with(&[
         "Creating",
-        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ContainerCreating",
-        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ErrImagePull",
-        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ImagePullBackOff",
+        "Status: pod hardened-runner1-deployment-6d4f9-x7k2p: Pending (0/1), container hardened-runner1: ContainerCreating",
+        "Status: pod hardened-runner1-deployment-6d4f9-x7k2p: Pending (0/1), container hardened-runner1: ErrImagePull",
+        "Status: pod hardened-runner1-deployment-6d4f9-x7k2p: Pending (0/1), container hardened-runner1: ImagePullBackOff",
     ]);
     let setup = Setup::new(&fake.url(), "");
     let r = setup.garm("CreateInstance", &[]);
@@ -75,7 +83,7 @@ fn an_unpullable_image_fails_fast_naming_image_site_and_reason() {
 #[test]
 fn a_failed_pull_that_does_not_clear_counts_after_the_grace() {
     let fake = stuck_with(&[
-        "Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/1), container hardened-runner: ErrImagePull",
+        "Status: pod hardened-runner1-deployment-6d4f9-x7k2p: Pending (0/1), container hardened-runner1: ErrImagePull",
     ]);
     let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
     let r = setup.garm("CreateInstance", &[]);
@@ -96,7 +104,7 @@ fn a_crashing_runner_fails_fast() {
         ("CrashLoopBackOff", "keeps crashing"),
         ("CreateContainerConfigError", "cannot be created"),
     ] {
-        let line = format!("Status: pod hardened-runner-6d4f9-x7k2p: Running (0/1), container hardened-runner: {reason}");
+        let line = format!("Status: pod hardened-runner1-deployment-6d4f9-x7k2p: Running (0/1), container hardened-runner1: {reason}");
         let fake = stuck_with(&[&line]);
         let setup = Setup::new(&fake.url(), "");
         let r = setup.garm("CreateInstance", &[]);
@@ -179,21 +187,66 @@ fn a_docker_pull_failure_names_the_image() {
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
 
+/// Our pod, as the CRM names it for the fixture's App `hardened-runner` version `1`.
+const POD: &str = "hardened-runner1-deployment-6d4f9-x7k2p";
+
 #[test]
-fn a_pod_no_node_takes_is_a_refusal_of_the_site_after_the_grace() {
+fn a_pod_no_node_takes_is_waited_for_up_to_the_deadline_on_one_site() {
     // Kubernetes keeps an unschedulable pod `Pending` without container statuses; the CRM says
-    // so once and waits (docs/edge-connect-behaviours.md B12).
-    let fake = stuck_with(&["Status: pod hardened-runner-6d4f9-x7k2p: Pending (0/0), "]);
-    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
+    // so once and waits (docs/edge-connect-behaviours.md B12). A scheduler may still place it.
+    let fake = stuck_with(&[&format!("Status: pod {POD}: Pending (0/0), ")]);
+    let setup = Setup::new(
+        &fake.url(),
+        "start_failure_grace_secs = 1\nrequest_timeout_secs = 5\noperation_timeout_secs = 6",
+    );
+    let started = std::time::Instant::now();
     let r = setup.garm("CreateInstance", &[]);
+    let took = started.elapsed();
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
-        one_line(&r)
-            .starts_with("the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): "),
+        one_line(&r).starts_with("no node of TelekomOP/Munich took the runner's pod within edge_connect.operation_timeout_secs=6s (Pending (0/0)): "),
         "{}",
         r.stderr
     );
-    assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
+    assert!(took >= Duration::from_secs(6), "{took:?}");
+    assert!(took < Duration::from_secs(6 + 30 + 5), "{took:?}");
+}
+
+#[test]
+fn lines_about_another_pod_do_not_end_the_create() {
+    let fake = answering(
+        &[
+            "Status: pod other1-deployment-6d4f9-x7k2p: Running (0/1), container other1: CrashLoopBackOff; pod hardened-runner1-deployment-6d4f9-x7k2p: Pending (0/1), container hardened-runner1: ContainerCreating",
+            "Status: pod hardened-runner11-deployment-5c9-p2: Pending (0/0), ",
+            "Status: pod hardened-runner1-deployment-6d4f9-x7k2p: Running (1/1), ",
+            "Ready",
+            "Created AppInst successfully",
+        ],
+        false,
+    );
+    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
+    let r = setup.garm("CreateInstance", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 0);
+}
+
+#[test]
+fn a_container_that_keeps_terminating_fails_after_the_grace() {
+    let fake = stuck_with(&[&format!(
+        "Status: pod {POD}: Running (0/1), container hardened-runner1: Error"
+    )]);
+    let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
+    let started = std::time::Instant::now();
+    let r = setup.garm("CreateInstance", &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(started.elapsed() < Duration::from_secs(1 + 10));
+    assert!(
+        one_line(&r).starts_with(&format!(
+            "the container of image {IMAGE} keeps crashing on TelekomOP/Munich (Error): "
+        )),
+        "{}",
+        r.stderr
+    );
 }
 
 // --- Against the simulator's CRM (images that cannot start, scaled waits) ---
@@ -243,29 +296,230 @@ fn create_image(w: &World, name: &str, image: &str, specs: Option<serde_json::Va
     )
 }
 
+const PULL_FAILS: &str = "check the image name and tag, and image_pull_username / image_pull_password_env for a private registry";
+
 #[test]
-fn on_the_simulators_crm_an_unpullable_image_leaves_nothing_on_either_kind_of_site() {
+fn on_a_central_crm_an_unpullable_image_leaves_nothing() {
+    // Closing the stream makes the controller undo the create (B7); the rollback waits for it.
     let image = "registry.example.com/ci/runner:13";
-    // Central CRM: closing the stream makes the controller undo the create (B7).
-    // CRM on the edge: the AppInst stays Creating until the CRM's wait ends; the rollback waits
-    // for it within its grace and then removes it.
+    let w = World::with_sim(crm(&["Munich"], true), Site::Zone, "");
+    let r = create_image(&w, "garm-pull1", image, None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(
+        one_line(&r),
+        format!(
+            "image {image} cannot be pulled on TelekomOP/Munich (ImagePullBackOff): {PULL_FAILS}"
+        )
+    );
+    assert!(
+        w.app_names().is_empty() && w.app_inst_names().is_empty(),
+        "{:?} {:?}",
+        w.app_names(),
+        w.app_inst_names()
+    );
+    w.assert_no_secrets(&[&r]);
+}
+
+fn delete_instance(w: &World, name: &str) -> Run {
+    w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], None)
+}
+
+#[test]
+fn on_a_crm_on_the_edge_create_and_delete_end_at_once_and_garms_retry_removes_it() {
+    // The AppInst stays Creating until the CRM's wait ends (B12, B17): the create says why and
+    // that its cleanup is held, the DeleteInstance GARM runs next says at once what holds it
+    // without asking for a delete that would be refused, and a retry after the wait removes
+    // everything.
+    let image = "registry.example.com/ci/runner:13";
+    let w = World::with_sim(crm(&["Munich"], false), Site::Zone, "");
+    let started = std::time::Instant::now();
+    let r = create_image(&w, "garm-pull1", image, None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let line = one_line(&r);
+    assert!(
+        line.starts_with(&format!(
+            "image {image} cannot be pulled on TelekomOP/Munich (ImagePullBackOff): {PULL_FAILS}; cleanup of garm-pull1 failed too (AppInst garm-pull1 on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by "
+        )) && line.ends_with(" UTC, 15 minutes after its create), DeleteInstance will retry it"),
+        "{line}"
+    );
+    let deletes = w.calls("DeleteAppInst");
+    let d = delete_instance(&w, "garm-pull1");
+    assert_eq!(d.code, 1, "{}", d.stdout);
+    assert!(
+        one_line(&d).starts_with("AppInst garm-pull1 on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by ")
+            && one_line(&d).ends_with("; GARM's next DeleteInstance after that removes it"),
+        "{}",
+        d.stderr
+    );
+    assert_eq!(
+        w.calls("DeleteAppInst"),
+        deletes,
+        "its state was known from the read"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5 + 30),
+        "{:?}",
+        started.elapsed()
+    );
+    // GARM retries every few seconds; once the CRM lets the AppInst go, the retry removes it.
+    std::thread::sleep(SCALED_WAIT);
+    let d = delete_instance(&w, "garm-pull1");
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+/// Kubelet's reasons for a container that does not start, other than its back-offs.
+const OTHER_REASONS: [&str; 6] = [
+    "RunContainerError",
+    "ImageInspectError",
+    "RegistryUnavailable",
+    "PostStartHookError",
+    "PreStartHookError",
+    "ContainerCannotRun",
+];
+
+fn crm_with_waits(central: bool) -> SimConfig {
+    let mut config = crm(&["Munich"], central);
+    config.images = OTHER_REASONS
+        .iter()
+        .map(|r| ImageRule::new(format!("*:{r}"), ImageFault::Waits(r)))
+        .collect();
+    config
+}
+
+#[test]
+fn every_other_reason_fails_within_the_grace() {
     for central in [true, false] {
-        let w = World::with_sim(crm(&["Munich"], central), Site::Zone, "");
-        let r = create_image(&w, "garm-pull1", image, None);
-        assert_eq!(r.code, 1, "central {central}: {}", r.stdout);
-        assert_eq!(
-            one_line(&r),
-            format!("image {image} cannot be pulled on TelekomOP/Munich (ImagePullBackOff): check the image name and tag, and image_pull_username / image_pull_password_env for a private registry"),
-            "central {central}"
+        let w = World::with_sim(
+            crm_with_waits(central),
+            Site::Zone,
+            "start_failure_grace_secs = 2",
         );
-        assert!(
-            w.app_names().is_empty() && w.app_inst_names().is_empty(),
-            "central {central}: {:?} {:?}",
-            w.app_names(),
-            w.app_inst_names()
-        );
-        w.assert_no_secrets(&[&r]);
+        for (i, reason) in OTHER_REASONS.iter().enumerate() {
+            let image = format!("ghcr.io/example-org/garm-runner:{reason}");
+            let started = std::time::Instant::now();
+            let r = create_image(&w, &format!("garm-why{i}"), &image, None);
+            let took = started.elapsed();
+            assert_eq!(r.code, 1, "{reason}: {}", r.stdout);
+            let line = one_line(&r);
+            assert!(
+                line.contains(&format!(" {image} "))
+                    && line.contains(&format!(" on TelekomOP/Munich ({reason}): ")),
+                "{line}"
+            );
+            assert!(
+                took < Duration::from_secs(2 + 10),
+                "{reason}, central {central}: {took:?}"
+            );
+        }
     }
+}
+
+#[test]
+fn a_pod_no_node_took_is_no_runner_when_the_crm_stops_waiting() {
+    // The CRM calls the AppInst Ready after its wait whatever the pod does (B12).
+    let mut config = crm_waiting(&["Munich"], true, Duration::from_secs(3));
+    config.images = vec![ImageRule::new("*", ImageFault::Unschedulable)];
+    let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 1");
+    let r = create_image(&w, "garm-never1", IMAGE, None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r).starts_with("no node of TelekomOP/Munich took the runner's pod before the site's CRM stopped waiting for it (Pending (0/0)): "),
+        "{}",
+        r.stderr
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+
+    // A container still failing then, before its grace passed, likewise.
+    let mut config = crm_waiting(&["Munich"], true, Duration::from_secs(3));
+    config.images = vec![ImageRule::new("*", ImageFault::Waits("RunContainerError"))];
+    let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 60");
+    let r = create_image(&w, "garm-never2", IMAGE, None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        one_line(&r).starts_with(&format!(
+            "the container of image {IMAGE} keeps crashing on TelekomOP/Munich (RunContainerError): "
+        )),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_pod_scheduled_after_the_grace_runs_on_a_one_site_pool() {
+    let mut config = crm(&["Munich"], false);
+    config.images = vec![ImageRule::new(
+        "*:late",
+        ImageFault::ScheduledAfter(Duration::from_secs(8)),
+    )];
+    let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 5");
+    let started = std::time::Instant::now();
+    let r = create_image(
+        &w,
+        "garm-late1",
+        "ghcr.io/example-org/garm-runner:late",
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(started.elapsed() >= Duration::from_secs(8));
+    assert_eq!(w.app_inst_names(), ["garm-late1"]);
+}
+
+fn two_crm_zones(central: bool, munich_schedules: bool) -> SimConfig {
+    let mut config = crm(&["Munich", "Berlin"], central);
+    config.cloudlet_settings[0].pods_unscheduled = !munich_schedules;
+    config
+}
+
+fn both_zones() -> serde_json::Value {
+    serde_json::json!({
+        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
+    })
+}
+
+#[test]
+fn a_site_that_schedules_nothing_costs_the_grace_and_the_next_one_is_tried_in_time() {
+    let w = World::with_sim(
+        two_crm_zones(true, false),
+        Site::Zone,
+        "start_failure_grace_secs = 2\noperation_timeout_secs = 60",
+    );
+    let started = std::time::Instant::now();
+    let r = create_image(&w, "garm-fo1", IMAGE, Some(both_zones()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(2 + 15),
+        "{:?}",
+        started.elapsed()
+    );
+    let insts = w.sim.app_insts();
+    assert_eq!(insts.len(), 1);
+    assert_eq!(insts[0]["zone_key"]["name"], "Berlin");
+}
+
+#[test]
+fn a_site_whose_crm_holds_the_appinst_ends_the_failover_at_once_naming_both() {
+    // On a CRM on the edge the first site's AppInst stays until the CRM's wait ends, and a
+    // Gen3 AppInst name is unique across zones (B4): the next site cannot take the same name.
+    let w = World::with_sim(
+        two_crm_zones(false, false),
+        Site::Zone,
+        "start_failure_grace_secs = 2\noperation_timeout_secs = 60",
+    );
+    let started = std::time::Instant::now();
+    let r = create_image(&w, "garm-fo2", IMAGE, Some(both_zones()));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        started.elapsed() < Duration::from_secs(2 + 15),
+        "{:?}",
+        started.elapsed()
+    );
+    let line = one_line(&r);
+    assert!(
+        line.starts_with("no node of TelekomOP/Munich took the runner's pod within edge_connect.start_failure_grace_secs=2s (Pending (0/0)); cleanup of garm-fo2 failed too (AppInst garm-fo2 on TelekomOP/Munich is Creating: "),
+        "{line}"
+    );
+    assert_eq!(w.calls("CreateAppInst"), 1);
 }
 
 #[test]
@@ -288,10 +542,12 @@ fn on_the_simulators_crm_a_crashing_image_fails_fast() {
 
 #[test]
 fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
+    // The first site gets the grace, the last one the rest of the deadline (it might still
+    // place the pod), as the only site of a pool does.
     let w = World::with_sim(
         crm(&["Munich", "Berlin"], true),
         Site::Zone,
-        "start_failure_grace_secs = 1",
+        "start_failure_grace_secs = 1\nrequest_timeout_secs = 5\noperation_timeout_secs = 6",
     );
     let specs = serde_json::json!({
         "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
@@ -304,10 +560,9 @@ fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
     );
     assert_eq!(r.code, 1, "{}", r.stdout);
     let line = one_line(&r);
-    assert!(
-        line.starts_with("no site could take the AppInst (2 tried): zone TelekomOP/Munich: the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): ")
-            && line.contains("; zone TelekomOP/Berlin: the runner cannot be scheduled on TelekomOP/Berlin (Unschedulable): "),
-        "{line}"
+    assert_eq!(
+        line,
+        "no site could take the AppInst (2 tried): zone TelekomOP/Munich: no node of TelekomOP/Munich took the runner's pod within edge_connect.start_failure_grace_secs=1s (Pending (0/0)); zone TelekomOP/Berlin: no node of TelekomOP/Berlin took the runner's pod within edge_connect.operation_timeout_secs=6s (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones"
     );
     assert_eq!(w.calls("CreateAppInst"), 2);
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
@@ -329,74 +584,155 @@ fn now_seconds() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() % 86_400.0)
 }
 
-/// The seconds from the first log line containing `cause` to the end of the process.
-fn cause_to_exit(w: &World, run: impl FnOnce() -> Run, cause: &str) -> (f64, Run) {
-    let r = run();
-    let ended = now_seconds();
+/// When the first log line containing `cause` (a status line, for a cause that begins with
+/// `:`) was written, in seconds of the UTC day.
+fn first_line_naming(w: &World, cause: &str) -> f64 {
     let log = w.log_text();
-    let first = log
-        .lines()
+    log.lines()
         .find(|l| l.contains(cause) && (l.contains("Status: pod") || !cause.starts_with(':')))
         .and_then(log_seconds)
-        .unwrap_or_else(|| panic!("no log line names {cause:?}:\n{log}"));
-    (ended - first, r)
+        .unwrap_or_else(|| panic!("no log line names {cause:?}:\n{log}"))
+}
+
+/// One measured case on one site: CreateInstance, then the DeleteInstance GARM runs right after
+/// it; one row of the table.
+fn measure_one_site(
+    case: &str,
+    image: &str,
+    central: bool,
+    cause: &str,
+    fault: Option<ImageFault>,
+) {
+    let mut config = crm_waiting(&["Munich"], central, MEASURED_WAIT);
+    if let Some(fault) = fault {
+        config.images = vec![ImageRule::new(image, fault)];
+    }
+    let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 5");
+    let r = create_image(&w, "garm-t", image, None);
+    let created = now_seconds();
+    let d = delete_instance(&w, "garm-t");
+    let deleted = now_seconds();
+    let first = first_line_naming(&w, cause);
+    let crm = if central { "central" } else { "on the edge" };
+    println!(
+        "| {case} | {crm} | `{cause}` | {:.1} | {:.1} | {} / {} | {} |",
+        created - first,
+        deleted - first,
+        r.code,
+        d.code,
+        w.calls("DeleteAppInst")
+    );
+}
+
+/// One measured create on a two-site pool (Munich first): wall time against the deadline, the
+/// site used.
+fn measure_two_sites(case: &str, w: &World) {
+    let started = std::time::Instant::now();
+    let r = create_image(w, "garm-t", IMAGE, Some(both_zones()));
+    let took = started.elapsed().as_secs_f64();
+    let used = w
+        .sim
+        .app_insts()
+        .iter()
+        .filter(|i| i["state"] == "Ready")
+        .map(|i| {
+            i["zone_key"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .next()
+        .unwrap_or_else(|| "none".into());
+    println!(
+        "| {case} | {took:.1} | 60 | {used} | {} | {} |",
+        r.code,
+        w.calls("DeleteAppInst")
+    );
 }
 
 #[test]
 #[ignore = "measurement for BENCHMARKS.md: cargo test --test it -- --ignored start_failure_timings --nocapture"]
 fn start_failure_timings() {
-    println!("| case | first status line naming the cause | seconds to exit | exit |");
-    println!("|---|---|---|---|");
-    let cases: [(&str, &str, bool, &str); 4] = [
+    println!("| case | CRM | first line naming the cause | s to CreateInstance exit | s to DeleteInstance exit | exits | DeleteAppInst |");
+    println!("|---|---|---|---|---|---|---|");
+    let cases: [(&str, &str, &str, Option<ImageFault>); 4] = [
         (
-            "unpullable image, central CRM",
+            "unpullable image",
             "registry.example.com/ci/runner:13",
-            true,
             "ErrImagePull",
+            None,
         ),
         (
-            "unpullable image, CRM on the edge",
-            "registry.example.com/ci/runner:13",
-            false,
-            "ErrImagePull",
-        ),
-        (
-            "crash loop, central CRM",
+            "crash loop",
             "ghcr.io/example-org/garm-runner:crash",
-            true,
             ": Error",
+            None,
         ),
         (
-            "unschedulable, central CRM",
-            "ghcr.io/example-org/garm-runner:big",
-            true,
-            "Pending (0/0)",
+            "RunContainerError, no back-off after it",
+            "ghcr.io/example-org/garm-runner:run",
+            ": RunContainerError",
+            Some(ImageFault::Waits("RunContainerError")),
+        ),
+        (
+            "PostStartHookError, no back-off after it",
+            "ghcr.io/example-org/garm-runner:hook",
+            ": PostStartHookError",
+            Some(ImageFault::Waits("PostStartHookError")),
         ),
     ];
-    for (case, image, central, cause) in cases {
-        let w = World::with_sim(
-            crm_waiting(&["Munich"], central, MEASURED_WAIT),
-            Site::Zone,
-            "",
-        );
-        let (secs, r) = cause_to_exit(&w, || create_image(&w, "garm-t", image, None), cause);
-        println!("| {case} | `{cause}` | {secs:.1} | {} |", r.code);
-        assert!(w.app_names().is_empty() || !central);
+    for (case, image, cause, fault) in cases {
+        for central in [true, false] {
+            measure_one_site(case, image, central, cause, fault);
+        }
     }
-    // A full site: from its refusal to the runner running on the next one.
+    // A pod a node takes after 8 s, one site, grace 5 s: it runs.
+    let mut config = crm_waiting(&["Munich"], false, MEASURED_WAIT);
+    config.images = vec![ImageRule::new(
+        "*:late",
+        ImageFault::ScheduledAfter(Duration::from_secs(8)),
+    )];
+    let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 5");
+    let started = std::time::Instant::now();
+    let r = create_image(&w, "garm-t", "ghcr.io/example-org/garm-runner:late", None);
+    println!(
+        "| pod placed after 8 s, one site | on the edge | `Pending (0/0)` | {:.1} (runs) | - | {} | {} |",
+        started.elapsed().as_secs_f64(),
+        r.code,
+        w.calls("DeleteAppInst")
+    );
+
+    println!();
+    println!("| two-site pool (Munich first), grace 5 s | wall s | deadline s | site used | exit | DeleteAppInst |");
+    println!("|---|---|---|---|---|---|");
+    let two = "start_failure_grace_secs = 5\nrequest_timeout_secs = 5\noperation_timeout_secs = 60";
+    for central in [true, false] {
+        let crm = if central { "central" } else { "on the edge" };
+        let w = World::with_sim(two_crm_zones(central, false), Site::Zone, two);
+        measure_two_sites(&format!("Munich schedules nothing, CRM {crm}"), &w);
+    }
     let w = World::with_sim(
         crm_waiting(&["Munich", "Berlin"], true, MEASURED_WAIT),
         Site::Zone,
-        "",
+        two,
+    );
+    w.sim.inject(Fault::new(
+        "CreateAppInst",
+        FaultKind::Slow { delay_ms: 120_000 },
+    ));
+    measure_two_sites("Munich answers nothing to CreateAppInst", &w);
+    let w = World::with_sim(
+        crm_waiting(&["Munich", "Berlin"], true, MEASURED_WAIT),
+        Site::Zone,
+        two,
     );
     w.sim.set_capacity("TelekomOP", "Munich", Some(0));
-    let specs = serde_json::json!({
-        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
-    });
-    let (secs, r) = cause_to_exit(
+    measure_two_sites(
+        "Munich is full (`No resources available for deployment`)",
         &w,
-        || create_image(&w, "garm-t", IMAGE, Some(specs)),
-        "cannot take the AppInst",
     );
-    println!("| full site, next site takes it | `No resources available for deployment` | {secs:.1} | {} |", r.code);
+    let mut config = crm_waiting(&["Munich", "Berlin"], true, MEASURED_WAIT);
+    config.images = vec![ImageRule::new("*", ImageFault::CannotPull)];
+    let w = World::with_sim(config, Site::Zone, two);
+    measure_two_sites("the image cannot be pulled anywhere", &w);
 }

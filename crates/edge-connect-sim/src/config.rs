@@ -120,6 +120,10 @@ pub struct CloudletSettings {
     /// progress"). main `pkg/controller/appinst_api.go:1293-1341`,
     /// `api/edgeproto/appinst.pb.go:9724-9734`.
     pub crm_on_edge: bool,
+    /// The site's nodes take no new pod (all full, or none Ready): every Kubernetes AppInst's
+    /// pod stays `Pending (0/0)` there, as with [`ImageFault::Unschedulable`], whatever the
+    /// image.
+    pub pods_unscheduled: bool,
 }
 
 impl CloudletSettings {
@@ -130,6 +134,7 @@ impl CloudletSettings {
             name: name.into(),
             federated_organization: String::new(),
             crm_on_edge: true,
+            pods_unscheduled: false,
         }
     }
 }
@@ -164,6 +169,16 @@ pub enum ImageFault {
     /// No node can take the pod. Kubernetes: the pod stays `Pending` without containers;
     /// docker has no scheduler, the create succeeds.
     Unschedulable,
+    /// The container stays waiting with this reason, as kubelet or the runtime words it
+    /// (`RunContainerError`, `ImageInspectError`, `RegistryUnavailable`, `PreStartHookError`,
+    /// `PostStartHookError`, `ContainerCannotRun`, …; kubernetes `pkg/kubelet/images/types.go`,
+    /// `pkg/kubelet/container/sync_result.go`), until the CRM's wait ends. On a real node a
+    /// back-off reason may follow some of them; the simulator shows none, the case in which
+    /// only the reason itself tells. Docker: the create succeeds.
+    Waits(&'static str),
+    /// No node takes the pod for this long (wall time, not scaled), then it starts: a busy
+    /// scheduler or a node being added. Docker: the create succeeds.
+    ScheduledAfter(Duration),
 }
 
 /// Images whose name matches `pattern` fail to start the way `fault` says. The pattern is

@@ -29,7 +29,7 @@ impl Client {
     /// `ShowApp` of the Apps whose key matches `filter` (empty parts are wildcards) and whose
     /// `env_vars` hold every one of `env_vars`: the Apps as they arrive, for the caller to keep
     /// what it needs. A server that does not know `env_vars` answers as if none were given
-    /// (docs/edge-connect-behaviours.md B22): the caller still decides what is its own.
+    /// (docs/edge-connect-behaviours.md B23): the caller still decides what is its own.
     pub async fn show_apps(
         &self,
         filter: &AppKey,
@@ -69,7 +69,7 @@ impl Client {
     /// `ShowAppInst` of the AppInsts whose key matches `filter` (name and organization; empty
     /// parts are wildcards) and whose `annotations` hold every one of `annotations`: the
     /// AppInsts as they arrive. A server older than annotations answers as if none were given
-    /// (docs/edge-connect-behaviours.md B22).
+    /// (docs/edge-connect-behaviours.md B23).
     pub async fn show_app_insts(
         &self,
         filter: &AppInstKey,

@@ -1,10 +1,7 @@
 //! What a CreateAppInst stream says about the start of the AppInst: its success line, the
 //! CRM's pod status lines, and docker's refusal to run the image. The provider decides what to
 //! do with them; this module only reads the controller's words
-//! (docs/edge-connect-behaviours.md B12, B13).
-
-use serde::de::value::StrDeserializer;
-use serde::Deserialize;
+//! (docs/edge-connect-behaviours.md B12, B13, B22).
 
 /// True when a stream's last progress line is the one of a CreateAppInst stream that created
 /// the AppInst (main `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends
@@ -14,86 +11,108 @@ pub fn created(last: &str) -> bool {
     last == "Created AppInst successfully"
 }
 
-/// A container or pod reason the CRM reports that means "will not start without a change"
-/// (Kubernetes' waiting reasons, as kubelet names them; the CRM copies them into its status
-/// line, main `pkg/k8smgmt/appinst.go:160-176`; docs/edge-connect-behaviours.md B12). Each
-/// variant is named as Kubernetes spells the reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-pub enum StartReason {
-    /// The image pull failed (may clear by itself: a registry hiccup).
-    ErrImagePull,
-    /// Kubelet backs off after failed pulls.
-    ImagePullBackOff,
-    /// The image reference cannot be parsed.
-    InvalidImageName,
-    /// The pull policy forbids pulling an image that is not on the node.
-    ErrImageNeverPull,
-    /// The container's configuration refers to something missing (a secret, a config map).
-    CreateContainerConfigError,
-    /// The container runtime could not create the container.
-    CreateContainerError,
-    /// The container starts and exits again and again.
-    CrashLoopBackOff,
-    /// No node can take the pod (the only reason the CRM itself fails on,
-    /// `pkg/k8smgmt/appinst.go:169-171, 220-221`; in practice Kubernetes never reports it as a
-    /// container reason, see [`pod_unscheduled`]).
-    Unschedulable,
-}
-
-/// What a [`StartReason`] is about, for the message that names what to check.
+/// What a container reason is about, for the message that names what to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartProblem {
-    /// The image cannot be pulled.
+    /// The image cannot be pulled or read.
     Image,
     /// The container cannot be created from its configuration.
     Config,
-    /// The container crashes.
+    /// The container starts and stops again, or cannot be run.
     Crash,
-    /// The site has no room for the pod.
+    /// The platform said that no node can take the pod.
     Capacity,
+    /// Any other reason kubelet or the runtime gave.
+    Other,
 }
 
-impl StartReason {
-    /// True for a reason that may clear without a change (a first failed pull); the others
-    /// stay until someone changes the image, the configuration or the site.
-    pub fn transient(self) -> bool {
-        self == StartReason::ErrImagePull
-    }
+/// The waiting reasons kubelet gives a container that is starting normally: its image is being
+/// pulled or it is being created (`ContainerCreating`), or the pod's init containers have not
+/// finished (`PodInitializing`) (kubernetes `pkg/kubelet/kubelet_pods.go:85-89`, the
+/// "Container state reason list"). Every other reason is a container that does not start.
+pub fn starting_normally(reason: &str) -> bool {
+    matches!(reason, "ContainerCreating" | "PodInitializing")
+}
 
-    /// What the reason is about.
-    pub fn problem(self) -> StartProblem {
-        match self {
-            StartReason::ErrImagePull
-            | StartReason::ImagePullBackOff
-            | StartReason::InvalidImageName
-            | StartReason::ErrImageNeverPull => StartProblem::Image,
-            StartReason::CreateContainerConfigError | StartReason::CreateContainerError => {
-                StartProblem::Config
-            }
-            StartReason::CrashLoopBackOff => StartProblem::Crash,
-            StartReason::Unschedulable => StartProblem::Capacity,
+/// True for a reason that does not clear without a change of the image, the configuration or
+/// the site: kubelet backs off (`ImagePullBackOff`, `CrashLoopBackOff`: it has failed before and
+/// will fail the same way), or the image reference or the container's configuration cannot be
+/// used as it is (kubernetes `pkg/kubelet/images/types.go` for the image reasons,
+/// `pkg/kubelet/container/sync_result.go` for `CrashLoopBackOff`,
+/// `pkg/kubelet/kuberuntime/kuberuntime_container.go` for the `CreateContainer…` ones). Any
+/// other failing reason may be a moment's trouble (a registry hiccup, a slow runtime) and is
+/// given the grace.
+pub fn lasting(reason: &str) -> bool {
+    matches!(
+        reason,
+        "ImagePullBackOff"
+            | "InvalidImageName"
+            | "ErrImageNeverPull"
+            | "CrashLoopBackOff"
+            | "CreateContainerConfigError"
+            | "CreateContainerError"
+    )
+}
+
+/// What a reason, as kubelet or the runtime spells it, is about.
+pub fn problem(reason: &str) -> StartProblem {
+    match reason {
+        "ErrImagePull"
+        | "ImagePullBackOff"
+        | "InvalidImageName"
+        | "ErrImageNeverPull"
+        | "ImageInspectError"
+        | "RegistryUnavailable"
+        | "SignatureValidationFailed" => StartProblem::Image,
+        "CreateContainerConfigError" | "CreateContainerError" | "PreCreateHookError" => {
+            StartProblem::Config
         }
+        // Terminated reasons (the CRM shows them as the reason of a container that is not
+        // running) and the runtime's failures to run it.
+        "CrashLoopBackOff" | "Error" | "OOMKilled" | "ContainerCannotRun" | "RunContainerError"
+        | "PreStartHookError" | "PostStartHookError" | "Completed" => StartProblem::Crash,
+        "Unschedulable" => StartProblem::Capacity,
+        _ => StartProblem::Other,
     }
 }
 
-/// The reason as Kubernetes spells it.
-impl std::fmt::Display for StartReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self, f)
+/// One pod of a CRM pod status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodStatus<'a> {
+    /// The pod's name.
+    pub pod: &'a str,
+    /// The pod's phase (`Pending`, `Running`, …).
+    pub phase: &'a str,
+    /// Containers with a status, and how many of them run: `(0/0)` is a pod no node has taken.
+    pub running: u32,
+    /// Containers with a status.
+    pub total: u32,
+    /// The containers that do not run, each with the reason the platform wrote.
+    pub not_running: Vec<(&'a str, &'a str)>,
+}
+
+impl PodStatus<'_> {
+    /// True for a pod without any container status yet (`Pending (0/0)`): no node has taken
+    /// it. Kubernetes reports a pod no node can take only in the pod's `PodScheduled`
+    /// condition, never as a container reason, so the CRM's own check for `Unschedulable`
+    /// (main `pkg/k8smgmt/appinst.go:169-171`) does not fire on it; while the scheduler works it
+    /// is the same line, for a moment.
+    pub fn unscheduled(&self) -> bool {
+        self.total == 0
     }
 }
 
-/// The known reasons a CRM pod status line names, in order.
+/// The pods a CRM status line names, in order.
 ///
 /// The CRM words each change of pod state as `Status: pod <pod>: <phase> (<running>/<total>),
 /// container <name>: <reason>[, container <name>: <reason>]`, pods joined by `; `
-/// (main `pkg/k8smgmt/appinst.go:175, 311-312`), sent as a task of the AppInst's status, which
-/// the controller forwards as one stream message (`api/edgeproto/appinst.pb.go:9705-9706`;
-/// `api/edgeproto/status_info.go:23-37` may append `(n of m)`). A pod that cannot be
-/// scheduled is not sent as a status but ends the create with `invalid pod state, <statuses>`
-/// (`pkg/k8smgmt/appinst.go:220-221`; the MC capitalises the first letter). Other lines name
-/// nothing.
-pub fn pod_reasons(message: &str) -> Vec<StartReason> {
+/// (main `pkg/k8smgmt/appinst.go:148-180, 311-312`), sent as a task of the AppInst's status,
+/// which the controller forwards as one stream message (`api/edgeproto/appinst.pb.go:9705-9706`;
+/// `api/edgeproto/status_info.go:23-37` may append `(n of m)`). A pod whose container reports
+/// `Unschedulable` is not sent as a status but ends the create with `invalid pod state,
+/// <statuses>` (`pkg/k8smgmt/appinst.go:220-221`; the MC capitalises the first letter). Other
+/// lines name no pod.
+pub fn pod_statuses(message: &str) -> Vec<PodStatus<'_>> {
     const FAILED: &str = "invalid pod state, ";
     let status = match message.strip_prefix("Status: ") {
         Some(status) => status,
@@ -105,38 +124,71 @@ pub fn pod_reasons(message: &str) -> Vec<StartReason> {
         }
         None => return Vec::new(),
     };
-    let mut found = Vec::new();
-    for part in status.split("container ").skip(1) {
-        // `<name>: <reason>`: a container name has neither spaces nor colons.
-        let Some((name, rest)) = part.split_once(": ") else {
-            continue;
-        };
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            continue;
-        }
-        let word: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect();
-        let word = StrDeserializer::<serde::de::value::Error>::new(&word);
-        if let Ok(reason) = StartReason::deserialize(word) {
-            found.push(reason);
-        }
-    }
-    found
+    status.split("; ").filter_map(pod_status).collect()
 }
 
-/// True for a CRM pod status line with a pod that has no container status yet (`Pending
-/// (0/0)`): the pod is not on a node. Kubernetes reports a pod no node can take only in the
-/// pod's `PodScheduled` condition (reason `Unschedulable`), never as a container reason, so the
-/// CRM's own check for it (`pkg/k8smgmt/appinst.go:169-176`) does not fire and the line stays
-/// like this until the CRM's wait ends; while a pod is being scheduled it is the same line, for
-/// a moment.
-pub fn pod_unscheduled(message: &str) -> bool {
-    message.starts_with("Status: ")
-        && message
-            .split("; ")
-            .any(|pod| pod.contains(": Pending (0/0)"))
+/// `pod <name>: <phase> (<running>/<total>), <reasons>`.
+fn pod_status(text: &str) -> Option<PodStatus<'_>> {
+    let rest = text.strip_prefix("pod ")?;
+    let (pod, rest) = rest.split_once(": ")?;
+    let (phase, rest) = rest.split_once(" (")?;
+    let (counts, rest) = rest.split_once("),")?;
+    let (running, total) = counts.split_once('/')?;
+    let not_running = rest
+        .split(", ")
+        .filter_map(|part| {
+            let (name, reason) = part
+                .trim_start()
+                .strip_prefix("container ")?
+                .split_once(": ")?;
+            // The reason is one word; the `(n of m)` suffix of the last task may follow it.
+            let end = reason
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .unwrap_or(reason.len());
+            Some((name, &reason[..end]))
+        })
+        .collect();
+    Some(PodStatus {
+        pod,
+        phase,
+        running: running.parse().ok()?,
+        total: total.parse().ok()?,
+        not_running,
+    })
+}
+
+/// The name of the Deployment the controller makes for an App of this name and version
+/// (Kubernetes deployments without a manifest of their own): `<name><version>-deployment`,
+/// reduced to a DNS label as main `pkg/util/validate.go:106-128` (`DNSSanitize`) does — lower
+/// case, `_` to `-`, other characters dropped, no `-` or `_` first or last
+/// (main `pkg/deploygen/kube.go:69-71, 230`).
+pub fn deployment_name(app_name: &str, version: &str) -> String {
+    let name = format!("{app_name}{version}-deployment");
+    let last = name.chars().count().saturating_sub(1);
+    name.chars()
+        .enumerate()
+        .filter_map(|(i, c)| match c {
+            'a'..='z' | '0'..='9' => Some(c),
+            'A'..='Z' => Some(c.to_ascii_lowercase()),
+            '-' | '_' if i != 0 && i != last => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
+/// True when `pod` is a pod of the Deployment `deployment`: Kubernetes names a Deployment's
+/// pods `<deployment>-<pod template hash>-<random suffix>` (its ReplicaSet is
+/// `<deployment>-<hash>`, the pod a generated name after that), the hash and the suffix each
+/// letters and digits only (kubernetes `pkg/controller/deployment/sync.go`,
+/// `staging/src/k8s.io/apiserver/pkg/storage/names/generate.go`). The CRM selects the pods it
+/// reports by the Deployment's label (main `pkg/k8smgmt/appinst.go:302`); the name tells our
+/// pod from another one in the line.
+pub fn pod_of(pod: &str, deployment: &str) -> bool {
+    let word = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric());
+    pod.strip_prefix(deployment)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(hash, suffix)| word(hash) && word(suffix))
 }
 
 /// True when a failed create's error says docker could not get the image: `docker run` (or the
@@ -168,37 +220,68 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_crm_status_line_names_its_reasons() {
-        let line = "Status: pod garm-a-7d9c-x2v: Pending (0/1), container garm-a: ImagePullBackOff";
-        assert_eq!(pod_reasons(line), [StartReason::ImagePullBackOff]);
-        let two = "Status: pod p1: Running (1/2), container c1: CrashLoopBackOff, container c2: ErrImagePull; pod p2: Pending (0/1), container c: ContainerCreating(1 of 3)";
+    fn the_crm_status_line_names_its_pods_and_their_reasons() {
+        let line = "Status: pod garm-a1-deployment-7d9c-x2v: Pending (0/1), container garm-a1: ImagePullBackOff";
+        let pods = pod_statuses(line);
         assert_eq!(
-            pod_reasons(two),
-            [StartReason::CrashLoopBackOff, StartReason::ErrImagePull]
+            pods,
+            [PodStatus {
+                pod: "garm-a1-deployment-7d9c-x2v",
+                phase: "Pending",
+                running: 0,
+                total: 1,
+                not_running: vec![("garm-a1", "ImagePullBackOff")],
+            }]
         );
-        assert!(
-            pod_reasons("Status: pod p: Pending (0/1), container c: ContainerCreating").is_empty()
-        );
-        assert!(pod_reasons("Creating App Inst").is_empty());
-        // A prefix of a known reason is not that reason.
-        assert!(pod_reasons("Status: pod p: Pending (0/1), container c: ErrImagePullX").is_empty());
-        assert!(pod_reasons("Status: no pods found").is_empty());
+        let two = "Status: pod p1: Running (1/2), container c1: CrashLoopBackOff, container c2: ErrImagePull; pod p2: Pending (0/0), (1 of 3)";
+        let pods = pod_statuses(two);
+        assert_eq!(pods.len(), 2);
         assert_eq!(
-            pod_reasons("Invalid pod state, pod p: Pending (0/1), container c: Unschedulable"),
-            [StartReason::Unschedulable]
+            pods[0].not_running,
+            [("c1", "CrashLoopBackOff"), ("c2", "ErrImagePull")]
         );
+        assert!(!pods[0].unscheduled() && pods[1].unscheduled());
+        let suffixed =
+            pod_statuses("Status: pod p: Pending (0/1), container c: ContainerCreating(1 of 3)");
+        assert_eq!(suffixed[0].not_running, [("c", "ContainerCreating")]);
+        assert!(pod_statuses("Creating App Inst").is_empty());
+        assert!(pod_statuses("Status: no pods found").is_empty());
+        let failed =
+            pod_statuses("Invalid pod state, pod p: Pending (0/1), container c: Unschedulable");
+        assert_eq!(failed[0].not_running, [("c", "Unschedulable")]);
     }
 
     #[test]
-    fn a_pod_without_container_statuses_is_unscheduled() {
-        assert!(pod_unscheduled("Status: pod p-1: Pending (0/0), "));
-        assert!(pod_unscheduled(
-            "Status: pod a: Running (1/1), ; pod b: Pending (0/0), "
-        ));
-        assert!(!pod_unscheduled(
-            "Status: pod p-1: Pending (0/1), container c: ContainerCreating"
-        ));
-        assert!(!pod_unscheduled("Pending (0/0)"));
+    fn pods_are_told_apart_by_their_deployment() {
+        assert_eq!(deployment_name("garm-a", "1"), "garm-a1-deployment");
+        assert_eq!(deployment_name("Garm_B", "1.0"), "garm-b10-deployment");
+        assert_eq!(deployment_name("-x", "v_"), "xv--deployment");
+        let ours = "garm-a1-deployment";
+        assert!(pod_of("garm-a1-deployment-6d4f9bc7d8-x7k2p", ours));
+        assert!(!pod_of("garm-a1-deployment-6d4f9bc7d8", ours));
+        assert!(!pod_of("garm-a11-deployment-6d4f9bc7d8-x7k2p", ours));
+        assert!(!pod_of("garm-a1-deployment-6d4-f9-x7k2p", ours));
+        assert!(!pod_of("other-6d4f9bc7d8-x7k2p", ours));
+    }
+
+    #[test]
+    fn only_kubelets_starting_reasons_are_normal_and_only_back_offs_and_bad_specs_last() {
+        for normal in ["ContainerCreating", "PodInitializing"] {
+            assert!(starting_normally(normal) && !lasting(normal));
+        }
+        for failing in ["ErrImagePull", "RunContainerError", "Error", "SomethingNew"] {
+            assert!(
+                !starting_normally(failing) && !lasting(failing),
+                "{failing}"
+            );
+        }
+        for at_once in ["ImagePullBackOff", "CrashLoopBackOff", "InvalidImageName"] {
+            assert!(lasting(at_once), "{at_once}");
+        }
+        assert_eq!(problem("RegistryUnavailable"), StartProblem::Image);
+        assert_eq!(problem("ContainerCannotRun"), StartProblem::Crash);
+        assert_eq!(problem("Unschedulable"), StartProblem::Capacity);
+        assert_eq!(problem("SomethingNew"), StartProblem::Other);
     }
 
     #[test]
@@ -213,25 +296,5 @@ mod tests {
         assert!(!docker_pull_failed(
             "Create App Inst failed: no space left on device"
         ));
-    }
-
-    #[test]
-    fn every_reason_is_read_by_its_name_and_only_a_first_failed_pull_may_clear() {
-        use StartReason::*;
-        for (name, reason) in [
-            ("ErrImagePull", ErrImagePull),
-            ("ImagePullBackOff", ImagePullBackOff),
-            ("InvalidImageName", InvalidImageName),
-            ("ErrImageNeverPull", ErrImageNeverPull),
-            ("CreateContainerConfigError", CreateContainerConfigError),
-            ("CreateContainerError", CreateContainerError),
-            ("CrashLoopBackOff", CrashLoopBackOff),
-            ("Unschedulable", Unschedulable),
-        ] {
-            assert_eq!(reason.to_string(), name);
-            let line = format!("Status: pod p: Pending (0/1), container c: {name}");
-            assert_eq!(pod_reasons(&line), [reason]);
-            assert_eq!(reason.transient(), name == "ErrImagePull");
-        }
     }
 }

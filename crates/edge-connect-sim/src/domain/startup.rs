@@ -28,7 +28,9 @@
 //! `maxWait`. Which of these states a 2 s poll sees first is a matter of timing (a pod may be
 //! seen before its containers, `(0/0)`, or not at all, `no pods found`); the simulator sends
 //! the usual sequence. A crashing container that a poll catches running ends the real wait
-//! early with Ready; the simulator's crashes are never caught running.
+//! early with Ready; the simulator's crashes are never caught running. A container that waits
+//! with another reason ([`ImageFault::Waits`]) shows it once and keeps it; a pod scheduled late
+//! ([`ImageFault::ScheduledAfter`]) shows `(0/0)` until a node takes it.
 
 use std::time::Duration;
 
@@ -48,9 +50,9 @@ pub(crate) struct PodStatus {
 pub(crate) struct PodWait {
     /// Status lines in order.
     pub lines: Vec<PodStatus>,
-    /// For a pod that never runs: the time from the last line until the CRM stops waiting
-    /// and the AppInst becomes Ready. `None` for a pod that starts (its line is timed like
-    /// every other progress line).
+    /// The time from the last line until the AppInst becomes Ready: for a pod that never
+    /// runs, until the CRM stops waiting; for one scheduled late, until its next poll. `None`
+    /// for a pod that starts at once (its line is timed like every other progress line).
     pub gives_up_after: Option<Duration>,
 }
 
@@ -98,6 +100,31 @@ pub(crate) fn pod_wait(
         Some(ImageFault::Unschedulable) => {
             timeline = vec![(0, status(pod, "Pending", 0, 0, None))];
             None
+        }
+        Some(ImageFault::Waits(reason)) => {
+            timeline.push((
+                POLL,
+                status(pod, "Pending", 0, 1, Some((container, reason))),
+            ));
+            None
+        }
+        Some(ImageFault::ScheduledAfter(delay)) => {
+            // Seen unplaced at the first poll, created once a node took it, running at the
+            // poll after (the CRM then stops waiting).
+            let creating = timeline.remove(0).1;
+            return PodWait {
+                lines: vec![
+                    PodStatus {
+                        after: Duration::ZERO,
+                        line: status(pod, "Pending", 0, 0, None),
+                    },
+                    PodStatus {
+                        after: delay,
+                        line: creating,
+                    },
+                ],
+                gives_up_after: Some(Duration::from_secs(POLL)),
+            };
         }
         Some(ImageFault::CannotPull) => Some(("Pending", "ErrImagePull", "ImagePullBackOff")),
         Some(ImageFault::Crashes) => Some(("Running", "Error", "CrashLoopBackOff")),
@@ -204,6 +231,38 @@ mod tests {
         let runs = pod_wait(None, "p", "c", CRM_MAX_WAIT);
         assert_eq!(runs.lines.len(), 1);
         assert_eq!(runs.gives_up_after, None);
+    }
+
+    #[test]
+    fn a_waiting_reason_stays_and_a_late_pod_starts() {
+        let wait = pod_wait(
+            Some(ImageFault::Waits("RunContainerError")),
+            "p",
+            "c",
+            CRM_MAX_WAIT,
+        );
+        let lines: Vec<&str> = wait.lines.iter().map(|l| l.line.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                "Status: pod p: Pending (0/1), container c: ContainerCreating",
+                "Status: pod p: Pending (0/1), container c: RunContainerError"
+            ]
+        );
+        assert_eq!(
+            wait.gives_up_after,
+            Some(CRM_MAX_WAIT - Duration::from_secs(POLL))
+        );
+        let late = Duration::from_secs(8);
+        let wait = pod_wait(
+            Some(ImageFault::ScheduledAfter(late)),
+            "p",
+            "c",
+            CRM_MAX_WAIT,
+        );
+        assert_eq!(wait.lines[0].line, "Status: pod p: Pending (0/0), ");
+        assert_eq!(wait.lines[1].after, late);
+        assert_eq!(wait.gives_up_after, Some(Duration::from_secs(2)));
     }
 
     #[test]

@@ -248,7 +248,11 @@ fn start(
     }
     let container = container_id(&shared.rng, app);
     let crm_on_edge = placement.cloudlet.crm_on_edge;
-    let image_fault = shared.config.image_fault(&app.image_path);
+    let image_fault = if placement.cloudlet.pods_unscheduled {
+        Some(ImageFault::Unschedulable)
+    } else {
+        shared.config.image_fault(&app.image_path)
+    };
     let crm_error = deploy_error(app)
         .or_else(|| {
             (app.deployment == "docker" && image_fault == Some(ImageFault::CannotPull))

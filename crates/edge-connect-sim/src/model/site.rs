@@ -61,6 +61,9 @@ pub(crate) struct Cloudlet {
     /// Whether the CRM runs on the site (`SimConfig::cloudlet_settings`); not shown.
     #[serde(skip)]
     pub crm_on_edge: bool,
+    /// Whether its nodes take no new pod (`CloudletSettings::pods_unscheduled`); not shown.
+    #[serde(skip)]
+    pub pods_unscheduled: bool,
 }
 
 /// A zone as ShowZone prints it (Gen3).
@@ -173,6 +176,7 @@ impl Infra {
                         ..SiteKey::new(org, name)
                     },
                     crm_on_edge: settings.crm_on_edge,
+                    pods_unscheduled: settings.pods_unscheduled,
                     location: loc(name),
                     ip_support: "Dynamic",
                     num_dynamic_ips: 254,

@@ -270,3 +270,71 @@ async fn a_full_gen2_site_is_not_enough_resources() {
     );
     assert!(sim.app_insts().is_empty());
 }
+
+#[tokio::test]
+async fn a_waiting_reason_stays_a_late_pod_runs_and_a_site_without_room_places_none() {
+    let creating = status("Pending", 1, "ContainerCreating");
+    let ending = ["Ready".to_string(), "Created AppInst successfully".into()];
+    let stream = |pod_lines: &[String]| {
+        let mut lines: Vec<String> = BEFORE_WAIT.iter().map(|l| l.to_string()).collect();
+        lines.extend(pod_lines.iter().cloned());
+        lines.extend(ending.iter().cloned());
+        lines
+    };
+    let sim = sim_with(failing(
+        ImageFault::Waits("RunContainerError"),
+        Duration::from_millis(300),
+    ));
+    let c = Client::login(&sim.url()).await;
+    let reply = create_inst(&c).await;
+    let waiting = status("Pending", 1, "RunContainerError");
+    assert_eq!(
+        reply.messages_without_pod_names(),
+        stream(&[creating.clone(), waiting])
+    );
+    // The pod is named as Kubernetes names a Deployment's pods (docs/edge-connect-behaviours.md
+    // B22): `<app><version>-deployment-<hash>-<suffix>`.
+    let pod = reply.messages()[5].clone();
+    let name = pod["Status: pod ".len()..]
+        .split(':')
+        .next()
+        .unwrap_or_default();
+    let parts: Vec<&str> = name.split('-').collect();
+    assert_eq!(parts[..2], ["r11", "deployment"], "{name}");
+    assert!(
+        parts.len() == 4
+            && parts[2..]
+                .iter()
+                .all(|p| p.chars().all(|c| c.is_ascii_alphanumeric()))
+    );
+
+    let late = Duration::from_millis(400);
+    let sim = sim_with(failing(
+        ImageFault::ScheduledAfter(late),
+        Duration::from_secs(90),
+    ));
+    let c = Client::login(&sim.url()).await;
+    let started = std::time::Instant::now();
+    let reply = create_inst(&c).await;
+    assert!(started.elapsed() >= late);
+    let unplaced = "Status: pod POD: Pending (0/0), ".to_string();
+    assert_eq!(
+        reply.messages_without_pod_names(),
+        stream(&[unplaced.clone(), creating])
+    );
+
+    let sim = sim_with(|c| {
+        c.cloudlet_settings = c
+            .cloudlets
+            .iter()
+            .map(|(org, name)| CloudletSettings {
+                pods_unscheduled: true,
+                ..CloudletSettings::new(org, name)
+            })
+            .collect();
+        c.crm_max_wait = Duration::from_millis(300);
+    });
+    let c = Client::login(&sim.url()).await;
+    let reply = create_inst(&c).await;
+    assert_eq!(reply.messages_without_pod_names(), stream(&[unplaced]));
+}

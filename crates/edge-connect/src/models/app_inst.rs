@@ -17,7 +17,7 @@ pub struct NewAppInst {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone_key: Option<SiteRef>,
     /// Marks a ShowAppInst can filter on (servers from 2024-08-20 on keep them; older ones
-    /// drop them, docs/edge-connect-behaviours.md B22).
+    /// drop them, docs/edge-connect-behaviours.md B23).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
 }
