@@ -130,7 +130,7 @@ impl Provider {
             ..self.app_key(name)
         };
         let (client, filter) = (&self.client.until(deadline), &filter);
-        Ok(retry_transient(deadline, "ShowApp", || async move {
+        Ok(retry_transient(client, "ShowApp", || async move {
             client
                 .show_apps(filter, &[])
                 .await?

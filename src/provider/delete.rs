@@ -177,7 +177,7 @@ impl Provider {
         let client = self.client.until(deadline);
         let started = Instant::now();
         loop {
-            let result = retry_transient(deadline, "DeleteAppInst", || {
+            let result = retry_transient(&client, "DeleteAppInst", || {
                 throttled(throttle, async {
                     let mut progress = |m: &str| self.report(m);
                     client.delete_app_inst(key, &mut progress).await
@@ -277,7 +277,7 @@ impl Provider {
     ) -> Result<(), Error> {
         let client = self.client.until(deadline);
         loop {
-            let result = retry_transient(deadline, "DeleteApp", || {
+            let result = retry_transient(&client, "DeleteApp", || {
                 throttled(throttle, client.delete_app(key))
             })
             .await;

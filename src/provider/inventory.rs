@@ -180,7 +180,7 @@ impl Provider {
             runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
             Ok((runners, foreign))
         };
-        Ok(retry_transient(deadline, "ShowApp and ShowAppInst", read).await?)
+        Ok(retry_transient(client, "ShowApp and ShowAppInst", read).await?)
     }
 
     /// The AppInsts of this organization with exactly this name (at most [`MAX_KEPT_OBJECTS`]).
@@ -195,7 +195,7 @@ impl Provider {
             organization: self.organization().to_string(),
             cloudlet_key: None,
         };
-        Ok(retry_transient(deadline, "ShowAppInst", || async move {
+        Ok(retry_transient(client, "ShowAppInst", || async move {
             let mut kept = Kept::default();
             let mut named = Vec::new();
             let mut insts = client.show_app_insts(filter, &[]).await?;

@@ -161,7 +161,7 @@ impl super::Provider {
     /// ShowCloudlet, retried while transient.
     pub(super) async fn show_cloudlets(&self, deadline: Deadline) -> Result<Vec<Site>, Error> {
         let client = self.client.until(deadline);
-        Ok(retry_transient(deadline, "ShowCloudlet", || client.show_cloudlets()).await?)
+        Ok(retry_transient(&client, "ShowCloudlet", || client.show_cloudlets()).await?)
     }
 }
 
