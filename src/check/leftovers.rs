@@ -113,7 +113,7 @@ pub(crate) async fn remove(
             let delete = Operation::Delete {
                 instance: name.clone(),
             };
-            match provider.run_within(delete, deadline).await {
+            match provider.until(deadline).run(delete).await {
                 Ok(_) => {
                     progress(&format!("removed {}", parts(&view)));
                     done.removed.push(name);
@@ -146,7 +146,7 @@ async fn find(
             instance: name.to_string(),
         },
     };
-    match provider.run_within(operation, deadline).await {
+    match provider.until(deadline).run(operation).await {
         Ok(Outcome::Instance(view)) => Ok(vec![*view]),
         Ok(Outcome::Instances(views)) => Ok(views),
         Ok(Outcome::Done) | Err(Error::NotFound(_)) => Ok(Vec::new()),

@@ -431,8 +431,9 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
     let stop = Operation::Stop {
         instance: name.to_string(),
     };
+    let cleanup = provider.until(Deadline::after(INTERRUPT_GRACE));
     let stopped = tokio::select! {
-        result = provider.run_within(stop, Deadline::after(INTERRUPT_GRACE)) => result.map(|_| ()).map_err(|e| e.to_string()),
+        result = cleanup.run(stop) => result.map(|_| ()).map_err(|e| e.to_string()),
         _ = leftovers::stop_signal() => Err("interrupted again".to_string()),
     };
     Error::Interrupted(match stopped {

@@ -12,7 +12,7 @@ use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subj
 use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
 use super::start_watch::{start_watch, StartFailure};
-use super::wait::{backoff, Deadline};
+use super::wait::backoff;
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
@@ -91,7 +91,6 @@ impl Provider {
         sites: &[Placement],
         targets: Vec<Target>,
         image: Option<&str>,
-        deadline: Deadline,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
         let runner = Runner {
@@ -102,7 +101,7 @@ impl Provider {
         for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
             // The last site gets the rest of the deadline, as the only one of a pool does.
             let failover = i + 1 < sites.len();
-            let placed = match self.place(&runner, site, target, failover, deadline).await {
+            let placed = match self.place(&runner, site, target, failover).await {
                 // A runner that does not start on the last site after others refused it: every
                 // site is named, the first cause first.
                 Err(mut failure) if failure.start_failure && !tried.is_empty() => {
@@ -163,7 +162,6 @@ impl Provider {
         site: &Placement,
         mut target: Target,
         failover: bool,
-        deadline: Deadline,
     ) -> Result<Result<(), Refusal>, DeployFailure> {
         let (app_key, image) = (runner.app_key, runner.image);
         let name = &app_key.name;
@@ -174,7 +172,7 @@ impl Provider {
                 ..placement::new_app_inst(name, self.organization(), app_key.clone(), &target)
             };
             self.report(&format!("creating AppInst {name} in {site} ({target})"));
-            let e = match self.create_watching(&request, failover, deadline).await {
+            let e = match self.create_watching(&request, failover).await {
                 // A pod no node takes is a refusal of the site (when another can be tried); an
                 // image, configuration or crash problem would be the same anywhere: it ends the
                 // create.
@@ -184,7 +182,7 @@ impl Provider {
                     if !refused {
                         return Err(DeployFailure::start(Error::failed(why)));
                     }
-                    return Ok(Err(self.refused_after_start(app_key, why, deadline).await));
+                    return Ok(Err(self.refused_after_start(app_key, why).await));
                 }
                 Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
                     return Ok(Ok(()))
@@ -202,13 +200,13 @@ impl Provider {
                     self.report(
                         "the CreateAppInst stream ended without its result; checking the AppInst",
                     );
-                    return Ok(self.await_ready(name, deadline).await.map(Ok)?);
+                    return Ok(self.await_ready(name).await.map(Ok)?);
                 }
             };
             if e.zone_not_specified() {
                 if let (Placement::Cloudlet(key), false) = (site, redecided) {
                     redecided = true;
-                    let cloudlets = self.show_cloudlets(deadline).await?;
+                    let cloudlets = self.show_cloudlets().await?;
                     target = placement::target(site, &cloudlets);
                     if let Target::Zone(_) = target {
                         continue;
@@ -262,7 +260,7 @@ impl Provider {
                 let busy = Busy::Report {
                     patience: HELD_PATIENCE,
                 };
-                if let Err(cleanup) = self.remove_app_insts_of(app_key, deadline, busy).await {
+                if let Err(cleanup) = self.remove_app_insts_of(app_key, busy).await {
                     let error = Error::failed(format!("{why}; {cleanup}"));
                     return Err(DeployFailure::start(error));
                 }
@@ -285,13 +283,12 @@ impl Provider {
         &self,
         request: &NewAppInst,
         failover: bool,
-        deadline: Deadline,
     ) -> Result<Result<StreamEnd, ApiError>, StartFailure> {
         let grace = Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
         let key = &request.app_key;
         let deployment = appinst_start::deployment_name(&key.name, &key.version);
         let (mut watch, mut verdict) = start_watch(deployment, grace, failover);
-        let client = self.client.until(deadline);
+        let client = &self.client;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -352,7 +349,7 @@ impl Provider {
                 Err(e)
                     if e.is_transient()
                         && matches!(e.answer, Answer::Status(_))
-                        && deadline.has_room_for(backoff(attempt)) =>
+                        && self.client.deadline().has_room_for(backoff(attempt)) =>
                 {
                     tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");
                     tokio::time::sleep(backoff(attempt)).await;
@@ -368,14 +365,12 @@ impl Provider {
     pub(super) async fn remove_app_insts_of(
         &self,
         app_key: &AppKey,
-        deadline: Deadline,
         busy: Busy,
     ) -> Result<(), Error> {
-        for inst in self.app_insts_named(&app_key.name, deadline).await? {
+        for inst in self.app_insts_named(&app_key.name).await? {
             // An AppInst that names no App cannot be confirmed as ours: never deleted.
             if inst.app_key.as_ref() == Some(app_key) {
-                self.delete_app_inst_or_report(&inst, deadline, busy)
-                    .await?;
+                self.delete_app_inst_or_report(&inst, busy).await?;
             }
         }
         Ok(())
@@ -384,19 +379,11 @@ impl Provider {
     /// A site whose stream was closed because the runner does not start there: its AppInst is
     /// removed if Edge Connect lets it go within [`HELD_PATIENCE`], so that the next site can
     /// be tried with the same name within the deadline.
-    async fn refused_after_start(
-        &self,
-        app_key: &AppKey,
-        why: String,
-        deadline: Deadline,
-    ) -> Refusal {
+    async fn refused_after_start(&self, app_key: &AppKey, why: String) -> Refusal {
         let busy = Busy::Report {
             patience: HELD_PATIENCE,
         };
-        let held = self
-            .remove_app_insts_of(app_key, deadline, busy)
-            .await
-            .err();
+        let held = self.remove_app_insts_of(app_key, busy).await.err();
         Refusal {
             why,
             api: None,
@@ -480,9 +467,9 @@ impl Provider {
     }
 
     /// Waits until the AppInst is Ready; fails when it failed, is gone, or the deadline passes.
-    async fn await_ready(&self, name: &str, deadline: Deadline) -> Result<(), Error> {
+    async fn await_ready(&self, name: &str) -> Result<(), Error> {
         let what = format!("AppInst {name} not Ready");
-        match self.settled(name, None, deadline, &what).await? {
+        match self.settled(name, None, &what).await? {
             Some(i) if i.state == AppInstState::Ready => Ok(()),
             Some(i) => {
                 let detail = if i.errors.is_empty() {
