@@ -15,9 +15,6 @@ use crate::naming::edge_name;
 use edge_connect::models::{App, AppKey, NewApp};
 use edge_connect::{ApiErrorKind, Rpc, MAX_COLLECTED};
 
-/// Extra time granted to the rollback of a failed create, beyond the command's deadline.
-const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
-
 /// The bound of the rollback of a runner that cannot start: a central CRM undoes the create
 /// within seconds of the stream's end, and the rollback waits for that; a CRM on the edge keeps
 /// the AppInst until its own wait ends (up to 15 minutes), which the rollback reports after
@@ -109,16 +106,13 @@ impl Provider {
             // refused while the AppInst exists).
             return Err(cleanup_failed(&name, failure.error, &held));
         }
-        let (within, busy) = if failure.start_failure {
+        let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
-            (
-                Deadline::after(START_FAILURE_ROLLBACK),
-                Busy::Report { patience },
-            )
+            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK));
+            (bounded, Busy::Report { patience })
         } else {
-            (self.client.deadline().extended(ROLLBACK_GRACE), Busy::Wait)
+            (self.for_cleanup(), Busy::Wait)
         };
-        let rollback = self.until(within);
         Err(rollback.rollback(&app.key, busy, failure.error).await)
     }
 

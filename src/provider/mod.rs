@@ -138,6 +138,11 @@ pub struct Provider {
     cleanup: bool,
 }
 
+/// The one grace of cleanup after a failure or an interrupt (a failed create's rollback, what an
+/// interrupted CLI create, start or deploy test made): it ends this long after the command's
+/// deadline, or after now once that has passed (docs/operations.md, "Cleanup grace").
+pub const CLEANUP_GRACE: Duration = Duration::from_secs(120);
+
 /// How often in-progress AppInsts are polled.
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -186,6 +191,12 @@ impl Provider {
     /// The Edge Connect client (for request counters).
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// This provider for cleanup after a failure or an interrupt: its client's deadline extended
+    /// by [`CLEANUP_GRACE`].
+    pub fn for_cleanup(&self) -> Provider {
+        self.until(self.client.deadline().extended(CLEANUP_GRACE))
     }
 
     /// Runs one operation within the deadline of its client.
