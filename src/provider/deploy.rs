@@ -18,6 +18,16 @@ use crate::config::Placement;
 use crate::error::Error;
 use crate::runner_env::app_inst_marks;
 
+/// What one placement attempt on a site came to.
+enum Attempt {
+    /// The AppInst is Ready there.
+    Placed,
+    /// The site cannot take it; the next site may be tried.
+    Refused(Refusal),
+    /// The create ends here.
+    Failed(DeployFailure),
+}
+
 /// Why a site did not take the AppInst.
 struct Refusal {
     /// In words, for the final message.
@@ -101,10 +111,12 @@ impl Provider {
         for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
             // The last site gets the rest of the deadline, as the only one of a pool does.
             let failover = i + 1 < sites.len();
-            let placed = match self.place(&runner, site, target, failover).await {
+            let refusal = match self.place(&runner, site, target, failover).await {
+                Attempt::Placed => return Ok(()),
+                Attempt::Refused(refusal) => refusal,
                 // A runner that does not start on the last site after others refused it: every
                 // site is named, the first cause first.
-                Err(mut failure) if failure.start_failure && !tried.is_empty() => {
+                Attempt::Failed(mut failure) if failure.start_failure && !tried.is_empty() => {
                     tried.push(format!("{site}: {}", failure.error));
                     failure.error = Error::failed(format!(
                         "no site could take the AppInst ({} tried): {}",
@@ -113,10 +125,7 @@ impl Provider {
                     ));
                     return Err(failure);
                 }
-                placed => placed?,
-            };
-            let Err(refusal) = placed else {
-                return Ok(());
+                Attempt::Failed(failure) => return Err(failure),
             };
             if let Some(held) = refusal.held {
                 // The first cause leads; what keeps the next site from being tried follows.
@@ -151,10 +160,9 @@ impl Provider {
         .into())
     }
 
-    /// One site: CreateAppInst, and what its answer means: `Ok(())` the AppInst is Ready there,
-    /// `Err` the site refused it. A `Zone not specified` for a cloudlet key contradicts what
-    /// ShowCloudlet said: the cloudlet is asked for again and the create retried once with what
-    /// the server says now.
+    /// One site: CreateAppInst, and what its answer means. A `Zone not specified` for a cloudlet
+    /// key contradicts what ShowCloudlet said: the cloudlet is asked for again and the create
+    /// retried once with what the server says now.
     /// `failover`: another site follows this one.
     async fn place(
         &self,
@@ -162,7 +170,7 @@ impl Provider {
         site: &Placement,
         mut target: Target,
         failover: bool,
-    ) -> Result<Result<(), Refusal>, DeployFailure> {
+    ) -> Attempt {
         let (app_key, image) = (runner.app_key, runner.image);
         let name = &app_key.name;
         let mut redecided = false;
@@ -180,12 +188,12 @@ impl Provider {
                     let (why, refused) = self.start_failure_message(image, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
                     if !refused {
-                        return Err(DeployFailure::start(Error::failed(why)));
+                        return Attempt::Failed(DeployFailure::start(Error::failed(why)));
                     }
-                    return Ok(Err(self.refused_after_start(app_key, why).await));
+                    return Attempt::Refused(self.refused_after_start(app_key, why).await);
                 }
                 Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
-                    return Ok(Ok(()))
+                    return Attempt::Placed
                 }
                 Ok(Err(e))
                     if !matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Unreachable) =>
@@ -200,23 +208,29 @@ impl Provider {
                     self.report(
                         "the CreateAppInst stream ended without its result; checking the AppInst",
                     );
-                    return Ok(self.await_ready(name).await.map(Ok)?);
+                    return match self.await_ready(name).await {
+                        Ok(()) => Attempt::Placed,
+                        Err(e) => Attempt::Failed(e.into()),
+                    };
                 }
             };
             if e.zone_not_specified() {
                 if let (Placement::Cloudlet(key), false) = (site, redecided) {
                     redecided = true;
-                    let cloudlets = self.show_cloudlets().await?;
+                    let cloudlets = match self.show_cloudlets().await {
+                        Ok(cloudlets) => cloudlets,
+                        Err(e) => return Attempt::Failed(e.into()),
+                    };
                     target = placement::target(site, &cloudlets);
                     if let Target::Zone(_) = target {
                         continue;
                     }
                     let why = placement::no_zone(key, &cloudlets);
-                    return Ok(Err(Refusal {
+                    return Attempt::Refused(Refusal {
                         why,
                         api: None,
                         held: None,
-                    }));
+                    });
                 }
             }
             let accepted = matches!(e.answer, Answer::Trailer(_));
@@ -237,7 +251,7 @@ impl Provider {
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
                 if appinst_start::docker_pull_failed(&e.message) {
                     let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
-                    return Err(Error::failed(why).into());
+                    return Attempt::Failed(Error::failed(why).into());
                 }
                 let pods = appinst_start::pod_statuses(&e.message);
                 let not_starting = pods
@@ -252,7 +266,7 @@ impl Provider {
                     None => (e.message.clone(), None),
                 }
             } else {
-                return Err(Error::from(e).into());
+                return Attempt::Failed(Error::from(e).into());
             };
             if accepted {
                 // The refusal came as a stream result: the AppInst may exist on this site. A
@@ -262,14 +276,14 @@ impl Provider {
                 };
                 if let Err(cleanup) = self.remove_app_insts_of(app_key, busy).await {
                     let error = Error::failed(format!("{why}; {cleanup}"));
-                    return Err(DeployFailure::start(error));
+                    return Attempt::Failed(DeployFailure::start(error));
                 }
             }
-            return Ok(Err(Refusal {
+            return Attempt::Refused(Refusal {
                 why,
                 api,
                 held: None,
-            }));
+            });
         }
     }
 
