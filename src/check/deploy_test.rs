@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::leftovers::{self, Which, INTERRUPT_GRACE};
+use super::leftovers::{self, Which};
 use super::Report;
 use crate::config::Placement;
 use crate::error::Error;
@@ -50,11 +50,9 @@ pub(super) async fn deploy_test(
     report: &mut Report<'_>,
 ) {
     // What earlier checks left (one that was killed too), before anything new is made.
-    let deadline = Deadline::after(cleanup.wait);
     let earlier = leftovers::remove(
-        provider,
+        &provider.until(Deadline::after(cleanup.wait)),
         Which::All,
-        deadline,
         &cleanup.bound,
         &cleanup.progress,
     )
@@ -119,11 +117,9 @@ pub(super) async fn deploy_test(
 /// holds it busy, and reports what it removed or what stays and how it will go.
 async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut Report<'_>) {
     let started = Instant::now();
-    let deadline = Deadline::after(cleanup.wait);
     let done = leftovers::remove(
-        provider,
+        &provider.until(Deadline::after(cleanup.wait)),
         Which::Named(name),
-        deadline,
         &cleanup.bound,
         &cleanup.progress,
     )
@@ -150,21 +146,21 @@ async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut
     }
 }
 
-/// The deploy test was stopped by `signal`: removes its runners within [`INTERRUPT_GRACE`] (the
-/// same signal again stops at once), reports what stays, and returns the error to end with.
+/// The deploy test was stopped by `signal`: removes its runners within the cleanup grace
+/// ([`Provider::for_cleanup`]; the same signal again stops at once), reports what stays, and returns the error to end with.
 pub(super) async fn interrupted(
     provider: &Provider,
     signal: &str,
     cleanup: &Cleanup,
     report: &mut Report<'_>,
 ) -> Error {
-    let grace = INTERRUPT_GRACE.as_secs();
+    let bound = leftovers::cleanup_bound();
     (cleanup.progress)(&format!(
-        "interrupted by {signal}: removing the deploy test's runners (within {grace} s; {signal} again stops at once)"
+        "interrupted by {signal}: removing the deploy test's runners (within {bound}; {signal} again stops at once)"
     ));
-    let bound = format!("the {grace} s of an interrupted command");
+    let provider = provider.for_cleanup();
     let removal = tokio::select! {
-        done = leftovers::remove(provider, Which::All, Deadline::after(INTERRUPT_GRACE), &bound, &cleanup.progress) => Some(done),
+        done = leftovers::remove(&provider, Which::All, &bound, &cleanup.progress) => Some(done),
         _ = leftovers::stop_signal() => None,
     };
     let detail = match removal {

@@ -13,12 +13,13 @@ use edge_connect::AppInstState;
 
 use crate::error::Error;
 use crate::provider::status::RunnerView;
-use crate::provider::wait::Deadline;
-use crate::provider::{Operation, Outcome, Progress, Provider};
+use crate::provider::{Operation, Outcome, Progress, Provider, CLEANUP_GRACE};
 
-/// Time given to remove what an interrupted command made; the same grace a failed create's
-/// rollback gets.
-pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(120);
+/// The bound of [`Provider::for_cleanup`] in words, for the lines of a cleanup after an
+/// interrupt.
+pub(crate) fn cleanup_bound() -> String {
+    format!("the command's deadline plus {} s", CLEANUP_GRACE.as_secs())
+}
 
 /// How often a runner the platform holds busy is looked at again (two Show calls each time,
 /// as often as the provider's own waits poll).
@@ -45,13 +46,12 @@ pub(crate) struct Removal {
     pub left: Vec<String>,
 }
 
-/// Removes `which` runners, waiting while the platform holds one busy, until `deadline`
-/// (`bound` names it in the progress lines). A delete that fails while nothing holds the
-/// runner busy is final: that runner is left and described with the refusal.
+/// Removes `which` runners, waiting while the platform holds one busy, until the deadline of
+/// `provider`'s client (`bound` names it in the progress lines). A delete that fails while
+/// nothing holds the runner busy is final: that runner is left and described with the refusal.
 pub(crate) async fn remove(
     provider: &Provider,
     which: Which<'_>,
-    deadline: Deadline,
     bound: &str,
     progress: &Progress,
 ) -> Removal {
@@ -61,7 +61,7 @@ pub(crate) async fn remove(
     let mut announced: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let started = Instant::now();
     loop {
-        let views = match find(provider, which, deadline).await {
+        let views = match find(provider, which).await {
             Ok(views) => views,
             Err(e) => {
                 let what = match which {
@@ -113,7 +113,7 @@ pub(crate) async fn remove(
             let delete = Operation::Delete {
                 instance: name.clone(),
             };
-            match provider.run_within(delete, deadline).await {
+            match provider.run(delete).await {
                 Ok(_) => {
                     progress(&format!("removed {}", parts(&view)));
                     done.removed.push(name);
@@ -126,7 +126,7 @@ pub(crate) async fn remove(
                 }
             }
         }
-        if !open || !deadline.has_room_for(POLL) {
+        if !open || !provider.client().deadline().has_room_for(POLL) {
             done.left = left;
             return done;
         }
@@ -135,18 +135,14 @@ pub(crate) async fn remove(
 }
 
 /// The runners `which` names, as `list` shows them.
-async fn find(
-    provider: &Provider,
-    which: Which<'_>,
-    deadline: Deadline,
-) -> Result<Vec<RunnerView>, Error> {
+async fn find(provider: &Provider, which: Which<'_>) -> Result<Vec<RunnerView>, Error> {
     let operation = match which {
         Which::All => Operation::ListAll,
         Which::Named(name) => Operation::Get {
             instance: name.to_string(),
         },
     };
-    match provider.run_within(operation, deadline).await {
+    match provider.run(operation).await {
         Ok(Outcome::Instance(view)) => Ok(vec![*view]),
         Ok(Outcome::Instances(views)) => Ok(views),
         Ok(Outcome::Done) | Err(Error::NotFound(_)) => Ok(Vec::new()),

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::check::leftovers::{self, Which, INTERRUPT_GRACE};
+use crate::check::leftovers::{self, Which};
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
@@ -362,9 +362,9 @@ async fn after_failed_create(
     person: &Person,
 ) -> Error {
     let bound = format!("edge_connect.operation_timeout_secs={}s", person.wait);
-    let deadline = Deadline::after(Duration::from_secs(person.wait));
+    let provider = provider.until(Deadline::after(Duration::from_secs(person.wait)));
     let done = tokio::select! {
-        done = leftovers::remove(provider, Which::Named(name), deadline, &bound, &person.progress) => done,
+        done = leftovers::remove(&provider, Which::Named(name), &bound, &person.progress) => done,
         signal = leftovers::stop_signal() => {
             return Error::Interrupted(format!("{cause}; interrupted by {signal} while removing what is left of {name}; remove it with: delete {name}"));
         }
@@ -393,19 +393,15 @@ fn made_nothing(e: &Error) -> bool {
         })
 }
 
-/// Removes what an interrupted create made, within [`INTERRUPT_GRACE`]; the signal again stops
-/// at once. Returns the error to report.
+/// Removes what an interrupted create made, within the cleanup grace
+/// ([`Provider::for_cleanup`]); the signal again stops at once. Returns the error to report.
 async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Person) -> Error {
     say(&format!(
         "  … interrupted by {signal}: removing what was made of {name} ({signal} again stops at once)"
     ));
-    let bound = format!(
-        "the {} s of an interrupted command",
-        INTERRUPT_GRACE.as_secs()
-    );
-    let deadline = Deadline::after(INTERRUPT_GRACE);
+    let (bound, provider) = (leftovers::cleanup_bound(), provider.for_cleanup());
     let done = tokio::select! {
-        done = leftovers::remove(provider, Which::Named(name), deadline, &bound, &person.progress) => Some(done),
+        done = leftovers::remove(&provider, Which::Named(name), &bound, &person.progress) => Some(done),
         _ = leftovers::stop_signal() => None,
     };
     Error::Interrupted(match done {
@@ -423,7 +419,8 @@ async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Per
 }
 
 /// Removes the AppInst an interrupted `start` was deploying (the App stays, as a stopped
-/// runner's does), within [`INTERRUPT_GRACE`]; the signal again stops at once.
+/// runner's does), within the cleanup grace ([`Provider::for_cleanup`]); the signal again
+/// stops at once.
 async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Error {
     say(&format!(
         "  … interrupted by {signal}: stopping {name} again ({signal} again stops at once)"
@@ -431,8 +428,9 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
     let stop = Operation::Stop {
         instance: name.to_string(),
     };
+    let cleanup = provider.for_cleanup();
     let stopped = tokio::select! {
-        result = provider.run_within(stop, Deadline::after(INTERRUPT_GRACE)) => result.map(|_| ()).map_err(|e| e.to_string()),
+        result = cleanup.run(stop) => result.map(|_| ()).map_err(|e| e.to_string()),
         _ = leftovers::stop_signal() => Err("interrupted again".to_string()),
     };
     Error::Interrupted(match stopped {

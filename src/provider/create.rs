@@ -15,9 +15,6 @@ use crate::naming::edge_name;
 use edge_connect::models::{App, AppKey, NewApp};
 use edge_connect::{ApiErrorKind, Rpc, MAX_COLLECTED};
 
-/// Extra time granted to the rollback of a failed create, beyond the command's deadline.
-const ROLLBACK_GRACE: Duration = Duration::from_secs(120);
-
 /// The bound of the rollback of a runner that cannot start: a central CRM undoes the create
 /// within seconds of the stream's end, and the rollback waits for that; a CRM on the edge keeps
 /// the AppInst until its own wait ends (up to 15 minutes), which the rollback reports after
@@ -31,7 +28,6 @@ impl Provider {
         bootstrap: &BootstrapInstance,
         pool_id: &str,
         extra_specs: Option<&serde_json::Value>,
-        deadline: Deadline,
     ) -> Result<Outcome, Error> {
         // Everything that can be refused locally is refused before the first API call.
         let specs = ExtraSpecs::from_value(extra_specs)?;
@@ -48,11 +44,11 @@ impl Provider {
         // A CreateApp for a name that exists wipes that App's secret env vars before failing
         // with "already exists" (main `pkg/controller/app_api.go:694-716`): look first, and
         // never send one that could collide with a live runner.
-        let apps = self.apps_named(&name, deadline).await?;
+        let apps = self.apps_named(&name).await?;
         if apps.iter().any(|a| a.key.name == name) {
             return Err(duplicate());
         }
-        let targets = self.targets(&sites, deadline).await?;
+        let targets = self.targets(&sites).await?;
         // What must be read back after CreateApp: an older controller drops fields it does not
         // know (docs/edge-connect-behaviours.md B1). A placement through zones only (see
         // `placement::target`) can only succeed on a zones (Gen3, 2024-09) controller, and those
@@ -67,7 +63,7 @@ impl Provider {
 
         tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
         self.report(&format!("creating App {name}"));
-        let made = match self.client.until(deadline).create_app(&app).await {
+        let made = match self.client.create_app(&app).await {
             Err(e) => match e.kind {
                 ApiErrorKind::AlreadyExists => return Err(duplicate()),
                 // Login failed or no connection was made: CreateApp never left this process,
@@ -82,9 +78,8 @@ impl Provider {
             Ok(()) => {
                 let image = Some(app.image_path.as_str());
                 let deploy = async {
-                    self.confirm_kept(&app, confirm_env_vars, deadline).await?;
-                    self.deploy(&app.key, pool_id, &sites, targets, image, deadline)
-                        .await
+                    self.confirm_kept(&app, confirm_env_vars).await?;
+                    self.deploy(&app.key, pool_id, &sites, targets, image).await
                 };
                 deploy.await
             }
@@ -111,26 +106,24 @@ impl Provider {
             // refused while the AppInst exists).
             return Err(cleanup_failed(&name, failure.error, &held));
         }
-        let (within, busy) = if failure.start_failure {
+        let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
-            (
-                Deadline::after(START_FAILURE_ROLLBACK),
-                Busy::Report { patience },
-            )
+            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK));
+            (bounded, Busy::Report { patience })
         } else {
-            (deadline.extended(ROLLBACK_GRACE), Busy::Wait)
+            (self.for_cleanup(), Busy::Wait)
         };
-        Err(self.rollback(&app.key, within, busy, failure.error).await)
+        Err(rollback.rollback(&app.key, busy, failure.error).await)
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
-    async fn apps_named(&self, name: &str, deadline: Deadline) -> Result<Vec<App>, Error> {
+    async fn apps_named(&self, name: &str) -> Result<Vec<App>, Error> {
         let filter = AppKey {
             version: String::new(),
             ..self.app_key(name)
         };
-        let (client, filter) = (&self.client.until(deadline), &filter);
-        Ok(retry_transient(deadline, "ShowApp", || async move {
+        let (client, filter) = (&self.client, &filter);
+        Ok(retry_transient(client, "ShowApp", || async move {
             client
                 .show_apps(filter, &[])
                 .await?
@@ -147,18 +140,13 @@ impl Provider {
     ///
     /// `env_vars` (bootstrap variables and ownership markers) are confirmed when asked for; pull
     /// credentials (a private image) whenever they were sent.
-    async fn confirm_kept(
-        &self,
-        sent: &NewApp,
-        env_vars: bool,
-        deadline: Deadline,
-    ) -> Result<(), Error> {
+    async fn confirm_kept(&self, sent: &NewApp, env_vars: bool) -> Result<(), Error> {
         let name = &sent.key.name;
         let pull_credentials = sent.username.is_some();
         if !env_vars && !pull_credentials {
             return Ok(());
         }
-        let apps = self.apps_named(name, deadline).await?;
+        let apps = self.apps_named(name).await?;
         let Some(shown) = apps.iter().find(|a| a.key == sent.key) else {
             return Err(Error::failed(format!(
                 "App {name} is not listed right after CreateApp succeeded"
@@ -181,21 +169,16 @@ impl Provider {
         Ok(())
     }
 
-    /// Removes whatever a failed create left (AppInst in any state, then the App) by `deadline`
+    /// Removes whatever a failed create left (AppInst in any state, then the App) by the
+    /// client's deadline (the rollback's, see [`Provider::until`])
     /// and returns the error to report, noting a failed cleanup (GARM's DeleteInstance will
     /// finish it).
-    async fn rollback(
-        &self,
-        app_key: &AppKey,
-        deadline: Deadline,
-        busy: Busy,
-        cause: Error,
-    ) -> Error {
+    async fn rollback(&self, app_key: &AppKey, busy: Busy, cause: Error) -> Error {
         let name = &app_key.name;
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
-            self.remove_app_insts_of(app_key, deadline, busy).await?;
-            self.delete_app(app_key, deadline, None).await
+            self.remove_app_insts_of(app_key, busy).await?;
+            self.delete_app(app_key, None).await
         };
         match cleanup.await {
             Ok(()) => {

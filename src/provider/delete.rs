@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use edge_connect::models::{AppInst, AppInstKey, AppKey, SiteRef};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState};
 
-use super::wait::{retry_transient, Deadline};
+use super::wait::retry_transient;
 use super::{Outcome, OwnedRunner, Provider, POLL_INTERVAL};
 use crate::error::Error;
 
@@ -136,11 +136,9 @@ impl Provider {
     pub(super) async fn delete_app_inst(
         &self,
         key: &AppInstKey,
-        deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        self.delete_app_inst_with(key, deadline, throttle, None)
-            .await
+        self.delete_app_inst_with(key, throttle, None).await
     }
 
     /// Deletes the AppInst `inst` as [`Busy`] says: one that Edge Connect will not delete yet
@@ -148,18 +146,17 @@ impl Provider {
     pub(super) async fn delete_app_inst_or_report(
         &self,
         inst: &AppInst,
-        deadline: Deadline,
         busy: Busy,
     ) -> Result<(), Error> {
         match busy {
-            Busy::Wait => self.delete_app_inst(&inst.key, deadline, None).await,
+            Busy::Wait => self.delete_app_inst(&inst.key, None).await,
             Busy::Report { patience } => {
                 // Its state is known from the read before: a create still running is refused
                 // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
-                if creating(&inst.state) && !self.moves_within(inst, deadline, patience).await? {
+                if creating(&inst.state) && !self.moves_within(inst, patience).await? {
                     return Ok(());
                 }
-                self.delete_app_inst_with(&inst.key, deadline, None, Some((inst, patience)))
+                self.delete_app_inst_with(&inst.key, None, Some((inst, patience)))
                     .await
             }
         }
@@ -170,14 +167,13 @@ impl Provider {
     async fn delete_app_inst_with(
         &self,
         key: &AppInstKey,
-        deadline: Deadline,
         throttle: Option<&Throttle>,
         report: Option<(&AppInst, Duration)>,
     ) -> Result<(), Error> {
-        let client = self.client.until(deadline);
+        let client = &self.client;
         let started = Instant::now();
         loop {
-            let result = retry_transient(deadline, "DeleteAppInst", || {
+            let result = retry_transient(client, "DeleteAppInst", || {
                 throttled(throttle, async {
                     let mut progress = |m: &str| self.report(m);
                     client.delete_app_inst(key, &mut progress).await
@@ -187,16 +183,16 @@ impl Provider {
             match result {
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
-                Err(e) if e.kind == ApiErrorKind::Busy && !deadline.expired() => {
+                Err(e) if e.kind == ApiErrorKind::Busy && !self.client.deadline().expired() => {
                     if e.already_being_deleted() {
                         // Someone else (a concurrent DeleteInstance, or the controller undoing a
                         // create) is deleting it: wait until it is gone, or until it is back
                         // because that delete failed, and then delete it ourselves.
                         let what = format!("the other delete of AppInst {} not finished", key.name);
-                        self.sleep_within(deadline, &what).await?;
+                        self.sleep_within(&what).await?;
                         // In the older API the cloudlet is part of the key: only that one counts.
                         let cloudlet = key.cloudlet_key.as_ref();
-                        let other = self.settled(&key.name, cloudlet, deadline, &what).await?;
+                        let other = self.settled(&key.name, cloudlet, &what).await?;
                         if other.is_none() {
                             return Ok(());
                         }
@@ -209,14 +205,14 @@ impl Provider {
                     if let Some((inst, patience)) = report {
                         // Asking again would be refused the same way: read its state instead.
                         let left = patience.saturating_sub(started.elapsed());
-                        if !self.moves_within(inst, deadline, left).await? {
+                        if !self.moves_within(inst, left).await? {
                             return Ok(());
                         }
                         continue;
                     }
                     self.report(&format!("AppInst {} is busy; waiting", key.name));
                     let what = format!("AppInst {} busy, not deleted", key.name);
-                    self.sleep_within(deadline, &what).await?;
+                    self.sleep_within(&what).await?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -226,12 +222,7 @@ impl Provider {
     /// Reads the AppInst `inst` (still creating) every poll interval for up to `patience`:
     /// `Ok(true)` once it is in another state (a central CRM's undo has begun), `Ok(false)`
     /// once it is gone, an error saying what holds it when it is still creating then.
-    async fn moves_within(
-        &self,
-        inst: &AppInst,
-        deadline: Deadline,
-        patience: Duration,
-    ) -> Result<bool, Error> {
+    async fn moves_within(&self, inst: &AppInst, patience: Duration) -> Result<bool, Error> {
         let started = Instant::now();
         let (name, cloudlet) = (&inst.key.name, inst.key.cloudlet_key.as_ref());
         let mut latest = inst.clone();
@@ -240,7 +231,7 @@ impl Provider {
                 return Err(Error::failed(held(&latest)));
             }
             tokio::time::sleep(POLL_INTERVAL).await;
-            let insts = self.app_insts_named(name, deadline).await?;
+            let insts = self.app_insts_named(name).await?;
             match insts.into_iter().find(|i| same_key(i, name, cloudlet)) {
                 None => return Ok(false),
                 Some(i) if creating(&i.state) => latest = i,
@@ -255,16 +246,15 @@ impl Provider {
         &self,
         name: &str,
         cloudlet: Option<&SiteRef>,
-        deadline: Deadline,
         what: &str,
     ) -> Result<Option<AppInst>, Error> {
         loop {
-            let insts = self.app_insts_named(name, deadline).await?;
+            let insts = self.app_insts_named(name).await?;
             match insts.into_iter().find(|i| same_key(i, name, cloudlet)) {
                 Some(i) if i.state != AppInstState::Ready && !i.state.is_error() => {}
                 settled => return Ok(settled),
             }
-            self.sleep_within(deadline, what).await?;
+            self.sleep_within(what).await?;
         }
     }
 
@@ -272,21 +262,20 @@ impl Provider {
     pub(super) async fn delete_app(
         &self,
         key: &AppKey,
-        deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        let client = self.client.until(deadline);
+        let client = &self.client;
         loop {
-            let result = retry_transient(deadline, "DeleteApp", || {
+            let result = retry_transient(client, "DeleteApp", || {
                 throttled(throttle, client.delete_app(key))
             })
             .await;
             match result {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
-                Err(e) if e.kind == ApiErrorKind::Busy && !deadline.expired() => {
+                Err(e) if e.kind == ApiErrorKind::Busy && !self.client.deadline().expired() => {
                     let what = format!("App {} in use, not deleted", key.name);
-                    self.sleep_within(deadline, &what).await?;
+                    self.sleep_within(&what).await?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -297,26 +286,20 @@ impl Provider {
     async fn remove_runner(
         &self,
         runner: &OwnedRunner,
-        deadline: Deadline,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         for inst in &runner.app_insts {
-            self.delete_app_inst(&inst.key, deadline, throttle).await?;
+            self.delete_app_inst(&inst.key, throttle).await?;
         }
-        self.delete_app(&runner.key, deadline, throttle).await
+        self.delete_app(&runner.key, throttle).await
     }
 
     /// Delete: by provider id or GARM name; already gone is success. An AppInst that Edge
     /// Connect will not delete yet is waited for when `wait` (a person's delete), else reported
     /// at once: GARM retries a failed DeleteInstance every few seconds, and one that waited
     /// would hold the runner in `creating` for the whole wait (docs/reliability.md).
-    pub(super) async fn delete(
-        &self,
-        instance: &str,
-        deadline: Deadline,
-        wait: bool,
-    ) -> Result<Outcome, Error> {
-        let Some(runner) = self.find_runner(instance, deadline).await? else {
+    pub(super) async fn delete(&self, instance: &str, wait: bool) -> Result<Outcome, Error> {
+        let Some(runner) = self.find_runner(instance).await? else {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
@@ -334,23 +317,23 @@ impl Provider {
                     held(inst)
                 )));
             }
-            self.delete_app_inst_or_report(inst, deadline, busy).await?;
+            self.delete_app_inst_or_report(inst, busy).await?;
         }
-        self.delete_app(&runner.key, deadline, None).await?;
+        self.delete_app(&runner.key, None).await?;
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
     }
 
     /// RemoveAll: every runner of this controller, any pool, [`REMOVE_ALL_CONCURRENCY`] calls at
     /// once at most (fewer while the controller answers 429 / 503).
-    pub(super) async fn remove_all(&self, deadline: Deadline) -> Result<Outcome, Error> {
+    pub(super) async fn remove_all(&self) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
-        let runners = self.runners("", None, deadline).await?.0;
+        let runners = self.runners("", None).await?.0;
         let total = runners.len();
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
         let failures: Vec<String> = stream::iter(runners)
             .map(|r| async move {
-                self.remove_runner(&r, deadline, Some(throttle))
+                self.remove_runner(&r, Some(throttle))
                     .await
                     .map_err(|e| format!("{}: {e}", r.vars.instance_name))
             })

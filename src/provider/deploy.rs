@@ -12,11 +12,21 @@ use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subj
 use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
 use super::start_watch::{start_watch, StartFailure};
-use super::wait::{backoff, Deadline};
+use super::wait::backoff;
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
 use crate::runner_env::app_inst_marks;
+
+/// What one placement attempt on a site came to.
+enum Attempt {
+    /// The AppInst is Ready there.
+    Placed,
+    /// The site cannot take it; the next site may be tried.
+    Refused(Refusal),
+    /// The create ends here.
+    Failed(DeployFailure),
+}
 
 /// Why a site did not take the AppInst.
 struct Refusal {
@@ -91,7 +101,6 @@ impl Provider {
         sites: &[Placement],
         targets: Vec<Target>,
         image: Option<&str>,
-        deadline: Deadline,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
         let runner = Runner {
@@ -102,10 +111,12 @@ impl Provider {
         for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
             // The last site gets the rest of the deadline, as the only one of a pool does.
             let failover = i + 1 < sites.len();
-            let placed = match self.place(&runner, site, target, failover, deadline).await {
+            let refusal = match self.place(&runner, site, target, failover).await {
+                Attempt::Placed => return Ok(()),
+                Attempt::Refused(refusal) => refusal,
                 // A runner that does not start on the last site after others refused it: every
                 // site is named, the first cause first.
-                Err(mut failure) if failure.start_failure && !tried.is_empty() => {
+                Attempt::Failed(mut failure) if failure.start_failure && !tried.is_empty() => {
                     tried.push(format!("{site}: {}", failure.error));
                     failure.error = Error::failed(format!(
                         "no site could take the AppInst ({} tried): {}",
@@ -114,10 +125,7 @@ impl Provider {
                     ));
                     return Err(failure);
                 }
-                placed => placed?,
-            };
-            let Err(refusal) = placed else {
-                return Ok(());
+                Attempt::Failed(failure) => return Err(failure),
             };
             if let Some(held) = refusal.held {
                 // The first cause leads; what keeps the next site from being tried follows.
@@ -152,10 +160,9 @@ impl Provider {
         .into())
     }
 
-    /// One site: CreateAppInst, and what its answer means: `Ok(())` the AppInst is Ready there,
-    /// `Err` the site refused it. A `Zone not specified` for a cloudlet key contradicts what
-    /// ShowCloudlet said: the cloudlet is asked for again and the create retried once with what
-    /// the server says now.
+    /// One site: CreateAppInst, and what its answer means. A `Zone not specified` for a cloudlet
+    /// key contradicts what ShowCloudlet said: the cloudlet is asked for again and the create
+    /// retried once with what the server says now.
     /// `failover`: another site follows this one.
     async fn place(
         &self,
@@ -163,8 +170,7 @@ impl Provider {
         site: &Placement,
         mut target: Target,
         failover: bool,
-        deadline: Deadline,
-    ) -> Result<Result<(), Refusal>, DeployFailure> {
+    ) -> Attempt {
         let (app_key, image) = (runner.app_key, runner.image);
         let name = &app_key.name;
         let mut redecided = false;
@@ -174,7 +180,7 @@ impl Provider {
                 ..placement::new_app_inst(name, self.organization(), app_key.clone(), &target)
             };
             self.report(&format!("creating AppInst {name} in {site} ({target})"));
-            let e = match self.create_watching(&request, failover, deadline).await {
+            let e = match self.create_watching(&request, failover).await {
                 // A pod no node takes is a refusal of the site (when another can be tried); an
                 // image, configuration or crash problem would be the same anywhere: it ends the
                 // create.
@@ -182,12 +188,12 @@ impl Provider {
                     let (why, refused) = self.start_failure_message(image, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
                     if !refused {
-                        return Err(DeployFailure::start(Error::failed(why)));
+                        return Attempt::Failed(DeployFailure::start(Error::failed(why)));
                     }
-                    return Ok(Err(self.refused_after_start(app_key, why, deadline).await));
+                    return Attempt::Refused(self.refused_after_start(app_key, why).await);
                 }
                 Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
-                    return Ok(Ok(()))
+                    return Attempt::Placed
                 }
                 Ok(Err(e))
                     if !matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Unreachable) =>
@@ -202,23 +208,29 @@ impl Provider {
                     self.report(
                         "the CreateAppInst stream ended without its result; checking the AppInst",
                     );
-                    return Ok(self.await_ready(name, deadline).await.map(Ok)?);
+                    return match self.await_ready(name).await {
+                        Ok(()) => Attempt::Placed,
+                        Err(e) => Attempt::Failed(e.into()),
+                    };
                 }
             };
             if e.zone_not_specified() {
                 if let (Placement::Cloudlet(key), false) = (site, redecided) {
                     redecided = true;
-                    let cloudlets = self.show_cloudlets(deadline).await?;
+                    let cloudlets = match self.show_cloudlets().await {
+                        Ok(cloudlets) => cloudlets,
+                        Err(e) => return Attempt::Failed(e.into()),
+                    };
                     target = placement::target(site, &cloudlets);
                     if let Target::Zone(_) = target {
                         continue;
                     }
                     let why = placement::no_zone(key, &cloudlets);
-                    return Ok(Err(Refusal {
+                    return Attempt::Refused(Refusal {
                         why,
                         api: None,
                         held: None,
-                    }));
+                    });
                 }
             }
             let accepted = matches!(e.answer, Answer::Trailer(_));
@@ -239,7 +251,7 @@ impl Provider {
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
                 if appinst_start::docker_pull_failed(&e.message) {
                     let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
-                    return Err(Error::failed(why).into());
+                    return Attempt::Failed(Error::failed(why).into());
                 }
                 let pods = appinst_start::pod_statuses(&e.message);
                 let not_starting = pods
@@ -254,7 +266,7 @@ impl Provider {
                     None => (e.message.clone(), None),
                 }
             } else {
-                return Err(Error::from(e).into());
+                return Attempt::Failed(Error::from(e).into());
             };
             if accepted {
                 // The refusal came as a stream result: the AppInst may exist on this site. A
@@ -262,16 +274,16 @@ impl Provider {
                 let busy = Busy::Report {
                     patience: HELD_PATIENCE,
                 };
-                if let Err(cleanup) = self.remove_app_insts_of(app_key, deadline, busy).await {
+                if let Err(cleanup) = self.remove_app_insts_of(app_key, busy).await {
                     let error = Error::failed(format!("{why}; {cleanup}"));
-                    return Err(DeployFailure::start(error));
+                    return Attempt::Failed(DeployFailure::start(error));
                 }
             }
-            return Ok(Err(Refusal {
+            return Attempt::Refused(Refusal {
                 why,
                 api,
                 held: None,
-            }));
+            });
         }
     }
 
@@ -285,13 +297,12 @@ impl Provider {
         &self,
         request: &NewAppInst,
         failover: bool,
-        deadline: Deadline,
     ) -> Result<Result<StreamEnd, ApiError>, StartFailure> {
         let grace = Duration::from_secs(self.config.edge_connect.start_failure_grace_secs);
         let key = &request.app_key;
         let deployment = appinst_start::deployment_name(&key.name, &key.version);
         let (mut watch, mut verdict) = start_watch(deployment, grace, failover);
-        let client = self.client.until(deadline);
+        let client = &self.client;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -352,7 +363,7 @@ impl Provider {
                 Err(e)
                     if e.is_transient()
                         && matches!(e.answer, Answer::Status(_))
-                        && deadline.has_room_for(backoff(attempt)) =>
+                        && self.client.deadline().has_room_for(backoff(attempt)) =>
                 {
                     tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");
                     tokio::time::sleep(backoff(attempt)).await;
@@ -368,14 +379,12 @@ impl Provider {
     pub(super) async fn remove_app_insts_of(
         &self,
         app_key: &AppKey,
-        deadline: Deadline,
         busy: Busy,
     ) -> Result<(), Error> {
-        for inst in self.app_insts_named(&app_key.name, deadline).await? {
+        for inst in self.app_insts_named(&app_key.name).await? {
             // An AppInst that names no App cannot be confirmed as ours: never deleted.
             if inst.app_key.as_ref() == Some(app_key) {
-                self.delete_app_inst_or_report(&inst, deadline, busy)
-                    .await?;
+                self.delete_app_inst_or_report(&inst, busy).await?;
             }
         }
         Ok(())
@@ -384,19 +393,11 @@ impl Provider {
     /// A site whose stream was closed because the runner does not start there: its AppInst is
     /// removed if Edge Connect lets it go within [`HELD_PATIENCE`], so that the next site can
     /// be tried with the same name within the deadline.
-    async fn refused_after_start(
-        &self,
-        app_key: &AppKey,
-        why: String,
-        deadline: Deadline,
-    ) -> Refusal {
+    async fn refused_after_start(&self, app_key: &AppKey, why: String) -> Refusal {
         let busy = Busy::Report {
             patience: HELD_PATIENCE,
         };
-        let held = self
-            .remove_app_insts_of(app_key, deadline, busy)
-            .await
-            .err();
+        let held = self.remove_app_insts_of(app_key, busy).await.err();
         Refusal {
             why,
             api: None,
@@ -480,9 +481,9 @@ impl Provider {
     }
 
     /// Waits until the AppInst is Ready; fails when it failed, is gone, or the deadline passes.
-    async fn await_ready(&self, name: &str, deadline: Deadline) -> Result<(), Error> {
+    async fn await_ready(&self, name: &str) -> Result<(), Error> {
         let what = format!("AppInst {name} not Ready");
-        match self.settled(name, None, deadline, &what).await? {
+        match self.settled(name, None, &what).await? {
             Some(i) if i.state == AppInstState::Ready => Ok(()),
             Some(i) => {
                 let detail = if i.errors.is_empty() {

@@ -22,7 +22,7 @@ use edge_connect::models::{AppInst, AppInstKey, AppKey};
 use edge_connect::{ApiError, Rpc};
 use futures_util::TryStreamExt;
 
-use super::wait::{retry_transient, Deadline};
+use super::wait::retry_transient;
 use super::{OwnedRunner, Provider};
 use crate::error::Error;
 use crate::naming::edge_name;
@@ -68,13 +68,9 @@ impl Kept {
 
 impl Provider {
     /// Finds the runner behind a provider id or GARM name, if it belongs to this controller.
-    pub(super) async fn find_runner(
-        &self,
-        instance: &str,
-        deadline: Deadline,
-    ) -> Result<Option<OwnedRunner>, Error> {
+    pub(super) async fn find_runner(&self, instance: &str) -> Result<Option<OwnedRunner>, Error> {
         let name = edge_name(instance);
-        let (runners, foreign) = self.runners(&name, None, deadline).await?;
+        let (runners, foreign) = self.runners(&name, None).await?;
         let runner = runners.into_iter().next();
         if runner.is_none() && foreign > 0 {
             tracing::warn!(app = %name, "an App with this name exists but belongs to another controller or was not made by this provider; not touching it");
@@ -91,9 +87,8 @@ impl Provider {
         &self,
         name: &str,
         pool_id: Option<&str>,
-        deadline: Deadline,
     ) -> Result<(Vec<OwnedRunner>, usize), Error> {
-        let client = &self.client.until(deadline);
+        let client = &self.client;
         let app_filter = &AppKey {
             version: String::new(),
             ..self.app_key(name)
@@ -180,22 +175,18 @@ impl Provider {
             runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
             Ok((runners, foreign))
         };
-        Ok(retry_transient(deadline, "ShowApp and ShowAppInst", read).await?)
+        Ok(retry_transient(client, "ShowApp and ShowAppInst", read).await?)
     }
 
     /// The AppInsts of this organization with exactly this name (at most [`MAX_KEPT_OBJECTS`]).
-    pub(super) async fn app_insts_named(
-        &self,
-        name: &str,
-        deadline: Deadline,
-    ) -> Result<Vec<AppInst>, Error> {
-        let client = &self.client.until(deadline);
+    pub(super) async fn app_insts_named(&self, name: &str) -> Result<Vec<AppInst>, Error> {
+        let client = &self.client;
         let filter = &AppInstKey {
             name: name.to_string(),
             organization: self.organization().to_string(),
             cloudlet_key: None,
         };
-        Ok(retry_transient(deadline, "ShowAppInst", || async move {
+        Ok(retry_transient(client, "ShowAppInst", || async move {
             let mut kept = Kept::default();
             let mut named = Vec::new();
             let mut insts = client.show_app_insts(filter, &[]).await?;

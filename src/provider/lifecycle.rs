@@ -6,48 +6,40 @@
 //! until the runner registers, so a started runner that had already registered cannot register
 //! again; GARM only starts runners it considers offline.
 
-use super::wait::Deadline;
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::garm::InstanceStatus;
 
 impl Provider {
-    pub(super) async fn stop(&self, instance: &str, deadline: Deadline) -> Result<Outcome, Error> {
-        let runner = self.existing_runner(instance, deadline).await?;
+    pub(super) async fn stop(&self, instance: &str) -> Result<Outcome, Error> {
+        let runner = self.existing_runner(instance).await?;
         if let Some(inst) = runner.app_insts.first() {
             self.report(&format!("removing AppInst {}", inst.key.name));
-            self.delete_app_inst(&inst.key, deadline, None).await?;
+            self.delete_app_inst(&inst.key, None).await?;
         }
         tracing::info!(instance, "stopped");
         Ok(Outcome::Done)
     }
 
-    pub(super) async fn start(&self, instance: &str, deadline: Deadline) -> Result<Outcome, Error> {
-        let runner = self.existing_runner(instance, deadline).await?;
+    pub(super) async fn start(&self, instance: &str) -> Result<Outcome, Error> {
+        let runner = self.existing_runner(instance).await?;
         if let Some(inst) = runner.app_insts.first() {
             if super::status::garm_status(Some(inst)).0 == InstanceStatus::Running {
                 tracing::info!(instance, state = %inst.state, "already started");
                 return Ok(Outcome::Done);
             }
             // A failed or vanishing AppInst is replaced by a fresh one.
-            self.delete_app_inst(&inst.key, deadline, None).await?;
+            self.delete_app_inst(&inst.key, None).await?;
         }
         // The sites recorded on the App, else the configured one.
         let mut sites = runner.vars.placements();
         if sites.is_empty() {
             sites.push(self.config.placement());
         }
-        let targets = self.targets(&sites, deadline).await?;
-        self.deploy(
-            &runner.key,
-            &runner.vars.pool_id,
-            &sites,
-            targets,
-            None,
-            deadline,
-        )
-        .await
-        .map_err(|failure| failure.error)?;
+        let targets = self.targets(&sites).await?;
+        self.deploy(&runner.key, &runner.vars.pool_id, &sites, targets, None)
+            .await
+            .map_err(|failure| failure.error)?;
         tracing::info!(instance, "started");
         Ok(Outcome::Done)
     }

@@ -134,7 +134,14 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
+    /// Whether the client's deadline is a cleanup's bound, not the command's (for messages).
+    cleanup: bool,
 }
+
+/// The one grace of cleanup after a failure or an interrupt (a failed create's rollback, what an
+/// interrupted CLI create, start or deploy test made): it ends this long after the command's
+/// deadline, or after now once that has passed (docs/operations.md, "Cleanup grace").
+pub const CLEANUP_GRACE: Duration = Duration::from_secs(120);
 
 /// How often in-progress AppInsts are polled.
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -164,6 +171,20 @@ impl Provider {
             controller_id: controller_id.into(),
             environment,
             progress,
+            cleanup: false,
+        }
+    }
+
+    /// This provider with its client under `deadline` instead of the command's: a failed
+    /// create's rollback, a person's cleanup waiting for what the platform holds busy.
+    pub fn until(&self, deadline: Deadline) -> Provider {
+        Provider {
+            client: self.client.until(deadline),
+            config: self.config.clone(),
+            controller_id: self.controller_id.clone(),
+            environment: self.environment.clone(),
+            progress: self.progress.clone(),
+            cleanup: true,
         }
     }
 
@@ -172,35 +193,31 @@ impl Provider {
         &self.client
     }
 
-    /// Runs one operation within the deadline its client was built with.
-    pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
-        self.run_within(operation, self.client.deadline()).await
+    /// This provider for cleanup after a failure or an interrupt: its client's deadline extended
+    /// by [`CLEANUP_GRACE`].
+    pub fn for_cleanup(&self) -> Provider {
+        self.until(self.client.deadline().extended(CLEANUP_GRACE))
     }
 
-    /// Runs one operation within `deadline` instead of the command's own: a person's cleanup
-    /// waits for what the platform holds busy with a bound of its own.
-    pub async fn run_within(
-        &self,
-        operation: Operation,
-        deadline: Deadline,
-    ) -> Result<Outcome, Error> {
+    /// Runs one operation within the deadline of its client.
+    pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
         match operation {
             Operation::Create {
                 bootstrap,
                 pool_id,
                 extra_specs,
             } => {
-                self.create(&bootstrap, &pool_id, extra_specs.as_ref(), deadline)
+                self.create(&bootstrap, &pool_id, extra_specs.as_ref())
                     .await
             }
-            Operation::Delete { instance } => self.delete(&instance, deadline, false).await,
-            Operation::DeleteWaiting { instance } => self.delete(&instance, deadline, true).await,
-            Operation::Get { instance } => self.get(&instance, deadline).await,
-            Operation::List { pool_id } => self.list(Some(&pool_id), deadline).await,
-            Operation::ListAll => self.list(None, deadline).await,
-            Operation::RemoveAll => self.remove_all(deadline).await,
-            Operation::Start { instance } => self.start(&instance, deadline).await,
-            Operation::Stop { instance } => self.stop(&instance, deadline).await,
+            Operation::Delete { instance } => self.delete(&instance, false).await,
+            Operation::DeleteWaiting { instance } => self.delete(&instance, true).await,
+            Operation::Get { instance } => self.get(&instance).await,
+            Operation::List { pool_id } => self.list(Some(&pool_id)).await,
+            Operation::ListAll => self.list(None).await,
+            Operation::RemoveAll => self.remove_all().await,
+            Operation::Start { instance } => self.start(&instance).await,
+            Operation::Stop { instance } => self.stop(&instance).await,
         }
     }
 
@@ -221,10 +238,10 @@ impl Provider {
     }
 
     /// Waits one poll interval, or fails saying that `what` did not happen by the deadline.
-    async fn sleep_within(&self, deadline: Deadline, what: &str) -> Result<(), Error> {
-        if !deadline.has_room_for(POLL_INTERVAL) {
+    async fn sleep_within(&self, what: &str) -> Result<(), Error> {
+        if !self.client.deadline().has_room_for(POLL_INTERVAL) {
             // The bound named is the one waited for: a failed create's rollback has its own.
-            if deadline != self.client.deadline() {
+            if self.cleanup {
                 return Err(Error::failed(format!(
                     "{what} within the rollback's grace after the failed create"
                 )));

@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::wait::{retry_transient, Deadline};
+use super::wait::retry_transient;
 use crate::config::{Config, Placement};
 use crate::error::Error;
 use crate::extra_specs::{ExtraSpecs, PlacementStrategy};
@@ -145,13 +145,9 @@ pub fn site_unusable(e: &ApiError, target: &Target) -> bool {
 impl super::Provider {
     /// How each site is addressed ([`target`]): cloudlets cost one ShowCloudlet for all of
     /// them, zones nothing. Decided once per command, from the answer in hand.
-    pub(super) async fn targets(
-        &self,
-        sites: &[Placement],
-        deadline: Deadline,
-    ) -> Result<Vec<Target>, Error> {
+    pub(super) async fn targets(&self, sites: &[Placement]) -> Result<Vec<Target>, Error> {
         let cloudlets = if sites.iter().any(|s| matches!(s, Placement::Cloudlet(_))) {
-            self.show_cloudlets(deadline).await?
+            self.show_cloudlets().await?
         } else {
             Vec::new()
         };
@@ -159,9 +155,9 @@ impl super::Provider {
     }
 
     /// ShowCloudlet, retried while transient.
-    pub(super) async fn show_cloudlets(&self, deadline: Deadline) -> Result<Vec<Site>, Error> {
-        let client = self.client.until(deadline);
-        Ok(retry_transient(deadline, "ShowCloudlet", || client.show_cloudlets()).await?)
+    pub(super) async fn show_cloudlets(&self) -> Result<Vec<Site>, Error> {
+        let client = &self.client;
+        Ok(retry_transient(client, "ShowCloudlet", || client.show_cloudlets()).await?)
     }
 }
 

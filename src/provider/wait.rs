@@ -3,19 +3,22 @@
 
 use std::future::Future;
 
-use edge_connect::ApiError;
+use edge_connect::{ApiError, Client};
 
 pub use edge_connect::{backoff, Deadline};
 
-/// Runs an idempotent call, retrying transient failures (transport, 429, 5xx) with backoff
-/// until it succeeds, fails for good, or `deadline` leaves no room for another attempt. The
-/// calls themselves end by the deadline of the client that makes them: a caller with a later
-/// deadline than the command's (a rollback) calls through `client.until(deadline)`.
-pub async fn retry_transient<T, F, Fut>(
-    deadline: Deadline,
-    what: &str,
-    mut call: F,
-) -> Result<T, ApiError>
+/// Runs an idempotent call of `client`, retrying transient failures (transport, 429, 5xx) with
+/// backoff until it succeeds, fails for good, or the client's deadline leaves no room for
+/// another attempt.
+pub async fn retry_transient<T, F, Fut>(client: &Client, what: &str, call: F) -> Result<T, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ApiError>>,
+{
+    retry_by(client.deadline(), what, call).await
+}
+
+async fn retry_by<T, F, Fut>(deadline: Deadline, what: &str, mut call: F) -> Result<T, ApiError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ApiError>>,
@@ -46,7 +49,7 @@ mod tests {
     async fn transient_failures_are_retried_and_final_errors_end_them() {
         let mut calls = 0;
         let result: Result<(), ApiError> =
-            retry_transient(Deadline::after(Duration::from_secs(30)), "ShowApp", || {
+            retry_by(Deadline::after(Duration::from_secs(30)), "ShowApp", || {
                 calls += 1;
                 let status = if calls < 3 { 503 } else { 400 };
                 async move {
