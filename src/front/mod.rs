@@ -41,7 +41,7 @@ impl From<ProtocolError> for Error {
 
 /// Writes to stdout through `write`, buffered, and flushes. What is written is a table (its
 /// cells already escaped), a JSON document or a version line; any
-/// [`crate::text::is_terminal_control`] character still in it (serde_json writes DEL, C1
+/// `text::is_terminal_control` character still in it (serde_json writes DEL, C1
 /// controls and bidirectional overrides as they are) is written as its JSON escape (`\u009b`),
 /// which a JSON reader decodes to the same character and a terminal shows as text.
 pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
@@ -114,7 +114,7 @@ pub fn scrubber() -> &'static Scrubber {
 }
 
 /// Writes one line to stderr: masked by [`scrubber`], then made one line of text a terminal
-/// shows as it is ([`crate::text::echo_max`]: control characters and bidirectional overrides
+/// shows as it is (`text::echo_max`: control characters and bidirectional overrides
 /// escaped) and cut. A failure is ignored: stderr is where failures are reported, so there is
 /// nowhere left to report this one, and the exit code still tells the caller.
 pub fn say(line: &str) {

@@ -138,8 +138,8 @@ impl Scrubber {
         self.len() == 0
     }
 
-    /// `text` with every protected secret, in any of the encodings [`decode_json`] and
-    /// [`decode_url`] take off (layered up to [`MAX_LAYERS`] deep), and anything shaped like a
+    /// `text` with every protected secret, in any of the encodings `decode_json` and
+    /// `decode_url` take off (layered up to `MAX_LAYERS` deep), and anything shaped like a
     /// bearer token or a JWT, replaced by `***`. The whole encoded span is replaced, so no part of
     /// an escape is left.
     pub fn scrub<'t>(&self, text: &'t str) -> Cow<'t, str> {
