@@ -29,20 +29,17 @@ pub enum StreamEnd {
 /// over-long line, silence, the deadline, or a body cut inside a line.
 pub struct Show<T> {
     rpc: Rpc,
-    /// The answer until its first object is asked for.
-    lines: Option<Lines>,
-    items: Option<Items<T>>,
+    items: Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>,
 }
-
-/// The parsed objects of an answer, once reading has started.
-type Items<T> = Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>;
 
 impl<T: DeserializeOwned + Send + 'static> Show<T> {
     fn new(rpc: Rpc, lines: Lines) -> Self {
+        let items = stream::try_unfold(lines, |mut lines| async move {
+            Ok(lines.next::<T>().await?.map(|item| (item, lines)))
+        });
         Show {
             rpc,
-            lines: Some(lines),
-            items: None,
+            items: Box::pin(items),
         }
     }
 
@@ -67,16 +64,7 @@ impl<T: DeserializeOwned + Send + 'static> Stream for Show<T> {
     type Item = Result<T, ApiError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some(lines) = self.lines.take() {
-            self.items = Some(Box::pin(stream::try_unfold(
-                lines,
-                |mut lines| async move { Ok(lines.next::<T>().await?.map(|item| (item, lines))) },
-            )));
-        }
-        match self.items.as_mut() {
-            Some(items) => items.as_mut().poll_next(cx),
-            None => Poll::Ready(None),
-        }
+        self.items.as_mut().poll_next(cx)
     }
 }
 
