@@ -477,18 +477,7 @@ fn runners_made_before_the_appinst_marks_are_still_listed_and_removed() {
     let calls = w.sim.request_log().len();
     let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(list.code, 0, "{}", list.stderr);
-    let statuses: Vec<(String, String)> = list
-        .json()
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|i| {
-            (
-                i["name"].as_str().unwrap_or_default().into(),
-                i["status"].as_str().unwrap_or_default().into(),
-            )
-        })
-        .collect();
+    let statuses = list.statuses();
     assert_eq!(
         statuses,
         [

@@ -142,18 +142,7 @@ fn a_foreign_appinst_with_a_runners_name_is_never_shown_nor_deleted() {
     }
     let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(list.code, 0, "{}", list.stderr);
-    let statuses: Vec<(String, String)> = list
-        .json()
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|i| {
-            (
-                i["name"].as_str().unwrap_or_default().into(),
-                i["status"].as_str().unwrap_or_default().into(),
-            )
-        })
-        .collect();
+    let statuses = list.statuses();
     assert_eq!(
         statuses,
         [

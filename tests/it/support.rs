@@ -48,6 +48,17 @@ impl Run {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
     }
+
+    /// `(name, status)` of each instance a ListInstances printed, in its order.
+    pub fn statuses(&self) -> Vec<(String, String)> {
+        let list = self.json();
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        list.as_array()
+            .unwrap_or_else(|| panic!("not a list: {}", self.stdout))
+            .iter()
+            .map(|i| (text(&i["name"]), text(&i["status"])))
+            .collect()
+    }
 }
 
 impl World {
