@@ -45,10 +45,12 @@ impl From<ProtocolError> for Error {
 /// controls and bidirectional overrides as they are) is written as its JSON escape (`\u009b`),
 /// which a JSON reader decodes to the same character and a terminal shows as text.
 pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
-    let mut out = Visible {
-        out: std::io::BufWriter::new(std::io::stdout().lock()),
+    // The buffer comes first: serde_json writes a document in pieces of a few bytes, and
+    // `Visible` then looks at whole buffers, not at each piece.
+    let mut out = std::io::BufWriter::new(Visible {
+        out: std::io::stdout().lock(),
         pending: Vec::new(),
-    };
+    });
     write(&mut out)
         .and_then(|()| out.flush())
         .map_err(|e| Error::caused_by(format!("cannot write the result to stdout: {e}"), e))
@@ -63,6 +65,15 @@ struct Visible<W: Write> {
 
 impl<W: Write> Write for Visible<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Printable ASCII, newlines and tabs (nearly every document) go through as they are.
+        if self.pending.is_empty()
+            && buf
+                .iter()
+                .all(|&b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
+        {
+            self.out.write_all(buf)?;
+            return Ok(buf.len());
+        }
         self.pending.extend_from_slice(buf);
         let bytes = std::mem::take(&mut self.pending);
         let (text, rest) = match std::str::from_utf8(&bytes) {
@@ -149,7 +160,8 @@ mod tests {
 
     #[test]
     fn stdout_shows_controls_as_json_escapes_whatever_the_pieces() {
-        let text = "{\"a\":\"x\u{9b}2J\u{202e}\u{7f}ü\"}\n";
+        // ASCII controls in an ASCII-only piece too: the printable-ASCII path must not pass them.
+        let text = "{\"a\":\"x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r\"}\n";
         for piece in 1..=text.len() {
             let mut out = Visible {
                 out: Vec::new(),
@@ -160,9 +172,12 @@ mod tests {
             }
             out.flush().unwrap();
             let written = String::from_utf8(out.out).unwrap();
-            assert_eq!(written, "{\"a\":\"x\\u009b2J\\u202e\\u007fü\"}\n");
+            assert_eq!(
+                written,
+                "{\"a\":\"x\\u009b2J\\u202e\\u007fü\\u001b[2J\\u000d\"}\n"
+            );
             let value: serde_json::Value = serde_json::from_str(&written).unwrap();
-            assert_eq!(value["a"], "x\u{9b}2J\u{202e}\u{7f}ü");
+            assert_eq!(value["a"], "x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r");
         }
     }
 }
