@@ -51,9 +51,8 @@ pub(super) async fn deploy_test(
 ) {
     // What earlier checks left (one that was killed too), before anything new is made.
     let earlier = leftovers::remove(
-        &provider.until(Deadline::after(cleanup.wait)),
+        &provider.until(Deadline::after(cleanup.wait), &cleanup.bound),
         Which::All,
-        &cleanup.bound,
         &cleanup.progress,
     )
     .await;
@@ -118,9 +117,8 @@ pub(super) async fn deploy_test(
 async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut Report<'_>) {
     let started = Instant::now();
     let done = leftovers::remove(
-        &provider.until(Deadline::after(cleanup.wait)),
+        &provider.until(Deadline::after(cleanup.wait), &cleanup.bound),
         Which::Named(name),
-        &cleanup.bound,
         &cleanup.progress,
     )
     .await;
@@ -154,13 +152,13 @@ pub(super) async fn interrupted(
     cleanup: &Cleanup,
     report: &mut Report<'_>,
 ) -> Error {
-    let bound = leftovers::cleanup_bound();
-    (cleanup.progress)(&format!(
-        "interrupted by {signal}: removing the deploy test's runners (within {bound}; {signal} again stops at once)"
-    ));
     let provider = provider.for_cleanup();
+    (cleanup.progress)(&format!(
+        "interrupted by {signal}: removing the deploy test's runners (within {}; {signal} again stops at once)",
+        provider.bound()
+    ));
     let removal = tokio::select! {
-        done = leftovers::remove(&provider, Which::All, &bound, &cleanup.progress) => Some(done),
+        done = leftovers::remove(&provider, Which::All, &cleanup.progress) => Some(done),
         _ = leftovers::stop_signal() => None,
     };
     let detail = match removal {

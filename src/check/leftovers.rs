@@ -13,13 +13,7 @@ use edge_connect::AppInstState;
 
 use crate::error::Error;
 use crate::provider::status::RunnerView;
-use crate::provider::{Operation, Outcome, Progress, Provider, CLEANUP_GRACE};
-
-/// The bound of [`Provider::for_cleanup`] in words, for the lines of a cleanup after an
-/// interrupt.
-pub(crate) fn cleanup_bound() -> String {
-    format!("the command's deadline plus {} s", CLEANUP_GRACE.as_secs())
-}
+use crate::provider::{Operation, Outcome, Progress, Provider};
 
 /// How often a runner the platform holds busy is looked at again (two Show calls each time,
 /// as often as the provider's own waits poll).
@@ -47,14 +41,11 @@ pub(crate) struct Removal {
 }
 
 /// Removes `which` runners, waiting while the platform holds one busy, until the deadline of
-/// `provider`'s client (`bound` names it in the progress lines). A delete that fails while
-/// nothing holds the runner busy is final: that runner is left and described with the refusal.
-pub(crate) async fn remove(
-    provider: &Provider,
-    which: Which<'_>,
-    bound: &str,
-    progress: &Progress,
-) -> Removal {
+/// `provider`'s client (named in the progress lines as [`Provider::bound`] says). A delete that
+/// fails while nothing holds the runner busy is final: that runner is left and described with
+/// the refusal.
+pub(crate) async fn remove(provider: &Provider, which: Which<'_>, progress: &Progress) -> Removal {
+    let bound = provider.bound();
     let mut done = Removal::default();
     let mut failed: BTreeMap<String, String> = BTreeMap::new();
     // What each busy runner was last said to be, and when.

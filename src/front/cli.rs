@@ -362,9 +362,9 @@ async fn after_failed_create(
     person: &Person,
 ) -> Error {
     let bound = format!("edge_connect.operation_timeout_secs={}s", person.wait);
-    let provider = provider.until(Deadline::after(Duration::from_secs(person.wait)));
+    let provider = provider.until(Deadline::after(Duration::from_secs(person.wait)), bound);
     let done = tokio::select! {
-        done = leftovers::remove(&provider, Which::Named(name), &bound, &person.progress) => done,
+        done = leftovers::remove(&provider, Which::Named(name), &person.progress) => done,
         signal = leftovers::stop_signal() => {
             return Error::Interrupted(format!("{cause}; interrupted by {signal} while removing what is left of {name}; remove it with: delete {name}"));
         }
@@ -399,9 +399,9 @@ async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Per
     say(&format!(
         "  … interrupted by {signal}: removing what was made of {name} ({signal} again stops at once)"
     ));
-    let (bound, provider) = (leftovers::cleanup_bound(), provider.for_cleanup());
+    let provider = provider.for_cleanup();
     let done = tokio::select! {
-        done = leftovers::remove(&provider, Which::Named(name), &bound, &person.progress) => Some(done),
+        done = leftovers::remove(&provider, Which::Named(name), &person.progress) => Some(done),
         _ = leftovers::stop_signal() => None,
     };
     Error::Interrupted(match done {

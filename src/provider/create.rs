@@ -108,7 +108,8 @@ impl Provider {
         }
         let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
-            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK));
+            let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
+            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
             (bounded, Busy::Report { patience })
         } else {
             (self.for_cleanup(), Busy::Wait)

@@ -134,8 +134,9 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
-    /// Whether the client's deadline is a cleanup's bound, not the command's (for messages).
-    cleanup: bool,
+    /// The client's deadline in words when it is not the command's (a cleanup's): the bound a
+    /// wait that runs out names.
+    bound: Option<String>,
 }
 
 /// The one grace of cleanup after a failure or an interrupt (a failed create's rollback, what an
@@ -171,21 +172,33 @@ impl Provider {
             controller_id: controller_id.into(),
             environment,
             progress,
-            cleanup: false,
+            bound: None,
         }
     }
 
     /// This provider with its client under `deadline` instead of the command's: a failed
-    /// create's rollback, a person's cleanup waiting for what the platform holds busy.
-    pub fn until(&self, deadline: Deadline) -> Provider {
+    /// create's rollback, a person's cleanup waiting for what the platform holds busy. `bound`
+    /// names that deadline in the lines of a wait that runs out.
+    pub fn until(&self, deadline: Deadline, bound: impl Into<String>) -> Provider {
         Provider {
             client: self.client.until(deadline),
             config: self.config.clone(),
             controller_id: self.controller_id.clone(),
             environment: self.environment.clone(),
             progress: self.progress.clone(),
-            cleanup: true,
+            bound: Some(bound.into()),
         }
+    }
+
+    /// The deadline of this provider's calls in words: the command's
+    /// (`edge_connect.operation_timeout_secs=…`) or the one [`Provider::until`] named.
+    pub fn bound(&self) -> String {
+        self.bound.clone().unwrap_or_else(|| {
+            format!(
+                "edge_connect.operation_timeout_secs={}s",
+                self.config.edge_connect.operation_timeout_secs
+            )
+        })
     }
 
     /// The Edge Connect client (for request counters).
@@ -196,7 +209,11 @@ impl Provider {
     /// This provider for cleanup after a failure or an interrupt: its client's deadline extended
     /// by [`CLEANUP_GRACE`].
     pub fn for_cleanup(&self) -> Provider {
-        self.until(self.client.deadline().extended(CLEANUP_GRACE))
+        let bound = format!(
+            "the cleanup grace (the command's deadline plus {} s)",
+            CLEANUP_GRACE.as_secs()
+        );
+        self.until(self.client.deadline().extended(CLEANUP_GRACE), bound)
     }
 
     /// Runs one operation within the deadline of its client.
@@ -240,16 +257,8 @@ impl Provider {
     /// Waits one poll interval, or fails saying that `what` did not happen by the deadline.
     async fn sleep_within(&self, what: &str) -> Result<(), Error> {
         if !self.client.deadline().has_room_for(POLL_INTERVAL) {
-            // The bound named is the one waited for: a failed create's rollback has its own.
-            if self.cleanup {
-                return Err(Error::failed(format!(
-                    "{what} within the rollback's grace after the failed create"
-                )));
-            }
-            return Err(Error::failed(format!(
-                "{what} within edge_connect.operation_timeout_secs={}s",
-                self.config.edge_connect.operation_timeout_secs
-            )));
+            // The bound named is the one waited for (a cleanup has its own).
+            return Err(Error::failed(format!("{what} within {}", self.bound())));
         }
         tokio::time::sleep(POLL_INTERVAL).await;
         Ok(())
