@@ -652,6 +652,37 @@ fn a_pool_whose_sites_all_hold_the_appinst_ends_within_the_deadline_and_the_roll
 }
 
 #[test]
+fn on_the_simulators_crm_a_container_that_keeps_terminating_fails_after_the_grace() {
+    // Seen `Error` at every poll, never in its back-off: the CRM says it once (B12, B22).
+    for central in [true, false] {
+        let mut config = crm(&["Munich"], central);
+        config.images = vec![ImageRule::new("*:exits", ImageFault::Terminates)];
+        let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 2");
+        let image = "ghcr.io/example-org/garm-runner:exits";
+        let started = std::time::Instant::now();
+        let r = create_image(&w, "garm-exit1", image, None);
+        let took = started.elapsed();
+        assert_eq!(r.code, 1, "{}", r.stdout);
+        let line = one_line(&r);
+        assert!(
+            line.starts_with(&format!(
+                "the container of image {image} keeps crashing on TelekomOP/Munich (Error): check that its entrypoint starts the runner and stays up, and the container's log"
+            )),
+            "{line}"
+        );
+        assert!(took >= Duration::from_secs(2), "{took:?}");
+        if central {
+            assert!(took < Duration::from_secs(2 + 10), "{took:?}");
+            assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+        } else {
+            assert!(took < Duration::from_secs(2 + 6 + 10), "{took:?}");
+            assert!(line.contains("; cleanup of garm-exit1 failed too (AppInst garm-exit1 on TelekomOP/Munich is Creating: "), "{line}");
+            assert_eq!(w.app_inst_names(), ["garm-exit1"]);
+        }
+    }
+}
+
+#[test]
 fn on_the_simulators_crm_a_crashing_image_fails_fast() {
     let w = World::with_sim(crm(&["Munich"], true), Site::Zone, "");
     let r = create_image(
