@@ -790,16 +790,18 @@ fn measure_two_sites(case: &str, w: &World) {
     let started = std::time::Instant::now();
     let r = create_image(w, "garm-t", IMAGE, Some(both_zones()));
     let took = started.elapsed().as_secs_f64();
+    // The site whose AppInst is Ready, and the AppInst's name when it is not the App's.
     let used = w
         .sim
         .app_insts()
         .iter()
         .filter(|i| i["state"] == "Ready")
         .map(|i| {
-            i["zone_key"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
+            let zone = i["zone_key"]["name"].as_str().unwrap_or_default();
+            match i["key"]["name"].as_str().unwrap_or_default() {
+                "garm-t" => zone.to_string(),
+                name => format!("{zone} (as {name})"),
+            }
         })
         .next()
         .unwrap_or_else(|| "none".into());
@@ -871,6 +873,11 @@ fn start_failure_timings() {
         let w = World::with_sim(two_crm_zones(central, false), Site::Zone, two);
         measure_two_sites(&format!("Munich schedules nothing, CRM {crm}"), &w);
     }
+    let mut config = crm_waiting(&["Munich", "Berlin"], false, MEASURED_WAIT);
+    config.cloudlet_settings[0].pods_unscheduled = true;
+    config.cloudlet_settings[1].pods_unscheduled = true;
+    let w = World::with_sim(config, Site::Zone, two);
+    measure_two_sites("neither schedules, both CRMs on the edge (both hold)", &w);
     let w = World::with_sim(
         crm_waiting(&["Munich", "Berlin"], true, MEASURED_WAIT),
         Site::Zone,
