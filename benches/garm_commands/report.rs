@@ -824,22 +824,46 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
 ## A runner that cannot start: seconds from the cause to the exit
 
 Measured by `cargo test --test it -- --ignored start_failure_timings --nocapture` (not by this
-bench): the provider as GARM runs it, default settings (`start_failure_grace_secs = 30`), against
-the simulator's CRM with its 15-minute wait scaled to 90 s (`crm_max_wait`; kubelet's back-off
-and the CRM's 2 s polling scale with it, a factor of 0.1). "Seconds to exit" runs from the
-provider's log line of the first status message that names the cause to the end of the process.
+bench), one run on 2026-12-03 17:31 UTC at f52b7a3 on the machine above (shared; a figure may move by one 2 s
+poll of the CRM between runs): the provider as GARM runs it, with `start_failure_grace_secs = 5`,
+against the simulator's CRM with its 15-minute wait scaled to 90 s (`crm_max_wait`; kubelet's
+back-off and the CRM's 2 s polling scale with it, a factor of 0.1). The seconds run from the
+provider's log line of the first status message that names the cause to the end of each process;
+DeleteInstance is the one GARM runs right after the failed create.
 
-| case | first status line naming the cause | seconds to exit | exit |
-|---|---|---|---|
-| unpullable image, central CRM | `… container …: ErrImagePull` | 0.2 | 1, nothing left |
-| unpullable image, CRM on the edge | `… container …: ErrImagePull` | 28.3 | 1, the AppInst is left `Creating` until the CRM's wait ends; GARM's DeleteInstance removes it |
-| crash loop, central CRM | `… container …: Error` (then `CrashLoopBackOff`) | 0.2 | 1, nothing left |
-| unschedulable, central CRM | `pod …: Pending (0/0)` | 30.0 | 1, nothing left (one site; with more, the next is tried) |
-| full site, next site takes it | `No resources available for deployment` | 0.0 | 0, on the next site |
+| case | CRM | first line naming the cause | s to CreateInstance exit | s to DeleteInstance exit | exits | DeleteAppInst |
+|---|---|---|---|---|---|---|
+| unpullable image | central | `ErrImagePull` | 0.2 | 0.2 | 1 / 0 | 0 |
+| unpullable image | on the edge | `ErrImagePull` | 4.2 | 4.2 | 1 / 1 | 0 |
+| crash loop | central | `: Error` | 0.2 | 0.2 | 1 / 0 | 0 |
+| crash loop | on the edge | `: Error` | 4.2 | 4.2 | 1 / 1 | 0 |
+| RunContainerError, no back-off after it | central | `: RunContainerError` | 5.0 | 5.0 | 1 / 0 | 0 |
+| RunContainerError, no back-off after it | on the edge | `: RunContainerError` | 9.0 | 9.0 | 1 / 1 | 0 |
+| PostStartHookError, no back-off after it | central | `: PostStartHookError` | 5.0 | 5.0 | 1 / 0 | 0 |
+| PostStartHookError, no back-off after it | on the edge | `: PostStartHookError` | 9.0 | 9.0 | 1 / 1 | 0 |
+| pod placed after 8 s, one site | on the edge | `Pending (0/0)` | 10.0 (runs) | - | 0 | 0 |
 
-The unpullable image ends at the first `ImagePullBackOff` (kubelet's first back-off, 10 s real,
-1 s here, after the first `ErrImagePull`); the unschedulable pod after the grace. Before this
-work each of the first four waited for the CRM's 15 minutes, or the provider's deadline (900 s),
-and then reported `running` or a deadline message that named nothing. With a CRM on the edge the
-AppInst cannot be deleted before the CRM's own wait ends, so the rollback stops after 30 s.
+A back-off (`ImagePullBackOff`, `CrashLoopBackOff`) ends the create at once, any other reason after
+the grace. On a central CRM closing the stream makes the controller undo the create, so nothing is
+left and no DeleteAppInst is sent. On a CRM on the edge the AppInst cannot be deleted before the
+CRM's own wait ends: the rollback gives it 4 s (two polls within its 6 s patience) and names what holds
+it, and the DeleteInstance after it exits 1 at once without a DeleteAppInst the platform would
+refuse; GARM's retries remove it once the CRM lets it go.
+
+| two-site pool (Munich first), grace 5 s, `request_timeout_secs = 5` | wall s | deadline s | site used | exit | DeleteAppInst |
+|---|---|---|---|---|---|
+| Munich schedules nothing, CRM central | 5.0 | 60 | Berlin | 0 | 0 |
+| Munich schedules nothing, CRM on the edge | 9.0 | 60 | Berlin (as garm-t-2) | 0 | 0 |
+| neither schedules, both CRMs on the edge (both hold) | 64.0 | 60 | none | 1 | 0 |
+| Munich answers nothing to CreateAppInst | 5.0 | 60 | Berlin | 0 | 0 |
+| Munich is full (`No resources available for deployment`) | 0.0 | 60 | Berlin | 0 | 0 |
+| the image cannot be pulled anywhere | 0.4 | 60 | none | 1 | 0 |
+
+A site that holds the runner's AppInst (its CRM on the edge, the pod unscheduled) costs the grace
+and the 4 s in which the cleanup looks whether the AppInst starts going; the next site then takes
+the runner under a second AppInst name (`garm-t-2`, docs/architecture.md, "Failover past a site
+that holds the AppInst") and the held AppInst stays for the runner's DeleteInstance. Before,
+this create ended there with exit 1 and never tried Berlin. When both sites hold,
+the last site waits for its pod up to the deadline (60 s) and the rollback adds Berlin's 4 s:
+64 s, within the deadline plus the rollback's 30 s, with both causes named, Munich's first.
 "#;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::delete::Busy;
-use super::deploy::HELD_PATIENCE;
+use super::deploy::{Held, HELD_PATIENCE};
 use super::placement::{self, Target};
 use super::status::RunnerView;
 use super::wait::{retry_transient, Deadline};
@@ -101,11 +101,6 @@ impl Provider {
                 instance,
             ))));
         };
-        if let Some(held) = failure.held {
-            // Nothing can be removed yet: the App stays with its AppInst (DeleteApp would be
-            // refused while the AppInst exists).
-            return Err(cleanup_failed(&name, failure.error, &held));
-        }
         let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
             let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
@@ -114,7 +109,9 @@ impl Provider {
         } else {
             (self.for_cleanup(), Busy::Wait)
         };
-        Err(rollback.rollback(&app.key, busy, failure.error).await)
+        Err(rollback
+            .rollback(&app.key, busy, failure.error, &failure.held)
+            .await)
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
@@ -170,15 +167,24 @@ impl Provider {
         Ok(())
     }
 
-    /// Removes whatever a failed create left (AppInst in any state, then the App) by the
-    /// client's deadline (the rollback's, see [`Provider::until`])
-    /// and returns the error to report, noting a failed cleanup (GARM's DeleteInstance will
-    /// finish it).
-    async fn rollback(&self, app_key: &AppKey, busy: Busy, cause: Error) -> Error {
+    /// Removes whatever a failed create left (its AppInsts in any state, then the App) by the
+    /// client's deadline (the rollback's, see [`Provider::until`]) and returns the error to
+    /// report, noting a failed cleanup (GARM's DeleteInstance will finish it). The AppInsts in
+    /// `held` are known to be held by their sites' CRMs: not asked about again, they keep the
+    /// App (DeleteApp would be refused while an AppInst of it exists) and are named first, in
+    /// the order of the sites.
+    async fn rollback(&self, app_key: &AppKey, busy: Busy, cause: Error, held: &[Held]) -> Error {
         let name = &app_key.name;
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
-            self.remove_app_insts_of(app_key, busy).await?;
+            let rest = self
+                .remove_app_insts_except(app_key, None, held, busy)
+                .await;
+            let mut troubles: Vec<String> = held.iter().map(|h| h.why.to_string()).collect();
+            troubles.extend(rest.err().map(|e| e.to_string()));
+            if !troubles.is_empty() {
+                return Err(Error::failed(troubles.join("; ")));
+            }
             self.delete_app(app_key, None).await
         };
         match cleanup.await {

@@ -135,28 +135,30 @@ impl Provider {
     /// RemoveAll's calls go through its `throttle`.
     pub(super) async fn delete_app_inst(
         &self,
+        app: &AppKey,
         key: &AppInstKey,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        self.delete_app_inst_with(key, throttle, None).await
+        self.delete_app_inst_with(app, key, throttle, None).await
     }
 
-    /// Deletes the AppInst `inst` as [`Busy`] says: one that Edge Connect will not delete yet
-    /// is waited for, or reported at once with what holds it and until when.
+    /// Deletes the AppInst `inst` of the App `app` as [`Busy`] says: one that Edge Connect will
+    /// not delete yet is waited for, or reported at once with what holds it and until when.
     pub(super) async fn delete_app_inst_or_report(
         &self,
+        app: &AppKey,
         inst: &AppInst,
         busy: Busy,
     ) -> Result<(), Error> {
         match busy {
-            Busy::Wait => self.delete_app_inst(&inst.key, None).await,
+            Busy::Wait => self.delete_app_inst(app, &inst.key, None).await,
             Busy::Report { patience } => {
                 // Its state is known from the read before: a create still running is refused
                 // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
-                if creating(&inst.state) && !self.moves_within(inst, patience).await? {
+                if creating(&inst.state) && !self.moves_within(app, inst, patience).await? {
                     return Ok(());
                 }
-                self.delete_app_inst_with(&inst.key, None, Some((inst, patience)))
+                self.delete_app_inst_with(app, &inst.key, None, Some((inst, patience)))
                     .await
             }
         }
@@ -166,6 +168,7 @@ impl Provider {
     /// is given to start going before the delete says what holds it (`None`: wait for it).
     async fn delete_app_inst_with(
         &self,
+        app: &AppKey,
         key: &AppInstKey,
         throttle: Option<&Throttle>,
         report: Option<(&AppInst, Duration)>,
@@ -192,7 +195,7 @@ impl Provider {
                         self.sleep_within(&what).await?;
                         // In the older API the cloudlet is part of the key: only that one counts.
                         let cloudlet = key.cloudlet_key.as_ref();
-                        let other = self.settled(&key.name, cloudlet, &what).await?;
+                        let other = self.settled(app, &key.name, cloudlet, &what).await?;
                         if other.is_none() {
                             return Ok(());
                         }
@@ -205,7 +208,7 @@ impl Provider {
                     if let Some((inst, patience)) = report {
                         // Asking again would be refused the same way: read its state instead.
                         let left = patience.saturating_sub(started.elapsed());
-                        if !self.moves_within(inst, left).await? {
+                        if !self.moves_within(app, inst, left).await? {
                             return Ok(());
                         }
                         continue;
@@ -219,10 +222,15 @@ impl Provider {
         }
     }
 
-    /// Reads the AppInst `inst` (still creating) every poll interval for up to `patience`:
-    /// `Ok(true)` once it is in another state (a central CRM's undo has begun), `Ok(false)`
-    /// once it is gone, an error saying what holds it when it is still creating then.
-    async fn moves_within(&self, inst: &AppInst, patience: Duration) -> Result<bool, Error> {
+    /// Reads the AppInst `inst` of the App `app` (still creating) every poll interval for up to
+    /// `patience`: `Ok(true)` once it is in another state (a central CRM's undo has begun),
+    /// `Ok(false)` once it is gone, an error saying what holds it when it is still creating then.
+    async fn moves_within(
+        &self,
+        app: &AppKey,
+        inst: &AppInst,
+        patience: Duration,
+    ) -> Result<bool, Error> {
         let started = Instant::now();
         let (name, cloudlet) = (&inst.key.name, inst.key.cloudlet_key.as_ref());
         let mut latest = inst.clone();
@@ -231,7 +239,7 @@ impl Provider {
                 return Err(Error::failed(held(&latest)));
             }
             tokio::time::sleep(POLL_INTERVAL).await;
-            let insts = self.app_insts_named(name).await?;
+            let insts = self.app_insts_of(app).await?;
             match insts.into_iter().find(|i| same_key(i, name, cloudlet)) {
                 None => return Ok(false),
                 Some(i) if creating(&i.state) => latest = i,
@@ -240,16 +248,18 @@ impl Provider {
         }
     }
 
-    /// Polls the AppInst `name` (on `cloudlet`, when given) until it settles: gone (`None`),
-    /// Ready or failed (`Some`); fails saying that `what` did not happen by the deadline.
+    /// Polls the AppInst `name` of the App `app` (on `cloudlet`, when given) until it settles:
+    /// gone (`None`), Ready or failed (`Some`); fails saying that `what` did not happen by the
+    /// deadline. It is looked up by its App (B24).
     pub(super) async fn settled(
         &self,
+        app: &AppKey,
         name: &str,
         cloudlet: Option<&SiteRef>,
         what: &str,
     ) -> Result<Option<AppInst>, Error> {
         loop {
-            let insts = self.app_insts_named(name).await?;
+            let insts = self.app_insts_of(app).await?;
             match insts.into_iter().find(|i| same_key(i, name, cloudlet)) {
                 Some(i) if i.state != AppInstState::Ready && !i.state.is_error() => {}
                 settled => return Ok(settled),
@@ -289,7 +299,8 @@ impl Provider {
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         for inst in &runner.app_insts {
-            self.delete_app_inst(&inst.key, throttle).await?;
+            self.delete_app_inst(&runner.key, &inst.key, throttle)
+                .await?;
         }
         self.delete_app(&runner.key, throttle).await
     }
@@ -310,14 +321,23 @@ impl Provider {
                 patience: Duration::ZERO,
             }
         };
-        for inst in &runner.app_insts {
-            if !wait && creating(&inst.state) {
-                return Err(Error::failed(format!(
-                    "{}; GARM's next DeleteInstance after that removes it",
-                    held(inst)
-                )));
-            }
-            self.delete_app_inst_or_report(inst, busy).await?;
+        // A runner has two AppInsts when a failover went past a site that held its first one
+        // (docs/architecture.md, "Failover"): what can go goes first, so that the runner that
+        // runs is removed even while the platform holds the other.
+        let (held_insts, others): (Vec<&AppInst>, Vec<&AppInst>) = runner
+            .app_insts
+            .iter()
+            .partition(|inst| !wait && creating(&inst.state));
+        for inst in others {
+            self.delete_app_inst_or_report(&runner.key, inst, busy)
+                .await?;
+        }
+        if !held_insts.is_empty() {
+            let held: Vec<String> = held_insts.into_iter().map(held).collect();
+            return Err(Error::failed(format!(
+                "{}; GARM's next DeleteInstance after that removes it",
+                held.join("; ")
+            )));
         }
         self.delete_app(&runner.key, None).await?;
         tracing::info!(instance, "deleted");
@@ -372,7 +392,7 @@ pub(super) enum Busy {
 const CRM_POD_WAIT: Duration = Duration::from_secs(15 * 60);
 
 /// A create still under way: Edge Connect refuses to delete it (B17).
-fn creating(state: &AppInstState) -> bool {
+pub(super) fn creating(state: &AppInstState) -> bool {
     matches!(
         state,
         AppInstState::CreateRequested | AppInstState::Creating | AppInstState::CreatingDependencies
@@ -380,7 +400,7 @@ fn creating(state: &AppInstState) -> bool {
 }
 
 /// One line: the AppInst's state, what holds it and when the platform lets it go.
-fn held(inst: &AppInst) -> String {
+pub(super) fn held(inst: &AppInst) -> String {
     let name = &inst.key.name;
     let site = inst
         .zone_key

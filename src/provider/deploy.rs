@@ -16,6 +16,7 @@ use super::wait::backoff;
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
+use crate::naming::MAX_NAME_LEN;
 use crate::runner_env::app_inst_marks;
 
 /// What one placement attempt on a site came to.
@@ -35,7 +36,8 @@ struct Refusal {
     /// The controller's refusal, when it was one (`explain` lists what exists).
     api: Option<ApiError>,
     /// Why its AppInst is still there, when it could not be removed yet (the site's CRM holds
-    /// it): the AppInst name is unique across zones, so no other site can be tried.
+    /// it): the AppInst name is unique across zones, so a later site places the runner under a
+    /// second name ([`app_inst_name`]).
     held: Option<Error>,
 }
 
@@ -53,9 +55,17 @@ pub(super) struct DeployFailure {
     /// ends, up to 15 minutes (docs/edge-connect-behaviours.md B7, B12), so a rollback should
     /// not wait that long (GARM deletes the instance after a failed create).
     pub start_failure: bool,
-    /// Why the AppInst could not be removed just now (its site's CRM holds it): the rollback
-    /// need not try again, and reports this after the cause.
-    pub held: Option<Error>,
+    /// The AppInsts that could not be removed just now (their sites' CRMs hold them), in the
+    /// order of the sites: the rollback does not ask again, and reports them after the cause.
+    pub held: Vec<Held>,
+}
+
+/// An AppInst of the runner that a site's CRM holds (B17): its name and what holds it.
+pub(super) struct Held {
+    /// The AppInst's name.
+    pub name: String,
+    /// What holds it and until when.
+    pub why: Error,
 }
 
 impl DeployFailure {
@@ -64,7 +74,7 @@ impl DeployFailure {
         DeployFailure {
             error,
             start_failure: true,
-            held: None,
+            held: Vec::new(),
         }
     }
 }
@@ -74,7 +84,7 @@ impl From<Error> for DeployFailure {
         DeployFailure {
             error,
             start_failure: false,
-            held: None,
+            held: Vec::new(),
         }
     }
 }
@@ -88,12 +98,13 @@ struct Runner<'a> {
 }
 
 impl Provider {
-    /// Creates the AppInst of `app_key` (named as its App) on the first site that takes it,
-    /// each site addressed as `targets` says. A site that refuses it (the controller's refusal,
-    /// a capacity refusal, a `CreateError`, a pod that cannot be scheduled) is left clean before
-    /// the next one is tried: the AppInst name is unique across sites on Gen3. `image` names the
-    /// image in the messages (Start does not know it); the AppInst carries the marks of
-    /// `pool_id`'s runners.
+    /// Creates the AppInst of `app_key` on the first site that takes it, each site addressed as
+    /// `targets` says. A site that refuses it (the controller's refusal, a capacity refusal, a
+    /// `CreateError`, a pod that cannot be scheduled) is left clean before the next one is
+    /// tried; when its CRM holds the AppInst (B17), the next sites place it under a second
+    /// name ([`app_inst_name`]): the AppInst name is unique across zones on Gen3 (B4). `image`
+    /// names the image in the messages (Start does not know it); the AppInst carries the marks
+    /// of `pool_id`'s runners.
     pub(super) async fn deploy(
         &self,
         app_key: &AppKey,
@@ -103,6 +114,7 @@ impl Provider {
         image: Option<&str>,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
+        let mut held: Vec<Held> = Vec::new();
         let runner = Runner {
             app_key,
             pool_id,
@@ -111,8 +123,17 @@ impl Provider {
         for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
             // The last site gets the rest of the deadline, as the only one of a pool does.
             let failover = i + 1 < sites.len();
-            let refusal = match self.place(&runner, site, target, failover).await {
-                Attempt::Placed => return Ok(()),
+            let name_taken = held.iter().any(|h| h.name == app_key.name);
+            let name = app_inst_name(&app_key.name, i, name_taken);
+            let mut refusal = match self.place(&runner, &name, site, target, failover).await {
+                Attempt::Placed => {
+                    for h in &held {
+                        // Not waited for: GARM's DeleteInstance of the runner removes it
+                        // (docs/architecture.md, "Failover").
+                        tracing::warn!(app_inst = %h.name, error = %h.why, "an earlier site still holds an AppInst of this runner; DeleteInstance removes it");
+                    }
+                    return Ok(());
+                }
                 Attempt::Refused(refusal) => refusal,
                 // A runner that does not start on the last site after others refused it: every
                 // site is named, the first cause first.
@@ -123,17 +144,14 @@ impl Provider {
                         tried.len(),
                         tried.join("; ")
                     ));
+                    failure.held = held;
                     return Err(failure);
                 }
-                Attempt::Failed(failure) => return Err(failure),
+                Attempt::Failed(mut failure) => {
+                    failure.held = held;
+                    return Err(failure);
+                }
             };
-            if let Some(held) = refusal.held {
-                // The first cause leads; what keeps the next site from being tried follows.
-                return Err(DeployFailure {
-                    held: Some(held),
-                    ..DeployFailure::start(Error::failed(refusal.why))
-                });
-            }
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
@@ -142,37 +160,47 @@ impl Provider {
             }
             self.report(&format!("{site} cannot take it: {}", refusal.why));
             tried.push(format!("{site}: {}", refusal.why));
+            if let Some(why) = refusal.held.take() {
+                held.push(Held { name, why });
+            }
             last = Some(refusal);
         }
-        if tried.len() > 1 {
-            return Err(Error::failed(format!(
+        let start_failure = !held.is_empty();
+        let error = if tried.len() > 1 {
+            Error::failed(format!(
                 "no site could take the AppInst ({} tried): {}",
                 tried.len(),
                 tried.join("; ")
             ))
-            .into());
-        }
-        Err(match last {
-            Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
-            Some(refusal) => Error::failed(refusal.why),
-            None => Error::failed("no site to place the AppInst on".to_string()),
-        }
-        .into())
+        } else {
+            match last {
+                Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
+                Some(refusal) => Error::failed(refusal.why),
+                None => Error::failed("no site to place the AppInst on".to_string()),
+            }
+        };
+        Err(DeployFailure {
+            error,
+            // A held AppInst is a runner that did not start: the rollback is the short one.
+            start_failure,
+            held,
+        })
     }
 
     /// One site: CreateAppInst, and what its answer means. A `Zone not specified` for a cloudlet
     /// key contradicts what ShowCloudlet said: the cloudlet is asked for again and the create
     /// retried once with what the server says now.
-    /// `failover`: another site follows this one.
+    /// `name`: the AppInst's name on this site ([`app_inst_name`]). `failover`: another site
+    /// follows this one.
     async fn place(
         &self,
         runner: &Runner<'_>,
+        name: &str,
         site: &Placement,
         mut target: Target,
         failover: bool,
     ) -> Attempt {
         let (app_key, image) = (runner.app_key, runner.image);
-        let name = &app_key.name;
         let mut redecided = false;
         loop {
             let request = NewAppInst {
@@ -190,7 +218,7 @@ impl Provider {
                     if !refused {
                         return Attempt::Failed(DeployFailure::start(Error::failed(why)));
                     }
-                    return Attempt::Refused(self.refused_after_start(app_key, why).await);
+                    return Attempt::Refused(self.refused_after_start(app_key, name, why).await);
                 }
                 Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
                     return Attempt::Placed
@@ -208,7 +236,7 @@ impl Provider {
                     self.report(
                         "the CreateAppInst stream ended without its result; checking the AppInst",
                     );
-                    return match self.await_ready(name).await {
+                    return match self.await_ready(app_key, name).await {
                         Ok(()) => Attempt::Placed,
                         Err(e) => Attempt::Failed(e.into()),
                     };
@@ -274,7 +302,7 @@ impl Provider {
                 let busy = Busy::Report {
                     patience: HELD_PATIENCE,
                 };
-                if let Err(cleanup) = self.remove_app_insts_of(app_key, busy).await {
+                if let Err(cleanup) = self.remove_app_insts_of(app_key, Some(name), busy).await {
                     let error = Error::failed(format!("{why}; {cleanup}"));
                     return Attempt::Failed(DeployFailure::start(error));
                 }
@@ -373,31 +401,55 @@ impl Provider {
         }
     }
 
-    /// Deletes the AppInsts named as the App `app_key` that deploy it (never another App's
-    /// AppInst of the same name), treating one that Edge Connect will not delete yet as `busy`
-    /// says.
+    /// Deletes the AppInsts that deploy the App `app_key` (found by the App, B24), those named
+    /// `only` when given (one site's), treating one that Edge Connect will not delete yet as
+    /// `busy` says; an AppInst named in `known_held` is not asked about again. Every AppInst is
+    /// tried; the errors are joined in the order of the answer.
     pub(super) async fn remove_app_insts_of(
         &self,
         app_key: &AppKey,
+        only: Option<&str>,
         busy: Busy,
     ) -> Result<(), Error> {
-        for inst in self.app_insts_named(&app_key.name).await? {
-            // An AppInst that names no App cannot be confirmed as ours: never deleted.
-            if inst.app_key.as_ref() == Some(app_key) {
-                self.delete_app_inst_or_report(&inst, busy).await?;
-            }
-        }
-        Ok(())
+        self.remove_app_insts_except(app_key, only, &[], busy).await
     }
 
-    /// A site whose stream was closed because the runner does not start there: its AppInst is
-    /// removed if Edge Connect lets it go within [`HELD_PATIENCE`], so that the next site can
-    /// be tried with the same name within the deadline.
-    async fn refused_after_start(&self, app_key: &AppKey, why: String) -> Refusal {
+    /// [`Provider::remove_app_insts_of`], leaving the AppInsts named in `known_held` alone.
+    pub(super) async fn remove_app_insts_except(
+        &self,
+        app_key: &AppKey,
+        only: Option<&str>,
+        known_held: &[Held],
+        busy: Busy,
+    ) -> Result<(), Error> {
+        let mut errors = Vec::new();
+        for inst in self.app_insts_of(app_key).await? {
+            let name = inst.key.name.as_str();
+            if only.is_some_and(|n| n != name) || known_held.iter().any(|h| h.name == name) {
+                continue;
+            }
+            if let Err(e) = self.delete_app_inst_or_report(app_key, &inst, busy).await {
+                errors.push(e.to_string());
+            }
+        }
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(Error::failed(errors.join("; "))),
+        }
+    }
+
+    /// A site whose stream was closed because the runner does not start there: its AppInst
+    /// (`name`) is removed if Edge Connect lets it go within [`HELD_PATIENCE`], so that the
+    /// next site can be tried with the same name; one still held then is left, and the next
+    /// site is tried under a second name.
+    async fn refused_after_start(&self, app_key: &AppKey, name: &str, why: String) -> Refusal {
         let busy = Busy::Report {
             patience: HELD_PATIENCE,
         };
-        let held = self.remove_app_insts_of(app_key, busy).await.err();
+        let held = self
+            .remove_app_insts_of(app_key, Some(name), busy)
+            .await
+            .err();
         Refusal {
             why,
             api: None,
@@ -480,10 +532,11 @@ impl Provider {
         }
     }
 
-    /// Waits until the AppInst is Ready; fails when it failed, is gone, or the deadline passes.
-    async fn await_ready(&self, name: &str) -> Result<(), Error> {
+    /// Waits until the AppInst `name` of `app_key` is Ready; fails when it failed, is gone, or
+    /// the deadline passes.
+    async fn await_ready(&self, app_key: &AppKey, name: &str) -> Result<(), Error> {
         let what = format!("AppInst {name} not Ready");
-        match self.settled(name, None, &what).await? {
+        match self.settled(app_key, name, None, &what).await? {
             Some(i) if i.state == AppInstState::Ready => Ok(()),
             Some(i) => {
                 let detail = if i.errors.is_empty() {
@@ -535,5 +588,60 @@ fn cannot_start_message(
 fn site_name(site: &Placement) -> String {
     match site {
         Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
+    }
+}
+
+/// The name of the runner's AppInst on the site at `index` (0 for the first of the pool's
+/// sites, as tried): the App's name, unless an earlier site still holds an AppInst of that name
+/// (`name_taken`); then the App's name and `-` and the site's position (`-2` for the second
+/// site), the name cut so that the whole stays within [`MAX_NAME_LEN`] and ends without `-`.
+/// A valid AppInst name (`[0-9a-zA-Z][-_0-9a-zA-Z .&,!]*`, main `api/edgeproto/objs.go:660-667`,
+/// `pkg/util/validate.go:34`) whenever the App's name is one, and the same for the same pool
+/// and runner every time (docs/edge-connect-behaviours.md B24).
+pub(super) fn app_inst_name(app_name: &str, index: usize, name_taken: bool) -> String {
+    if !name_taken {
+        return app_name.to_string();
+    }
+    let suffix = format!("-{}", index + 1);
+    let room = MAX_NAME_LEN.saturating_sub(suffix.len());
+    let mut base: String = app_name.chars().take(room).collect();
+    while base.ends_with('-') {
+        base.pop();
+    }
+    format!("{base}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::naming::is_valid_key_part;
+
+    #[test]
+    fn a_second_name_only_when_the_first_is_held_and_always_valid() {
+        assert_eq!(
+            app_inst_name("garm-ny9heeqyw2rl", 1, false),
+            "garm-ny9heeqyw2rl"
+        );
+        assert_eq!(
+            app_inst_name("garm-ny9heeqyw2rl", 1, true),
+            "garm-ny9heeqyw2rl-2"
+        );
+        assert_eq!(
+            app_inst_name("garm-ny9heeqyw2rl", 11, true),
+            "garm-ny9heeqyw2rl-12"
+        );
+        let long = "a".repeat(37) + "-bc";
+        assert_eq!(long.len(), MAX_NAME_LEN);
+        let second = app_inst_name(&long, 1, true);
+        assert_eq!(second, "a".repeat(37) + "-2");
+        assert!(second.len() <= MAX_NAME_LEN && is_valid_key_part(&second));
+        for name in ["garm-x", &long, &"b".repeat(40)] {
+            for index in 0..20 {
+                let n = app_inst_name(name, index, true);
+                assert!(n.len() <= MAX_NAME_LEN && is_valid_key_part(&n), "{n}");
+                assert_ne!(n, name);
+                assert_eq!(n, app_inst_name(name, index, true));
+            }
+        }
     }
 }

@@ -10,8 +10,11 @@
 //! size of the organization; what is kept has a bound ([`Kept`]), and reaching it is an error
 //! that names it.
 //!
-//! An AppInst belongs to a runner only when it deploys the runner's App (organization, name and
-//! version) and has its name. An AppInst whose answer names no App (`app_key` missing, an older
+//! An AppInst belongs to a runner when it deploys the runner's App (organization, name and
+//! version), whatever its name: a failover past a site that holds the runner's first AppInst
+//! places the next one under a second name ([`super::deploy::app_inst_name`]), so a runner is
+//! looked up by its App (ShowAppInst filtered by `app_key`, docs/edge-connect-behaviours.md B24),
+//! never by an AppInst name. An AppInst whose answer names no App (`app_key` missing, an older
 //! answer shape) cannot be confirmed as ours: it is never shown as a runner's, nor deleted.
 //! AppInsts made by releases before the marks carry none: an App of ours that the marked answer
 //! gives no AppInst is looked up once more without the marks (see [`Provider::runners`]).
@@ -94,13 +97,14 @@ impl Provider {
             ..self.app_key(name)
         };
         let inst_filter = &AppInstKey {
-            name: name.to_string(),
+            name: String::new(),
             organization: self.organization().to_string(),
             cloudlet_key: None,
         };
         // An App asked for by name is read whoever it belongs to: one that is someone else's is
         // counted, so that the caller can say why it is not touched. A name narrows both
-        // answers already, and finds AppInsts of every release.
+        // answers already (the AppInsts by the App they deploy, whatever their names), and finds
+        // AppInsts of every release.
         let (env_vars, marks): (Vec<_>, Vec<_>) = match (name, pool_id) {
             ("", Some(pool)) => (
                 vec![
@@ -126,11 +130,15 @@ impl Provider {
             // Both requests go out at once: one round trip. The AppInsts' answer then waits in
             // the socket, not in memory, while the Apps are read, so each AppInst meets the
             // complete set of our Apps and is kept or dropped at once.
-            let (mut apps, insts) = futures_util::future::try_join(
-                client.show_apps(app_filter, env_vars),
-                client.show_app_insts(inst_filter, marks),
-            )
-            .await?;
+            let (mut apps, insts) =
+                futures_util::future::try_join(client.show_apps(app_filter, env_vars), async {
+                    if name.is_empty() {
+                        client.show_app_insts(inst_filter, marks).await
+                    } else {
+                        client.show_app_insts_of(app_filter, marks).await
+                    }
+                })
+                .await?;
             let mut kept = Kept::default();
             let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
             let mut foreign = 0;
@@ -178,31 +186,27 @@ impl Provider {
         Ok(retry_transient(client, "ShowApp and ShowAppInst", read).await?)
     }
 
-    /// The AppInsts of this organization with exactly this name (at most [`MAX_KEPT_OBJECTS`]).
-    pub(super) async fn app_insts_named(&self, name: &str) -> Result<Vec<AppInst>, Error> {
+    /// The AppInsts that deploy the App `app_key` (exactly that version), whatever their names
+    /// (at most [`MAX_KEPT_OBJECTS`]): ShowAppInst filtered by the App (B24).
+    pub(super) async fn app_insts_of(&self, app_key: &AppKey) -> Result<Vec<AppInst>, Error> {
         let client = &self.client;
-        let filter = &AppInstKey {
-            name: name.to_string(),
-            organization: self.organization().to_string(),
-            cloudlet_key: None,
-        };
         Ok(retry_transient(client, "ShowAppInst", || async move {
             let mut kept = Kept::default();
-            let mut named = Vec::new();
-            let mut insts = client.show_app_insts(filter, &[]).await?;
+            let mut found = Vec::new();
+            let mut insts = client.show_app_insts_of(app_key, &[]).await?;
             while let Some(inst) = insts.try_next().await? {
-                if inst.key.name == name {
+                if inst.app_key.as_ref() == Some(app_key) {
                     kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
-                    named.push(inst);
+                    found.push(inst);
                 }
             }
-            Ok(named)
+            Ok(found)
         })
         .await?)
     }
 }
 
-/// Adds each AppInst of the answer to the runner of `ours` whose App it deploys under its name.
+/// Adds each AppInst of the answer to the runner of `ours` whose App it deploys, under any name.
 async fn join(
     mut insts: edge_connect::Show<AppInst>,
     ours: &mut HashMap<AppKey, OwnedRunner>,
@@ -212,9 +216,6 @@ async fn join(
         let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
             continue;
         };
-        if inst.key.name != runner.key.name {
-            continue;
-        }
         kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
         // Nearly every runner has one AppInst: room for one more at a time, not the four a
         // first push reserves (an AppInst is some 400 bytes: 1.2 MB of a 1,000-runner List).

@@ -13,9 +13,10 @@ use crate::garm::InstanceStatus;
 impl Provider {
     pub(super) async fn stop(&self, instance: &str) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
-        if let Some(inst) = runner.app_insts.first() {
+        // Normally one; two after a failover past a site that held the first.
+        for inst in &runner.app_insts {
             self.report(&format!("removing AppInst {}", inst.key.name));
-            self.delete_app_inst(&inst.key, None).await?;
+            self.delete_app_inst(&runner.key, &inst.key, None).await?;
         }
         tracing::info!(instance, "stopped");
         Ok(Outcome::Done)
@@ -23,13 +24,16 @@ impl Provider {
 
     pub(super) async fn start(&self, instance: &str) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
-        if let Some(inst) = runner.app_insts.first() {
-            if super::status::garm_status(Some(inst)).0 == InstanceStatus::Running {
-                tracing::info!(instance, state = %inst.state, "already started");
-                return Ok(Outcome::Done);
-            }
-            // A failed or vanishing AppInst is replaced by a fresh one.
-            self.delete_app_inst(&inst.key, None).await?;
+        let running = |inst: &&edge_connect::models::AppInst| {
+            super::status::garm_status(Some(inst)).0 == InstanceStatus::Running
+        };
+        if let Some(inst) = runner.app_insts.iter().find(running) {
+            tracing::info!(instance, state = %inst.state, "already started");
+            return Ok(Outcome::Done);
+        }
+        // A failed or vanishing AppInst is replaced by a fresh one.
+        for inst in &runner.app_insts {
+            self.delete_app_inst(&runner.key, &inst.key, None).await?;
         }
         // The sites recorded on the App, else the configured one.
         let mut sites = runner.vars.placements();

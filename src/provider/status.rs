@@ -87,7 +87,16 @@ impl Provider {
     /// The views of a runner, made of its parts (List converts a thousand runners: moving their
     /// strings instead of copying them keeps one copy alive, not two).
     pub(super) fn view_of(&self, runner: OwnedRunner) -> RunnerView {
-        let app_inst = runner.app_insts.into_iter().next();
+        // Normally one AppInst; after a failover past a site that held the first, the one that
+        // runs tells (Ready before one still deploying, running before anything else).
+        let rank = |inst: &AppInst| match garm_status(Some(inst)).0 {
+            InstanceStatus::Running if inst.state == AppInstState::Ready => 0,
+            InstanceStatus::Running => 1,
+            InstanceStatus::Error => 2,
+            InstanceStatus::Unknown => 3,
+            _ => 4,
+        };
+        let app_inst = runner.app_insts.into_iter().min_by_key(rank);
         let (status, fault) = garm_status(app_inst.as_ref());
         // The controller's text, masked once for both: GARM's provider_fault and the table.
         let fault = self

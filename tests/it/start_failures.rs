@@ -497,29 +497,189 @@ fn a_site_that_schedules_nothing_costs_the_grace_and_the_next_one_is_tried_in_ti
     assert_eq!(insts[0]["zone_key"]["name"], "Berlin");
 }
 
+/// Two zones whose CRMs run on the edge with a CRM wait of `wait`; Munich (first) schedules
+/// nothing, Berlin schedules when `berlin_schedules`.
+fn two_edge_zones(wait: Duration, berlin_schedules: bool) -> SimConfig {
+    let mut config = crm_waiting(&["Munich", "Berlin"], false, wait);
+    config.cloudlet_settings[0].pods_unscheduled = true;
+    config.cloudlet_settings[1].pods_unscheduled = !berlin_schedules;
+    config
+}
+
+/// (name, zone, state) of every AppInst on the simulator, sorted by name.
+fn app_insts_where(w: &World) -> Vec<(String, String, String)> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let mut insts: Vec<_> = w
+        .sim
+        .app_insts()
+        .iter()
+        .map(|i| {
+            (
+                text(&i["key"]["name"]),
+                text(&i["zone_key"]["name"]),
+                text(&i["state"]),
+            )
+        })
+        .collect();
+    insts.sort();
+    insts
+}
+
+const MUNICH_HELD: &str = "AppInst garm-fo2 on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by ";
+
 #[test]
-fn a_site_whose_crm_holds_the_appinst_ends_the_failover_at_once_naming_both() {
+fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it_under_a_second_name(
+) {
     // On a CRM on the edge the first site's AppInst stays until the CRM's wait ends, and a
-    // Gen3 AppInst name is unique across zones (B4): the next site cannot take the same name.
+    // Gen3 AppInst name is unique across zones (B4): the next site gets the App's name and
+    // `-2`, and the runner is found by its App (B24).
+    let crm_wait = Duration::from_secs(40);
     let w = World::with_sim(
-        two_crm_zones(false, false),
+        two_edge_zones(crm_wait, true),
         Site::Zone,
         "start_failure_grace_secs = 2\noperation_timeout_secs = 60",
     );
     let started = std::time::Instant::now();
     let r = create_image(&w, "garm-fo2", IMAGE, Some(both_zones()));
-    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The grace, the few seconds given to a central CRM's undo (HELD_PATIENCE), the create.
     assert!(
-        started.elapsed() < Duration::from_secs(2 + 15),
+        started.elapsed() < Duration::from_secs(2 + 6 + 10),
         "{:?}",
         started.elapsed()
     );
-    let line = one_line(&r);
+    assert_eq!(w.calls("CreateAppInst"), 2);
+    assert_eq!(
+        w.calls("DeleteAppInst"),
+        0,
+        "the held one is not asked about"
+    );
+    assert_eq!(w.app_names(), ["garm-fo2"]);
+    assert_eq!(
+        app_insts_where(&w),
+        [
+            (
+                "garm-fo2".to_string(),
+                "Munich".to_string(),
+                "Creating".to_string()
+            ),
+            ("garm-fo2-2".into(), "Berlin".into(), "Ready".into())
+        ]
+    );
+    w.assert_no_secrets(&[&r]);
+
+    let get = w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-fo2")], None);
+    assert_eq!(get.code, 0, "{}", get.stderr);
+    assert_eq!(get.json()["status"], "running", "{}", get.stdout);
+    assert_eq!(get.json()["provider_id"], "garm-fo2");
+    let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(
+        list.statuses(),
+        [("garm-fo2".to_string(), "running".to_string())]
+    );
+
+    // GARM's DeleteInstance removes the runner that runs and says at once what holds the other.
+    let d = delete_instance(&w, "garm-fo2");
+    assert_eq!(d.code, 1, "{}", d.stdout);
+    let line = one_line(&d);
     assert!(
-        line.starts_with("no node of TelekomOP/Munich took the runner's pod within edge_connect.start_failure_grace_secs=2s (Pending (0/0)); cleanup of garm-fo2 failed too (AppInst garm-fo2 on TelekomOP/Munich is Creating: "),
+        line.starts_with(MUNICH_HELD)
+            && line.ends_with(" UTC, 15 minutes after its create; GARM's next DeleteInstance after that removes it"),
         "{line}"
     );
-    assert_eq!(w.calls("CreateAppInst"), 1);
+    assert_eq!(
+        app_insts_where(&w),
+        [(
+            "garm-fo2".to_string(),
+            "Munich".to_string(),
+            "Creating".to_string()
+        )]
+    );
+    assert_eq!(w.app_names(), ["garm-fo2"]);
+
+    // Once the CRM lets it go (its wait over, the AppInst Ready, B12), GARM's retry removes it.
+    let left = crm_wait.saturating_sub(started.elapsed()) + Duration::from_secs(1);
+    std::thread::sleep(left);
+    let d = delete_instance(&w, "garm-fo2");
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(
+        w.app_names().is_empty() && w.app_inst_names().is_empty(),
+        "{:?} {:?}",
+        w.app_names(),
+        w.app_inst_names()
+    );
+}
+
+#[test]
+fn a_pool_whose_sites_all_hold_the_appinst_ends_within_the_deadline_and_the_rollback_naming_both() {
+    let w = World::with_sim(
+        two_edge_zones(Duration::from_secs(120), false),
+        Site::Zone,
+        "start_failure_grace_secs = 2\nrequest_timeout_secs = 5\noperation_timeout_secs = 12",
+    );
+    let started = std::time::Instant::now();
+    let r = create_image(&w, "garm-fo3", IMAGE, Some(both_zones()));
+    let took = started.elapsed();
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    // The deadline and at most the rollback's bound of a runner that cannot start (30 s).
+    assert!(took >= Duration::from_secs(12), "{took:?}");
+    assert!(took < Duration::from_secs(12 + 30), "{took:?}");
+    let line = one_line(&r);
+    let cause = "no site could take the AppInst (2 tried): zone TelekomOP/Munich: no node of TelekomOP/Munich took the runner's pod within edge_connect.start_failure_grace_secs=2s (Pending (0/0)); zone TelekomOP/Berlin: no node of TelekomOP/Berlin took the runner's pod within edge_connect.operation_timeout_secs=12s (Pending (0/0)): ";
+    assert!(line.starts_with(cause), "{line}");
+    let munich = line.find(
+        "; cleanup of garm-fo3 failed too (AppInst garm-fo3 on TelekomOP/Munich is Creating: ",
+    );
+    let berlin = line.find("; AppInst garm-fo3-2 on TelekomOP/Berlin is Creating: ");
+    assert!(
+        munich.is_some() && berlin.is_some() && munich < berlin,
+        "{line}"
+    );
+    assert!(line.ends_with("), DeleteInstance will retry it"), "{line}");
+    assert_eq!(
+        app_insts_where(&w),
+        [
+            (
+                "garm-fo3".to_string(),
+                "Munich".to_string(),
+                "Creating".to_string()
+            ),
+            ("garm-fo3-2".into(), "Berlin".into(), "Creating".into())
+        ]
+    );
+    assert_eq!(w.app_names(), ["garm-fo3"]);
+}
+
+#[test]
+fn on_the_simulators_crm_a_container_that_keeps_terminating_fails_after_the_grace() {
+    // Seen `Error` at every poll, never in its back-off: the CRM says it once (B12, B22).
+    for central in [true, false] {
+        let mut config = crm(&["Munich"], central);
+        config.images = vec![ImageRule::new("*:exits", ImageFault::Terminates)];
+        let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 2");
+        let image = "ghcr.io/example-org/garm-runner:exits";
+        let started = std::time::Instant::now();
+        let r = create_image(&w, "garm-exit1", image, None);
+        let took = started.elapsed();
+        assert_eq!(r.code, 1, "{}", r.stdout);
+        let line = one_line(&r);
+        assert!(
+            line.starts_with(&format!(
+                "the container of image {image} keeps crashing on TelekomOP/Munich (Error): check that its entrypoint starts the runner and stays up, and the container's log"
+            )),
+            "{line}"
+        );
+        assert!(took >= Duration::from_secs(2), "{took:?}");
+        if central {
+            assert!(took < Duration::from_secs(2 + 10), "{took:?}");
+            assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+        } else {
+            assert!(took < Duration::from_secs(2 + 6 + 10), "{took:?}");
+            assert!(line.contains("; cleanup of garm-exit1 failed too (AppInst garm-exit1 on TelekomOP/Munich is Creating: "), "{line}");
+            assert_eq!(w.app_inst_names(), ["garm-exit1"]);
+        }
+    }
 }
 
 #[test]
@@ -630,16 +790,18 @@ fn measure_two_sites(case: &str, w: &World) {
     let started = std::time::Instant::now();
     let r = create_image(w, "garm-t", IMAGE, Some(both_zones()));
     let took = started.elapsed().as_secs_f64();
+    // The site whose AppInst is Ready, and the AppInst's name when it is not the App's.
     let used = w
         .sim
         .app_insts()
         .iter()
         .filter(|i| i["state"] == "Ready")
         .map(|i| {
-            i["zone_key"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
+            let zone = i["zone_key"]["name"].as_str().unwrap_or_default();
+            match i["key"]["name"].as_str().unwrap_or_default() {
+                "garm-t" => zone.to_string(),
+                name => format!("{zone} (as {name})"),
+            }
         })
         .next()
         .unwrap_or_else(|| "none".into());
@@ -711,6 +873,11 @@ fn start_failure_timings() {
         let w = World::with_sim(two_crm_zones(central, false), Site::Zone, two);
         measure_two_sites(&format!("Munich schedules nothing, CRM {crm}"), &w);
     }
+    let mut config = crm_waiting(&["Munich", "Berlin"], false, MEASURED_WAIT);
+    config.cloudlet_settings[0].pods_unscheduled = true;
+    config.cloudlet_settings[1].pods_unscheduled = true;
+    let w = World::with_sim(config, Site::Zone, two);
+    measure_two_sites("neither schedules, both CRMs on the edge (both hold)", &w);
     let w = World::with_sim(
         crm_waiting(&["Munich", "Berlin"], true, MEASURED_WAIT),
         Site::Zone,

@@ -166,6 +166,16 @@ pub enum ImageFault {
     /// `CrashLoopBackOff`; docker: `--restart=unless-stopped` restarts it unseen, the create
     /// succeeds.
     Crashes,
+    /// The container exits with an error each time it starts, and every poll of the CRM finds
+    /// it terminated, never in its back-off: the kubelet reports a terminated container's own
+    /// reason (`Error` for a non-zero exit) and replaces it by a waiting reason only once a
+    /// sync recorded a start failure for it (kubernetes `pkg/kubelet/kubelet_pods.go`,
+    /// `convertToAPIContainerStatuses`: without an entry in the reason cache the Terminated
+    /// state is kept). Which state a 2 s poll sees is a matter of timing; this is the case in
+    /// which only `Error` is seen ([`ImageFault::Crashes`] the one with `CrashLoopBackOff`).
+    /// Kubernetes: `Running (0/1), container …: Error`, sent once (docs/edge-connect-behaviours.md
+    /// B12, B22); docker: `--restart=unless-stopped` restarts it unseen, the create succeeds.
+    Terminates,
     /// No node can take the pod. Kubernetes: the pod stays `Pending` without containers;
     /// docker has no scheduler, the create succeeds.
     Unschedulable,

@@ -53,8 +53,9 @@
 //! | B12 | pod status lines of the CRM's wait, Ready after `maxWait` | [`SimConfig::images`], [`SimConfig::crm_max_wait`] | `startup::*` |
 //! | B13 | docker: a failed pull fails the create (`CreateError`, undone) | [`SimConfig::images`] | `startup::a_docker_*` |
 //! | B14 | a full site: `No resources available for deployment` | [`SimControl::set_capacity`] | `appinst::*capacity*`, `startup::a_full_gen2_site_*` |
-//! | B22 | pods named as a Deployment's; a container waiting with any kubelet reason; a pod placed late; a site whose nodes take no pod | [`ImageFault::Waits`], [`ImageFault::ScheduledAfter`], [`CloudletSettings::pods_unscheduled`] | `startup::a_waiting_reason_stays_*` |
+//! | B22 | pods named as a Deployment's; a container waiting with any kubelet reason; a container seen terminated (`Error`) at every poll; a pod placed late; a site whose nodes take no pod | [`ImageFault::Waits`], [`ImageFault::Terminates`], [`ImageFault::ScheduledAfter`], [`CloudletSettings::pods_unscheduled`] | `startup::a_waiting_reason_stays_*`, `startup::a_container_seen_terminated_*` |
 //! | B23 | Show filters on the server: App `env_vars` and AppInst `annotations` matched as subsets; dropped with the field by a release that does not know it | always; [`ServerRelease::BeforeEnvVars`] drops both | `fidelity::show_filters_on_env_vars_and_annotations_as_subsets_where_the_release_knows_them` |
+//! | B24 | ShowAppInst filtered by `app_key`, each non-empty part compared | always | `fidelity::show_app_inst_filters_on_the_app_part_by_part` |
 //!
 //! What each container would get is visible through [`SimControl::containers`].
 

@@ -86,6 +86,11 @@ struct Cli {
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     crashing_image: Vec<String>,
 
+    /// Images whose container exits with an error every time and is seen terminated at every
+    /// poll (`Error`, never CrashLoopBackOff, on Kubernetes), as patterns.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    terminating_image: Vec<String>,
+
     /// Images whose pod no node can take (Pending without containers), as patterns.
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     unschedulable_image: Vec<String>,
@@ -178,6 +183,7 @@ impl Cli {
         let images = [
             (&self.unpullable_image, ImageFault::CannotPull),
             (&self.crashing_image, ImageFault::Crashes),
+            (&self.terminating_image, ImageFault::Terminates),
             (&self.unschedulable_image, ImageFault::Unschedulable),
         ]
         .into_iter()

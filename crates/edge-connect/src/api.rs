@@ -86,6 +86,30 @@ impl Client {
         self.show(Rpc::ShowAppInst, &inst).await
     }
 
+    /// `ShowAppInst` of the AppInsts that deploy the App `app` (its empty parts are wildcards),
+    /// whatever their names, and whose `annotations` hold every one of `annotations`: the
+    /// controller compares each non-empty part of the filter's `app_key`
+    /// (docs/edge-connect-behaviours.md B24).
+    pub async fn show_app_insts_of(
+        &self,
+        app: &AppKey,
+        annotations: &[(&str, &str)],
+    ) -> Result<Show<AppInst>, ApiError> {
+        let app_key = non_empty([
+            ("organization", &app.organization),
+            ("name", &app.name),
+            ("version", &app.version),
+        ]);
+        let mut inst = json!({
+            "key": non_empty([("organization", &app.organization)]),
+            "app_key": app_key,
+        });
+        if !annotations.is_empty() {
+            inst["annotations"] = string_map(annotations);
+        }
+        self.show(Rpc::ShowAppInst, &inst).await
+    }
+
     /// `ShowZone` (Gen3). A 404 means the server predates zones.
     pub async fn show_zones(&self) -> Result<Vec<Site>, ApiError> {
         self.show_all(Rpc::ShowZone, &json!({})).await

@@ -29,7 +29,8 @@
 //! seen before its containers, `(0/0)`, or not at all, `no pods found`); the simulator sends
 //! the usual sequence. A crashing container that a poll catches running ends the real wait
 //! early with Ready; the simulator's crashes are never caught running. A container that waits
-//! with another reason ([`ImageFault::Waits`]) shows it once and keeps it; a pod scheduled late
+//! with another reason ([`ImageFault::Waits`]) shows it once and keeps it, as does one seen
+//! terminated at every poll ([`ImageFault::Terminates`], `Error`); a pod scheduled late
 //! ([`ImageFault::ScheduledAfter`]) shows `(0/0)` until a node takes it.
 
 use std::time::Duration;
@@ -105,6 +106,15 @@ pub(crate) fn pod_wait(
             timeline.push((
                 POLL,
                 status(pod, "Pending", 0, 1, Some((container, reason))),
+            ));
+            None
+        }
+        // Seen terminated at every poll: the summary never changes again, and the CRM sends a
+        // line only when it does (main `pkg/k8smgmt/appinst.go:163-167, 191`).
+        Some(ImageFault::Terminates) => {
+            timeline.push((
+                POLL,
+                status(pod, "Running", 0, 1, Some((container, "Error"))),
             ));
             None
         }
@@ -220,6 +230,23 @@ mod tests {
         let total: Duration =
             wait.lines.iter().map(|l| l.after).sum::<Duration>() + wait.gives_up_after.unwrap();
         assert!(total.abs_diff(Duration::from_secs(9)) < Duration::from_millis(1));
+    }
+
+    #[test]
+    fn a_container_seen_terminated_at_every_poll_is_reported_once() {
+        let wait = pod_wait(Some(ImageFault::Terminates), "p", "c", CRM_MAX_WAIT);
+        let lines: Vec<&str> = wait.lines.iter().map(|l| l.line.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                "Status: pod p: Pending (0/1), container c: ContainerCreating",
+                "Status: pod p: Running (0/1), container c: Error"
+            ]
+        );
+        assert_eq!(
+            wait.gives_up_after,
+            Some(CRM_MAX_WAIT - Duration::from_secs(POLL))
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Show filter semantics (the controller's `Matches` with `MatchFilter()`, main
 //! `api/edgeproto/app.pb.go:2512`): every non-zero field of the filter must equal the stored
 //! value; zero fields are wildcards. Filters are compared in output form, so enum spellings and
-//! field names are already canonical on both sides.
+//! field names are already canonical on both sides. A nested key is compared part by part the
+//! same way: an AppInst filter's `app_key` matches every AppInst deploying that App, whatever
+//! its name, each of `organization`, `name`, `version` only when given (main
+//! `api/edgeproto/appinst.pb.go:3830`, `app.pb.go:2368-2392`; docs/edge-connect-behaviours.md B24).
 
 use serde_json::Value;
 
@@ -59,6 +62,20 @@ mod tests {
         assert!(matches(&json!({"state": "Ready", "n": 2.0}), &obj));
         assert!(!matches(&json!({"state": "Creating"}), &obj));
         assert!(!matches(&json!({"missing": "x"}), &obj));
+    }
+
+    #[test]
+    fn an_app_key_matches_part_by_part_whatever_the_appinst_name() {
+        let inst = json!({"key": {"organization": "acme", "name": "r1-2"},
+            "app_key": {"organization": "acme", "name": "r1", "version": "1"}});
+        let f = |app_key| prune(json!({"app_key": app_key})).unwrap();
+        assert!(matches(
+            &f(json!({"organization": "acme", "name": "r1", "version": ""})),
+            &inst
+        ));
+        assert!(matches(&f(json!({"name": "r1", "version": "1"})), &inst));
+        assert!(!matches(&f(json!({"name": "r1", "version": "2"})), &inst));
+        assert!(!matches(&f(json!({"name": "r1-2"})), &inst));
     }
 
     #[test]

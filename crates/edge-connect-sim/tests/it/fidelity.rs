@@ -142,6 +142,79 @@ async fn show_filters_on_env_vars_and_annotations_as_subsets_where_the_release_k
     assert!(shown.get("annotations").is_none(), "{shown}");
 }
 
+#[tokio::test]
+async fn show_app_inst_filters_on_the_app_part_by_part() {
+    // docs/edge-connect-behaviours.md B24: the AppInst's `app_key` is compared part by part,
+    // each only when the filter's is not empty (main `api/edgeproto/appinst.pb.go:3830`,
+    // `app.pb.go:2368-2392`), whatever the AppInst's name.
+    let sim = sim_with(|c| {
+        c.zones = vec![
+            ("TelekomOP".into(), "Munich".into()),
+            ("TelekomOP".into(), "Berlin".into()),
+        ];
+        c.cloudlets = c.zones.clone();
+    });
+    let c = Client::login(&sim.url()).await;
+    create_app_and_inst(&c, "r1").await;
+    create_app_and_inst(&c, "r2").await;
+    let mut second = inst3(ORG, "r1-2");
+    second["app_key"]["name"] = "r1".into();
+    second["zone_key"]["name"] = "Berlin".into();
+    let reply = c.post("CreateAppInst", inst_req(second)).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let by_app =
+        |app_key: serde_json::Value| json!({"key": {"organization": ORG}, "app_key": app_key});
+    assert_eq!(
+        shown_names(
+            &c,
+            "ShowAppInst",
+            "appinst",
+            by_app(json!({"organization": ORG, "name": "r1"}))
+        )
+        .await,
+        ["r1", "r1-2"]
+    );
+    assert_eq!(
+        shown_names(
+            &c,
+            "ShowAppInst",
+            "appinst",
+            by_app(json!({"name": "r1", "version": "1"}))
+        )
+        .await,
+        ["r1", "r1-2"]
+    );
+    assert!(shown_names(
+        &c,
+        "ShowAppInst",
+        "appinst",
+        by_app(json!({"name": "r1", "version": "2"}))
+    )
+    .await
+    .is_empty());
+    assert!(
+        shown_names(
+            &c,
+            "ShowAppInst",
+            "appinst",
+            by_app(json!({"name": "r1-2"}))
+        )
+        .await
+        .is_empty(),
+        "the AppInst's own name is not the App's"
+    );
+    assert_eq!(
+        shown_names(
+            &c,
+            "ShowAppInst",
+            "appinst",
+            by_app(json!({"organization": ORG}))
+        )
+        .await,
+        ["r1", "r1-2", "r2"]
+    );
+}
+
 fn gen2_with_pool() -> edge_connect_sim::SimHandle {
     sim_with(|c| {
         c.api = ApiGeneration::Gen2;

@@ -86,6 +86,24 @@ async fn a_crashing_container_loops_until_the_wait_ends() {
 }
 
 #[tokio::test]
+async fn a_container_seen_terminated_at_every_poll_shows_error_once_until_the_wait_ends() {
+    // The kubelet keeps a terminated container's `Error` until a sync records a start failure;
+    // the CRM sends a line only when the summary changes (docs/edge-connect-behaviours.md B12).
+    let sim = sim_with(failing(ImageFault::Terminates, Duration::from_millis(600)));
+    let c = Client::login(&sim.url()).await;
+    let reply = create_inst(&c).await;
+    let mut expected: Vec<String> = BEFORE_WAIT.iter().map(|l| l.to_string()).collect();
+    expected.extend([
+        status("Pending", 1, "ContainerCreating"),
+        status("Running", 1, "Error"),
+        "Ready".into(),
+        "Created AppInst successfully".into(),
+    ]);
+    assert_eq!(reply.messages_without_pod_names(), expected);
+    assert_eq!(c.state_of("r1").await.as_deref(), Some("Ready"));
+}
+
+#[tokio::test]
 async fn an_unschedulable_pod_shows_no_containers_and_does_not_fail() {
     // Kubernetes records `Unschedulable` in the pod's condition, not in a container status,
     // so the CRM's check for that container reason never fires.
