@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use edge_connect::models::{AppInst, AppInstKey, AppKey};
+use edge_connect::models::{AppInst, AppKey};
 use edge_connect::{ApiError, Rpc};
 use futures_util::TryStreamExt;
 
@@ -96,11 +96,6 @@ impl Provider {
             version: String::new(),
             ..self.app_key(name)
         };
-        let inst_filter = &AppInstKey {
-            name: String::new(),
-            organization: self.organization().to_string(),
-            cloudlet_key: None,
-        };
         // An App asked for by name is read whoever it belongs to: one that is someone else's is
         // counted, so that the caller can say why it is not touched. A name narrows both
         // answers already (the AppInsts by the App they deploy, whatever their names), and finds
@@ -130,15 +125,11 @@ impl Provider {
             // Both requests go out at once: one round trip. The AppInsts' answer then waits in
             // the socket, not in memory, while the Apps are read, so each AppInst meets the
             // complete set of our Apps and is kept or dropped at once.
-            let (mut apps, insts) =
-                futures_util::future::try_join(client.show_apps(app_filter, env_vars), async {
-                    if name.is_empty() {
-                        client.show_app_insts(inst_filter, marks).await
-                    } else {
-                        client.show_app_insts_of(app_filter, marks).await
-                    }
-                })
-                .await?;
+            let (mut apps, insts) = futures_util::future::try_join(
+                client.show_apps(app_filter, env_vars),
+                client.show_app_insts(app_filter, marks),
+            )
+            .await?;
             let mut kept = Kept::default();
             let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
             let mut foreign = 0;
@@ -172,7 +163,7 @@ impl Provider {
                 let mut unmarked: HashMap<AppKey, OwnedRunner> =
                     ours.extract_if(|_, r| r.app_insts.is_empty()).collect();
                 join(
-                    client.show_app_insts(inst_filter, &[]).await?,
+                    client.show_app_insts(app_filter, &[]).await?,
                     &mut unmarked,
                     &mut kept,
                 )
@@ -193,7 +184,7 @@ impl Provider {
         Ok(retry_transient(client, "ShowAppInst", || async move {
             let mut kept = Kept::default();
             let mut found = Vec::new();
-            let mut insts = client.show_app_insts_of(app_key, &[]).await?;
+            let mut insts = client.show_app_insts(app_key, &[]).await?;
             while let Some(inst) = insts.try_next().await? {
                 if inst.app_key.as_ref() == Some(app_key) {
                     kept.take(Rpc::ShowAppInst, inst_len(&inst))?;

@@ -66,31 +66,12 @@ impl Client {
             .await
     }
 
-    /// `ShowAppInst` of the AppInsts whose key matches `filter` (name and organization; empty
-    /// parts are wildcards) and whose `annotations` hold every one of `annotations`: the
-    /// AppInsts as they arrive. A server older than annotations answers as if none were given
-    /// (docs/edge-connect-behaviours.md B23).
-    pub async fn show_app_insts(
-        &self,
-        filter: &AppInstKey,
-        annotations: &[(&str, &str)],
-    ) -> Result<Show<AppInst>, ApiError> {
-        let key = non_empty([
-            ("name", &filter.name),
-            ("organization", &filter.organization),
-        ]);
-        let mut inst = json!({ "key": key });
-        if !annotations.is_empty() {
-            inst["annotations"] = string_map(annotations);
-        }
-        self.show(Rpc::ShowAppInst, &inst).await
-    }
-
     /// `ShowAppInst` of the AppInsts that deploy the App `app` (its empty parts are wildcards),
     /// whatever their names, and whose `annotations` hold every one of `annotations`: the
-    /// controller compares each non-empty part of the filter's `app_key`
-    /// (docs/edge-connect-behaviours.md B24).
-    pub async fn show_app_insts_of(
+    /// AppInsts as they arrive. The controller compares each non-empty part of the filter's
+    /// `app_key` (docs/edge-connect-behaviours.md B24); a server older than annotations answers
+    /// as if none were given (B23).
+    pub async fn show_app_insts(
         &self,
         app: &AppKey,
         annotations: &[(&str, &str)],
