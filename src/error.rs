@@ -53,6 +53,25 @@ impl Error {
     }
 }
 
+/// The mark of a failure that leaves part of a runner on Edge Connect for a later DeleteInstance
+/// (a rollback that could not finish, an AppInst its site's CRM holds). Only the GARM door knows
+/// that GARM runs that DeleteInstance, and says so; a person's door says what it did itself.
+#[derive(Debug, thiserror::Error)]
+#[error("part of the runner is left on Edge Connect")]
+pub struct LeftBehind;
+
+impl Error {
+    /// A failure described by `message` that leaves part of the runner behind ([`LeftBehind`]).
+    pub fn left_behind(message: impl Into<String>) -> Self {
+        Error::caused_by(message, LeftBehind)
+    }
+
+    /// Whether this failure leaves part of the runner behind ([`Error::left_behind`]).
+    pub fn leaves_something(&self) -> bool {
+        std::error::Error::source(self).is_some_and(|s| s.is::<LeftBehind>())
+    }
+}
+
 impl From<ApiError> for Error {
     fn from(e: ApiError) -> Self {
         Error::caused_by(e.to_string(), e)
@@ -77,5 +96,8 @@ mod tests {
         let source = std::error::Error::source(&e).map(|s| s.to_string());
         assert_eq!(source.as_deref(), Some("disk full"));
         assert!(std::error::Error::source(&Error::failed("x")).is_none());
+        assert!(Error::left_behind("x").leaves_something());
+        assert!(!Error::failed("x").leaves_something());
+        assert!(!Error::caused_by("x", std::io::Error::other("y")).leaves_something());
     }
 }

@@ -115,7 +115,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         progress,
         async |provider| provider.run(operation).await,
     )
-    .map_err(fail)?;
+    .map_err(|e| fail(garm_follows_up(env.command, e)))?;
     // Encoded straight onto stdout: ListInstances of a large pool would otherwise hold its
     // whole JSON text in memory beside the list.
     super::print(|out| match &finished.output {
@@ -124,6 +124,30 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         Outcome::Done => Ok(()),
     })
     .map_err(fail)
+}
+
+/// A failure that leaves part of the runner behind ([`Error::left_behind`]) says who removes it:
+/// GARM runs DeleteInstance right after a failed CreateInstance, and again, every few seconds,
+/// after a failed DeleteInstance (docs/operations.md, "A runner that cannot start").
+fn garm_follows_up(command: GarmCommand, e: Error) -> Error {
+    if !e.leaves_something() {
+        return e;
+    }
+    let who = match command {
+        GarmCommand::CreateInstance => ", DeleteInstance will retry it",
+        GarmCommand::DeleteInstance => "; GARM's next DeleteInstance after that removes it",
+        GarmCommand::GetInstance
+        | GarmCommand::ListInstances
+        | GarmCommand::RemoveAllInstances
+        | GarmCommand::StartInstance
+        | GarmCommand::StopInstance
+        | GarmCommand::GetVersion
+        | GarmCommand::GetSupportedInterfaceVersions
+        | GarmCommand::GetConfigJSONSchema
+        | GarmCommand::GetExtraSpecsJSONSchema
+        | GarmCommand::ValidatePoolInfo => return e,
+    };
+    Error::left_behind(format!("{e}{who}"))
 }
 
 /// Commands answered without config or Edge Connect.

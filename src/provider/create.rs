@@ -169,7 +169,7 @@ impl Provider {
 
     /// Removes whatever a failed create left (its AppInsts in any state, then the App) by the
     /// client's deadline (the rollback's, see [`Provider::until`]) and returns the error to
-    /// report, noting a failed cleanup (GARM's DeleteInstance will finish it). The AppInsts in
+    /// report, noting a failed cleanup (a later DeleteInstance finishes it). The AppInsts in
     /// `held` are known to be held by their sites' CRMs: not asked about again, they keep the
     /// App (DeleteApp would be refused while an AppInst of it exists) and are named first, in
     /// the order of the sites.
@@ -198,15 +198,12 @@ impl Provider {
 }
 
 /// The error of a create whose cleanup failed: the cause leads, the cleanup's trouble follows.
+/// Who removes what is left is the door's to say ([`Error::left_behind`]).
 fn cleanup_failed(name: &str, cause: Error, cleanup_error: &Error) -> Error {
     tracing::error!(app = %name, error = %cleanup_error, "rollback failed");
-    let message = format!(
-        "{cause}; cleanup of {name} failed too ({cleanup_error}), DeleteInstance will retry it"
-    );
-    match cause {
-        Error::Duplicate(_) => Error::Duplicate(message),
-        _ => Error::failed(message),
-    }
+    Error::left_behind(format!(
+        "{cause}; cleanup of {name} failed too ({cleanup_error})"
+    ))
 }
 
 const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";

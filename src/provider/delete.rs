@@ -334,10 +334,7 @@ impl Provider {
         }
         if !held_insts.is_empty() {
             let held: Vec<String> = held_insts.into_iter().map(held).collect();
-            return Err(Error::failed(format!(
-                "{}; GARM's next DeleteInstance after that removes it",
-                held.join("; ")
-            )));
+            return Err(Error::left_behind(held.join("; ")));
         }
         self.delete_app(&runner.key, None).await?;
         tracing::info!(instance, "deleted");

@@ -385,7 +385,9 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
     let last = c.stderr.lines().last().unwrap_or_default();
     assert!(
         last.starts_with("error: the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (")
-            && last.ends_with("; removed since by this command's DeleteInstance"),
+            && last.ends_with("; removed since by this command's DeleteInstance")
+            // What GARM would do is not promised where no GARM follows.
+            && !last.contains("DeleteInstance will retry it"),
         "{}",
         c.stderr
     );
