@@ -177,9 +177,7 @@ impl Provider {
         let name = &app_key.name;
         self.report(&format!("create failed ({cause}); removing {name}"));
         let cleanup = async {
-            let rest = self
-                .remove_app_insts_except(app_key, None, held, busy)
-                .await;
+            let rest = self.remove_app_insts_of(app_key, None, held, busy).await;
             let mut troubles: Vec<String> = held.iter().map(|h| h.why.to_string()).collect();
             troubles.extend(rest.err().map(|e| e.to_string()));
             if !troubles.is_empty() {

@@ -302,7 +302,10 @@ impl Provider {
                 let busy = Busy::Report {
                     patience: HELD_PATIENCE,
                 };
-                if let Err(cleanup) = self.remove_app_insts_of(app_key, Some(name), busy).await {
+                if let Err(cleanup) = self
+                    .remove_app_insts_of(app_key, Some(name), &[], busy)
+                    .await
+                {
                     let error = Error::failed(format!("{why}; {cleanup}"));
                     return Attempt::Failed(DeployFailure::start(error));
                 }
@@ -409,16 +412,6 @@ impl Provider {
         &self,
         app_key: &AppKey,
         only: Option<&str>,
-        busy: Busy,
-    ) -> Result<(), Error> {
-        self.remove_app_insts_except(app_key, only, &[], busy).await
-    }
-
-    /// [`Provider::remove_app_insts_of`], leaving the AppInsts named in `known_held` alone.
-    pub(super) async fn remove_app_insts_except(
-        &self,
-        app_key: &AppKey,
-        only: Option<&str>,
         known_held: &[Held],
         busy: Busy,
     ) -> Result<(), Error> {
@@ -447,7 +440,7 @@ impl Provider {
             patience: HELD_PATIENCE,
         };
         let held = self
-            .remove_app_insts_of(app_key, Some(name), busy)
+            .remove_app_insts_of(app_key, Some(name), &[], busy)
             .await
             .err();
         Refusal {
