@@ -117,15 +117,7 @@ fn a_check_stopped_by_each_signal_leaves_nothing_once_the_next_check_has_ended()
             if sig == libc::SIGKILL {
                 assert_eq!(r.code, -1, "{case}");
                 // Found again: under the deploy test's documented identity.
-                let list = Run::from(
-                    Command::new(BIN)
-                        .env_clear()
-                        .arg("--config")
-                        .arg(&w.config)
-                        .args(["--controller-id", CHECK_CONTROLLER, "list"])
-                        .output()
-                        .unwrap(),
-                );
+                let list = Run::from(w.person(CHECK_CONTROLLER).arg("list").output().unwrap());
                 assert_eq!(list.code, 0, "{case}: {}", list.stderr);
                 assert!(list.stdout.contains(&runner), "{case}: {}", list.stdout);
             } else {
@@ -322,12 +314,9 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
     );
     let file = w.dir.path().join("bootstrap.json");
     std::fs::write(&file, bootstrap("garm-left-c", image)).unwrap();
-    let c = Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
+    let c = w
+        .person(CONTROLLER)
+        .args(["create", "--bootstrap"])
         .arg(&file)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -336,12 +325,9 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
     // A fourth, stopped by Ctrl-C while it waits for its busy AppInst.
     let file_d = w.dir.path().join("bootstrap-d.json");
     std::fs::write(&file_d, bootstrap("garm-left-d", image)).unwrap();
-    let mut d = Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
+    let mut d = w
+        .person(CONTROLLER)
+        .args(["create", "--bootstrap"])
         .arg(&file_d)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -401,12 +387,8 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
     );
     // The advice, with the create's config and controller: it waits for the platform too.
     let delete = Run::from(
-        Command::new(BIN)
-            .env_clear()
-            .current_dir("/")
-            .arg("--config")
-            .arg(&w.config)
-            .args(["--controller-id", CONTROLLER, "delete", "garm-left-d"])
+        w.person(CONTROLLER)
+            .args(["delete", "garm-left-d"])
             .output()
             .unwrap(),
     );
@@ -609,19 +591,7 @@ fn a_cli_create_whose_cleanup_is_refused_names_a_delete_that_removes_what_is_lef
         bootstrap("garm-left-e", "ghcr.io/example-org/garm-runner:2.330.0"),
     )
     .unwrap();
-    let person = |args: &[&str]| {
-        Run::from(
-            Command::new(BIN)
-                .env_clear()
-                .current_dir("/")
-                .arg("--config")
-                .arg(&w.config)
-                .args(["--controller-id", CONTROLLER])
-                .args(args)
-                .output()
-                .unwrap(),
-        )
-    };
+    let person = |args: &[&str]| Run::from(w.person(CONTROLLER).args(args).output().unwrap());
     let r = person(&["create", "--bootstrap", &file.display().to_string()]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let last = r.stderr.lines().last().unwrap_or_default();

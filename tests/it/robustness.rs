@@ -28,13 +28,8 @@ fn garm_bounded(vars: &[(&str, &str)], stdin: Option<&[u8]>, limit: Duration) ->
 
 /// The CLI against a world's config, as a person runs it.
 fn cli(w: &World, args: &[&str]) -> Run {
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER])
-        .args(args);
+    let mut cmd = w.person(CONTROLLER);
+    cmd.args(args);
     bounded(cmd, None, Duration::from_secs(60))
 }
 
@@ -741,12 +736,7 @@ fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
 
 /// [`cli`], started and not waited for (to signal it).
 fn spawn_cli(w: &World, args: &[&str]) -> std::process::Child {
-    Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER])
+    w.person(CONTROLLER)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -105,6 +105,18 @@ impl World {
         path
     }
 
+    /// The CLI as a person runs it against this world: a bare environment, cwd `/`, the world's
+    /// config and `controller` as flags; the command's arguments and pipes are the caller's.
+    pub fn person(&self, controller: &str) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"));
+        cmd.env_clear()
+            .current_dir("/")
+            .arg("--config")
+            .arg(&self.config)
+            .args(["--controller-id", controller]);
+        cmd
+    }
+
     /// Runs the provider as GARM does: no arguments, only the given variables, cwd `/`.
     pub fn garm(&self, command: &str, vars: &[(&str, &str)], stdin: Option<&str>) -> Run {
         let mut all: Vec<(String, String)> = vec![
