@@ -1342,3 +1342,382 @@ entrypoint_test!(
         assert!(!sandbox.home.join(".runner").exists());
     }
 );
+
+// ---------------------------------------------------------------------------
+// Docker (RUNNER_DOCKER; docs/runner-contract.md "What the example image does
+// with Docker")
+
+/// The job image the provider sets by default in dind mode.
+const DEFAULT_JOB_IMAGE: &str = "docker.io/library/node:22-bookworm";
+
+/// A world for `RUNNER_DOCKER=dind` with a Docker daemon answering on a socket
+/// in the sandbox (started by the caller when wanted).
+async fn dind_world(forge: Forge) -> (World, std::path::PathBuf) {
+    let mut w = World::new(forge, Behaviour::default()).await;
+    let socket = w.sandbox.root.join("dind/docker.sock");
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    w.set("RUNNER_DOCKER", "dind");
+    w.set("DOCKER_HOST", format!("unix://{}", socket.display()));
+    w.set("RUNNER_DEFAULT_JOB_IMAGE", DEFAULT_JOB_IMAGE);
+    (w, socket)
+}
+
+/// The contract's labels registered as Docker labels, with `ubuntu-latest`
+/// mapped by RUNNER_JOB_IMAGES and a pool tag that names its own image.
+const DIND_LABELS_IN: &str =
+    "ubuntu-latest, edge:host,debian:docker://docker.io/library/debian:trixie";
+
+fn dind_labels() -> String {
+    format!(
+        "ubuntu-latest:docker://docker.io/library/ubuntu:24.04,edge:host,\
+         debian:docker://docker.io/library/debian:trixie,\
+         runner-controller-id={CONTROLLER_ID}:docker://{DEFAULT_JOB_IMAGE},\
+         runner-pool-id={POOL_ID}:docker://{DEFAULT_JOB_IMAGE}"
+    )
+}
+
+entrypoint_test!(
+    dind_forge_runner_registers_docker_labels_with_a_config_naming_the_daemon,
+    async {
+        for cli in [RunnerCli::Forgejo13, RunnerCli::GiteaRunner3] {
+            let (mut w, socket) = dind_world(Forge::Forgejo).await;
+            let daemon = FakeDockerDaemon::start(&socket);
+            w.sandbox.install_runner_stub(cli);
+            w.set(
+                "RUNNER_LABELS",
+                format!("{DIND_LABELS_IN},runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}"),
+            );
+            w.set(
+                "RUNNER_JOB_IMAGES",
+                r#"{"ubuntu-latest": "docker.io/library/ubuntu:24.04", "unused": "docker.io/library/alpine:3"}"#,
+            );
+
+            w.run_stayed_up().await;
+
+            assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID), "{cli:?}");
+            assert_messages_clean(&w.garm);
+            assert!(daemon.pings.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+            let config = w.sandbox.home.join("garm-runner-config.yaml");
+            let config_arg = config.display().to_string();
+            let token: Vec<&str> = if cli == RunnerCli::GiteaRunner3 {
+                vec![]
+            } else {
+                vec!["--token", REGISTRATION_TOKEN]
+            };
+            let mut register = strings(&[
+                "register",
+                "--no-interactive",
+                "--ephemeral",
+                "--instance",
+                FORGEJO_URL,
+                "--config",
+                &config_arg,
+            ]);
+            if cli == RunnerCli::GiteaRunner3 {
+                let argv = w.sandbox.argv("register").unwrap();
+                // The token file's temporary name is the entrypoint's own.
+                let at = argv
+                    .iter()
+                    .position(|a| a == "--token-file")
+                    .expect("--token-file");
+                register.extend(strings(&["--token-file", &argv[at + 1]]));
+            }
+            register.extend(strings(&token));
+            register.extend(strings(&[
+                "--name",
+                RUNNER_NAME,
+                "--labels",
+                &dind_labels(),
+            ]));
+            assert_eq!(w.sandbox.argv("register").unwrap(), register, "{cli:?}");
+            let (sub, run) = if cli == RunnerCli::GiteaRunner3 {
+                (
+                    "daemon",
+                    strings(&["daemon", "--once", "--config", &config_arg]),
+                )
+            } else {
+                (
+                    "one-job",
+                    strings(&["one-job", "--wait", "--config", &config_arg]),
+                )
+            };
+            assert_eq!(w.sandbox.argv(sub).unwrap(), run, "{cli:?}");
+            let written: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+            assert_eq!(
+                written,
+                serde_json::json!({"container": {
+                    "docker_host": format!("unix://{}", socket.display()),
+                    "network": "",
+                    "privileged": false,
+                    "valid_volumes": [],
+                }}),
+                "{cli:?}"
+            );
+            // The job reaches the daemon the same way.
+            let env = w.sandbox.recorded_env(sub);
+            assert_job_env_clean(&env);
+            assert_eq!(
+                env.get("DOCKER_HOST"),
+                Some(&format!("unix://{}", socket.display()))
+            );
+        }
+    }
+);
+
+// The sidecar starts after the runner container: the entrypoint waits for its
+// daemon, and only then spends the registration token.
+entrypoint_test!(dind_waits_for_the_daemon_before_registering, async {
+    let (w, socket) = dind_world(Forge::Forgejo).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+
+    let mut running = w.start();
+    let line = running
+        .until_line("for the Docker daemon at")
+        .await
+        .expect("the entrypoint says it waits");
+    assert_eq!(
+        line,
+        format!(
+            "garm-entrypoint: waiting up to 300s for the Docker daemon at unix://{}",
+            socket.display()
+        )
+    );
+    assert_eq!(w.garm.summaries(), vec![installing()], "nothing spent yet");
+    let daemon = FakeDockerDaemon::start(&socket);
+    assert!(running.until_line(STAYING_UP).await.is_some());
+    assert!(running.wait_until_idle().await);
+    let run = running.stop().await;
+    run.assert_no_secrets_in_output();
+    assert!(daemon.pings.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+});
+
+// A sidecar that never answers: GARM hears which daemon did not, within the
+// bound, and the registration token is not spent.
+entrypoint_test!(dind_daemon_that_never_answers_is_reported_failed, async {
+    for forge in [Forge::Forgejo, Forge::GitHub] {
+        let (mut w, socket) = dind_world(forge).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.sandbox.install_github_stubs();
+        w.set("ENTRYPOINT_DOCKER_TIMEOUT", "1");
+
+        let run = w.run().await;
+        run.assert_failed();
+        run.assert_no_secrets_in_output();
+        assert_eq!(
+            w.garm.summaries(),
+            vec![installing(), failed()],
+            "{forge:?}"
+        );
+        assert_messages_clean(&w.garm);
+        assert_eq!(
+            last_status_message(&w.garm),
+            format!(
+                "the Docker daemon at unix://{0} did not answer within 1s: check the dind sidecar \
+                 of this runner's pod (its status and log; it runs privileged and listens on {0})",
+                socket.display()
+            )
+        );
+        assert_eq!(w.sandbox.argv("register"), None);
+        assert_eq!(w.sandbox.recorded("config.count"), None);
+    }
+});
+
+// What dind needs from the provider is checked and named before anything is
+// spent.
+entrypoint_test!(dind_settings_are_checked_before_registering, async {
+    let cases: &[(&str, Option<&str>, &str)] = &[
+        ("DOCKER_HOST", None, "RUNNER_DOCKER=dind but DOCKER_HOST is not set"),
+        (
+            "DOCKER_HOST",
+            Some("tcp://127.0.0.1:2375"),
+            "RUNNER_DOCKER=dind needs DOCKER_HOST to be a unix:// socket, not 'tcp://127.0.0.1:2375'",
+        ),
+        (
+            "RUNNER_DEFAULT_JOB_IMAGE",
+            None,
+            "RUNNER_DOCKER=dind but RUNNER_DEFAULT_JOB_IMAGE is not set",
+        ),
+        (
+            "RUNNER_DEFAULT_JOB_IMAGE",
+            Some("node 22"),
+            "RUNNER_DEFAULT_JOB_IMAGE 'node 22' is not an image reference",
+        ),
+        ("RUNNER_JOB_IMAGES", Some("not json"), "RUNNER_JOB_IMAGES is not a JSON object"),
+        ("RUNNER_JOB_IMAGES", Some(r#"["a"]"#), "RUNNER_JOB_IMAGES is not a JSON object"),
+        ("RUNNER_JOB_IMAGES", Some(r#"{"a": 1}"#), "RUNNER_JOB_IMAGES is not a JSON object"),
+        (
+            "RUNNER_JOB_IMAGES",
+            Some(r#"{"a": "x,y"}"#),
+            "RUNNER_JOB_IMAGES is not a JSON object",
+        ),
+        (
+            "RUNNER_LABELS",
+            Some("debian:lxc://debian:bookworm"),
+            "label 'debian:lxc://debian:bookworm' asks for the 'lxc' scheme: with RUNNER_DOCKER=dind",
+        ),
+        (
+            "RUNNER_LABELS",
+            Some("debian:docker://"),
+            "label 'debian:docker://' asks for the 'docker' scheme",
+        ),
+        ("RUNNER_DOCKER", Some("podman"), "unsupported RUNNER_DOCKER 'podman'"),
+    ];
+    for (var, value, expected) in cases {
+        let (mut w, socket) = dind_world(Forge::Forgejo).await;
+        let _daemon = FakeDockerDaemon::start(&socket);
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        match value {
+            Some(v) => w.set(var, *v),
+            None => {
+                w.env.remove(*var);
+            }
+        }
+
+        let run = w.run().await;
+        run.assert_failed();
+        assert_eq!(
+            w.garm.summaries(),
+            vec![installing(), failed()],
+            "{var}={value:?}"
+        );
+        let message = last_status_message(&w.garm);
+        assert!(message.starts_with(expected), "{var}={value:?}: {message}");
+        assert!(!message.contains('\n'), "one line: {message}");
+        assert_eq!(w.sandbox.argv("register"), None, "{var}={value:?}");
+    }
+});
+
+// GitHub's runner needs only the daemon's address, which reaches the job.
+entrypoint_test!(
+    dind_github_runner_keeps_its_labels_and_gets_docker_host,
+    async {
+        let (w, socket) = dind_world(Forge::GitHub).await;
+        let daemon = FakeDockerDaemon::start(&socket);
+        w.sandbox.install_github_stubs();
+
+        w.run_stayed_up().await;
+
+        assert_eq!(w.garm.summaries(), registered(GITHUB_AGENT_ID));
+        assert!(daemon.pings.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+        let argv = w.sandbox.argv("config").unwrap();
+        let at = argv.iter().position(|a| a == "--labels").unwrap();
+        assert_eq!(
+            argv[at + 1],
+            format!("edge,linux,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}")
+        );
+        let env = w.sandbox.recorded_env("run");
+        assert_job_env_clean(&env);
+        assert_eq!(
+            env.get("DOCKER_HOST"),
+            Some(&format!("unix://{}", socket.display()))
+        );
+        assert!(!w.sandbox.home.join("garm-runner-config.yaml").exists());
+    }
+);
+
+// buildkit: host labels as without Docker, and the runner user's default
+// buildx builder drives the BuildKit sidecar.
+entrypoint_test!(
+    buildkit_makes_the_default_buildx_builder_and_keeps_host_labels,
+    async {
+        for forge in [Forge::Forgejo, Forge::GitHub] {
+            let mut w = World::new(forge, Behaviour::default()).await;
+            w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+            w.sandbox.install_github_stubs();
+            w.sandbox.install_docker_stub();
+            w.set("RUNNER_DOCKER", "buildkit");
+            w.set("BUILDKIT_HOST", "unix:///run/buildkit/buildkitd.sock");
+
+            w.run_stayed_up().await;
+
+            assert_eq!(
+                w.sandbox.argv("docker").unwrap(),
+                strings(&[
+                    "buildx",
+                    "create",
+                    "--name",
+                    "garm-buildkit",
+                    "--driver",
+                    "remote",
+                    "--use",
+                    "unix:///run/buildkit/buildkitd.sock",
+                ]),
+                "{forge:?}"
+            );
+            // The builder belongs to the user the runner and its jobs run as.
+            assert_eq!(
+                w.sandbox.recorded("docker.home").unwrap(),
+                w.sandbox.root.join("home").display().to_string()
+            );
+            if forge == Forge::Forgejo {
+                assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+                let argv = w.sandbox.argv("register").unwrap();
+                assert_eq!(argv.last().unwrap(), &host_labels());
+                assert!(!argv.iter().any(|a| a == "--config"), "{argv:?}");
+                assert_eq!(
+                    w.sandbox.argv("one-job").unwrap(),
+                    strings(&["one-job", "--wait"])
+                );
+            } else {
+                assert_eq!(w.garm.summaries(), registered(GITHUB_AGENT_ID));
+            }
+        }
+    }
+);
+
+entrypoint_test!(buildkit_builder_failures_are_reported, async {
+    for (missing_host, expected) in [
+        (
+            false,
+            "could not make the docker buildx builder on unix:///run/buildkit/buildkitd.sock: \
+             ERROR: failed to find driver \"remote\"",
+        ),
+        (
+            true,
+            "RUNNER_DOCKER=buildkit but BUILDKIT_HOST is not set: the provider sets it to the \
+             BuildKit sidecar's socket (unix:///run/buildkit/buildkitd.sock)",
+        ),
+    ] {
+        let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.sandbox.install_docker_stub();
+        std::fs::write(w.sandbox.log.join("docker.mode"), "fail").unwrap();
+        w.set("RUNNER_DOCKER", "buildkit");
+        if !missing_host {
+            w.set("BUILDKIT_HOST", "unix:///run/buildkit/buildkitd.sock");
+        }
+
+        let run = w.run().await;
+        run.assert_failed();
+        assert_eq!(w.garm.summaries(), vec![installing(), failed()]);
+        assert_eq!(last_status_message(&w.garm), expected);
+        assert_eq!(w.sandbox.argv("register"), None);
+    }
+});
+
+// RUNNER_DOCKER=none is the same as a runner made by an earlier release,
+// which has no RUNNER_DOCKER at all: host labels, no config, no Docker.
+entrypoint_test!(docker_none_is_the_behaviour_without_docker, async {
+    for value in [None, Some("none")] {
+        let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.sandbox.install_docker_stub();
+        if let Some(v) = value {
+            w.set("RUNNER_DOCKER", v);
+        }
+        // Ignored without dind: the provider does not set it then, and it
+        // must not change anything if it is there.
+        w.set("RUNNER_DEFAULT_JOB_IMAGE", DEFAULT_JOB_IMAGE);
+
+        w.run_stayed_up().await;
+
+        assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+        let argv = w.sandbox.argv("register").unwrap();
+        assert_eq!(argv.last().unwrap(), &host_labels(), "{value:?}");
+        assert!(!argv.iter().any(|a| a == "--config"), "{argv:?}");
+        assert_eq!(w.sandbox.argv("docker"), None, "{value:?}");
+        assert!(!w.sandbox.home.join("garm-runner-config.yaml").exists());
+    }
+});
