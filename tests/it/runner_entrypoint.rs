@@ -1721,3 +1721,122 @@ entrypoint_test!(docker_none_is_the_behaviour_without_docker, async {
         assert!(!w.sandbox.home.join("garm-runner-config.yaml").exists());
     }
 });
+
+/// The job of the test against a real daemon, as `log/job.sh` for the runner
+/// stub (its `$1` is the runner's `--config`): it reaches the daemon the way
+/// forgejo-runner does, through the config's `container.docker_host`, runs
+/// its first step in the image the `ubuntu-latest` label was registered with,
+/// and builds an image in its second. `DOCKER_BUILDKIT=0`: podman's API
+/// serves the classic builder's `/build`, not BuildKit's session.
+const REAL_DAEMON_JOB: &str = r#"set -euo pipefail
+log=$(dirname "$0")
+DOCKER_HOST=$(jq -er .container.docker_host "$1")
+export DOCKER_HOST DOCKER_BUILDKIT=0
+labels=$(tr '\0' '\n' < "$log/register.argv" | grep -x -A1 -- --labels | tail -n 1)
+image=""
+IFS=, read -r -a parts <<<"$labels"
+for l in "${parts[@]}"; do
+  if [[ $l == ubuntu-latest:docker://* ]]; then image=${l#ubuntu-latest:docker://}; fi
+done
+[[ -n $image ]]
+echo "step 1: $(docker run --rm "$image" sh -c 'echo ran in a container')"
+mkdir -p "$log/context"
+printf 'FROM %s\nRUN echo built by the daemon > /built\n' "$image" > "$log/context/Dockerfile"
+# The legacy builder warns on stderr; kept out of the job's output unless it fails.
+if ! docker build -q -t "$image-built" "$log/context" >/dev/null 2>"$log/build.err"; then
+  cat "$log/build.err"
+  exit 1
+fi
+echo "step 2: $(docker run --rm "$image-built" cat /built)"
+docker rmi "$image-built" >/dev/null
+"#;
+
+// The dind path for real: the entrypoint waits for a real Docker-compatible
+// daemon (podman's Docker API service, started by .ci/docker-daemon.sh),
+// registers the Docker labels and hands the runner its config; the stand-in
+// runner's job runs a container step and a build step through that daemon
+// with the real Docker CLI. The base image is busybox-static's binary alone,
+// imported through the CLI: nothing is pulled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Docker-compatible daemon (podman's API service); .ci/run starts one"]
+async fn dind_entrypoint_runs_a_container_step_and_a_build_step_against_a_real_daemon() {
+    require_tools(&["bash", "curl", "jq", "timeout", "docker", "busybox"]);
+    let docker_host = std::env::var("GARM_TEST_DOCKER_HOST").expect(
+        "GARM_TEST_DOCKER_HOST is not set: start podman's Docker API service with \
+         `. .ci/docker-daemon.sh` (as .ci/run does) or point it at another daemon",
+    );
+    let (mut w, _) = dind_world(Forge::Forgejo).await;
+    w.set("DOCKER_HOST", docker_host.as_str());
+
+    // A name of this test run's own, removed again at the end.
+    let suffix = w
+        .sandbox
+        .root
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_lowercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let image = format!("localhost/garm-test-busybox:{suffix}");
+    let rootfs = w.sandbox.root.join("rootfs");
+    std::fs::create_dir_all(rootfs.join("bin")).unwrap();
+    let busybox = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("busybox"))
+        .find(|p| p.is_file())
+        .unwrap();
+    std::fs::copy(&busybox, rootfs.join("bin/busybox")).unwrap();
+    for applet in ["sh", "echo", "cat"] {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    let tarball = w.sandbox.root.join("rootfs.tar");
+    let cli_home = w.sandbox.root.join("home");
+    let docker = |args: &[&str]| {
+        std::process::Command::new("docker")
+            .args(args)
+            .env("DOCKER_HOST", &docker_host)
+            .env("HOME", &cli_home)
+            .output()
+            .expect("run docker")
+    };
+    let tar = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&rootfs)
+        .arg("-cf")
+        .arg(&tarball)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let imported = docker(&["import", &tarball.display().to_string(), &image]);
+    assert!(
+        imported.status.success(),
+        "docker import: {}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_job_mode("script");
+    std::fs::write(w.sandbox.log.join("job.sh"), REAL_DAEMON_JOB).unwrap();
+    w.set(
+        "RUNNER_JOB_IMAGES",
+        format!(r#"{{"ubuntu-latest": "{image}"}}"#),
+    );
+    w.set("RUNNER_DEFAULT_JOB_IMAGE", image.as_str());
+
+    let run = w.run().await;
+    let _ = docker(&["rmi", &image]);
+
+    run.assert_stayed_up();
+    run.assert_no_secrets_in_output();
+    let job = w.sandbox.recorded("job.out").unwrap_or_default();
+    assert!(
+        run.stderr.contains(&finished_line(0)),
+        "the job failed:\n{job}\nentrypoint:\n{}",
+        run.stderr
+    );
+    assert_eq!(
+        job, "step 1: ran in a container\nstep 2: built by the daemon\n",
+        "(a dynamically linked busybox cannot run alone in the image: install busybox-static)"
+    );
+    assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+}
