@@ -1400,9 +1400,11 @@ pub fn assert_job_env_clean(env: &BTreeMap<String, String>) {
 // A Docker daemon's socket, as far as the entrypoint's wait looks at it
 
 /// Answers the Docker Engine API's ping on a unix socket the way dockerd does
-/// (moby `api/server/router/system/system_routes.go`, `pingHandler`: 200,
-/// `text/plain`, body `OK`, with an `Api-Version` header); every other path
-/// gets dockerd's 404 JSON. Listens until dropped.
+/// (moby/moby `api/server/router/system/system_routes.go` @02e3d3ce l. 28-42,
+/// `pingHandler`: 200 with body `OK`; the `Api-Version` header comes from the
+/// server's version middleware); every other path gets a 404 with a JSON
+/// message. Listens until dropped. See docs/runner-contract.md "What the
+/// example image does with Docker".
 pub struct FakeDockerDaemon {
     pub pings: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
