@@ -39,6 +39,14 @@
 #   ENTRYPOINT_SYSTEM_CA_BUNDLE  system bundle merged with GARM_CA_BUNDLE
 #                                [/etc/ssl/certs/ca-certificates.crt]
 #   ENTRYPOINT_OS_RELEASE        os-release file used for system-info [/etc/os-release]
+#   ENTRYPOINT_DOCKER_TIMEOUT    seconds to wait for the Docker daemon when
+#                                RUNNER_DOCKER=dind [300]
+#
+# Docker (RUNNER_DOCKER, docs/runner-contract.md "What the example image does
+# with Docker"): absent or "none" changes nothing. "dind": wait for the daemon
+# at DOCKER_HOST before registering; Forgejo/Gitea labels become
+# NAME:docker://IMAGE and the runner gets a config naming the daemon. "buildkit":
+# host labels as for none, plus a default `docker buildx` builder on BUILDKIT_HOST.
 
 # xtrace would print the instance token; refuse it even under `bash -x`.
 set +x
@@ -184,6 +192,11 @@ RETRY_DELAY=${ENTRYPOINT_RETRY_DELAY:-2}
 # that cannot be reached at all, well inside GARM's bootstrap timeout.
 REGISTER_TIMEOUT=${ENTRYPOINT_REGISTER_TIMEOUT:-180}
 [[ $REGISTER_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_REGISTER_TIMEOUT must be a positive number of seconds"
+# The sidecar's image may still be pulled after the runner container started
+# (the kubelet pulls and starts a pod's containers one after another), so the
+# bound is generous, yet well inside GARM's bootstrap timeout.
+DOCKER_TIMEOUT=${ENTRYPOINT_DOCKER_TIMEOUT:-300}
+[[ $DOCKER_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_DOCKER_TIMEOUT must be a positive number of seconds"
 # The forge URL handed to the runner (set per forge below; named in failures).
 FORGE_INSTANCE=""
 
@@ -508,6 +521,120 @@ start_runner() {
 	exec "$BASH" -- "$SCRIPT" --run-one-job "$@"
 }
 
+# --- Docker (RUNNER_DOCKER) ------------------------------------------------------
+# DOCKER_MODE: none, dind or buildkit; checked in main.
+DOCKER_MODE=${RUNNER_DOCKER:-none}
+
+# wait_for_docker: returns once the daemon at DOCKER_HOST answers the Docker
+# API's ping (GET /_ping, "OK"), and fails naming the daemon when it has not
+# within DOCKER_TIMEOUT. Runs before the registration token is fetched, so a
+# pod whose sidecar never starts spends nothing.
+wait_for_docker() {
+	local host=${DOCKER_HOST:-} sock deadline answer="$STATE_DIR/docker-ping"
+	STEP="checking DOCKER_HOST"
+	[[ -n $host ]] || die "RUNNER_DOCKER=dind but DOCKER_HOST is not set: the provider sets it to the dind sidecar's socket (unix:///run/dind/docker.sock)"
+	# The sidecar listens on a socket in a volume shared by the pod, never on
+	# TCP (docs/runner-contract.md).
+	[[ $host == unix:///* ]] || die "RUNNER_DOCKER=dind needs DOCKER_HOST to be a unix:// socket, not '$host'"
+	sock=${host#unix://}
+	STEP="waiting for the Docker daemon at $host"
+	log "waiting up to ${DOCKER_TIMEOUT}s for the Docker daemon at $host"
+	deadline=$((SECONDS + DOCKER_TIMEOUT))
+	while :; do
+		# --noproxy: HTTP(S)_PROXY must not apply to the local socket.
+		if [[ -S $sock ]] && curl -q -fsS --noproxy '*' --max-time 5 --unix-socket "$sock" \
+			-o "$answer" http://docker/_ping 2>/dev/null && [[ $(<"$answer") == OK ]]; then
+			log "the Docker daemon at $host answers"
+			return 0
+		fi
+		((SECONDS < deadline)) ||
+			die "the Docker daemon at $host did not answer within ${DOCKER_TIMEOUT}s: check the dind sidecar of this runner's pod (its status and log; it runs privileged and listens on $sock)"
+		sleep 1
+	done
+}
+
+# make_buildx_builder: makes a `docker buildx` builder with the remote driver
+# on BUILDKIT_HOST the runner user's default, so that a job's
+# `docker buildx build` goes to the BuildKit sidecar. Creating it does not
+# contact buildkitd; a build does.
+readonly BUILDX_BUILDER=garm-buildkit
+make_buildx_builder() {
+	local host=${BUILDKIT_HOST:-} out="$STATE_DIR/buildx.out"
+	STEP="making the buildx builder"
+	[[ -n $host ]] || die "RUNNER_DOCKER=buildkit but BUILDKIT_HOST is not set: the provider sets it to the BuildKit sidecar's socket (unix:///run/buildkit/buildkitd.sock)"
+	command -v docker >/dev/null || die "RUNNER_DOCKER=buildkit needs the Docker CLI with the buildx plugin in the image, and docker is not installed"
+	log "making the docker buildx builder $BUILDX_BUILDER (remote driver, $host) the default"
+	if ! timeout -k 5 60 docker buildx create --name "$BUILDX_BUILDER" --driver remote --use "$host" </dev/null >"$out" 2>&1; then
+		local last
+		last=$(<"$out")
+		last=${last##*$'\n'}
+		die "could not make the docker buildx builder on $host${last:+: ${last:0:300}}"
+	fi
+}
+
+# docker_labels LABELS: Forgejo/Gitea labels for RUNNER_DOCKER=dind, so that
+# jobs run in containers of the sidecar's daemon. A label without a scheme
+# becomes NAME:docker://IMAGE, IMAGE being RUNNER_JOB_IMAGES[NAME] or else
+# RUNNER_DEFAULT_JOB_IMAGE (GARM's runner-controller-id/runner-pool-id labels
+# get the default too). A pool tag that already names its image
+# (NAME:docker://IMAGE) is kept as written: it is the more specific request.
+# NAME:host is kept too: such jobs run in the runner container, where the
+# Docker CLI and DOCKER_HOST reach the same daemon. Any other scheme is refused.
+# Sets RUNNER_FORGE_LABELS (comma-joined).
+docker_labels() {
+	local images=${RUNNER_JOB_IMAGES:-} default=${RUNNER_DEFAULT_JOB_IMAGE:-}
+	local label name rest image parts=() out=()
+	# Labels are joined with commas and parsed on colons only up to the
+	# scheme: an image may hold colons, never commas or blanks.
+	local image_re='^[^[:space:],]+$'
+	[[ -n $default ]] || die "RUNNER_DOCKER=dind but RUNNER_DEFAULT_JOB_IMAGE is not set: the provider sets the image for jobs of labels without one"
+	[[ $default =~ $image_re ]] || die "RUNNER_DEFAULT_JOB_IMAGE '$default' is not an image reference"
+	[[ -n $images ]] || images='{}'
+	if ! jq -e --arg re "$image_re" 'type == "object" and all(.[]; type == "string" and test($re))' \
+		<<<"$images" >/dev/null 2>&1; then
+		die "RUNNER_JOB_IMAGES is not a JSON object mapping each label name to an image (e.g. {\"ubuntu-latest\": \"docker.io/library/node:22-bookworm\"})"
+	fi
+	IFS=, read -r -a parts <<<"$1"
+	for label in "${parts[@]}"; do
+		label=${label#"${label%%[![:space:]]*}"}
+		label=${label%"${label##*[![:space:]]}"}
+		[[ -n $label ]] || continue
+		name=${label%%:*}
+		if [[ $label == *:* ]]; then
+			rest=${label#*:}
+			case $rest in
+			host) out+=("$label") ;;
+			docker://?*)
+				[[ ${rest#docker://} =~ $image_re ]] || die "label '$label' does not name a valid image after docker://"
+				out+=("$label")
+				;;
+			*) die "label '$label' asks for the '${rest%%:*}' scheme: with RUNNER_DOCKER=dind give the pool tag without a scheme (its image comes from the pool's job images), as NAME:docker://IMAGE or as NAME:host" ;;
+			esac
+			continue
+		fi
+		image=$(jq -r --arg n "$name" '.[$n] // empty' <<<"$images")
+		out+=("$name:docker://${image:-$default}")
+	done
+	local IFS=,
+	RUNNER_FORGE_LABELS="${out[*]}"
+}
+
+# write_runner_config FILE: the forgejo-runner / Gitea runner config for
+# RUNNER_DOCKER=dind (JSON, which both read as YAML). docker_host names the
+# sidecar's daemon and has the runner mount its socket into job and service
+# containers as /var/run/docker.sock, so `docker build` works in a container
+# step; without it forgejo-runner mounts nothing ("-" is its default). The
+# socket mount needs no valid_volumes entry (the runner allows it itself).
+# network "" gives each job a network of its own, which its service containers
+# join; privileged stays false: only the sidecar needs it. Sources:
+# docs/runner-contract.md "What the example image does with Docker".
+write_runner_config() {
+	local file=$1
+	STEP="writing the runner config $file"
+	jq -n --arg host "$DOCKER_HOST" \
+		'{container: {docker_host: $host, network: "", privileged: false, valid_volumes: []}}' >"$file"
+}
+
 # --- GitHub actions/runner -------------------------------------------------------
 run_github() {
 	local home=${RUNNER_HOME:-/home/runner}
@@ -561,15 +688,15 @@ run_github() {
 }
 
 # --- Forgejo runner / Gitea runner --------------------------------------------------
-# Labels: a runner container on Edge Connect has no Docker daemon, so jobs run
+# Labels without RUNNER_DOCKER=dind: there is no Docker daemon, so jobs run
 # in the container itself. forgejo-runner >= 8 reads a label without a scheme
 # as a Docker label (and then insists on a Docker socket); Gitea's runner reads
 # it as host. Writing ":host" explicitly means the same to both. GARM's own
 # runner-controller-id=... and runner-pool-id=... labels get it too: only the
 # name reaches the forge, which is what GARM matches on. Any other scheme asks
 # for an isolation this container cannot give, and is refused.
-# Sets RUNNER_HOST_LABELS (comma-joined).
-RUNNER_HOST_LABELS=""
+# Sets RUNNER_FORGE_LABELS (comma-joined).
+RUNNER_FORGE_LABELS=""
 host_labels() {
 	local label parts=() out=() rest
 	IFS=, read -r -a parts <<<"$1"
@@ -585,11 +712,11 @@ host_labels() {
 		case $rest in
 		host) out+=("$label") ;;
 		host:*) die "label '$label' is not valid: the 'host' scheme takes no argument; give the pool tag without a scheme or as NAME:host" ;;
-		*) die "label '$label' asks for the '${rest%%:*}' scheme, but jobs run in the runner container itself (no Docker, no LXC): give the pool tag without a scheme or as NAME:host" ;;
+		*) die "label '$label' asks for the '${rest%%:*}' scheme, but jobs run in the runner container itself (no Docker, no LXC): give the pool tag without a scheme or as NAME:host, or give the pool docker = \"dind\" for Docker labels" ;;
 		esac
 	done
 	local IFS=,
-	RUNNER_HOST_LABELS="${out[*]}"
+	RUNNER_FORGE_LABELS="${out[*]}"
 }
 
 # find_forge_runner: prints the runner binary from PATH, fails when none.
@@ -694,8 +821,17 @@ run_forge_runner() {
 	fi
 
 	STEP="preparing the runner labels"
-	host_labels "${RUNNER_LABELS:-}"
-	[[ -n $RUNNER_HOST_LABELS ]] || die "RUNNER_LABELS is empty; GARM needs its runner-controller-id/runner-pool-id labels"
+	if [[ $DOCKER_MODE == dind ]]; then
+		docker_labels "${RUNNER_LABELS:-}"
+		local config="$home/garm-runner-config.yaml"
+		write_runner_config "$config"
+		# A persistent flag of both runners' every subcommand.
+		reg_args+=(--config "$config")
+		run_args+=(--config "$config")
+	else
+		host_labels "${RUNNER_LABELS:-}"
+	fi
+	[[ -n $RUNNER_FORGE_LABELS ]] || die "RUNNER_LABELS is empty; GARM needs its runner-controller-id/runner-pool-id labels"
 
 	fetch_registration_token
 	# A token file keeps the token out of every process's argv (readable in
@@ -708,10 +844,10 @@ run_forge_runner() {
 	else
 		reg_args+=(--token "$REG_TOKEN")
 	fi
-	reg_args+=(--name "$RUNNER_NAME" --labels "$RUNNER_HOST_LABELS")
+	reg_args+=(--name "$RUNNER_NAME" --labels "$RUNNER_FORGE_LABELS")
 
 	STEP="registering the runner"
-	log "registering an ephemeral $flavor runner with $bin at $FORGE_INSTANCE (labels $RUNNER_HOST_LABELS)"
+	log "registering an ephemeral $flavor runner with $bin at $FORGE_INSTANCE (labels $RUNNER_FORGE_LABELS)"
 	register_runner "runner registration" "$bin" "${reg_args[@]}"
 
 	read_agent_id "$home/.runner" id
@@ -746,6 +882,13 @@ STEP="checking the environment"
 for var in FORGE_TYPE FORGE_URL RUNNER_NAME; do
 	[[ -n ${!var:-} ]] || die "$var is not set"
 done
+
+case $DOCKER_MODE in
+none) ;;
+dind) wait_for_docker ;;
+buildkit) make_buildx_builder ;;
+*) die "unsupported RUNNER_DOCKER '$RUNNER_DOCKER' (expected none, dind or buildkit)" ;;
+esac
 
 case $FORGE_TYPE in
 github) run_github ;;

@@ -1342,3 +1342,501 @@ entrypoint_test!(
         assert!(!sandbox.home.join(".runner").exists());
     }
 );
+
+// ---------------------------------------------------------------------------
+// Docker (RUNNER_DOCKER; docs/runner-contract.md "What the example image does
+// with Docker")
+
+/// The job image the provider sets by default in dind mode.
+const DEFAULT_JOB_IMAGE: &str = "docker.io/library/node:22-bookworm";
+
+/// A world for `RUNNER_DOCKER=dind` with a Docker daemon answering on a socket
+/// in the sandbox (started by the caller when wanted).
+async fn dind_world(forge: Forge) -> (World, std::path::PathBuf) {
+    let mut w = World::new(forge, Behaviour::default()).await;
+    let socket = w.sandbox.root.join("dind/docker.sock");
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    w.set("RUNNER_DOCKER", "dind");
+    w.set("DOCKER_HOST", format!("unix://{}", socket.display()));
+    w.set("RUNNER_DEFAULT_JOB_IMAGE", DEFAULT_JOB_IMAGE);
+    (w, socket)
+}
+
+/// The contract's labels registered as Docker labels, with `ubuntu-latest`
+/// mapped by RUNNER_JOB_IMAGES and a pool tag that names its own image.
+const DIND_LABELS_IN: &str =
+    "ubuntu-latest, edge:host,debian:docker://docker.io/library/debian:trixie";
+
+fn dind_labels() -> String {
+    format!(
+        "ubuntu-latest:docker://docker.io/library/ubuntu:24.04,edge:host,\
+         debian:docker://docker.io/library/debian:trixie,\
+         runner-controller-id={CONTROLLER_ID}:docker://{DEFAULT_JOB_IMAGE},\
+         runner-pool-id={POOL_ID}:docker://{DEFAULT_JOB_IMAGE}"
+    )
+}
+
+entrypoint_test!(
+    dind_forge_runner_registers_docker_labels_with_a_config_naming_the_daemon,
+    async {
+        for cli in [RunnerCli::Forgejo13, RunnerCli::GiteaRunner3] {
+            let (mut w, socket) = dind_world(Forge::Forgejo).await;
+            let daemon = FakeDockerDaemon::start(&socket);
+            w.sandbox.install_runner_stub(cli);
+            w.set(
+                "RUNNER_LABELS",
+                format!("{DIND_LABELS_IN},runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}"),
+            );
+            w.set(
+                "RUNNER_JOB_IMAGES",
+                r#"{"ubuntu-latest": "docker.io/library/ubuntu:24.04", "unused": "docker.io/library/alpine:3"}"#,
+            );
+
+            w.run_stayed_up().await;
+
+            assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID), "{cli:?}");
+            assert_messages_clean(&w.garm);
+            assert!(daemon.pings.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+            let config = w.sandbox.home.join("garm-runner-config.yaml");
+            let config_arg = config.display().to_string();
+            let token: Vec<&str> = if cli == RunnerCli::GiteaRunner3 {
+                vec![]
+            } else {
+                vec!["--token", REGISTRATION_TOKEN]
+            };
+            let mut register = strings(&[
+                "register",
+                "--no-interactive",
+                "--ephemeral",
+                "--instance",
+                FORGEJO_URL,
+                "--config",
+                &config_arg,
+            ]);
+            if cli == RunnerCli::GiteaRunner3 {
+                let argv = w.sandbox.argv("register").unwrap();
+                // The token file's temporary name is the entrypoint's own.
+                let at = argv
+                    .iter()
+                    .position(|a| a == "--token-file")
+                    .expect("--token-file");
+                register.extend(strings(&["--token-file", &argv[at + 1]]));
+            }
+            register.extend(strings(&token));
+            register.extend(strings(&[
+                "--name",
+                RUNNER_NAME,
+                "--labels",
+                &dind_labels(),
+            ]));
+            assert_eq!(w.sandbox.argv("register").unwrap(), register, "{cli:?}");
+            let (sub, run) = if cli == RunnerCli::GiteaRunner3 {
+                (
+                    "daemon",
+                    strings(&["daemon", "--once", "--config", &config_arg]),
+                )
+            } else {
+                (
+                    "one-job",
+                    strings(&["one-job", "--wait", "--config", &config_arg]),
+                )
+            };
+            assert_eq!(w.sandbox.argv(sub).unwrap(), run, "{cli:?}");
+            let written: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+            assert_eq!(
+                written,
+                serde_json::json!({"container": {
+                    "docker_host": format!("unix://{}", socket.display()),
+                    "network": "",
+                    "privileged": false,
+                    "valid_volumes": [],
+                }}),
+                "{cli:?}"
+            );
+            // The job reaches the daemon the same way.
+            let env = w.sandbox.recorded_env(sub);
+            assert_job_env_clean(&env);
+            assert_eq!(
+                env.get("DOCKER_HOST"),
+                Some(&format!("unix://{}", socket.display()))
+            );
+        }
+    }
+);
+
+// The sidecar starts after the runner container: the entrypoint waits for its
+// daemon, and only then spends the registration token.
+entrypoint_test!(dind_waits_for_the_daemon_before_registering, async {
+    let (w, socket) = dind_world(Forge::Forgejo).await;
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+
+    let mut running = w.start();
+    let line = running
+        .until_line("for the Docker daemon at")
+        .await
+        .expect("the entrypoint says it waits");
+    assert_eq!(
+        line,
+        format!(
+            "garm-entrypoint: waiting up to 300s for the Docker daemon at unix://{}",
+            socket.display()
+        )
+    );
+    assert_eq!(w.garm.summaries(), vec![installing()], "nothing spent yet");
+    let daemon = FakeDockerDaemon::start(&socket);
+    assert!(running.until_line(STAYING_UP).await.is_some());
+    assert!(running.wait_until_idle().await);
+    let run = running.stop().await;
+    run.assert_no_secrets_in_output();
+    assert!(daemon.pings.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+});
+
+// A sidecar that never answers: GARM hears which daemon did not, within the
+// bound, and the registration token is not spent.
+entrypoint_test!(dind_daemon_that_never_answers_is_reported_failed, async {
+    for forge in [Forge::Forgejo, Forge::GitHub] {
+        let (mut w, socket) = dind_world(forge).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.sandbox.install_github_stubs();
+        w.set("ENTRYPOINT_DOCKER_TIMEOUT", "1");
+
+        let run = w.run().await;
+        run.assert_failed();
+        run.assert_no_secrets_in_output();
+        assert_eq!(
+            w.garm.summaries(),
+            vec![installing(), failed()],
+            "{forge:?}"
+        );
+        assert_messages_clean(&w.garm);
+        assert_eq!(
+            last_status_message(&w.garm),
+            format!(
+                "the Docker daemon at unix://{0} did not answer within 1s: check the dind sidecar \
+                 of this runner's pod (its status and log; it runs privileged and listens on {0})",
+                socket.display()
+            )
+        );
+        assert_eq!(w.sandbox.argv("register"), None);
+        assert_eq!(w.sandbox.recorded("config.count"), None);
+    }
+});
+
+// What dind needs from the provider is checked and named before anything is
+// spent.
+entrypoint_test!(dind_settings_are_checked_before_registering, async {
+    let cases: &[(&str, Option<&str>, &str)] = &[
+        ("DOCKER_HOST", None, "RUNNER_DOCKER=dind but DOCKER_HOST is not set"),
+        (
+            "DOCKER_HOST",
+            Some("tcp://127.0.0.1:2375"),
+            "RUNNER_DOCKER=dind needs DOCKER_HOST to be a unix:// socket, not 'tcp://127.0.0.1:2375'",
+        ),
+        (
+            "RUNNER_DEFAULT_JOB_IMAGE",
+            None,
+            "RUNNER_DOCKER=dind but RUNNER_DEFAULT_JOB_IMAGE is not set",
+        ),
+        (
+            "RUNNER_DEFAULT_JOB_IMAGE",
+            Some("node 22"),
+            "RUNNER_DEFAULT_JOB_IMAGE 'node 22' is not an image reference",
+        ),
+        ("RUNNER_JOB_IMAGES", Some("not json"), "RUNNER_JOB_IMAGES is not a JSON object"),
+        ("RUNNER_JOB_IMAGES", Some(r#"["a"]"#), "RUNNER_JOB_IMAGES is not a JSON object"),
+        ("RUNNER_JOB_IMAGES", Some(r#"{"a": 1}"#), "RUNNER_JOB_IMAGES is not a JSON object"),
+        (
+            "RUNNER_JOB_IMAGES",
+            Some(r#"{"a": "x,y"}"#),
+            "RUNNER_JOB_IMAGES is not a JSON object",
+        ),
+        (
+            "RUNNER_LABELS",
+            Some("debian:lxc://debian:bookworm"),
+            "label 'debian:lxc://debian:bookworm' asks for the 'lxc' scheme: with RUNNER_DOCKER=dind",
+        ),
+        (
+            "RUNNER_LABELS",
+            Some("debian:docker://"),
+            "label 'debian:docker://' asks for the 'docker' scheme",
+        ),
+        ("RUNNER_DOCKER", Some("podman"), "unsupported RUNNER_DOCKER 'podman'"),
+    ];
+    for (var, value, expected) in cases {
+        let (mut w, socket) = dind_world(Forge::Forgejo).await;
+        let _daemon = FakeDockerDaemon::start(&socket);
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        match value {
+            Some(v) => w.set(var, *v),
+            None => {
+                w.env.remove(*var);
+            }
+        }
+
+        let run = w.run().await;
+        run.assert_failed();
+        assert_eq!(
+            w.garm.summaries(),
+            vec![installing(), failed()],
+            "{var}={value:?}"
+        );
+        let message = last_status_message(&w.garm);
+        assert!(message.starts_with(expected), "{var}={value:?}: {message}");
+        assert!(!message.contains('\n'), "one line: {message}");
+        assert_eq!(w.sandbox.argv("register"), None, "{var}={value:?}");
+    }
+});
+
+// GitHub's runner needs only the daemon's address, which reaches the job.
+entrypoint_test!(
+    dind_github_runner_keeps_its_labels_and_gets_docker_host,
+    async {
+        let (w, socket) = dind_world(Forge::GitHub).await;
+        let daemon = FakeDockerDaemon::start(&socket);
+        w.sandbox.install_github_stubs();
+
+        w.run_stayed_up().await;
+
+        assert_eq!(w.garm.summaries(), registered(GITHUB_AGENT_ID));
+        assert!(daemon.pings.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+        let argv = w.sandbox.argv("config").unwrap();
+        let at = argv.iter().position(|a| a == "--labels").unwrap();
+        assert_eq!(
+            argv[at + 1],
+            format!("edge,linux,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}")
+        );
+        let env = w.sandbox.recorded_env("run");
+        assert_job_env_clean(&env);
+        assert_eq!(
+            env.get("DOCKER_HOST"),
+            Some(&format!("unix://{}", socket.display()))
+        );
+        assert!(!w.sandbox.home.join("garm-runner-config.yaml").exists());
+    }
+);
+
+// buildkit: host labels as without Docker, and the runner user's default
+// buildx builder drives the BuildKit sidecar.
+entrypoint_test!(
+    buildkit_makes_the_default_buildx_builder_and_keeps_host_labels,
+    async {
+        for forge in [Forge::Forgejo, Forge::GitHub] {
+            let mut w = World::new(forge, Behaviour::default()).await;
+            w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+            w.sandbox.install_github_stubs();
+            w.sandbox.install_docker_stub();
+            w.set("RUNNER_DOCKER", "buildkit");
+            w.set("BUILDKIT_HOST", "unix:///run/buildkit/buildkitd.sock");
+
+            w.run_stayed_up().await;
+
+            assert_eq!(
+                w.sandbox.argv("docker").unwrap(),
+                strings(&[
+                    "buildx",
+                    "create",
+                    "--name",
+                    "garm-buildkit",
+                    "--driver",
+                    "remote",
+                    "--use",
+                    "unix:///run/buildkit/buildkitd.sock",
+                ]),
+                "{forge:?}"
+            );
+            // The builder belongs to the user the runner and its jobs run as.
+            assert_eq!(
+                w.sandbox.recorded("docker.home").unwrap(),
+                w.sandbox.root.join("home").display().to_string()
+            );
+            if forge == Forge::Forgejo {
+                assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+                let argv = w.sandbox.argv("register").unwrap();
+                assert_eq!(argv.last().unwrap(), &host_labels());
+                assert!(!argv.iter().any(|a| a == "--config"), "{argv:?}");
+                assert_eq!(
+                    w.sandbox.argv("one-job").unwrap(),
+                    strings(&["one-job", "--wait"])
+                );
+            } else {
+                assert_eq!(w.garm.summaries(), registered(GITHUB_AGENT_ID));
+            }
+        }
+    }
+);
+
+entrypoint_test!(buildkit_builder_failures_are_reported, async {
+    for (missing_host, expected) in [
+        (
+            false,
+            "could not make the docker buildx builder on unix:///run/buildkit/buildkitd.sock: \
+             ERROR: failed to find driver \"remote\"",
+        ),
+        (
+            true,
+            "RUNNER_DOCKER=buildkit but BUILDKIT_HOST is not set: the provider sets it to the \
+             BuildKit sidecar's socket (unix:///run/buildkit/buildkitd.sock)",
+        ),
+    ] {
+        let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.sandbox.install_docker_stub();
+        std::fs::write(w.sandbox.log.join("docker.mode"), "fail").unwrap();
+        w.set("RUNNER_DOCKER", "buildkit");
+        if !missing_host {
+            w.set("BUILDKIT_HOST", "unix:///run/buildkit/buildkitd.sock");
+        }
+
+        let run = w.run().await;
+        run.assert_failed();
+        assert_eq!(w.garm.summaries(), vec![installing(), failed()]);
+        assert_eq!(last_status_message(&w.garm), expected);
+        assert_eq!(w.sandbox.argv("register"), None);
+    }
+});
+
+// RUNNER_DOCKER=none is the same as a runner made by an earlier release,
+// which has no RUNNER_DOCKER at all: host labels, no config, no Docker.
+entrypoint_test!(docker_none_is_the_behaviour_without_docker, async {
+    for value in [None, Some("none")] {
+        let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.sandbox.install_docker_stub();
+        if let Some(v) = value {
+            w.set("RUNNER_DOCKER", v);
+        }
+        // Ignored without dind: the provider does not set it then, and it
+        // must not change anything if it is there.
+        w.set("RUNNER_DEFAULT_JOB_IMAGE", DEFAULT_JOB_IMAGE);
+
+        w.run_stayed_up().await;
+
+        assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+        let argv = w.sandbox.argv("register").unwrap();
+        assert_eq!(argv.last().unwrap(), &host_labels(), "{value:?}");
+        assert!(!argv.iter().any(|a| a == "--config"), "{argv:?}");
+        assert_eq!(w.sandbox.argv("docker"), None, "{value:?}");
+        assert!(!w.sandbox.home.join("garm-runner-config.yaml").exists());
+    }
+});
+
+/// The job of the test against a real daemon, as `log/job.sh` for the runner
+/// stub (its `$1` is the runner's `--config`): it reaches the daemon the way
+/// forgejo-runner does, through the config's `container.docker_host`, runs
+/// its first step in the image the `ubuntu-latest` label was registered with,
+/// and builds an image in its second. `DOCKER_BUILDKIT=0`: podman's API
+/// serves the classic builder's `/build`, not BuildKit's session.
+const REAL_DAEMON_JOB: &str = r#"set -euo pipefail
+log=$(dirname "$0")
+DOCKER_HOST=$(jq -er .container.docker_host "$1")
+export DOCKER_HOST DOCKER_BUILDKIT=0
+labels=$(tr '\0' '\n' < "$log/register.argv" | grep -x -A1 -- --labels | tail -n 1)
+image=""
+IFS=, read -r -a parts <<<"$labels"
+for l in "${parts[@]}"; do
+  if [[ $l == ubuntu-latest:docker://* ]]; then image=${l#ubuntu-latest:docker://}; fi
+done
+[[ -n $image ]]
+echo "step 1: $(docker run --rm "$image" sh -c 'echo ran in a container')"
+mkdir -p "$log/context"
+printf 'FROM %s\nRUN echo built by the daemon > /built\n' "$image" > "$log/context/Dockerfile"
+# The legacy builder warns on stderr; kept out of the job's output unless it fails.
+if ! docker build -q -t "$image-built" "$log/context" >/dev/null 2>"$log/build.err"; then
+  cat "$log/build.err"
+  exit 1
+fi
+echo "step 2: $(docker run --rm "$image-built" cat /built)"
+docker rmi "$image-built" >/dev/null
+"#;
+
+// The dind path for real: the entrypoint waits for a real Docker-compatible
+// daemon (podman's Docker API service, started by .ci/docker-daemon.sh),
+// registers the Docker labels and hands the runner its config; the stand-in
+// runner's job runs a container step and a build step through that daemon
+// with the real Docker CLI. The base image is busybox-static's binary alone,
+// imported through the CLI: nothing is pulled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Docker-compatible daemon (podman's API service); .ci/run starts one"]
+async fn dind_entrypoint_runs_a_container_step_and_a_build_step_against_a_real_daemon() {
+    require_tools(&["bash", "curl", "jq", "timeout", "docker", "busybox"]);
+    let docker_host = std::env::var("GARM_TEST_DOCKER_HOST").expect(
+        "GARM_TEST_DOCKER_HOST is not set: start podman's Docker API service with \
+         `. .ci/docker-daemon.sh` (as .ci/run does) or point it at another daemon",
+    );
+    let (mut w, _) = dind_world(Forge::Forgejo).await;
+    w.set("DOCKER_HOST", docker_host.as_str());
+
+    // A name of this test run's own, removed again at the end.
+    let suffix = w
+        .sandbox
+        .root
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_lowercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let image = format!("localhost/garm-test-busybox:{suffix}");
+    let rootfs = w.sandbox.root.join("rootfs");
+    std::fs::create_dir_all(rootfs.join("bin")).unwrap();
+    let busybox = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("busybox"))
+        .find(|p| p.is_file())
+        .unwrap();
+    std::fs::copy(&busybox, rootfs.join("bin/busybox")).unwrap();
+    for applet in ["sh", "echo", "cat"] {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    let tarball = w.sandbox.root.join("rootfs.tar");
+    let cli_home = w.sandbox.root.join("home");
+    let docker = |args: &[&str]| {
+        std::process::Command::new("docker")
+            .args(args)
+            .env("DOCKER_HOST", &docker_host)
+            .env("HOME", &cli_home)
+            .output()
+            .expect("run docker")
+    };
+    let tar = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&rootfs)
+        .arg("-cf")
+        .arg(&tarball)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let imported = docker(&["import", &tarball.display().to_string(), &image]);
+    assert!(
+        imported.status.success(),
+        "docker import: {}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+
+    w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+    w.sandbox.set_job_mode("script");
+    std::fs::write(w.sandbox.log.join("job.sh"), REAL_DAEMON_JOB).unwrap();
+    w.set(
+        "RUNNER_JOB_IMAGES",
+        format!(r#"{{"ubuntu-latest": "{image}"}}"#),
+    );
+    w.set("RUNNER_DEFAULT_JOB_IMAGE", image.as_str());
+
+    let run = w.run().await;
+    let _ = docker(&["rmi", &image]);
+
+    run.assert_stayed_up();
+    run.assert_no_secrets_in_output();
+    let job = w.sandbox.recorded("job.out").unwrap_or_default();
+    assert!(
+        run.stderr.contains(&finished_line(0)),
+        "the job failed:\n{job}\nentrypoint:\n{}",
+        run.stderr
+    );
+    assert_eq!(
+        job, "step 1: ran in a container\nstep 2: built by the daemon\n",
+        "(a dynamically linked busybox cannot run alone in the image: install busybox-static)"
+    );
+    assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+}

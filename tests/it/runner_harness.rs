@@ -853,6 +853,11 @@ register)
   case $mode in
   done) ;;
   exit=*) exit "${{mode#exit=}}" ;;
+  script)
+    # The job is log/job.sh, given the runner's --config file (if any);
+    # its output goes to log/job.out, its exit code is the runner's.
+    bash "$LOG/job.sh" "${{val[config]-}}" > "$LOG/job.out" 2>&1
+    exit $? ;;
   busy)
     # A job in progress, until the runner is stopped: the real runners end
     # on SIGTERM (forgejo-runner and gitea-runner main.go l. 15,
@@ -866,6 +871,29 @@ register)
 esac
 "#
         )
+    }
+
+    /// A stub `docker` CLI for `RUNNER_DOCKER=buildkit`: records its argv
+    /// (`docker.argv`) and `$HOME` (`docker.home`); answers as
+    /// `log/docker.mode` says: `ok` (default, exit 0, like `docker buildx
+    /// create`, which prints the builder's name) or `fail` (buildx's error
+    /// line, exit 1).
+    pub fn install_docker_stub(&self) {
+        let log = self.log.display();
+        write_executable(
+            &self.bin.join("docker"),
+            &format!(
+                r#"#!/bin/bash
+printf '%s\0' "$@" > '{log}/docker.argv'
+printf '%s' "$HOME" > '{log}/docker.home'
+if [[ $(cat '{log}/docker.mode' 2>/dev/null) == fail ]]; then
+  echo 'ERROR: failed to find driver "remote"' >&2
+  exit 1
+fi
+echo "${{5-}}"
+"#
+            ),
+        );
     }
 
     /// A stub `update-ca-certificates` that records that it ran.
@@ -906,7 +934,8 @@ esac
 
     /// What the runner stubs' job run (`daemon`, `one-job`) does after
     /// recording its call: `done` (default: the job is over, exit 0),
-    /// `exit=N` (exit N), `busy` (a job in progress: writes `<sub>.busy`, then
+    /// `exit=N` (exit N), `script` (runs `log/job.sh CONFIG` with the
+    /// runner's `--config` value, output to `log/job.out`), `busy` (a job in progress: writes `<sub>.busy`, then
     /// runs until SIGTERM, which it writes to `<sub>.signal`).
     pub fn set_job_mode(&self, mode: &str) {
         std::fs::write(self.log.join("job.mode"), mode).expect("job mode");
@@ -1365,6 +1394,64 @@ pub fn assert_job_env_clean(env: &BTreeMap<String, String>) {
         Some(RUNNER_NAME),
         "the rest of the environment must reach the job"
     );
+}
+
+// ---------------------------------------------------------------------------
+// A Docker daemon's socket, as far as the entrypoint's wait looks at it
+
+/// Answers the Docker Engine API's ping on a unix socket the way dockerd does
+/// (moby/moby `api/server/router/system/system_routes.go` @02e3d3ce l. 28-42,
+/// `pingHandler`: 200 with body `OK`; the `Api-Version` header comes from the
+/// server's version middleware); every other path gets a 404 with a JSON
+/// message. Listens until dropped. See docs/runner-contract.md "What the
+/// example image does with Docker".
+pub struct FakeDockerDaemon {
+    pub pings: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeDockerDaemon {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeDockerDaemon {
+    /// Listens on `socket` (which must not exist yet).
+    pub fn start(socket: &Path) -> FakeDockerDaemon {
+        let listener = tokio::net::UnixListener::bind(socket).expect("bind the docker socket");
+        let pings = Arc::new(AtomicUsize::new(0));
+        let counter = pings.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    // One request per connection (curl sends one), up to the
+                    // end of its headers; it has no body.
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&buf);
+                    let answer = if head.starts_with("GET /_ping ")
+                        || head.starts_with("HEAD /_ping ")
+                    {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        "HTTP/1.1 200 OK\r\nApi-Version: 1.50\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK"
+                    } else {
+                        "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 28\r\nConnection: close\r\n\r\n{\"message\":\"page not found\"}"
+                    };
+                    let _ = conn.write_all(answer.as_bytes()).await;
+                    let _ = conn.shutdown().await;
+                });
+            }
+        });
+        FakeDockerDaemon { pings, task }
+    }
 }
 
 // ---------------------------------------------------------------------------
