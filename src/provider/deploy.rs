@@ -287,11 +287,21 @@ impl Provider {
                     .flat_map(|p| &p.not_running)
                     .find(|(_, reason)| !appinst_start::starting_normally(reason));
                 match not_starting {
-                    Some(&(_, reason)) => (
-                        cannot_start_message(image, site, appinst_start::problem(reason), reason),
+                    Some(&(container, reason)) => (
+                        sidecar_message(container, site, reason).unwrap_or_else(|| {
+                            cannot_start_message(
+                                image,
+                                site,
+                                appinst_start::problem(reason),
+                                reason,
+                            )
+                        }),
                         None,
                     ),
-                    None => (e.message.clone(), None),
+                    None => match privileged_refused(&e.message, site) {
+                        Some(why) => (why, None),
+                        None => (e.message.clone(), None),
+                    },
                 }
             } else {
                 return Attempt::Failed(Error::from(e).into());
@@ -460,12 +470,13 @@ impl Provider {
     ) -> (String, bool) {
         let on = site_name(site);
         match failure {
-            StartFailure::Container(reason) => {
+            StartFailure::Container { container, reason } => {
                 let problem = appinst_start::problem(reason);
-                (
-                    cannot_start_message(image, site, problem, reason),
-                    problem == StartProblem::Capacity,
-                )
+                let message = match sidecar_message(container, site, reason) {
+                    Some(message) => message,
+                    None => cannot_start_message(image, site, problem, reason),
+                };
+                (message, problem == StartProblem::Capacity)
             }
             StartFailure::Unplaced => (
                 format!(
@@ -574,6 +585,41 @@ fn cannot_start_message(
         StartProblem::Other => format!(
             "the container of {image} does not start on {on} ({reason}): check the image, and the pool's command, command_args and env against it"
         ),
+    }
+}
+
+/// The message for the Docker daemon sidecar of a `dind` pool (`crate::pod`) that does not
+/// start, named as the runner's container is; `None` for any other container.
+fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<String> {
+    (container == crate::pod::DIND_CONTAINER).then(|| {
+        let on = site_name(site);
+        match appinst_start::problem(reason) {
+            StartProblem::Image => format!(
+                "the Docker daemon sidecar (container {container}) cannot pull its image on {on} ({reason}): check extra_specs.docker_image, or the site's access to docker.io"
+            ),
+            _ => format!(
+                "the Docker daemon sidecar (container {container}) does not start on {on} ({reason}): it needs a privileged container; check extra_specs.docker_image, or use docker = \"none\" on this site"
+            ),
+        }
+    })
+}
+
+/// A create the site's admission refused because the pod asks for privileges its Pod Security
+/// level forbids: the CRM saw no pod and ended with the ReplicaSet's message
+/// (docs/edge-connect-behaviours.md B30, B31). Names the site, the policy and what runs there.
+fn privileged_refused(message: &str, site: &Placement) -> Option<String> {
+    let (_, rest) = message.split_once("violates PodSecurity \"")?;
+    let policy = rest.split('"').next().unwrap_or_default();
+    let on = site_name(site);
+    let detail = rest.split_once("\": ").map_or("", |(_, d)| d);
+    if detail.starts_with("privileged") {
+        Some(format!(
+            "{on} forbids privileged pods (Pod Security \"{policy}\": {detail}): the Docker daemon sidecar of docker = \"dind\" cannot run there; use docker = \"none\" for this site's pools, or another site"
+        ))
+    } else {
+        Some(format!(
+            "{on} refused the runner's pod (Pod Security \"{policy}\": {detail}): the site's policy admits no pod of this pool; ask its operator, or list another site"
+        ))
     }
 }
 

@@ -101,6 +101,7 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
                 secret_env_vars: Default::default(),
                 username: None,
                 credentials: None,
+                deployment_manifest: None,
             })
             .await
             .expect("CreateApp");

@@ -79,5 +79,6 @@ pub(super) fn app() -> crate::models::NewApp {
         secret_env_vars: Default::default(),
         username: None,
         credentials: None,
+        deployment_manifest: None,
     }
 }

@@ -54,6 +54,9 @@ pub struct NewApp {
     /// Private registry password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
+    /// The App's own Kubernetes manifest (kept as sent; without it the platform generates one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment_manifest: Option<String>,
 }
 
 impl std::fmt::Debug for NewApp {
@@ -76,6 +79,7 @@ impl std::fmt::Debug for NewApp {
             )
             .field("username", &self.username)
             .field("credentials", &self.credentials.as_ref().map(|_| "***"))
+            .field("deployment_manifest", &self.deployment_manifest)
             .finish()
     }
 }
@@ -188,6 +192,7 @@ mod tests {
             secret_env_vars: [("BEARER_TOKEN".to_string(), "tok-123".to_string())].into(),
             username: Some("u".into()),
             credentials: Some("pw-456".into()),
+            deployment_manifest: None,
         };
         let debug = format!("{app:?}");
         assert!(debug.contains("BEARER_TOKEN"), "{debug}");

@@ -1,0 +1,240 @@
+//! Pools with Docker (issue 35): the runner's pod written by the provider as a manifest of its
+//! own (docs/architecture.md, "The runner's pod written by the provider"), run as GARM runs
+//! the binary against the simulator, which does with the manifest what the controller and the
+//! CRM do (docs/edge-connect-behaviours.md B25-B31).
+
+use edge_connect_sim::{CloudletSettings, ImageFault, ImageRule, PodSecurity, SimConfig};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// CreateInstance of the Gitea fixture with these extra specs.
+fn create_with(w: &World, name: &str, extra_specs: Value) -> Run {
+    let mut v: Value =
+        serde_json::from_str(&fixture_with("bootstrap-gitea.json", name, GITEA_POOL)).unwrap();
+    v["extra_specs"] = extra_specs;
+    w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", GITEA_POOL)],
+        Some(&v.to_string()),
+    )
+}
+
+/// The stored App's manifest, read as JSON.
+fn manifest(w: &World, name: &str) -> Value {
+    let app = w.app(name);
+    let text = app["deployment_manifest"].as_str().expect("a manifest");
+    assert!(!text.contains('\n'), "one line: {text}");
+    serde_json::from_str(text).expect("the manifest is JSON")
+}
+
+/// The Gitea fixture's runner environment by name, in the order the provider lists it: the
+/// plain variables, then the secret ones, without the proxy settings the daemon keeps.
+const BLANKED: [&str; 26] = [
+    "CALLBACK_URL",
+    "DISABLE_RUNNER_UPDATE",
+    "DOCKER_HOST",
+    "EDGE_CONNECT_PLACEMENT",
+    "FORGE_TYPE",
+    "FORGE_URL",
+    "GARM_CA_BUNDLE",
+    "GARM_CONTROLLER_ID",
+    "GARM_INSTANCE_NAME",
+    "GARM_POOL_ID",
+    "JIT_CONFIG_ENABLED",
+    "METADATA_URL",
+    "RUNNER_ARCH",
+    "RUNNER_DEFAULT_JOB_IMAGE",
+    "RUNNER_DOCKER",
+    "RUNNER_DOWNLOAD_FILENAME",
+    "RUNNER_DOWNLOAD_URL",
+    "RUNNER_EPHEMERAL",
+    "RUNNER_GROUP",
+    "RUNNER_JOB_IMAGES",
+    "RUNNER_LABELS",
+    "RUNNER_NAME",
+    "RUNNER_NO_DEFAULT_LABELS",
+    "RUNNER_OS_TYPE",
+    "RUNNER_WORKDIR",
+    "BEARER_TOKEN",
+];
+
+#[test]
+fn a_pool_without_docker_leaves_the_pod_to_the_platform() {
+    let w = World::new();
+    let r = create_with(&w, "garm-none1", json!({}));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let app = w.app("garm-none1");
+    assert_eq!(app["deployment_generator"], "kubernetes-basic");
+    assert!(app["env_vars"].get("RUNNER_DOCKER").is_none(), "{app}");
+    assert!(app["env_vars"].get("DOCKER_HOST").is_none(), "{app}");
+}
+
+#[test]
+fn a_dind_pool_stores_exactly_its_pod() {
+    let w = World::new();
+    let r = create_with(
+        &w,
+        "garm-dind1",
+        json!({"docker": "dind", "job_images": {"ubuntu-latest": "docker.io/library/ubuntu:24.04"}}),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["status"], "running");
+    let app = w.app("garm-dind1");
+    assert!(
+        app["deployment_generator"].is_null() || app["deployment_generator"] == "",
+        "{app}"
+    );
+    let mut blank = vec![json!({"name": "DOCKER_TLS_CERTDIR", "value": ""})];
+    blank.extend(BLANKED.iter().map(|n| json!({"name": n, "value": ""})));
+    let mounts = json!([
+        {"name": "work", "mountPath": "/runner/_work"},
+        {"name": "dind-socket", "mountPath": "/run/dind"}
+    ]);
+    assert_eq!(
+        manifest(&w, "garm-dind1"),
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "garm-dind11-deployment"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"run": "garm-dind11"}},
+                "template": {
+                    "metadata": {"labels": {"run": "garm-dind11"}},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "runner",
+                                "image": "registry.example.com/ci/gitea-runner:0.3.0",
+                                "imagePullPolicy": "Always",
+                                "volumeMounts": mounts
+                            },
+                            {
+                                "name": "dind",
+                                "image": "docker.io/library/docker:28.5.2-dind",
+                                "args": ["dockerd", "--host=unix:///run/dind/docker.sock", "--group=123"],
+                                "env": blank,
+                                "securityContext": {"privileged": true},
+                                "volumeMounts": [
+                                    {"name": "work", "mountPath": "/runner/_work"},
+                                    {"name": "dind-socket", "mountPath": "/run/dind"},
+                                    {"name": "dind-storage", "mountPath": "/var/lib/docker"}
+                                ]
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "work", "emptyDir": {}},
+                            {"name": "dind-socket", "emptyDir": {}},
+                            {"name": "dind-storage", "emptyDir": {}}
+                        ]
+                    }
+                }
+            }
+        })
+    );
+    let env = &app["env_vars"];
+    assert_eq!(env["RUNNER_DOCKER"], "dind");
+    assert_eq!(env["DOCKER_HOST"], "unix:///run/dind/docker.sock");
+    assert_eq!(
+        env["RUNNER_DEFAULT_JOB_IMAGE"],
+        "docker.io/library/node:22-bookworm"
+    );
+    assert_eq!(
+        env["RUNNER_JOB_IMAGES"],
+        r#"{"ubuntu-latest":"docker.io/library/ubuntu:24.04"}"#
+    );
+    assert_eq!(w.app_inst_names(), ["garm-dind1"]);
+}
+
+/// The Munich site with these settings.
+fn munich(settings: impl FnOnce(&mut CloudletSettings)) -> World {
+    let mut site = CloudletSettings::new("TelekomOP", "Munich");
+    settings(&mut site);
+    World::with_sim(
+        SimConfig {
+            cloudlet_settings: vec![site],
+            ..SimConfig::default()
+        },
+        Site::Zone,
+        "",
+    )
+}
+
+#[test]
+fn a_site_that_forbids_privileged_pods_refuses_a_dind_pool_by_name_and_keeps_nothing() {
+    let w = munich(|s| {
+        s.pod_security = PodSecurity::Baseline;
+        s.crm_on_edge = false;
+    });
+    let r = create_with(&w, "garm-dind2", json!({"docker": "dind"}));
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr.trim(),
+        r#"TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): the Docker daemon sidecar of docker = "dind" cannot run there; use docker = "none" for this site's pools, or another site"#
+    );
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    // The same site runs a pool without Docker.
+    let r = create_with(&w, "garm-none2", json!({}));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn a_sidecar_that_cannot_start_is_named_and_nothing_is_left() {
+    let w = World::with_sim(
+        SimConfig {
+            images: vec![ImageRule::new(
+                "docker.io/library/docker:28.5.2-dind",
+                ImageFault::CannotPull,
+            )],
+            cloudlet_settings: vec![CloudletSettings {
+                crm_on_edge: false,
+                ..CloudletSettings::new("TelekomOP", "Munich")
+            }],
+            ..SimConfig::default()
+        },
+        Site::Zone,
+        "",
+    );
+    let r = create_with(&w, "garm-dind3", json!({"docker": "dind"}));
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr.trim(),
+        "the Docker daemon sidecar (container dind) cannot pull its image on TelekomOP/Munich (ImagePullBackOff): check extra_specs.docker_image, or the site's access to docker.io"
+    );
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+}
+
+#[test]
+fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
+    let w = World::new();
+    for (specs, line) in [
+        (
+            json!({"docker": "dind", "docker_image": "docker:dind"}),
+            "invalid extra_specs: docker_image: `docker:dind` does not name its registry; Edge Connect needs every image of the pod fully qualified (docker.io/library/...)",
+        ),
+        (
+            json!({"docker": "dind", "deployment": "docker", "command_args": []}),
+            r#"invalid extra_specs: docker: "dind" needs deployment kubernetes (the deployment is docker)"#,
+        ),
+        (
+            json!({"docker": "dind", "env_delivery": "envvars_yaml"}),
+            r#"invalid extra_specs: docker: "dind" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)"#,
+        ),
+        (
+            json!({"default_job_image": "docker.io/library/ubuntu:24.04"}),
+            r#"invalid extra_specs: default_job_image: needs docker = "dind""#,
+        ),
+        (
+            json!({"docker": "buildkit"}),
+            "invalid extra_specs: docker: unknown variant `buildkit`, expected `none` or `dind`",
+        ),
+    ] {
+        let r = create_with(&w, "garm-bad1", specs.clone());
+        assert_eq!((r.code, r.stderr.trim()), (1, line), "{specs}");
+    }
+    assert_eq!(w.calls("CreateApp"), 0);
+    assert!(w.app_names().is_empty());
+}
