@@ -238,3 +238,39 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
     assert_eq!(w.calls("CreateApp"), 0);
     assert!(w.app_names().is_empty());
 }
+
+#[test]
+fn the_example_pool_passes_and_garm_hears_a_bad_one_before_it_makes_a_pool() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/extra-specs.dind.example.json"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .args(["validate-extra-specs", example])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let w = World::new();
+    let specs = crate::input_bounds::base64(r#"{"docker":"dind","job_images":{"x":"ubuntu"}}"#);
+    let r = w.garm(
+        "ValidatePoolInfo",
+        &[
+            ("GARM_INTERFACE_VERSION", "v0.1.1"),
+            ("GARM_POOL_EXTRASPECS", &specs),
+        ],
+        None,
+    );
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (
+            1,
+            "invalid extra_specs: job_images.x: `ubuntu` does not name its registry; Edge Connect needs every image of the pod fully qualified (docker.io/library/...)"
+        )
+    );
+}
