@@ -145,6 +145,28 @@ fn a_dind_pool_stores_exactly_its_pod() {
         r#"{"ubuntu-latest":"docker.io/library/ubuntu:24.04"}"#
     );
     assert_eq!(w.app_inst_names(), ["garm-dind1"]);
+    // What each container gets: the runner its whole environment, the sidecar only the proxy.
+    let rows = w.sim.containers();
+    let pod = rows
+        .iter()
+        .find(|r| r["name"] == "garm-dind1")
+        .and_then(|r| r["pod"].as_array())
+        .expect("the pod's containers");
+    let (runner, dind) = (&pod[0]["env"], &pod[1]["env"]);
+    assert_eq!(
+        (pod[0]["name"].as_str(), pod[1]["name"].as_str()),
+        (Some("runner"), Some("dind"))
+    );
+    assert!(runner["BEARER_TOKEN"]
+        .as_str()
+        .is_some_and(|t| t.len() > 20));
+    assert_eq!(runner["DOCKER_HOST"], "unix:///run/dind/docker.sock");
+    let secrets = app["secret_env_vars"].as_object().expect("secrets").clone();
+    for (name, value) in dind.as_object().expect("env") {
+        let proxy = name.to_ascii_uppercase().ends_with("_PROXY");
+        assert_eq!(value == "", !proxy, "{name}={value}");
+    }
+    assert_eq!(dind["HTTPS_PROXY"], secrets["HTTPS_PROXY"]);
 }
 
 /// The Munich site with these settings.

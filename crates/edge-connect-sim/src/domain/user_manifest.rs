@@ -179,6 +179,38 @@ pub(crate) fn pod_of(manifest: &str) -> Result<(String, Vec<PodContainer>), Stri
     Ok((name, containers))
 }
 
+/// The environment each container of an App's own manifest gets (docs/edge-connect-behaviours.md
+/// B27): the App's `env_vars` and `secret_env_vars` through `envFrom` on every container
+/// (main `pkg/k8smgmt/manifest.go:56-67`), under the container's own `env` entries, which
+/// Kubernetes lets win, and the envVarsYaml variables the CRM appends to each `env` after them
+/// (last wins). `None` for a manifest the CRM could not decode.
+pub(crate) fn container_envs(app: &crate::model::App) -> Option<Vec<Value>> {
+    let objects = decode(&app.deployment_manifest).ok()?;
+    let deployment = objects.iter().find(|o| o["kind"] == "Deployment")?;
+    let mut from = app.env_vars.clone();
+    if !app.secrets_wiped {
+        from.extend(app.secret_env_vars.0.clone());
+    }
+    let appended = super::container::env_vars_yaml(app).ok()?;
+    let containers = deployment["spec"]["template"]["spec"]["containers"].as_array()?;
+    Some(
+        containers
+            .iter()
+            .map(|c| {
+                let mut env = from.clone();
+                for e in c["env"].as_array().into_iter().flatten() {
+                    if let Some(name) = e["name"].as_str() {
+                        let value = e["value"].as_str().unwrap_or_default();
+                        env.insert(name.to_string(), value.to_string());
+                    }
+                }
+                env.extend(appended.iter().cloned());
+                serde_json::json!({"name": c["name"], "image": c["image"], "env": env})
+            })
+            .collect(),
+    )
+}
+
 /// Go's `url.Parse("https://" + image)` fails on a host whose port is not a number, which is
 /// what a short name with a tag looks like (`docker:dind` → host `docker`, port `dind`).
 fn registry_host_error(image: &str) -> Option<String> {
