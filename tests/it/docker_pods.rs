@@ -296,3 +296,55 @@ fn the_example_pool_passes_and_garm_hears_a_bad_one_before_it_makes_a_pool() {
         )
     );
 }
+
+#[test]
+#[ignore = "measurement for BENCHMARKS.md: cargo test --test it -- --ignored docker_pod_timings --nocapture"]
+fn docker_pod_timings() {
+    use std::time::Instant;
+    println!("| case | CRM | s to CreateInstance exit | exit | requests | left on Edge Connect |");
+    println!("|---|---|---|---|---|---|");
+    for (level, name) in [
+        (PodSecurity::Baseline, "baseline"),
+        (PodSecurity::Restricted, "restricted"),
+    ] {
+        for central in [true, false] {
+            let w = munich(|s| {
+                s.pod_security = level;
+                s.crm_on_edge = !central;
+            });
+            let before = w.sim.request_log().len();
+            let started = Instant::now();
+            let r = create_with(&w, "garm-t1", json!({"docker": "dind"}));
+            let secs = started.elapsed().as_secs_f64();
+            let requests = w.sim.request_log().len() - before;
+            let left = w.app_names().len() + w.app_inst_names().len();
+            println!(
+                "| dind pool on a `{name}` site | {} | {secs:.1} | {} | {requests} | {left} |",
+                if central { "central" } else { "on the edge" },
+                r.code
+            );
+        }
+    }
+    println!();
+    println!("| pool | runs | median s to CreateInstance exit | requests per CreateInstance |");
+    println!("|---|---|---|---|");
+    for (pool, specs) in [("none", json!({})), ("dind", json!({"docker": "dind"}))] {
+        let w = World::new();
+        let mut secs = Vec::new();
+        let mut requests = Vec::new();
+        for i in 0..15 {
+            let before = w.sim.request_log().len();
+            let started = Instant::now();
+            let r = create_with(&w, &format!("garm-{pool}-{i}"), specs.clone());
+            secs.push(started.elapsed().as_secs_f64());
+            requests.push(w.sim.request_log().len() - before);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+        }
+        secs.sort_by(|a, b| a.total_cmp(b));
+        requests.dedup();
+        println!(
+            "| `{pool}` | 15 | {:.3} | {requests:?} |",
+            secs[secs.len() / 2]
+        );
+    }
+}
