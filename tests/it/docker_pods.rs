@@ -348,3 +348,42 @@ fn docker_pod_timings() {
         );
     }
 }
+
+#[test]
+fn check_deploy_test_proves_a_dind_pools_pod_on_each_site() {
+    let mut config = two_zones();
+    config.cloudlet_settings = vec![CloudletSettings {
+        pod_security: PodSecurity::Baseline,
+        crm_on_edge: false,
+        ..CloudletSettings::new("TelekomOP", "Munich")
+    }];
+    let w = World::with_sim(config, Site::Zone, "");
+    let specs = w.dir.path().join("dind.json");
+    std::fs::write(
+        &specs,
+        r#"{"docker":"dind","zones":[{"organization":"TelekomOP","name":"Munich"},{"organization":"TelekomOP","name":"Berlin"}]}"#,
+    )
+    .unwrap();
+    let image = "registry.example.com/ci/runner:13";
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .args(["--config", &w.config.display().to_string(), "check"])
+        .args(["--extra-specs", &specs.display().to_string()])
+        .args(["--image", image, "--deploy-test"])
+        .env_clear()
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l
+            == r#"✗ deploy test zone TelekomOP/Munich: TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): the Docker daemon sidecar of docker = "dind" cannot run there; use docker = "none" for this site's pools, or another site"#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with(&format!(
+            "✓ deploy test zone TelekomOP/Berlin: {image} runs there (CreateInstance "
+        ))),
+        "{stdout}"
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
