@@ -62,6 +62,9 @@ pub struct ExtraSpecs {
     /// `dind`: the job image of the labels `job_images` does not map (default
     /// `docker.io/library/node:22-bookworm`).
     pub default_job_image: Option<String>,
+    /// The runner's size instead of a flavor: vCPUs, memory and disk of the whole pod. The
+    /// provider then writes the pod and gives each container requests and limits within it.
+    pub resources: Option<crate::pod::Resources>,
     /// GARM-injected (v0.2.0+): base64 install-script wrapper; accepted and ignored.
     pub runner_install_template: Option<String>,
     /// GARM cloud-init key; accepted and ignored.
@@ -184,6 +187,20 @@ impl ExtraSpecs {
     /// (B28).
     pub fn check_docker(&self, container: &Container) -> Result<(), String> {
         let mode = self.docker.unwrap_or_default();
+        if let Some(resources) = &self.resources {
+            if self.flavor.is_some() {
+                return Err(
+                    "give flavor or resources, not both: Edge Connect takes one or the other"
+                        .into(),
+                );
+            }
+            resources.split(mode)?;
+            if container.deployment != crate::config::Deployment::Kubernetes {
+                return Err(
+                    "resources: needs deployment kubernetes (the deployment is docker)".into(),
+                );
+            }
+        }
         if mode == crate::pod::DockerMode::None {
             for (key, set) in [
                 ("docker_image", self.docker_image.is_some()),

@@ -34,6 +34,119 @@ impl DockerMode {
     }
 }
 
+/// A pool's size instead of a flavor (`extra_specs.resources`), sent as the App's
+/// `kubernetes_resources` (docs/edge-connect-behaviours.md B32).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    /// vCPUs of the whole pod (e.g. 2 or 1.5).
+    pub cpu: f64,
+    /// Memory of the whole pod, in MB (MiB, as Edge Connect counts it).
+    pub memory: u64,
+    /// Disk of the whole pod, in GB (the site's placement; not a container limit).
+    #[serde(default)]
+    pub disk: u64,
+}
+
+/// What one container gets: its requests and limits, equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// Thousandths of a vCPU.
+    pub milli_cpu: u64,
+    /// MB.
+    pub memory: u64,
+}
+
+/// The least a runner container and a Docker daemon get of a pool's size.
+const RUNNER_MIN: Share = Share {
+    milli_cpu: 250,
+    memory: 256,
+};
+const DIND_MIN: Share = Share {
+    milli_cpu: 250,
+    memory: 512,
+};
+
+impl Resources {
+    /// The pool's vCPUs in thousandths.
+    pub fn milli_cpu(&self) -> u64 {
+        (self.cpu * 1000.0).round() as u64
+    }
+
+    /// The runner's share and the sidecar's (`None` without one), or why the pool's size does
+    /// not hold them, naming the numbers. A `dind` pod splits the size half and half: the
+    /// runner runs the jobs' host steps, the daemon their containers and builds.
+    pub fn split(&self, mode: DockerMode) -> Result<(Share, Option<Share>), String> {
+        if !self.cpu.is_finite() || self.cpu <= 0.0 || self.cpu > 1024.0 {
+            return Err(format!(
+                "resources.cpu: {} is not a number of vCPUs above 0",
+                self.cpu
+            ));
+        }
+        if self.memory == 0 {
+            return Err("resources.memory: give the pod's memory in MB, above 0".into());
+        }
+        let total = Share {
+            milli_cpu: self.milli_cpu(),
+            memory: self.memory,
+        };
+        match mode {
+            DockerMode::None => {
+                if total.milli_cpu < RUNNER_MIN.milli_cpu || total.memory < RUNNER_MIN.memory {
+                    return Err(format!(
+                        "resources: cpu {} and memory {} MB are below the runner's least (cpu {}, memory {} MB)",
+                        vcpus(total.milli_cpu),
+                        total.memory,
+                        vcpus(RUNNER_MIN.milli_cpu),
+                        RUNNER_MIN.memory
+                    ));
+                }
+                Ok((total, None))
+            }
+            DockerMode::Dind => {
+                let runner = Share {
+                    milli_cpu: total.milli_cpu / 2,
+                    memory: total.memory / 2,
+                };
+                let dind = Share {
+                    milli_cpu: total.milli_cpu - runner.milli_cpu,
+                    memory: total.memory - runner.memory,
+                };
+                let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(DIND_MIN.milli_cpu);
+                let need_memory = 2 * RUNNER_MIN.memory.max(DIND_MIN.memory);
+                if runner.milli_cpu < RUNNER_MIN.milli_cpu
+                    || dind.milli_cpu < DIND_MIN.milli_cpu
+                    || runner.memory < RUNNER_MIN.memory
+                    || dind.memory < DIND_MIN.memory
+                {
+                    return Err(format!(
+                        "resources: cpu {} and memory {} MB do not fit the runner (at least cpu {}, memory {} MB) and the Docker daemon sidecar (at least cpu {}, memory {} MB), which share the pod half and half: give at least cpu {} and memory {need_memory} MB",
+                        vcpus(total.milli_cpu),
+                        total.memory,
+                        vcpus(RUNNER_MIN.milli_cpu),
+                        RUNNER_MIN.memory,
+                        vcpus(DIND_MIN.milli_cpu),
+                        DIND_MIN.memory,
+                        vcpus(need_cpu),
+                    ));
+                }
+                Ok((runner, Some(dind)))
+            }
+        }
+    }
+}
+
+/// Thousandths of a vCPU as a person writes them (`1.5`).
+fn vcpus(milli: u64) -> String {
+    let fraction = format!("{:03}", milli % 1000);
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        (milli / 1000).to_string()
+    } else {
+        format!("{}.{fraction}", milli / 1000)
+    }
+}
+
 /// The Docker daemon image a dind pool runs unless it names another: pinned, fully qualified
 /// (docs/edge-connect-behaviours.md B28).
 pub const DEFAULT_DIND_IMAGE: &str = "docker.io/library/docker:28.5.2-dind";
@@ -78,7 +191,7 @@ pub fn fully_qualified(image: &str) -> bool {
     }
 }
 
-/// The pod a pool with a sidecar runs.
+/// The pod the provider writes for a pool with a sidecar or a size of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pod {
     /// The Deployment's name, the one the platform's generator would give the App
@@ -96,6 +209,10 @@ pub struct Pod {
     pub sidecar_image: String,
     /// Names of the runner's environment, overridden with empty values in the sidecar.
     pub runner_env_names: Vec<String>,
+    /// Whether the pod has the Docker daemon sidecar.
+    pub docker: DockerMode,
+    /// The runner's and the sidecar's requests and limits, when the pool gives a size.
+    pub shares: Option<(Share, Option<Share>)>,
 }
 
 impl Pod {
@@ -120,6 +237,7 @@ impl Pod {
         .collect();
         let work = || VolumeMount::new("work", WORKDIR);
         let socket = || VolumeMount::new("dind-socket", DIND_SOCKET_DIR);
+        let dind_pod = self.docker == DockerMode::Dind;
         let runner = Container {
             name: "runner".into(),
             image: self.runner_image.clone(),
@@ -127,8 +245,13 @@ impl Pod {
             command: self.command.clone(),
             args: self.args.clone(),
             env: Vec::new(),
+            resources: self.shares.map(|(runner, _)| runner.into()),
             security_context: None,
-            volume_mounts: vec![work(), socket()],
+            volume_mounts: if dind_pod {
+                vec![work(), socket()]
+            } else {
+                Vec::new()
+            },
         };
         let dind = Container {
             name: DIND_CONTAINER.into(),
@@ -142,6 +265,7 @@ impl Pod {
                 format!("--group={DOCKER_GID}"),
             ],
             env: sidecar_env,
+            resources: self.shares.and_then(|(_, dind)| dind).map(Into::into),
             security_context: Some(SecurityContext {
                 privileged: Some(true),
             }),
@@ -172,9 +296,14 @@ impl Pod {
                         labels: Some(labels),
                     },
                     spec: PodSpec {
-                        containers: vec![runner, dind],
+                        containers: if dind_pod {
+                            vec![runner, dind]
+                        } else {
+                            vec![runner]
+                        },
                         volumes: ["work", "dind-socket", "dind-storage"]
                             .into_iter()
+                            .filter(|_| dind_pod)
                             .map(|name| Volume {
                                 name: name.into(),
                                 empty_dir: EmptyDir {},
@@ -236,6 +365,7 @@ struct PodTemplate {
 #[derive(Serialize)]
 struct PodSpec {
     containers: Vec<Container>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     volumes: Vec<Volume>,
 }
 
@@ -253,8 +383,32 @@ struct Container {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     env: Vec<EnvVar>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<ResourceRequirements>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     security_context: Option<SecurityContext>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     volume_mounts: Vec<VolumeMount>,
+}
+
+/// Requests equal to limits: the container is given what it may use, and the pod's sum stays
+/// within the pool's size.
+#[derive(Serialize)]
+struct ResourceRequirements {
+    requests: BTreeMap<&'static str, String>,
+    limits: BTreeMap<&'static str, String>,
+}
+
+impl From<Share> for ResourceRequirements {
+    fn from(share: Share) -> Self {
+        let quantities = BTreeMap::from([
+            ("cpu", format!("{}m", share.milli_cpu)),
+            ("memory", format!("{}Mi", share.memory)),
+        ]);
+        ResourceRequirements {
+            requests: quantities.clone(),
+            limits: quantities,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -295,6 +449,35 @@ struct EmptyDir {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_size_is_split_or_refused_with_its_numbers() {
+        let size = |cpu: f64, memory: u64| Resources {
+            cpu,
+            memory,
+            disk: 0,
+        };
+        let (runner, dind) = size(2.0, 4096).split(DockerMode::Dind).unwrap();
+        assert_eq!(
+            (runner, dind),
+            (
+                Share {
+                    milli_cpu: 1000,
+                    memory: 2048
+                },
+                Some(Share {
+                    milli_cpu: 1000,
+                    memory: 2048
+                })
+            )
+        );
+        assert_eq!(
+            size(1.5, 600).split(DockerMode::Dind).unwrap_err(),
+            "resources: cpu 1.5 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the Docker daemon sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB"
+        );
+        assert!(size(0.5, 600).split(DockerMode::None).is_ok());
+        assert!(size(0.0, 600).split(DockerMode::None).is_err());
+    }
 
     #[test]
     fn only_images_that_name_their_registry_are_fully_qualified() {

@@ -10,7 +10,9 @@ use crate::garm::BootstrapInstance;
 use crate::pod::{self, DockerMode};
 use crate::runner_env::{runner_env, ENV_CONTROLLER_ID, ENV_DOCKER, ENV_POOL_ID};
 use edge_connect::appinst_start::deployment_name;
-use edge_connect::models::{env_vars_yaml, ConfigFile, FlavorKey, NewApp};
+use edge_connect::models::{
+    env_vars_yaml, ConfigFile, FlavorKey, KubernetesResources, NewApp, NodePoolResources,
+};
 
 impl Provider {
     /// The CreateApp body: image, flavor, command and the runner environment.
@@ -23,17 +25,13 @@ impl Provider {
         sites: &[Placement],
     ) -> Result<NewApp, Error> {
         let ec = &self.config.edge_connect;
-        let flavor = specs
-            .flavor
-            .clone()
-            .or_else(|| {
-                let f = bootstrap.flavor.trim();
-                (!f.is_empty() && f != "default").then(|| f.to_string())
-            })
-            .or_else(|| ec.default_flavor.clone())
-            .ok_or_else(|| {
-                Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
-            })?;
+        // A pool sized by `resources` sends no flavor: Edge Connect takes one or the other
+        // (docs/edge-connect-behaviours.md B32).
+        let flavor = if specs.resources.is_some() {
+            String::new()
+        } else {
+            self.flavor_of(bootstrap, specs)?
+        };
         let container = specs.container(ec.container()).map_err(Error::failed)?;
         specs
             .check_docker(&container)
@@ -95,13 +93,18 @@ impl Provider {
             }
             _ => (None, None),
         };
-        let deployment_manifest = match docker {
-            DockerMode::None => None,
-            DockerMode::Dind => {
+        let shares = specs
+            .resources
+            .map(|r| r.split(docker))
+            .transpose()
+            .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
+        let deployment_manifest = match (docker, shares) {
+            (DockerMode::None, None) => None,
+            _ => {
                 // docs/edge-connect-behaviours.md B28: the CRM reads each image's registry.
                 if !pod::fully_qualified(&bootstrap.image) {
                     return Err(Error::failed(format!(
-                        "the pool's image `{}` does not name its registry; a pool with docker = \"dind\" needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod",
+                        "the pool's image `{}` does not name its registry; a pool with docker or resources needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod",
                         crate::text::echo(&bootstrap.image)
                     )));
                 }
@@ -125,6 +128,8 @@ impl Provider {
                         .clone()
                         .unwrap_or_else(|| pod::DEFAULT_DIND_IMAGE.into()),
                     runner_env_names: env.plain.keys().chain(secret.keys()).cloned().collect(),
+                    docker,
+                    shares,
                 };
                 Some(pod.manifest().map_err(Error::failed)?)
             }
@@ -159,6 +164,13 @@ impl Provider {
             image_path: bootstrap.image.clone(),
             deployment: deployment.as_str(),
             default_flavor: FlavorKey { name: flavor },
+            kubernetes_resources: specs.resources.map(|r| KubernetesResources {
+                cpu_pool: NodePoolResources {
+                    total_vcpus: r.milli_cpu(),
+                    total_memory: r.memory,
+                    total_disk: r.disk,
+                },
+            }),
             command: container.command,
             command_args: container.command_args,
             configs,
@@ -168,6 +180,29 @@ impl Provider {
             credentials,
             deployment_manifest,
         })
+    }
+}
+
+impl Provider {
+    /// The App's flavor: the pool's extra specs, GARM's pool flavor (unless empty or
+    /// `default`), or the config's default.
+    fn flavor_of(
+        &self,
+        bootstrap: &BootstrapInstance,
+        specs: &ExtraSpecs,
+    ) -> Result<String, Error> {
+        let ec = &self.config.edge_connect;
+        specs
+            .flavor
+            .clone()
+            .or_else(|| {
+                let f = bootstrap.flavor.trim();
+                (!f.is_empty() && f != "default").then(|| f.to_string())
+            })
+            .or_else(|| ec.default_flavor.clone())
+            .ok_or_else(|| {
+                Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
+            })
     }
 }
 

@@ -95,6 +95,8 @@ struct Runner<'a> {
     app_key: &'a AppKey,
     pool_id: &'a str,
     image: Option<&'a str>,
+    /// The runner container's memory limit in MB, when the pool sets one.
+    memory: Option<u64>,
 }
 
 impl Provider {
@@ -112,6 +114,7 @@ impl Provider {
         sites: &[Placement],
         targets: Vec<Target>,
         image: Option<&str>,
+        memory: Option<u64>,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
         let mut held: Vec<Held> = Vec::new();
@@ -119,6 +122,7 @@ impl Provider {
             app_key,
             pool_id,
             image,
+            memory,
         };
         for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
             // The last site gets the rest of the deadline, as the only one of a pool does.
@@ -213,7 +217,8 @@ impl Provider {
                 // image, configuration or crash problem would be the same anywhere: it ends the
                 // create.
                 Err(failure) => {
-                    let (why, refused) = self.start_failure_message(image, site, &failure);
+                    let (why, refused) =
+                        self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
                     if !refused {
                         return Attempt::Failed(DeployFailure::start(Error::failed(why)));
@@ -465,6 +470,7 @@ impl Provider {
     fn start_failure_message(
         &self,
         image: Option<&str>,
+        memory: Option<u64>,
         site: &Placement,
         failure: &StartFailure,
     ) -> (String, bool) {
@@ -474,6 +480,7 @@ impl Provider {
                 let problem = appinst_start::problem(reason);
                 let message = match sidecar_message(container, site, reason) {
                     Some(message) => message,
+                    None if reason == "OOMKilled" => out_of_memory(memory, site),
                     None => cannot_start_message(image, site, problem, reason),
                 };
                 (message, problem == StartProblem::Capacity)
@@ -584,6 +591,20 @@ fn cannot_start_message(
         ),
         StartProblem::Other => format!(
             "the container of {image} does not start on {on} ({reason}): check the image, and the pool's command, command_args and env against it"
+        ),
+    }
+}
+
+/// A runner container the kernel killed at its memory limit (kubelet's `OOMKilled`), naming the
+/// limit and the setting that raises it.
+fn out_of_memory(memory: Option<u64>, site: &Placement) -> String {
+    let on = site_name(site);
+    match memory {
+        Some(mb) => format!(
+            "the runner's container ran out of its memory of {mb} MB on {on} (OOMKilled): raise extra_specs.resources.memory"
+        ),
+        None => format!(
+            "the runner's container ran out of memory on {on} (OOMKilled): give the pool more memory (extra_specs.resources.memory, or a larger flavor)"
         ),
     }
 }

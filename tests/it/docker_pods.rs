@@ -387,3 +387,118 @@ fn check_deploy_test_proves_a_dind_pools_pod_on_each_site() {
     );
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
+
+fn quantities(cpu: &str, memory: &str) -> Value {
+    json!({"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}})
+}
+
+#[test]
+fn a_sized_pool_sends_its_size_instead_of_a_flavor_and_splits_it_between_the_containers() {
+    let w = World::new();
+    let r = create_with(
+        &w,
+        "garm-size1",
+        json!({"resources": {"cpu": 1.5, "memory": 2048, "disk": 10}}),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let app = w.app("garm-size1");
+    assert!(
+        app["default_flavor"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty(),
+        "{app}"
+    );
+    assert_eq!(
+        app["kubernetes_resources"]["cpu_pool"]["total_vcpus"],
+        "1.5"
+    );
+    assert_eq!(
+        app["kubernetes_resources"]["cpu_pool"]["total_memory"],
+        2048
+    );
+    assert_eq!(app["kubernetes_resources"]["cpu_pool"]["total_disk"], 10);
+    assert_eq!(
+        manifest(&w, "garm-size1"),
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "garm-size11-deployment"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"run": "garm-size11"}},
+                "template": {
+                    "metadata": {"labels": {"run": "garm-size11"}},
+                    "spec": {"containers": [{
+                        "name": "runner",
+                        "image": "registry.example.com/ci/gitea-runner:0.3.0",
+                        "imagePullPolicy": "Always",
+                        "resources": quantities("1500m", "2048Mi")
+                    }]}
+                }
+            }
+        })
+    );
+    assert!(app["env_vars"].get("RUNNER_DOCKER").is_none(), "{app}");
+
+    let r = create_with(
+        &w,
+        "garm-size2",
+        json!({"docker": "dind", "resources": {"cpu": 2, "memory": 4096}}),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let pod = manifest(&w, "garm-size2");
+    let containers = &pod["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers[0]["resources"], quantities("1000m", "2048Mi"));
+    assert_eq!(containers[1]["resources"], quantities("1000m", "2048Mi"));
+    assert_eq!(w.app_inst_names(), ["garm-size1", "garm-size2"]);
+}
+
+#[test]
+fn a_size_that_does_not_hold_the_pod_is_refused_before_any_call_with_its_numbers() {
+    let w = World::new();
+    for (specs, line) in [
+        (
+            json!({"docker": "dind", "resources": {"cpu": 1.5, "memory": 600}}),
+            "invalid extra_specs: resources: cpu 1.5 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the Docker daemon sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB",
+        ),
+        (
+            json!({"flavor": "EU.small", "resources": {"cpu": 1, "memory": 1024}}),
+            "invalid extra_specs: give flavor or resources, not both: Edge Connect takes one or the other",
+        ),
+    ] {
+        let r = create_with(&w, "garm-bad2", specs.clone());
+        assert_eq!((r.code, r.stderr.trim()), (1, line), "{specs}");
+    }
+    assert_eq!(w.calls("CreateApp"), 0);
+}
+
+#[test]
+fn a_runner_killed_for_memory_names_its_memory_and_the_setting() {
+    let w = World::with_sim(
+        SimConfig {
+            images: vec![ImageRule::new(
+                "registry.example.com/ci/gitea-runner:0.3.0",
+                ImageFault::Waits("OOMKilled"),
+            )],
+            cloudlet_settings: vec![CloudletSettings {
+                crm_on_edge: false,
+                ..CloudletSettings::new("TelekomOP", "Munich")
+            }],
+            ..SimConfig::default()
+        },
+        Site::Zone,
+        "start_failure_grace_secs = 1",
+    );
+    let r = create_with(
+        &w,
+        "garm-oom1",
+        json!({"resources": {"cpu": 1, "memory": 1024}}),
+    );
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr.trim(),
+        "the runner's container ran out of its memory of 1024 MB on TelekomOP/Munich (OOMKilled): raise extra_specs.resources.memory"
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}

@@ -94,6 +94,7 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
                 default_flavor: FlavorKey {
                     name: "EU.small".into(),
                 },
+                kubernetes_resources: None,
                 command: None,
                 command_args: vec![],
                 configs: vec![],
