@@ -1,5 +1,6 @@
-//! The runner's pod when a pool asks for Docker: the pool's `docker` mode and the Kubernetes
-//! Deployment the provider writes for it, as typed objects serialised to one line of JSON.
+//! The runner's pod when a pool asks for Docker or gives its size: the pool's `docker` mode, its
+//! `resources` and their split between the containers, and the Kubernetes Deployment the
+//! provider writes for it, as typed objects serialised to one line of JSON.
 //!
 //! Edge Connect keeps a user manifest as sent and its controller and CRM decode JSON as well as
 //! YAML (docs/edge-connect-behaviours.md B25, B26), so no YAML is written. The CRM re-encodes
