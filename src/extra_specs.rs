@@ -49,6 +49,22 @@ pub struct ExtraSpecs {
     /// NAME of an environment variable (passed through by GARM) holding the registry password.
     /// The password itself never goes into extra specs: GARM hands them to the runner.
     pub image_pull_password_env: Option<String>,
+    /// `none` (default: the platform generates the runner's pod) or `dind` (a Docker daemon
+    /// sidecar in the runner's pod, written by the provider; needs deployment kubernetes and
+    /// env_delivery env_vars).
+    pub docker: Option<crate::pod::DockerMode>,
+    /// The Docker daemon image of a `dind` pool, fully qualified (default: the provider's pinned
+    /// `docker.io/library/docker:<version>-dind`).
+    pub docker_image: Option<String>,
+    /// `dind`: the job image of a runner label (label -> fully qualified image); Forgejo and
+    /// Gitea runners register each label as `NAME:docker://IMAGE`.
+    pub job_images: BTreeMap<String, String>,
+    /// `dind`: the job image of the labels `job_images` does not map (default
+    /// `docker.io/library/node:22-bookworm`).
+    pub default_job_image: Option<String>,
+    /// The runner's size instead of a flavor: vCPUs, memory and disk of the whole pod. The
+    /// provider then writes the pod and gives each container requests and limits within it.
+    pub resources: Option<crate::pod::Resources>,
     /// GARM-injected (v0.2.0+): base64 install-script wrapper; accepted and ignored.
     pub runner_install_template: Option<String>,
     /// GARM cloud-init key; accepted and ignored.
@@ -127,6 +143,7 @@ impl ExtraSpecs {
                 value,
             )?;
         }
+        self.check_docker(&container)?;
         if self.image_pull_username.is_some() != self.image_pull_password_env.is_some() {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }
@@ -161,6 +178,87 @@ impl ExtraSpecs {
             format!("{from}.{key}")
         })?;
         Ok(container)
+    }
+
+    /// The pool's Docker settings against its resolved container. The runner's pod with a
+    /// sidecar is a manifest of the provider's: only deployment kubernetes carries one, and
+    /// `envvars_yaml` would put the runner's secrets into the sidecar after the values that
+    /// blank them there (docs/edge-connect-behaviours.md B27). Images are fully qualified
+    /// (B28).
+    pub fn check_docker(&self, container: &Container) -> Result<(), String> {
+        let mode = self.docker.unwrap_or_default();
+        if let Some(resources) = &self.resources {
+            if self.flavor.is_some() {
+                return Err(
+                    "give flavor or resources, not both: Edge Connect takes one or the other"
+                        .into(),
+                );
+            }
+            resources.split(mode)?;
+            if container.deployment != crate::config::Deployment::Kubernetes {
+                return Err(
+                    "resources: needs deployment kubernetes (the deployment is docker)".into(),
+                );
+            }
+        }
+        if mode == crate::pod::DockerMode::None {
+            for (key, set) in [
+                ("docker_image", self.docker_image.is_some()),
+                ("job_images", !self.job_images.is_empty()),
+                ("default_job_image", self.default_job_image.is_some()),
+            ] {
+                if set {
+                    return Err(format!("{key}: needs docker = \"dind\""));
+                }
+            }
+            return Ok(());
+        }
+        if container.deployment != crate::config::Deployment::Kubernetes {
+            return Err(format!(
+                "docker: \"{}\" needs deployment kubernetes (the deployment is docker)",
+                mode.as_str()
+            ));
+        }
+        if container.env_delivery != crate::config::EnvDelivery::EnvVars {
+            return Err(format!(
+                "docker: \"{}\" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)",
+                mode.as_str()
+            ));
+        }
+        let images = self
+            .docker_image
+            .iter()
+            .map(|i| ("docker_image".to_string(), i))
+            .chain(
+                self.default_job_image
+                    .iter()
+                    .map(|i| ("default_job_image".to_string(), i)),
+            )
+            .chain(
+                self.job_images
+                    .iter()
+                    .map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)),
+            );
+        for (key, image) in images {
+            if !crate::pod::fully_qualified(image) {
+                return Err(format!(
+                    "{key}: `{}` does not name its registry; Edge Connect needs every image of the pod fully qualified (docker.io/library/...)",
+                    crate::text::echo(image)
+                ));
+            }
+        }
+        for label in self.job_images.keys() {
+            if label.is_empty()
+                || label.contains([':', ','])
+                || label.chars().any(char::is_whitespace)
+            {
+                return Err(format!(
+                    "job_images: `{}` is not a runner label (no `:`, `,` or spaces)",
+                    crate::text::echo(label)
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Refuses an `image_pull_password_env` the provider must not hand to a registry: one of

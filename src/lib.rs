@@ -20,6 +20,7 @@ mod logging;
 mod manifest_safety;
 mod naming;
 mod pipeline;
+pub mod pod;
 mod provider;
 mod runner_env;
 mod text;

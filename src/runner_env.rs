@@ -40,6 +40,10 @@ pub fn app_inst_marks(controller_id: &str, pool_id: &str) -> BTreeMap<String, St
     ])
 }
 
+/// The pool's Docker mode (docs/runner-contract.md, "Docker in the runner's pod"); absent for
+/// a pool without Docker, as on runners made by earlier releases.
+pub const ENV_DOCKER: &str = "RUNNER_DOCKER";
+
 /// Names the provider sets itself; extra specs may not override them.
 pub const RESERVED: &[&str] = &[
     ENV_CONTROLLER_ID,
@@ -62,6 +66,10 @@ pub const RESERVED: &[&str] = &[
     "RUNNER_NO_DEFAULT_LABELS",
     "DISABLE_RUNNER_UPDATE",
     "RUNNER_WORKDIR",
+    ENV_DOCKER,
+    "DOCKER_HOST",
+    "RUNNER_JOB_IMAGES",
+    "RUNNER_DEFAULT_JOB_IMAGE",
     "METADATA_URL",
     "CALLBACK_URL",
     "BEARER_TOKEN",

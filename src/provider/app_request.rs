@@ -7,8 +7,12 @@ use crate::config::{Deployment, EnvDelivery, Placement};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::BootstrapInstance;
-use crate::runner_env::{runner_env, ENV_CONTROLLER_ID, ENV_POOL_ID};
-use edge_connect::models::{env_vars_yaml, ConfigFile, FlavorKey, NewApp};
+use crate::pod::{self, DockerMode};
+use crate::runner_env::{runner_env, ENV_CONTROLLER_ID, ENV_DOCKER, ENV_POOL_ID};
+use edge_connect::appinst_start::deployment_name;
+use edge_connect::models::{
+    env_vars_yaml, ConfigFile, FlavorKey, KubernetesResources, NewApp, NodePoolResources,
+};
 
 impl Provider {
     /// The CreateApp body: image, flavor, command and the runner environment.
@@ -21,20 +25,19 @@ impl Provider {
         sites: &[Placement],
     ) -> Result<NewApp, Error> {
         let ec = &self.config.edge_connect;
-        let flavor = specs
-            .flavor
-            .clone()
-            .or_else(|| {
-                let f = bootstrap.flavor.trim();
-                (!f.is_empty() && f != "default").then(|| f.to_string())
-            })
-            .or_else(|| ec.default_flavor.clone())
-            .ok_or_else(|| {
-                Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
-            })?;
+        // A pool sized by `resources` sends no flavor: Edge Connect takes one or the other
+        // (docs/edge-connect-behaviours.md B32).
+        let flavor = if specs.resources.is_some() {
+            String::new()
+        } else {
+            self.flavor_of(bootstrap, specs)?
+        };
         let container = specs.container(ec.container()).map_err(Error::failed)?;
+        specs
+            .check_docker(&container)
+            .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
         let (deployment, delivery) = (container.deployment, container.env_delivery);
-        let env = runner_env(
+        let mut env = runner_env(
             bootstrap,
             &self.controller_id,
             pool_id,
@@ -42,6 +45,26 @@ impl Provider {
             &specs.env,
             deployment == Deployment::Docker,
         );
+        let docker = specs.docker.unwrap_or_default();
+        if docker == DockerMode::Dind {
+            // docs/runner-contract.md, "Docker in the runner's pod".
+            let plain = &mut env.plain;
+            plain.insert(ENV_DOCKER.into(), docker.as_str().into());
+            plain.insert("DOCKER_HOST".into(), pod::DIND_DOCKER_HOST.into());
+            plain.insert(
+                "RUNNER_DEFAULT_JOB_IMAGE".into(),
+                specs
+                    .default_job_image
+                    .clone()
+                    .unwrap_or_else(|| pod::DEFAULT_JOB_IMAGE.into()),
+            );
+            if !specs.job_images.is_empty() {
+                let images = serde_json::to_string(&specs.job_images).map_err(|e| {
+                    Error::caused_by(format!("cannot write RUNNER_JOB_IMAGES: {e}"), e)
+                })?;
+                plain.insert("RUNNER_JOB_IMAGES".into(), images);
+            }
+        }
         let secret: std::collections::BTreeMap<_, _> = env
             .secret
             .iter()
@@ -69,6 +92,47 @@ impl Provider {
                 (Some(user.clone()), Some(password.clone()))
             }
             _ => (None, None),
+        };
+        let shares = specs
+            .resources
+            .map(|r| r.split(docker))
+            .transpose()
+            .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
+        let deployment_manifest = match (docker, shares) {
+            (DockerMode::None, None) => None,
+            _ => {
+                // docs/edge-connect-behaviours.md B28: the CRM reads each image's registry.
+                if !pod::fully_qualified(&bootstrap.image) {
+                    return Err(Error::failed(format!(
+                        "the pool's image `{}` does not name its registry; a pool with docker or resources needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod",
+                        crate::text::echo(&bootstrap.image)
+                    )));
+                }
+                let key = self.app_key(name);
+                let pod = pod::Pod {
+                    deployment: deployment_name(&key.name, &key.version),
+                    run: run_label(&key.name, &key.version),
+                    runner_image: bootstrap.image.clone(),
+                    command: container
+                        .command
+                        .as_deref()
+                        .map(split_command)
+                        .unwrap_or_default(),
+                    args: container
+                        .command_args
+                        .iter()
+                        .map(|a| a.trim().to_string())
+                        .collect(),
+                    sidecar_image: specs
+                        .docker_image
+                        .clone()
+                        .unwrap_or_else(|| pod::DEFAULT_DIND_IMAGE.into()),
+                    runner_env_names: env.plain.keys().chain(secret.keys()).cloned().collect(),
+                    docker,
+                    shares,
+                };
+                Some(pod.manifest().map_err(Error::failed)?)
+            }
         };
         let (env_vars, secret_env_vars, configs) = match delivery {
             EnvDelivery::EnvVars => (env.plain, secret, Vec::new()),
@@ -100,6 +164,13 @@ impl Provider {
             image_path: bootstrap.image.clone(),
             deployment: deployment.as_str(),
             default_flavor: FlavorKey { name: flavor },
+            kubernetes_resources: specs.resources.map(|r| KubernetesResources {
+                cpu_pool: NodePoolResources {
+                    total_vcpus: r.milli_cpu(),
+                    total_memory: r.memory,
+                    total_disk: r.disk,
+                },
+            }),
             command: container.command,
             command_args: container.command_args,
             configs,
@@ -107,6 +178,69 @@ impl Provider {
             secret_env_vars,
             username,
             credentials,
+            deployment_manifest,
         })
+    }
+}
+
+impl Provider {
+    /// The App's flavor: the pool's extra specs, GARM's pool flavor (unless empty or
+    /// `default`), or the config's default.
+    fn flavor_of(
+        &self,
+        bootstrap: &BootstrapInstance,
+        specs: &ExtraSpecs,
+    ) -> Result<String, Error> {
+        let ec = &self.config.edge_connect;
+        specs
+            .flavor
+            .clone()
+            .or_else(|| {
+                let f = bootstrap.flavor.trim();
+                (!f.is_empty() && f != "default").then(|| f.to_string())
+            })
+            .or_else(|| ec.default_flavor.clone())
+            .ok_or_else(|| {
+                Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
+            })
+    }
+}
+
+/// `command` in words as the platform's generator splits it (on spaces outside double quotes,
+/// each word trimmed; main `pkg/deploygen/kube.go:203-215`), so that a pool's runner runs the
+/// same command whoever writes its pod.
+fn split_command(command: &str) -> Vec<String> {
+    let mut quoted = false;
+    command
+        .split(|c: char| {
+            if c == '"' {
+                quoted = !quoted;
+            }
+            !quoted && c == ' '
+        })
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The `run` label of the pod, as the generator's (`K8SSanitize` of name and version) would
+/// read for our names: the Deployment's name without `-deployment`.
+fn run_label(name: &str, version: &str) -> String {
+    let deployment = deployment_name(name, version);
+    deployment
+        .strip_suffix("-deployment")
+        .unwrap_or(&deployment)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn commands_split_as_the_generator_splits_them() {
+        assert_eq!(
+            super::split_command(" /entrypoint.sh  \"--once now\" x"),
+            ["/entrypoint.sh", "\"--once now\"", "x"]
+        );
     }
 }

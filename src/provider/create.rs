@@ -77,9 +77,15 @@ impl Provider {
             },
             Ok(()) => {
                 let image = Some(app.image_path.as_str());
+                // The runner container's memory, for the message of one killed for lack of it.
+                let memory = specs
+                    .resources
+                    .and_then(|r| r.split(specs.docker.unwrap_or_default()).ok())
+                    .map(|(runner, _)| runner.memory);
                 let deploy = async {
                     self.confirm_kept(&app, confirm_env_vars).await?;
-                    self.deploy(&app.key, pool_id, &sites, targets, image).await
+                    self.deploy(&app.key, pool_id, &sites, targets, image, memory)
+                        .await
                 };
                 deploy.await
             }

@@ -95,6 +95,8 @@ struct Runner<'a> {
     app_key: &'a AppKey,
     pool_id: &'a str,
     image: Option<&'a str>,
+    /// The runner container's memory limit in MB, when the pool sets one.
+    memory: Option<u64>,
 }
 
 impl Provider {
@@ -112,6 +114,7 @@ impl Provider {
         sites: &[Placement],
         targets: Vec<Target>,
         image: Option<&str>,
+        memory: Option<u64>,
     ) -> Result<(), DeployFailure> {
         let (mut tried, mut last) = (Vec::new(), None);
         let mut held: Vec<Held> = Vec::new();
@@ -119,6 +122,7 @@ impl Provider {
             app_key,
             pool_id,
             image,
+            memory,
         };
         for (i, (site, target)) in sites.iter().zip(targets).enumerate() {
             // The last site gets the rest of the deadline, as the only one of a pool does.
@@ -213,7 +217,8 @@ impl Provider {
                 // image, configuration or crash problem would be the same anywhere: it ends the
                 // create.
                 Err(failure) => {
-                    let (why, refused) = self.start_failure_message(image, site, &failure);
+                    let (why, refused) =
+                        self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
                     if !refused {
                         return Attempt::Failed(DeployFailure::start(Error::failed(why)));
@@ -287,11 +292,21 @@ impl Provider {
                     .flat_map(|p| &p.not_running)
                     .find(|(_, reason)| !appinst_start::starting_normally(reason));
                 match not_starting {
-                    Some(&(_, reason)) => (
-                        cannot_start_message(image, site, appinst_start::problem(reason), reason),
+                    Some(&(container, reason)) => (
+                        sidecar_message(container, site, reason).unwrap_or_else(|| {
+                            cannot_start_message(
+                                image,
+                                site,
+                                appinst_start::problem(reason),
+                                reason,
+                            )
+                        }),
                         None,
                     ),
-                    None => (e.message.clone(), None),
+                    None => match privileged_refused(&e.message, site) {
+                        Some(why) => (why, None),
+                        None => (e.message.clone(), None),
+                    },
                 }
             } else {
                 return Attempt::Failed(Error::from(e).into());
@@ -455,17 +470,20 @@ impl Provider {
     fn start_failure_message(
         &self,
         image: Option<&str>,
+        memory: Option<u64>,
         site: &Placement,
         failure: &StartFailure,
     ) -> (String, bool) {
         let on = site_name(site);
         match failure {
-            StartFailure::Container(reason) => {
+            StartFailure::Container { container, reason } => {
                 let problem = appinst_start::problem(reason);
-                (
-                    cannot_start_message(image, site, problem, reason),
-                    problem == StartProblem::Capacity,
-                )
+                let message = match sidecar_message(container, site, reason) {
+                    Some(message) => message,
+                    None if reason == "OOMKilled" => out_of_memory(memory, site),
+                    None => cannot_start_message(image, site, problem, reason),
+                };
+                (message, problem == StartProblem::Capacity)
             }
             StartFailure::Unplaced => (
                 format!(
@@ -574,6 +592,55 @@ fn cannot_start_message(
         StartProblem::Other => format!(
             "the container of {image} does not start on {on} ({reason}): check the image, and the pool's command, command_args and env against it"
         ),
+    }
+}
+
+/// A runner container the kernel killed at its memory limit (kubelet's `OOMKilled`), naming the
+/// limit and the setting that raises it.
+fn out_of_memory(memory: Option<u64>, site: &Placement) -> String {
+    let on = site_name(site);
+    match memory {
+        Some(mb) => format!(
+            "the runner's container ran out of its memory of {mb} MB on {on} (OOMKilled): raise extra_specs.resources.memory"
+        ),
+        None => format!(
+            "the runner's container ran out of memory on {on} (OOMKilled): give the pool more memory (extra_specs.resources.memory, or a larger flavor)"
+        ),
+    }
+}
+
+/// The message for the Docker daemon sidecar of a `dind` pool (`crate::pod`) that does not
+/// start, named as the runner's container is; `None` for any other container.
+fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<String> {
+    (container == crate::pod::DIND_CONTAINER).then(|| {
+        let on = site_name(site);
+        match appinst_start::problem(reason) {
+            StartProblem::Image => format!(
+                "the Docker daemon sidecar (container {container}) cannot pull its image on {on} ({reason}): check extra_specs.docker_image, or the site's access to docker.io"
+            ),
+            _ => format!(
+                "the Docker daemon sidecar (container {container}) does not start on {on} ({reason}): it needs a privileged container; check extra_specs.docker_image, or use docker = \"none\" on this site"
+            ),
+        }
+    })
+}
+
+/// A create the site's admission refused because the pod asks for privileges its Pod Security
+/// level forbids: the CRM saw no pod and ended with the ReplicaSet's message
+/// (docs/edge-connect-behaviours.md B30, B31). Names the site, the policy and what runs there.
+fn privileged_refused(message: &str, site: &Placement) -> Option<String> {
+    let (_, rest) = message.split_once("violates PodSecurity \"")?;
+    let policy = rest.split('"').next().unwrap_or_default();
+    let on = site_name(site);
+    let detail = rest.split_once("\": ").map_or("", |(_, d)| d);
+    if detail.starts_with("privileged") {
+        Some(format!(
+            "{on} forbids privileged pods (Pod Security \"{policy}\": {detail}): the Docker daemon sidecar of docker = \"dind\" cannot run there; use docker = \"none\" for this site's pools, or another site"
+        ))
+    } else {
+        Some(format!(
+            "{on} refused the runner's pod (Pod Security \"{policy}\": {detail}): the site's policy admits no pod of this pool; ask its operator, or list another site"
+        ))
     }
 }
 

@@ -41,9 +41,16 @@ impl Provider {
             sites.push(self.config.placement());
         }
         let targets = self.targets(&sites).await?;
-        self.deploy(&runner.key, &runner.vars.pool_id, &sites, targets, None)
-            .await
-            .map_err(|failure| failure.error)?;
+        self.deploy(
+            &runner.key,
+            &runner.vars.pool_id,
+            &sites,
+            targets,
+            None,
+            None,
+        )
+        .await
+        .map_err(|failure| failure.error)?;
         tracing::info!(instance, "started");
         Ok(Outcome::Done)
     }

@@ -20,8 +20,13 @@ use tokio::sync::watch;
 /// Why the runner does not start, as the status lines said it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum StartFailure {
-    /// A container of our pod: the reason as the platform wrote it.
-    Container(String),
+    /// A container of our pod (its name in the pod) and the reason as the platform wrote it.
+    Container {
+        /// The container's name.
+        container: String,
+        /// kubelet's reason.
+        reason: String,
+    },
     /// No node took our pod within the grace (only counted when another site can be tried).
     Unplaced,
     /// No node had taken our pod when the stream ended: at the deadline, or when the CRM
@@ -33,6 +38,13 @@ pub(super) enum StartFailure {
     /// The site sent no line at all within `request_timeout_secs` (only counted when another
     /// site can be tried).
     Silent,
+}
+
+fn failure(container: &str, reason: &str) -> StartFailure {
+    StartFailure::Container {
+        container: container.to_string(),
+        reason: reason.to_string(),
+    }
 }
 
 /// What the status lines said so far.
@@ -139,7 +151,7 @@ impl StartWatch {
                     Some(f) if f.last != reason => {
                         if f.shown.iter().any(|r| r == reason) {
                             // It keeps failing the same way: kubelet tried again.
-                            verdict.get_or_insert_with(|| reason.to_string());
+                            verdict.get_or_insert_with(|| failure(container, reason));
                         }
                         f.shown.push(reason.to_string());
                         f.last = reason.to_string();
@@ -147,7 +159,7 @@ impl StartWatch {
                     Some(_) => {}
                 }
                 if lasting(reason) {
-                    verdict.get_or_insert_with(|| reason.to_string());
+                    verdict.get_or_insert_with(|| failure(container, reason));
                 }
             }
         }
@@ -159,8 +171,8 @@ impl StartWatch {
         let grace = self.grace;
         let mut pending = self
             .failing
-            .values()
-            .map(|f| (StartFailure::Container(f.last.clone()), f.since + grace))
+            .iter()
+            .map(|((_, c), f)| (failure(c, &f.last), f.since + grace))
             .min_by_key(|(_, until)| *until);
         if let (true, Some(since)) = (self.unplaced_counts, self.unplaced_since) {
             if pending
@@ -172,7 +184,7 @@ impl StartWatch {
         }
         self.seen.send_modify(|s| {
             if s.verdict.is_none() {
-                s.verdict = verdict.map(StartFailure::Container);
+                s.verdict = verdict;
             }
             s.pending = pending;
             s.unplaced = unplaced;
@@ -217,7 +229,7 @@ impl Verdict {
     /// (for a stream that ended before its grace passed).
     pub(super) fn failing(&self) -> Option<StartFailure> {
         match self.seen.borrow().pending.clone() {
-            Some((failure @ StartFailure::Container(_), _)) => Some(failure),
+            Some((failure @ StartFailure::Container { .. }, _)) => Some(failure),
             _ => None,
         }
     }
@@ -254,7 +266,7 @@ mod tests {
     }
 
     fn container(reason: &str) -> StartFailure {
-        StartFailure::Container(reason.to_string())
+        failure("r1", reason)
     }
 
     #[tokio::test]

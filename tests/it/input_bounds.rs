@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::*;
 
-fn base64(text: &str) -> String {
+pub(crate) fn base64(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
 }

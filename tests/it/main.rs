@@ -9,6 +9,7 @@ mod cli_check;
 mod cli_table;
 mod create_decisions;
 mod deploy_manifests;
+mod docker_pods;
 mod docs_links;
 mod extra_specs_schema;
 mod fidelity;

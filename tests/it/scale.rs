@@ -94,6 +94,7 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
                 default_flavor: FlavorKey {
                     name: "EU.small".into(),
                 },
+                kubernetes_resources: None,
                 command: None,
                 command_args: vec![],
                 configs: vec![],
@@ -101,6 +102,7 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
                 secret_env_vars: Default::default(),
                 username: None,
                 credentials: None,
+                deployment_manifest: None,
             })
             .await
             .expect("CreateApp");

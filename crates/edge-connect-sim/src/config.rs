@@ -124,6 +124,25 @@ pub struct CloudletSettings {
     /// pod stays `Pending (0/0)` there, as with [`ImageFault::Unschedulable`], whatever the
     /// image.
     pub pods_unscheduled: bool,
+    /// The Pod Security level the site's cluster enforces on the namespaces of AppInsts
+    /// (EdgeXR sets none, a site's own cluster may: docs/edge-connect-behaviours.md B31). A
+    /// pod it refuses is never created: the CRM sees no pod and ends the create with the
+    /// ReplicaSet's message (B30).
+    pub pod_security: PodSecurity,
+}
+
+/// A Kubernetes Pod Security Standards level (kubernetes
+/// `staging/src/k8s.io/pod-security-admission/api`): what a namespace's admission enforces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PodSecurity {
+    /// Everything is admitted (what a cluster without a level enforces).
+    #[default]
+    Privileged,
+    /// No privileged container (among others the simulator does not check).
+    Baseline,
+    /// Baseline, and every container non-root, without privilege escalation, all
+    /// capabilities dropped, a seccomp profile.
+    Restricted,
 }
 
 impl CloudletSettings {
@@ -135,6 +154,7 @@ impl CloudletSettings {
             federated_organization: String::new(),
             crm_on_edge: true,
             pods_unscheduled: false,
+            pod_security: PodSecurity::Privileged,
         }
     }
 }

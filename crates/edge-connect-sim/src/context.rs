@@ -10,6 +10,7 @@ use crate::clock::Rng;
 use crate::config::{ApiGeneration, SimConfig};
 use crate::domain::container::container_of;
 use crate::domain::tokens::TokenAuthority;
+use crate::domain::user_manifest;
 use crate::faults::{Fault, FaultKind, FaultTable};
 use crate::lock;
 use crate::model::store::State;
@@ -108,7 +109,13 @@ impl Shared {
                     "organization": inst.key.organization,
                     "name": inst.key.name,
                 });
-                let spec = st.app(&inst.app_key).map(|app| container_of(app));
+                let app = st.app(&inst.app_key);
+                let own_manifest = app
+                    .filter(|a| a.deployment == "kubernetes" && a.deployment_generator.is_empty());
+                if let Some(pod) = own_manifest.and_then(|a| user_manifest::container_envs(a)) {
+                    row["pod"] = Value::Array(pod);
+                }
+                let spec = app.map(|app| container_of(app));
                 match spec {
                     Some(Ok(spec)) => {
                         row["container"] = serde_json::to_value(spec).unwrap_or(Value::Null)

@@ -54,6 +54,9 @@
 //! | B13 | docker: a failed pull fails the create (`CreateError`, undone) | [`SimConfig::images`] | `startup::a_docker_*` |
 //! | B14 | a full site: `No resources available for deployment` | [`SimControl::set_capacity`] | `appinst::*capacity*`, `startup::a_full_gen2_site_*` |
 //! | B22 | pods named as a Deployment's; a container waiting with any kubelet reason; a container seen terminated (`Error`) at every poll; a pod placed late; a site whose nodes take no pod | [`ImageFault::Waits`], [`ImageFault::Terminates`], [`ImageFault::ScheduledAfter`], [`CloudletSettings::pods_unscheduled`] | `startup::a_waiting_reason_stays_*`, `startup::a_container_seen_terminated_*` |
+//! | B25, B26 | a user manifest kept as sent: every document decodes (JSON or YAML) as a built-in kind, access ports in a LoadBalancer Service | a CreateApp with `deployment_manifest` | `docker_pods::*` |
+//! | B27, B28 | the CRM's decode: `spec.replicas` required, short image names fail the create | a user manifest | `docker_pods::*` |
+//! | B30, B31 | pods named from the manifest's Deployment, a line lists every container not running; a pod the site's Pod Security refuses: `no pods found`, then after 10 s the ReplicaSet's message | [`CloudletSettings::pod_security`] | `docker_pods::*` |
 //! | B23 | Show filters on the server: App `env_vars` and AppInst `annotations` matched as subsets; dropped with the field by a release that does not know it | always; [`ServerRelease::BeforeEnvVars`] drops both | `fidelity::show_filters_on_env_vars_and_annotations_as_subsets_where_the_release_knows_them` |
 //! | B24 | ShowAppInst filtered by `app_key`, each non-empty part compared | always | `fidelity::show_app_inst_filters_on_the_app_part_by_part` |
 //!
@@ -77,8 +80,8 @@ mod trial_config;
 
 pub use clock::civil_from_days;
 pub use config::{
-    ApiGeneration, CloudletPool, CloudletSettings, ImageFault, ImageRule, ServerRelease, SimConfig,
-    CRM_MAX_WAIT,
+    ApiGeneration, CloudletPool, CloudletSettings, ImageFault, ImageRule, PodSecurity,
+    ServerRelease, SimConfig, CRM_MAX_WAIT,
 };
 pub use faults::{Fault, FaultKind};
 pub use handlers::seed::Seed;

@@ -52,6 +52,10 @@ impl SimControl {
     /// "env"}}` (or `"error"` when the site could not start it): kubernetes command words and
     /// arguments as YAML reads them from the generated manifest, docker's command as one
     /// argument after the image, the environment after envVarsYaml or docker's env file.
+    ///
+    /// An App with its own manifest also has `"pod"`: each container of its Deployment with
+    /// `name`, `image` and the `env` it gets (the App's environment on every container, under
+    /// the container's own entries; docs/edge-connect-behaviours.md B27).
     pub fn containers(&self) -> Vec<Value> {
         self.shared.containers_json()
     }

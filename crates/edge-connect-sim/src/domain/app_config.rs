@@ -218,6 +218,10 @@ pub(crate) fn configure(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
         app.deployment_generator = KUBERNETES_BASIC.to_string();
         app.deployment_manifest = manifest::generate(app, &ports);
         manifest::check_words(app, &app.deployment_manifest).map_err(ApiError::bad_request)?;
+    } else if deployment == "kubernetes" {
+        // A manifest of the App's own, kept as sent (docs/edge-connect-behaviours.md B25).
+        super::user_manifest::check_create_app(&app.deployment_manifest, &ports)
+            .map_err(ApiError::bad_request)?;
     }
     if deployment == "kubernetes" {
         // main `pkg/controller/app_api.go:668-674`: the env vars are read (templated with

@@ -97,6 +97,12 @@ fn create_steps(pod_wait: Option<&PodWait>) -> Vec<Step> {
             steps.push(s);
         }
         ready.wait = wait.gives_up_after;
+        if let Some((pause, _)) = &wait.fails_with {
+            // Silent: the CRM's last wait before it fails the create (`Op::spawn`).
+            let mut s = step(Action::Keep, None);
+            s.wait = Some(*pause);
+            steps.push(s);
+        }
     }
     steps.push(ready);
     steps.push(step(Action::Keep, Some("Created AppInst successfully")));
@@ -200,7 +206,18 @@ impl Op {
             OpKind::Create => create_steps(self.pod_wait.as_ref()),
             OpKind::Delete => delete_steps(),
         };
-        if let Some(message) = self.crm_error.take() {
+        let failed_wait = self
+            .pod_wait
+            .as_ref()
+            .and_then(|w| Some((w.lines.len(), w.fails_with.clone()?.1)));
+        if let Some((lines, message)) = failed_wait {
+            self.fault = Some(StreamFault::Error {
+                after_lines: CREATE_LINES_BEFORE_CRM + lines,
+                message,
+                leave_create_error: false,
+                by_crm: true,
+            });
+        } else if let Some(message) = self.crm_error.take() {
             self.fault = Some(StreamFault::Error {
                 after_lines: CREATE_LINES_BEFORE_CRM,
                 message,

@@ -13,6 +13,7 @@
 //! | `manifest` | the `kubernetes-basic` manifest generator |
 //! | `ports` | the `access_ports` syntax |
 //! | `tokens` | JWT issue and check |
+//! | `user_manifest` | an App's own manifest: CreateApp's checks, the CRM's decode, Pod Security admission |
 
 pub(crate) mod app_build;
 pub(crate) mod app_config;
@@ -25,4 +26,5 @@ pub(crate) mod ports;
 pub(crate) mod startup;
 pub(crate) mod template;
 pub(crate) mod tokens;
+pub(crate) mod user_manifest;
 pub(crate) mod yaml_word;

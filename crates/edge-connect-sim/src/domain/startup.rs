@@ -55,6 +55,9 @@ pub(crate) struct PodWait {
     /// runs, until the CRM stops waiting; for one scheduled late, until its next poll. `None`
     /// for a pod that starts at once (its line is timed like every other progress line).
     pub gives_up_after: Option<Duration>,
+    /// A wait that ends in an error: after the lines and this pause, the CRM fails the create
+    /// with the message.
+    pub fails_with: Option<(Duration, String)>,
 }
 
 /// The kubelet's first back-off and its limit (kubernetes `pkg/kubelet/kubelet.go`).
@@ -76,16 +79,34 @@ fn status(
     format!("Status: pod {pod}: {phase} ({running}/{total}), {reasons}")
 }
 
-/// The wait for a pod named `pod` with one container `container`: `None` for an image that
-/// starts (the pod is seen creating once, then runs), or how it fails. Real seconds are
-/// scaled by `max_wait / CRM_MAX_WAIT`.
+/// The line of a pod whose containers are all being created: every container is listed, as
+/// none runs yet (main `pkg/k8smgmt/appinst.go:158-175`).
+fn creating(pod: &str, containers: &[&str]) -> String {
+    let reasons: Vec<String> = containers
+        .iter()
+        .map(|c| format!("container {c}: ContainerCreating"))
+        .collect();
+    format!(
+        "Status: pod {pod}: Pending (0/{}), {}",
+        containers.len(),
+        reasons.join(", ")
+    )
+}
+
+/// The wait for a pod named `pod` with `containers`: `fault` `None` for images that start
+/// (the pod is seen creating once, then runs), or how the container `containers[failing]`
+/// fails while the others run. Real seconds are scaled by `max_wait / CRM_MAX_WAIT`.
 pub(crate) fn pod_wait(
     fault: Option<ImageFault>,
     pod: &str,
-    container: &str,
+    containers: &[&str],
+    failing: usize,
     max_wait: Duration,
 ) -> PodWait {
-    let creating = status(pod, "Pending", 0, 1, Some((container, "ContainerCreating")));
+    let total = containers.len();
+    let container = containers.get(failing).copied().unwrap_or_default();
+    let others = total.saturating_sub(1);
+    let creating = creating(pod, containers);
     // (seconds since the start of the wait, line) in real time.
     let mut timeline: Vec<(u64, String)> = vec![(0, creating)];
     let retrying = match fault {
@@ -96,6 +117,7 @@ pub(crate) fn pod_wait(
                     line: timeline.remove(0).1,
                 }],
                 gives_up_after: None,
+                fails_with: None,
             }
         }
         Some(ImageFault::Unschedulable) => {
@@ -105,7 +127,7 @@ pub(crate) fn pod_wait(
         Some(ImageFault::Waits(reason)) => {
             timeline.push((
                 POLL,
-                status(pod, "Pending", 0, 1, Some((container, reason))),
+                status(pod, "Pending", others, total, Some((container, reason))),
             ));
             None
         }
@@ -114,7 +136,7 @@ pub(crate) fn pod_wait(
         Some(ImageFault::Terminates) => {
             timeline.push((
                 POLL,
-                status(pod, "Running", 0, 1, Some((container, "Error"))),
+                status(pod, "Running", others, total, Some((container, "Error"))),
             ));
             None
         }
@@ -134,6 +156,7 @@ pub(crate) fn pod_wait(
                     },
                 ],
                 gives_up_after: Some(Duration::from_secs(POLL)),
+                fails_with: None,
             };
         }
         Some(ImageFault::CannotPull) => Some(("Pending", "ErrImagePull", "ImagePullBackOff")),
@@ -144,11 +167,14 @@ pub(crate) fn pod_wait(
         let mut at = POLL;
         let mut back_off = BACK_OFF;
         while at < limit {
-            timeline.push((at, status(pod, phase, 0, 1, Some((container, failed)))));
+            timeline.push((
+                at,
+                status(pod, phase, others, total, Some((container, failed))),
+            ));
             if at + POLL < limit {
                 timeline.push((
                     at + POLL,
-                    status(pod, phase, 0, 1, Some((container, backing_off))),
+                    status(pod, phase, others, total, Some((container, backing_off))),
                 ));
             }
             at += POLL + back_off;
@@ -168,6 +194,29 @@ pub(crate) fn pod_wait(
     PodWait {
         lines,
         gives_up_after: Some(scale(limit - previous)),
+        fails_with: None,
+    }
+}
+
+/// The CRM's wait for a pod the site's admission refuses: no pod is ever seen, and after
+/// `createWaitNoResources` (10 s, main `pkg/k8smgmt/appinst.go:48, 203-216`, scaled like the
+/// other times of the wait) the create fails with the ReplicaSet's last condition
+/// (`:231-256`), which the CRM prefixes as every failure of the create
+/// (`pkg/crmutil/controller-data.go:488`).
+pub(crate) fn refused_pod(replicaset: &str, admission: &str, max_wait: Duration) -> PodWait {
+    let scale = max_wait.mul_f64(10.0 / CRM_MAX_WAIT.as_secs() as f64);
+    PodWait {
+        lines: vec![PodStatus {
+            after: Duration::ZERO,
+            line: "Status: no pods found".into(),
+        }],
+        gives_up_after: Some(Duration::ZERO),
+        fails_with: Some((
+            scale,
+            format!(
+                "Create App Inst failed: no pods found, replicaset statuses: {replicaset}: {admission}"
+            ),
+        )),
     }
 }
 
@@ -197,7 +246,7 @@ mod tests {
 
     #[test]
     fn an_unpullable_image_alternates_until_the_wait_ends() {
-        let wait = pod_wait(Some(ImageFault::CannotPull), "p", "c", CRM_MAX_WAIT);
+        let wait = pod_wait(Some(ImageFault::CannotPull), "p", &["c"], 0, CRM_MAX_WAIT);
         let lines: Vec<&str> = wait.lines.iter().map(|l| l.line.as_str()).collect();
         assert_eq!(
             lines[0],
@@ -221,7 +270,13 @@ mod tests {
 
     #[test]
     fn times_scale_with_the_wait() {
-        let wait = pod_wait(Some(ImageFault::Crashes), "p", "c", Duration::from_secs(9));
+        let wait = pod_wait(
+            Some(ImageFault::Crashes),
+            "p",
+            &["c"],
+            0,
+            Duration::from_secs(9),
+        );
         assert_eq!(wait.lines[1].after, Duration::from_millis(20));
         assert_eq!(
             wait.lines[1].line,
@@ -234,7 +289,7 @@ mod tests {
 
     #[test]
     fn a_container_seen_terminated_at_every_poll_is_reported_once() {
-        let wait = pod_wait(Some(ImageFault::Terminates), "p", "c", CRM_MAX_WAIT);
+        let wait = pod_wait(Some(ImageFault::Terminates), "p", &["c"], 0, CRM_MAX_WAIT);
         let lines: Vec<&str> = wait.lines.iter().map(|l| l.line.as_str()).collect();
         assert_eq!(
             lines,
@@ -251,11 +306,17 @@ mod tests {
 
     #[test]
     fn an_unschedulable_pod_has_no_containers() {
-        let wait = pod_wait(Some(ImageFault::Unschedulable), "p", "c", CRM_MAX_WAIT);
+        let wait = pod_wait(
+            Some(ImageFault::Unschedulable),
+            "p",
+            &["c"],
+            0,
+            CRM_MAX_WAIT,
+        );
         assert_eq!(wait.lines.len(), 1);
         assert_eq!(wait.lines[0].line, "Status: pod p: Pending (0/0), ");
         assert_eq!(wait.gives_up_after, Some(CRM_MAX_WAIT));
-        let runs = pod_wait(None, "p", "c", CRM_MAX_WAIT);
+        let runs = pod_wait(None, "p", &["c"], 0, CRM_MAX_WAIT);
         assert_eq!(runs.lines.len(), 1);
         assert_eq!(runs.gives_up_after, None);
     }
@@ -265,7 +326,8 @@ mod tests {
         let wait = pod_wait(
             Some(ImageFault::Waits("RunContainerError")),
             "p",
-            "c",
+            &["c"],
+            0,
             CRM_MAX_WAIT,
         );
         let lines: Vec<&str> = wait.lines.iter().map(|l| l.line.as_str()).collect();
@@ -284,12 +346,33 @@ mod tests {
         let wait = pod_wait(
             Some(ImageFault::ScheduledAfter(late)),
             "p",
-            "c",
+            &["c"],
+            0,
             CRM_MAX_WAIT,
         );
         assert_eq!(wait.lines[0].line, "Status: pod p: Pending (0/0), ");
         assert_eq!(wait.lines[1].after, late);
         assert_eq!(wait.gives_up_after, Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_line_lists_every_container_that_does_not_run() {
+        let wait = pod_wait(
+            Some(ImageFault::Crashes),
+            "p",
+            &["runner", "dind"],
+            1,
+            CRM_MAX_WAIT,
+        );
+        let lines: Vec<&str> = wait.lines.iter().take(3).map(|l| l.line.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                "Status: pod p: Pending (0/2), container runner: ContainerCreating, container dind: ContainerCreating",
+                "Status: pod p: Running (1/2), container dind: Error",
+                "Status: pod p: Running (1/2), container dind: CrashLoopBackOff",
+            ]
+        );
     }
 
     #[test]

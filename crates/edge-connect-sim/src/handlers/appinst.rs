@@ -16,7 +16,8 @@ use crate::domain::appinst_build::{
 use crate::domain::appinst_lifecycle::{Op, OpKind};
 use crate::domain::container::deploy_error;
 use crate::domain::names::valid_namespace;
-use crate::domain::startup::{docker_pull_error, pod_wait, PodWait};
+use crate::domain::startup::{docker_pull_error, pod_wait, refused_pod, PodWait};
+use crate::domain::user_manifest::{self, admission, PodContainer};
 use crate::lock;
 use crate::model::enums::TrackedState;
 use crate::model::store::State;
@@ -246,27 +247,73 @@ fn start(
     if let Some(max) = st.site_limit_reached(&placement.cloudlet.key, placement.zone.as_ref()) {
         return full_site(shared.config.api, max);
     }
-    let container = container_id(&shared.rng, app);
     let crm_on_edge = placement.cloudlet.crm_on_edge;
-    let image_fault = if placement.cloudlet.pods_unscheduled {
-        Some(ImageFault::Unschedulable)
+    // The pod: the manifest's own Deployment and containers, or the generated one's
+    // (docs/edge-connect-behaviours.md B30).
+    let user_manifest = app.deployment == "kubernetes" && app.deployment_generator.is_empty();
+    let (pod, manifest_error) = if user_manifest {
+        match user_manifest::pod_of(&app.deployment_manifest) {
+            Ok(pod) => (Some(pod), None),
+            Err(e) => (None, Some(e)),
+        }
     } else {
-        shared.config.image_fault(&app.image_path)
+        (None, None)
     };
-    let crm_error = deploy_error(app)
+    let (deployment, containers) = pod.unwrap_or_else(|| {
+        (
+            format!("{}-deployment", container_name(app)),
+            vec![PodContainer {
+                name: container_name(app),
+                image: app.image_path.clone(),
+                ..PodContainer::default()
+            }],
+        )
+    });
+    let container = if deploys_to_kubernetes(&app.deployment) {
+        // Kubernetes names a Deployment's pods `<deployment>-<template hash>-<suffix>`.
+        format!(
+            "{deployment}-{}-{}",
+            shared.rng.alnum(9),
+            shared.rng.alnum(5)
+        )
+    } else {
+        container_id(&shared.rng, app)
+    };
+    let replicaset = container
+        .rsplit_once('-')
+        .map(|(rs, _)| rs)
+        .unwrap_or_default();
+    let refused = (app.deployment == "kubernetes" && manifest_error.is_none())
+        .then(|| admission(placement.cloudlet.pod_security, replicaset, &containers))
+        .flatten();
+    // The first container whose image the site cannot start, if any.
+    let (failing, image_fault) = if placement.cloudlet.pods_unscheduled {
+        (0, Some(ImageFault::Unschedulable))
+    } else {
+        containers
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| Some((i, shared.config.image_fault(&c.image)?)))
+            .map_or((0, None), |(i, f)| (i, Some(f)))
+    };
+    let crm_error = manifest_error
+        .or_else(|| deploy_error(app))
         .or_else(|| {
             (app.deployment == "docker" && image_fault == Some(ImageFault::CannotPull))
                 .then(|| docker_pull_error(&app.image_path))
         })
         .map(|e| format!("Create App Inst failed: {e}"));
     // Helm AppInsts are not waited for (main `pkg/platform/common/vmlayer/appinst.go:505-512`).
-    let pod_wait = (app.deployment == "kubernetes").then(|| {
-        pod_wait(
+    let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+    let pod_wait = (app.deployment == "kubernetes").then(|| match &refused {
+        Some(message) => refused_pod(replicaset, message, shared.config.crm_max_wait),
+        None => pod_wait(
             image_fault,
             &container,
-            &container_name(app),
+            &names,
+            failing,
             shared.config.crm_max_wait,
-        )
+        ),
     });
     let inst = build_inst(
         shared.config.api,

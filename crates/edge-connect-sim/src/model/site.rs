@@ -64,6 +64,9 @@ pub(crate) struct Cloudlet {
     /// Whether its nodes take no new pod (`CloudletSettings::pods_unscheduled`); not shown.
     #[serde(skip)]
     pub pods_unscheduled: bool,
+    /// The Pod Security level its cluster enforces (`CloudletSettings::pod_security`).
+    #[serde(skip)]
+    pub pod_security: crate::config::PodSecurity,
 }
 
 /// A zone as ShowZone prints it (Gen3).
@@ -177,6 +180,7 @@ impl Infra {
                     },
                     crm_on_edge: settings.crm_on_edge,
                     pods_unscheduled: settings.pods_unscheduled,
+                    pod_security: settings.pod_security,
                     location: loc(name),
                     ip_support: "Dynamic",
                     num_dynamic_ips: 254,

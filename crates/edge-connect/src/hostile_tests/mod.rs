@@ -72,6 +72,7 @@ pub(super) fn app() -> crate::models::NewApp {
         image_path: "i".into(),
         deployment: "kubernetes",
         default_flavor: crate::models::FlavorKey { name: "f".into() },
+        kubernetes_resources: None,
         command: None,
         command_args: Vec::new(),
         configs: Vec::new(),
@@ -79,5 +80,6 @@ pub(super) fn app() -> crate::models::NewApp {
         secret_env_vars: Default::default(),
         username: None,
         credentials: None,
+        deployment_manifest: None,
     }
 }

@@ -31,8 +31,13 @@ pub struct NewApp {
     pub image_path: String,
     /// `kubernetes` or `docker`.
     pub deployment: &'static str,
-    /// Flavor.
+    /// Flavor; left out when the App is sized by `kubernetes_resources` instead, as the
+    /// controller takes one or the other (docs/edge-connect-behaviours.md B32).
+    #[serde(skip_serializing_if = "flavor_unset")]
     pub default_flavor: FlavorKey,
+    /// The App's size without a flavor (deployment kubernetes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_resources: Option<KubernetesResources>,
     /// Container command (empty: the image's entrypoint).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -54,6 +59,51 @@ pub struct NewApp {
     /// Private registry password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
+    /// The App's own Kubernetes manifest (kept as sent; without it the platform generates one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment_manifest: Option<String>,
+}
+
+fn flavor_unset(flavor: &FlavorKey) -> bool {
+    flavor.name.is_empty()
+}
+
+/// `KubernetesResources`: what the App's pods need of a site, here one pool of CPU nodes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KubernetesResources {
+    /// The CPU node pool.
+    pub cpu_pool: NodePoolResources,
+}
+
+/// `NodePoolResources` (main `api/edgeproto/resources.proto:86-100`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodePoolResources {
+    /// vCPUs in thousandths, sent as the controller's `Udec64`: a whole number as an integer,
+    /// else a decimal string (main `api/edgeproto/decimal.go:287-293`).
+    #[serde(serialize_with = "udec64")]
+    pub total_vcpus: u64,
+    /// Memory in MB.
+    pub total_memory: u64,
+    /// Disk in GB.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub total_disk: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn udec64<S: serde::Serializer>(milli: &u64, s: S) -> Result<S::Ok, S::Error> {
+    if milli.is_multiple_of(1000) {
+        s.serialize_u64(milli / 1000)
+    } else {
+        let fraction = format!("{:03}", milli % 1000);
+        s.serialize_str(&format!(
+            "{}.{}",
+            milli / 1000,
+            fraction.trim_end_matches('0')
+        ))
+    }
 }
 
 impl std::fmt::Debug for NewApp {
@@ -63,6 +113,7 @@ impl std::fmt::Debug for NewApp {
             .field("image_path", &self.image_path)
             .field("deployment", &self.deployment)
             .field("default_flavor", &self.default_flavor)
+            .field("kubernetes_resources", &self.kubernetes_resources)
             .field("command", &self.command)
             .field("command_args", &self.command_args)
             .field("env_vars", &self.env_vars.keys().collect::<Vec<_>>())
@@ -76,6 +127,7 @@ impl std::fmt::Debug for NewApp {
             )
             .field("username", &self.username)
             .field("credentials", &self.credentials.as_ref().map(|_| "***"))
+            .field("deployment_manifest", &self.deployment_manifest)
             .finish()
     }
 }
@@ -178,6 +230,7 @@ mod tests {
             image_path: "img".into(),
             deployment: "kubernetes",
             default_flavor: FlavorKey::default(),
+            kubernetes_resources: None,
             command: None,
             command_args: vec![],
             configs: vec![ConfigFile {
@@ -188,6 +241,7 @@ mod tests {
             secret_env_vars: [("BEARER_TOKEN".to_string(), "tok-123".to_string())].into(),
             username: Some("u".into()),
             credentials: Some("pw-456".into()),
+            deployment_manifest: None,
         };
         let debug = format!("{app:?}");
         assert!(debug.contains("BEARER_TOKEN"), "{debug}");

@@ -19,7 +19,10 @@ mod app_inst;
 mod env;
 mod site;
 
-pub use app::{env_vars_yaml, parse_env_vars_yaml, App, ConfigFile, NewApp};
+pub use app::{
+    env_vars_yaml, parse_env_vars_yaml, App, ConfigFile, KubernetesResources, NewApp,
+    NodePoolResources,
+};
 pub use app_inst::{AppInst, NewAppInst};
 pub use site::{Flavor, Site};
 

@@ -1,0 +1,502 @@
+//! The runner's pod when a pool asks for Docker or gives its size: the pool's `docker` mode, its
+//! `resources` and their split between the containers, and the Kubernetes Deployment the
+//! provider writes for it, as typed objects serialised to one line of JSON.
+//!
+//! Edge Connect keeps a user manifest as sent and its controller and CRM decode JSON as well as
+//! YAML (docs/edge-connect-behaviours.md B25, B26), so no YAML is written. The CRM re-encodes
+//! the objects with client-go's types (B27): only fields those types know are written here.
+//! The contract with the runner image (socket paths, GID 123, the workspace) is in
+//! docs/runner-contract.md, "Docker in the runner's pod".
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What a pool's runner gets besides its own container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DockerMode {
+    /// No Docker: jobs run in the runner container (the platform generates the pod).
+    #[default]
+    None,
+    /// A privileged Docker daemon sidecar: `container:` jobs, services, Docker actions,
+    /// `docker build`.
+    Dind,
+}
+
+impl DockerMode {
+    /// The value of `RUNNER_DOCKER`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DockerMode::None => "none",
+            DockerMode::Dind => "dind",
+        }
+    }
+}
+
+/// A pool's size instead of a flavor (`extra_specs.resources`), sent as the App's
+/// `kubernetes_resources` (docs/edge-connect-behaviours.md B32).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    /// vCPUs of the whole pod (e.g. 2 or 1.5).
+    pub cpu: f64,
+    /// Memory of the whole pod, in MB (MiB, as Edge Connect counts it).
+    pub memory: u64,
+    /// Disk of the whole pod, in GB (the site's placement; not a container limit).
+    #[serde(default)]
+    pub disk: u64,
+}
+
+/// What one container gets: its requests and limits, equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// Thousandths of a vCPU.
+    pub milli_cpu: u64,
+    /// MB.
+    pub memory: u64,
+}
+
+/// The least a runner container and a Docker daemon get of a pool's size.
+const RUNNER_MIN: Share = Share {
+    milli_cpu: 250,
+    memory: 256,
+};
+const DIND_MIN: Share = Share {
+    milli_cpu: 250,
+    memory: 512,
+};
+
+impl Resources {
+    /// The pool's vCPUs in thousandths.
+    pub fn milli_cpu(&self) -> u64 {
+        (self.cpu * 1000.0).round() as u64
+    }
+
+    /// The runner's share and the sidecar's (`None` without one), or why the pool's size does
+    /// not hold them, naming the numbers. A `dind` pod splits the size half and half: the
+    /// runner runs the jobs' host steps, the daemon their containers and builds.
+    pub fn split(&self, mode: DockerMode) -> Result<(Share, Option<Share>), String> {
+        if !self.cpu.is_finite() || self.cpu <= 0.0 || self.cpu > 1024.0 {
+            return Err(format!(
+                "resources.cpu: {} is not a number of vCPUs above 0",
+                self.cpu
+            ));
+        }
+        if self.memory == 0 {
+            return Err("resources.memory: give the pod's memory in MB, above 0".into());
+        }
+        let total = Share {
+            milli_cpu: self.milli_cpu(),
+            memory: self.memory,
+        };
+        match mode {
+            DockerMode::None => {
+                if total.milli_cpu < RUNNER_MIN.milli_cpu || total.memory < RUNNER_MIN.memory {
+                    return Err(format!(
+                        "resources: cpu {} and memory {} MB are below the runner's least (cpu {}, memory {} MB)",
+                        vcpus(total.milli_cpu),
+                        total.memory,
+                        vcpus(RUNNER_MIN.milli_cpu),
+                        RUNNER_MIN.memory
+                    ));
+                }
+                Ok((total, None))
+            }
+            DockerMode::Dind => {
+                let runner = Share {
+                    milli_cpu: total.milli_cpu / 2,
+                    memory: total.memory / 2,
+                };
+                let dind = Share {
+                    milli_cpu: total.milli_cpu - runner.milli_cpu,
+                    memory: total.memory - runner.memory,
+                };
+                let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(DIND_MIN.milli_cpu);
+                let need_memory = 2 * RUNNER_MIN.memory.max(DIND_MIN.memory);
+                if runner.milli_cpu < RUNNER_MIN.milli_cpu
+                    || dind.milli_cpu < DIND_MIN.milli_cpu
+                    || runner.memory < RUNNER_MIN.memory
+                    || dind.memory < DIND_MIN.memory
+                {
+                    return Err(format!(
+                        "resources: cpu {} and memory {} MB do not fit the runner (at least cpu {}, memory {} MB) and the Docker daemon sidecar (at least cpu {}, memory {} MB), which share the pod half and half: give at least cpu {} and memory {need_memory} MB",
+                        vcpus(total.milli_cpu),
+                        total.memory,
+                        vcpus(RUNNER_MIN.milli_cpu),
+                        RUNNER_MIN.memory,
+                        vcpus(DIND_MIN.milli_cpu),
+                        DIND_MIN.memory,
+                        vcpus(need_cpu),
+                    ));
+                }
+                Ok((runner, Some(dind)))
+            }
+        }
+    }
+}
+
+/// Thousandths of a vCPU as a person writes them (`1.5`).
+fn vcpus(milli: u64) -> String {
+    let fraction = format!("{:03}", milli % 1000);
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        (milli / 1000).to_string()
+    } else {
+        format!("{}.{fraction}", milli / 1000)
+    }
+}
+
+/// The Docker daemon image a dind pool runs unless it names another: pinned, fully qualified
+/// (docs/edge-connect-behaviours.md B28).
+pub const DEFAULT_DIND_IMAGE: &str = "docker.io/library/docker:28.5.2-dind";
+/// The job image of a dind pool's labels that `job_images` does not map: forgejo-runner's own
+/// default for a label without a scheme.
+pub const DEFAULT_JOB_IMAGE: &str = "docker.io/library/node:22-bookworm";
+
+/// The name of the Docker daemon's container in the pod.
+pub const DIND_CONTAINER: &str = "dind";
+/// The daemon's socket, in the emptyDir both containers mount at [`DIND_SOCKET_DIR`].
+pub const DIND_DOCKER_HOST: &str = "unix:///run/dind/docker.sock";
+const DIND_SOCKET_DIR: &str = "/run/dind";
+/// The group that owns the daemon's socket: the `docker` group of the runner images.
+const DOCKER_GID: u32 = 123;
+/// The runner's work directory (`RUNNER_WORKDIR`), mounted at the same path in the daemon so
+/// that the bind mounts a job asks for resolve there.
+const WORKDIR: &str = "/runner/_work";
+
+/// Variables a sidecar keeps from the runner's environment: the proxy its daemon pulls
+/// through. Every other variable of the runner is overridden with an empty value in the
+/// sidecar (docs/edge-connect-behaviours.md B27).
+const SIDECAR_KEEPS: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// True for an image reference that names its registry (`docker.io/library/docker:…`,
+/// `registry.example.com:5000/x`, `localhost/x`): the CRM reads the registry host from the
+/// image as written and fails on a short name (docs/edge-connect-behaviours.md B28).
+pub fn fully_qualified(image: &str) -> bool {
+    match image.split_once('/') {
+        Some((host, rest)) => {
+            !rest.is_empty()
+                && (host.contains('.') || host.contains(':') || host == "localhost")
+                && !image.chars().any(|c| c.is_whitespace() || c.is_control())
+        }
+        None => false,
+    }
+}
+
+/// The pod the provider writes for a pool with a sidecar or a size of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pod {
+    /// The Deployment's name, the one the platform's generator would give the App
+    /// (`appinst_start::deployment_name`): the start watch reads the same pod either way.
+    pub deployment: String,
+    /// The `run` label that selects the pod.
+    pub run: String,
+    /// The runner's image.
+    pub runner_image: String,
+    /// The runner container's command words (the generator's split of `command`).
+    pub command: Vec<String>,
+    /// The runner container's arguments.
+    pub args: Vec<String>,
+    /// The daemon's image.
+    pub sidecar_image: String,
+    /// Names of the runner's environment, overridden with empty values in the sidecar.
+    pub runner_env_names: Vec<String>,
+    /// Whether the pod has the Docker daemon sidecar.
+    pub docker: DockerMode,
+    /// The runner's and the sidecar's requests and limits, when the pool gives a size.
+    pub shares: Option<(Share, Option<Share>)>,
+}
+
+impl Pod {
+    /// The Deployment as one line of JSON (no `\n---`, no `[[`: B25, B29). `Err` names what
+    /// would not survive the platform.
+    pub fn manifest(&self) -> Result<String, String> {
+        let blank = self
+            .runner_env_names
+            .iter()
+            .filter(|n| !SIDECAR_KEEPS.contains(&n.as_str()))
+            .map(|n| EnvVar {
+                name: n.clone(),
+                value: String::new(),
+            });
+        let sidecar_env = std::iter::once(EnvVar {
+            // The image's entrypoint makes TLS certificates for a TCP listener when this is
+            // set; the daemon listens on the socket only.
+            name: "DOCKER_TLS_CERTDIR".into(),
+            value: String::new(),
+        })
+        .chain(blank)
+        .collect();
+        let work = || VolumeMount::new("work", WORKDIR);
+        let socket = || VolumeMount::new("dind-socket", DIND_SOCKET_DIR);
+        let dind_pod = self.docker == DockerMode::Dind;
+        let runner = Container {
+            name: "runner".into(),
+            image: self.runner_image.clone(),
+            image_pull_policy: Some("Always"),
+            command: self.command.clone(),
+            args: self.args.clone(),
+            env: Vec::new(),
+            resources: self.shares.map(|(runner, _)| runner.into()),
+            security_context: None,
+            volume_mounts: if dind_pod {
+                vec![work(), socket()]
+            } else {
+                Vec::new()
+            },
+        };
+        let dind = Container {
+            name: DIND_CONTAINER.into(),
+            image: self.sidecar_image.clone(),
+            image_pull_policy: None,
+            command: Vec::new(),
+            // The image's entrypoint sets up cgroups (its `dind` script) and runs these.
+            args: vec![
+                "dockerd".into(),
+                format!("--host={DIND_DOCKER_HOST}"),
+                format!("--group={DOCKER_GID}"),
+            ],
+            env: sidecar_env,
+            resources: self.shares.and_then(|(_, dind)| dind).map(Into::into),
+            security_context: Some(SecurityContext {
+                privileged: Some(true),
+            }),
+            volume_mounts: vec![
+                work(),
+                socket(),
+                // The image's VOLUME is not honoured by Kubernetes; the daemon's overlay
+                // storage cannot live on the container's own overlay.
+                VolumeMount::new("dind-storage", "/var/lib/docker"),
+            ],
+        };
+        let labels = BTreeMap::from([("run".to_string(), self.run.clone())]);
+        let deployment = Deployment {
+            api_version: "apps/v1",
+            kind: "Deployment",
+            metadata: Metadata {
+                name: self.deployment.clone(),
+                labels: None,
+            },
+            spec: DeploymentSpec {
+                replicas: 1,
+                selector: Selector {
+                    match_labels: labels.clone(),
+                },
+                template: PodTemplate {
+                    metadata: Metadata {
+                        name: String::new(),
+                        labels: Some(labels),
+                    },
+                    spec: PodSpec {
+                        containers: if dind_pod {
+                            vec![runner, dind]
+                        } else {
+                            vec![runner]
+                        },
+                        volumes: ["work", "dind-socket", "dind-storage"]
+                            .into_iter()
+                            .filter(|_| dind_pod)
+                            .map(|name| Volume {
+                                name: name.into(),
+                                empty_dir: EmptyDir {},
+                            })
+                            .collect(),
+                    },
+                },
+            },
+        };
+        let json = serde_json::to_string(&deployment)
+            .map_err(|e| format!("cannot write the pod's manifest: {e}"))?;
+        if json.contains("[[") || json.contains("]]") {
+            return Err(
+                "the pod's manifest would hold `[[` or `]]`, which Edge Connect takes as a template (docs/edge-connect-behaviours.md B29)".into(),
+            );
+        }
+        Ok(json)
+    }
+}
+
+// The objects, with the field names of the Kubernetes API (apps/v1 Deployment, core/v1 pod).
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Deployment {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: Metadata,
+    spec: DeploymentSpec,
+}
+
+#[derive(Serialize)]
+struct Metadata {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Serialize)]
+struct DeploymentSpec {
+    replicas: u32,
+    selector: Selector,
+    template: PodTemplate,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Selector {
+    match_labels: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct PodTemplate {
+    metadata: Metadata,
+    spec: PodSpec,
+}
+
+#[derive(Serialize)]
+struct PodSpec {
+    containers: Vec<Container>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    volumes: Vec<Volume>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Container {
+    name: String,
+    image: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_pull_policy: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    command: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    args: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    env: Vec<EnvVar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<ResourceRequirements>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    security_context: Option<SecurityContext>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    volume_mounts: Vec<VolumeMount>,
+}
+
+/// Requests equal to limits: the container is given what it may use, and the pod's sum stays
+/// within the pool's size.
+#[derive(Serialize)]
+struct ResourceRequirements {
+    requests: BTreeMap<&'static str, String>,
+    limits: BTreeMap<&'static str, String>,
+}
+
+impl From<Share> for ResourceRequirements {
+    fn from(share: Share) -> Self {
+        let quantities = BTreeMap::from([
+            ("cpu", format!("{}m", share.milli_cpu)),
+            ("memory", format!("{}Mi", share.memory)),
+        ]);
+        ResourceRequirements {
+            requests: quantities.clone(),
+            limits: quantities,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct EnvVar {
+    name: String,
+    value: String,
+}
+
+#[derive(Serialize)]
+struct SecurityContext {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    privileged: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VolumeMount {
+    name: &'static str,
+    mount_path: &'static str,
+}
+
+impl VolumeMount {
+    fn new(name: &'static str, mount_path: &'static str) -> Self {
+        VolumeMount { name, mount_path }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Volume {
+    name: String,
+    empty_dir: EmptyDir,
+}
+
+#[derive(Serialize)]
+struct EmptyDir {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_size_is_split_or_refused_with_its_numbers() {
+        let size = |cpu: f64, memory: u64| Resources {
+            cpu,
+            memory,
+            disk: 0,
+        };
+        let (runner, dind) = size(2.0, 4096).split(DockerMode::Dind).unwrap();
+        assert_eq!(
+            (runner, dind),
+            (
+                Share {
+                    milli_cpu: 1000,
+                    memory: 2048
+                },
+                Some(Share {
+                    milli_cpu: 1000,
+                    memory: 2048
+                })
+            )
+        );
+        assert_eq!(
+            size(1.5, 600).split(DockerMode::Dind).unwrap_err(),
+            "resources: cpu 1.5 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the Docker daemon sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB"
+        );
+        assert!(size(0.5, 600).split(DockerMode::None).is_ok());
+        assert!(size(0.0, 600).split(DockerMode::None).is_err());
+    }
+
+    #[test]
+    fn only_images_that_name_their_registry_are_fully_qualified() {
+        for ok in [
+            "docker.io/library/docker:28.5.2-dind",
+            "registry.example.com:5000/ci/runner:1",
+            "localhost/runner",
+        ] {
+            assert!(fully_qualified(ok), "{ok}");
+        }
+        for short in [
+            "docker:dind",
+            "docker",
+            "library/docker:dind",
+            "ghcr.io/",
+            "",
+        ] {
+            assert!(!fully_qualified(short), "{short}");
+        }
+    }
+}
