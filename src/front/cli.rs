@@ -226,7 +226,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
         }
         Command::RemoveAll { yes: true } => Operation::RemoveAll,
         Command::Start { id } => Operation::Start { instance: id },
-        Command::Stop { id } => Operation::Stop { instance: id },
+        Command::Stop { id } => Operation::StopWaiting { instance: id },
     };
     let config_path = config_path()?;
     let controller_id = cli
@@ -348,7 +348,8 @@ async fn run_operation(
         | Operation::List { .. }
         | Operation::ListAll
         | Operation::RemoveAll
-        | Operation::Stop { .. }) => provider.run(other).await.map(Some),
+        | Operation::Stop { .. }
+        | Operation::StopWaiting { .. }) => provider.run(other).await.map(Some),
     }
 }
 
@@ -425,7 +426,7 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
     say(&format!(
         "  … interrupted by {signal}: stopping {name} again ({signal} again stops at once)"
     ));
-    let stop = Operation::Stop {
+    let stop = Operation::StopWaiting {
         instance: name.to_string(),
     };
     let cleanup = provider.for_cleanup();
@@ -476,6 +477,8 @@ fn summary(operation: &Operation) -> String {
         Operation::ListAll => "listed all pools".to_string(),
         Operation::RemoveAll => "removed all runners of this controller".to_string(),
         Operation::Start { instance } => format!("started {instance}"),
-        Operation::Stop { instance } => format!("stopped {instance}"),
+        Operation::Stop { instance } | Operation::StopWaiting { instance } => {
+            format!("stopped {instance}")
+        }
     }
 }

@@ -131,36 +131,60 @@ where
 }
 
 impl Provider {
-    /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline;
-    /// RemoveAll's calls go through its `throttle`.
-    pub(super) async fn delete_app_inst(
-        &self,
-        app: &AppKey,
-        key: &AppInstKey,
-        throttle: Option<&Throttle>,
-    ) -> Result<(), Error> {
-        self.delete_app_inst_with(app, key, throttle, None).await
-    }
-
     /// Deletes the AppInst `inst` of the App `app` as [`Busy`] says: one that Edge Connect will
-    /// not delete yet is waited for, or reported at once with what holds it and until when.
+    /// not delete yet is waited for, or reported at once with what holds it and until when;
+    /// RemoveAll's calls go through its `throttle`.
     pub(super) async fn delete_app_inst_or_report(
         &self,
         app: &AppKey,
         inst: &AppInst,
         busy: Busy,
+        throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         match busy {
-            Busy::Wait => self.delete_app_inst(app, &inst.key, None).await,
+            Busy::Wait => {
+                self.delete_app_inst_with(app, &inst.key, throttle, None)
+                    .await
+            }
             Busy::Report { patience } => {
                 // Its state is known from the read before: a create still running is refused
                 // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
                 if creating(&inst.state) && !self.moves_within(app, inst, patience).await? {
                     return Ok(());
                 }
-                self.delete_app_inst_with(app, &inst.key, None, Some((inst, patience)))
+                self.delete_app_inst_with(app, &inst.key, throttle, Some((inst, patience)))
                     .await
             }
+        }
+    }
+
+    /// Removes a runner's AppInsts in their one order ([`super::removal_order`]: those Edge
+    /// Connect lets go at once, the one that runs among them, before those a CRM holds), each as
+    /// `busy` says. With [`Busy::Report`] a held one is not waited for: the others are removed and
+    /// the error, marked [`Error::left_behind`], names each held one and when its CRM lets it go.
+    /// Every command that removes AppInsts of a runner (Delete, Stop, Start, RemoveAll) goes
+    /// through here.
+    pub(super) async fn remove_app_insts(
+        &self,
+        runner: &OwnedRunner,
+        busy: Busy,
+        throttle: Option<&Throttle>,
+    ) -> Result<(), Error> {
+        let mut held_insts = Vec::new();
+        for inst in &runner.app_insts {
+            if let Busy::Report { patience } = busy {
+                if patience.is_zero() && creating(&inst.state) {
+                    held_insts.push(held(inst));
+                    continue;
+                }
+            }
+            self.report(&format!("removing AppInst {}", inst.key.name));
+            self.delete_app_inst_or_report(&runner.key, inst, busy, throttle)
+                .await?;
+        }
+        match held_insts.is_empty() {
+            true => Ok(()),
+            false => Err(Error::left_behind(held_insts.join("; "))),
         }
     }
 
@@ -292,16 +316,15 @@ impl Provider {
         }
     }
 
-    /// Removes a runner's AppInsts (only those deploying its App) and then its App.
+    /// Removes a runner's AppInsts (only those deploying its App) and then its App; one a CRM
+    /// holds is reported at once, as GARM's DeleteInstance does, and keeps the App.
     async fn remove_runner(
         &self,
         runner: &OwnedRunner,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        for inst in &runner.app_insts {
-            self.delete_app_inst(&runner.key, &inst.key, throttle)
-                .await?;
-        }
+        self.remove_app_insts(runner, REPORT_AT_ONCE, throttle)
+            .await?;
         self.delete_app(&runner.key, throttle).await
     }
 
@@ -314,28 +337,11 @@ impl Provider {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
-        let busy = if wait {
-            Busy::Wait
-        } else {
-            Busy::Report {
-                patience: Duration::ZERO,
-            }
-        };
+        let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         // A runner has two AppInsts when a failover went past a site that held its first one
-        // (docs/architecture.md, "Failover"): what can go goes first, so that the runner that
-        // runs is removed even while the platform holds the other.
-        let (held_insts, others): (Vec<&AppInst>, Vec<&AppInst>) = runner
-            .app_insts
-            .iter()
-            .partition(|inst| !wait && creating(&inst.state));
-        for inst in others {
-            self.delete_app_inst_or_report(&runner.key, inst, busy)
-                .await?;
-        }
-        if !held_insts.is_empty() {
-            let held: Vec<String> = held_insts.into_iter().map(held).collect();
-            return Err(Error::left_behind(held.join("; ")));
-        }
+        // (docs/architecture.md, "Failover"): the one that runs goes first, whatever holds the
+        // other.
+        self.remove_app_insts(&runner, busy, None).await?;
         self.delete_app(&runner.key, None).await?;
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
@@ -348,26 +354,33 @@ impl Provider {
         let runners = self.runners("", None).await?.0;
         let total = runners.len();
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
-        let failures: Vec<String> = stream::iter(runners)
+        // Each failure, and whether it is an AppInst a CRM holds (the rest of it removed).
+        let failures: Vec<(String, bool)> = stream::iter(runners)
             .map(|r| async move {
-                self.remove_runner(&r, Some(throttle))
-                    .await
-                    .map_err(|e| format!("{}: {e}", r.vars.instance_name))
+                self.remove_runner(&r, Some(throttle)).await.map_err(|e| {
+                    let line = format!("{}: {e}", r.vars.instance_name);
+                    (line, e.leaves_something())
+                })
             })
             .buffer_unordered(REMOVE_ALL_CONCURRENCY)
             .filter_map(|r| async move { r.err() })
             .collect()
             .await;
-        match failures.first() {
-            None => {
-                tracing::info!(total, "removed all instances of this controller");
-                Ok(Outcome::Done)
-            }
-            Some(first) => Err(Error::failed(format!(
-                "{} of {total} instances could not be removed; first: {first}",
-                failures.len()
-            ))),
-        }
+        let Some((first, _)) = failures.first() else {
+            tracing::info!(total, "removed all instances of this controller");
+            return Ok(Outcome::Done);
+        };
+        let line = format!(
+            "{} of {total} instances could not be removed; first: {first}",
+            failures.len()
+        );
+        Err(match failures.iter().all(|(_, held)| *held) {
+            // Only held AppInsts stay, each with its App: the time is in the line.
+            true => Error::left_behind(format!(
+                "{line}; everything else was removed, and RemoveAll after that removes them"
+            )),
+            false => Error::failed(line),
+        })
     }
 }
 
@@ -383,6 +396,13 @@ pub(super) enum Busy {
         patience: Duration,
     },
 }
+
+/// GARM's DeleteInstance, Stop and RemoveAll: an AppInst still creating is named at once, never
+/// waited for (GARM retries a failed DeleteInstance every few seconds; a held AppInst is let go
+/// only after 15 minutes, longer than any deadline of these commands).
+pub(super) const REPORT_AT_ONCE: Busy = Busy::Report {
+    patience: Duration::ZERO,
+};
 
 /// How long a site's CRM waits for a new AppInst's pod before it lets the AppInst go
 /// (main `pkg/k8smgmt/appinst.go:42`, `maxWait`; docs/edge-connect-behaviours.md B12).

@@ -421,7 +421,10 @@ impl Provider {
             if only.is_some_and(|n| n != name) || known_held.iter().any(|h| h.name == name) {
                 continue;
             }
-            if let Err(e) = self.delete_app_inst_or_report(app_key, &inst, busy).await {
+            if let Err(e) = self
+                .delete_app_inst_or_report(app_key, &inst, busy, None)
+                .await
+            {
                 errors.push(e.to_string());
             }
         }

@@ -171,6 +171,9 @@ impl Provider {
                 ours.extend(unmarked);
             }
             let mut runners: Vec<OwnedRunner> = ours.into_values().collect();
+            for runner in &mut runners {
+                super::removal_order(&mut runner.app_insts);
+            }
             runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
             Ok((runners, foreign))
         };
@@ -191,6 +194,7 @@ impl Provider {
                     found.push(inst);
                 }
             }
+            super::removal_order(&mut found);
             Ok(found)
         })
         .await?)

@@ -70,9 +70,16 @@ pub enum Operation {
         /// `GARM_INSTANCE_ID`.
         instance: String,
     },
-    /// Remove a runner's AppInst, keeping its App.
+    /// Remove a runner's AppInst, keeping its App (GARM's StopInstance): an AppInst that Edge
+    /// Connect will not delete yet is reported at once, after the one that runs is removed.
     Stop {
         /// `GARM_INSTANCE_ID`.
+        instance: String,
+    },
+    /// Stop a runner for a person: an AppInst that Edge Connect will not delete yet is waited
+    /// for within the deadline, after the one that runs is removed.
+    StopWaiting {
+        /// Provider id or GARM name.
         instance: String,
     },
 }
@@ -107,7 +114,8 @@ impl Operation {
             | Operation::DeleteWaiting { instance }
             | Operation::Get { instance }
             | Operation::Start { instance }
-            | Operation::Stop { instance } => Some(instance),
+            | Operation::Stop { instance }
+            | Operation::StopWaiting { instance } => Some(instance),
             Operation::List { .. } | Operation::ListAll | Operation::RemoveAll => None,
         }
     }
@@ -148,12 +156,26 @@ pub const CLEANUP_GRACE: Duration = Duration::from_secs(120);
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// An App of this controller (its key and what its environment records) together with the
-/// AppInsts that have its name and deploy it: normally none (stopped) or one.
+/// AppInsts that deploy it, in [`removal_order`]: normally none (stopped) or one, two after a
+/// failover past a site that holds the first (docs/architecture.md, "Failover").
 #[derive(Debug, Clone)]
 struct OwnedRunner {
     key: AppKey,
     vars: RunnerVars,
     app_insts: Vec<AppInst>,
+}
+
+/// The one order in which every command meets a runner's AppInsts: the one that runs (`Ready`)
+/// first, then those Edge Connect deletes once a transient state ends, and last those still
+/// creating, which a CRM on the edge holds for up to 15 minutes (docs/edge-connect-behaviours.md
+/// B12, B17); the answer's order within each. A delete thus removes the runner that runs at
+/// once, whatever holds the other.
+fn removal_order(insts: &mut [AppInst]) {
+    insts.sort_by_key(|inst| match &inst.state {
+        edge_connect::AppInstState::Ready => 0,
+        state if delete::creating(state) => 2,
+        _ => 1,
+    });
 }
 
 impl Provider {
@@ -234,7 +256,8 @@ impl Provider {
             Operation::ListAll => self.list(None).await,
             Operation::RemoveAll => self.remove_all().await,
             Operation::Start { instance } => self.start(&instance).await,
-            Operation::Stop { instance } => self.stop(&instance).await,
+            Operation::Stop { instance } => self.stop(&instance, false).await,
+            Operation::StopWaiting { instance } => self.stop(&instance, true).await,
         }
     }
 

@@ -11,6 +11,7 @@ mod create_decisions;
 mod deploy_manifests;
 mod docs_links;
 mod extra_specs_schema;
+mod failed_over;
 mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
