@@ -260,7 +260,13 @@ impl Provider {
         let mut latest = inst.clone();
         loop {
             if started.elapsed() + POLL_INTERVAL > patience {
-                return Err(Error::failed(held(&latest)));
+                // Given time to start going (a stream closed on a runner that does not start),
+                // it did not: its CRM holds it. Without that time, only its state is known.
+                let line = match patience.is_zero() {
+                    true => held(&latest),
+                    false => held_by_crm(&latest),
+                };
+                return Err(Error::failed(line));
             }
             tokio::time::sleep(POLL_INTERVAL).await;
             let insts = self.app_insts_of(app).await?;
@@ -316,15 +322,15 @@ impl Provider {
         }
     }
 
-    /// Removes a runner's AppInsts (only those deploying its App) and then its App; one a CRM
-    /// holds is reported at once, as GARM's DeleteInstance does, and keeps the App.
+    /// Removes a runner's AppInsts (only those deploying its App) and then its App; one still
+    /// creating is waited for or reported (and keeps the App) as `busy` says.
     async fn remove_runner(
         &self,
         runner: &OwnedRunner,
+        busy: Busy,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        self.remove_app_insts(runner, REPORT_AT_ONCE, throttle)
-            .await?;
+        self.remove_app_insts(runner, busy, throttle).await?;
         self.delete_app(&runner.key, throttle).await
     }
 
@@ -349,18 +355,23 @@ impl Provider {
 
     /// RemoveAll: every runner of this controller, any pool, [`REMOVE_ALL_CONCURRENCY`] calls at
     /// once at most (fewer while the controller answers 429 / 503).
-    pub(super) async fn remove_all(&self) -> Result<Outcome, Error> {
+    /// An AppInst still creating is waited for when `wait` (a person's remove-all), else reported
+    /// at once, as GARM's DeleteInstance does.
+    pub(super) async fn remove_all(&self, wait: bool) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
         let runners = self.runners("", None).await?.0;
         let total = runners.len();
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
+        let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         // Each failure, and whether it is an AppInst a CRM holds (the rest of it removed).
         let failures: Vec<(String, bool)> = stream::iter(runners)
             .map(|r| async move {
-                self.remove_runner(&r, Some(throttle)).await.map_err(|e| {
-                    let line = format!("{}: {e}", r.vars.instance_name);
-                    (line, e.leaves_something())
-                })
+                self.remove_runner(&r, busy, Some(throttle))
+                    .await
+                    .map_err(|e| {
+                        let line = format!("{}: {e}", r.vars.instance_name);
+                        (line, e.leaves_something())
+                    })
             })
             .buffer_unordered(REMOVE_ALL_CONCURRENCY)
             .filter_map(|r| async move { r.err() })
@@ -416,18 +427,11 @@ pub(super) fn creating(state: &AppInstState) -> bool {
     )
 }
 
-/// One line: the AppInst's state, what holds it and when the platform lets it go.
+/// One line for an AppInst Edge Connect will not delete yet, from its state alone: a create
+/// still running (which a central CRM may finish in seconds, B12) is deleted once it has ended,
+/// at the latest when its site's CRM stops waiting for the pod.
 pub(super) fn held(inst: &AppInst) -> String {
-    let name = &inst.key.name;
-    let site = inst
-        .zone_key
-        .as_ref()
-        .filter(|z| !z.is_empty())
-        .or(inst.cloudlet())
-        .map_or_else(String::new, |s| {
-            format!(" on {}/{}", s.organization, s.name)
-        });
-    let state = &inst.state;
+    let (name, site, state) = (&inst.key.name, site_of(inst), &inst.state);
     if !creating(state) {
         return format!(
             "AppInst {name}{site} is {state}: Edge Connect deletes it only once that has finished"
@@ -435,11 +439,39 @@ pub(super) fn held(inst: &AppInst) -> String {
     }
     let until = until_let_go(&inst.created_at).map_or_else(
         || "within 15 minutes of its create".to_string(),
+        |t| format!("by {t} UTC"),
+    );
+    format!(
+        "AppInst {name}{site} is {state}: its create is still running, and Edge Connect deletes it only once that has ended, at the latest {until} (the site's CRM waits at most 15 minutes for its pod)"
+    )
+}
+
+/// One line for an AppInst still creating after its create stream was closed because its pod
+/// does not start, and not undone within the patience a central CRM's undo needs (B7): its
+/// site's CRM runs on the edge and holds it for the whole of its wait for the pod (B12, B17).
+pub(super) fn held_by_crm(inst: &AppInst) -> String {
+    if !creating(&inst.state) {
+        return held(inst);
+    }
+    let (name, site, state) = (&inst.key.name, site_of(inst), &inst.state);
+    let until = until_let_go(&inst.created_at).map_or_else(
+        || "within 15 minutes of its create".to_string(),
         |t| format!("by {t} UTC, 15 minutes after its create"),
     );
     format!(
         "AppInst {name}{site} is {state}: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends {until}"
     )
+}
+
+/// ` on ORG/NAME`, the AppInst's zone or cloudlet, or nothing.
+fn site_of(inst: &AppInst) -> String {
+    inst.zone_key
+        .as_ref()
+        .filter(|z| !z.is_empty())
+        .or(inst.cloudlet())
+        .map_or_else(String::new, |s| {
+            format!(" on {}/{}", s.organization, s.name)
+        })
 }
 
 /// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.
@@ -532,11 +564,15 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            held_by_crm(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
             "AppInst garm-a on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by 13:05:07 UTC, 15 minutes after its create"
         );
-        assert!(held(&inst(AppInstState::CreateRequested, ""))
+        assert!(held_by_crm(&inst(AppInstState::CreateRequested, ""))
             .ends_with("which ends within 15 minutes of its create"));
+        assert_eq!(
+            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            "AppInst garm-a on TelekomOP/Munich is Creating: its create is still running, and Edge Connect deletes it only once that has ended, at the latest by 13:05:07 UTC (the site's CRM waits at most 15 minutes for its pod)"
+        );
         assert_eq!(
             held(&inst(AppInstState::Updating, "")),
             "AppInst garm-a on TelekomOP/Munich is Updating: Edge Connect deletes it only once that has finished"

@@ -1,7 +1,8 @@
 //! A runner that failed over past a site whose CRM holds its first AppInst (issue 27's second
 //! AppInst name, `<name>-<k>`; docs/architecture.md, "Failover"): every command meets the
 //! runner's AppInsts in one order, the one that runs first, so the running AppInst is stopped
-//! or removed at once, and a held one is named with the time its CRM lets it go (issue 34).
+//! or removed at once, and a held one is named with the time its CRM lets it go (issue 34). An
+//! AppInst still being created is named by what is known of it: its state and the latest time.
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -69,7 +70,7 @@ fn held(name: &str) -> (String, String, String) {
 }
 
 fn held_line(name: &str) -> String {
-    format!("AppInst {name} on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by ")
+    format!("AppInst {name} on TelekomOP/Munich is Creating: its create is still running, and Edge Connect deletes it only once that has ended, at the latest by ")
 }
 
 /// Three runners that failed over from Munich to Berlin (`-2`) and one on Berlin alone.
@@ -118,7 +119,7 @@ fn stop_delete_and_remove_all_act_on_the_running_appinst_at_once_and_name_the_he
     assert!(
         line.starts_with(&held_line("garm-fa"))
             && line.ends_with(
-                " UTC, 15 minutes after its create; stopping garm-fa again after that stops it"
+                " UTC (the site's CRM waits at most 15 minutes for its pod); stopping garm-fa again after that stops it"
             ),
         "{line}"
     );
@@ -165,7 +166,7 @@ fn stop_delete_and_remove_all_act_on_the_running_appinst_at_once_and_name_the_he
     let line = all.stderr.trim_end();
     assert!(
         line.starts_with("3 of 4 instances could not be removed; first: garm-f")
-            && line.contains(" UTC, 15 minutes after its create")
+            && line.contains(" UTC (the site's CRM waits at most 15 minutes for its pod)")
             && line
                 .ends_with("; everything else was removed, and RemoveAll after that removes them"),
         "{line}"
@@ -176,4 +177,38 @@ fn stop_delete_and_remove_all_act_on_the_running_appinst_at_once_and_name_the_he
     );
     assert_eq!(w.app_names(), ["garm-fa", "garm-fb", "garm-fc"]);
     w.assert_no_secrets(&[&stop, &all]);
+}
+
+#[test]
+fn a_delete_instance_of_an_appinst_still_being_created_says_only_what_is_known() {
+    // A central CRM whose create takes a few seconds: no pod wait holds it, the create does.
+    let w = World::with_sim(
+        edge_connect_sim::SimConfig {
+            create_delay: Duration::from_secs(5),
+            ..edge_connect_sim::SimConfig::default()
+        },
+        Site::Zone,
+        "",
+    );
+    let bootstrap = fixture_with("bootstrap-github-jit.json", "garm-slow", POOL);
+    let create = w.spawn_garm("CreateInstance", &[("GARM_POOL_ID", POOL)], &bootstrap);
+    let started = std::time::Instant::now();
+    while w.app_inst_names().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "no AppInst");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-slow")], None);
+    assert_eq!(d.code, 1, "{}", d.stdout);
+    let line = d.stderr.trim_end();
+    assert!(
+        line.starts_with("AppInst garm-slow on TelekomOP/Munich is Create")
+            && line.contains(": its create is still running, and Edge Connect deletes it only once that has ended, at the latest by ")
+            && line.ends_with(" UTC (the site's CRM waits at most 15 minutes for its pod); GARM's next DeleteInstance after that removes it"),
+        "{line}"
+    );
+    let created = Run::from(create.wait_with_output().unwrap());
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-slow")], None);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }

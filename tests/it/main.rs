@@ -19,6 +19,7 @@ mod hardening_client;
 mod input_bounds;
 mod layers;
 mod logging;
+mod readme_reasons;
 mod reliability_faults;
 mod reliability_load;
 mod robustness;
