@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use edge_connect::models::{AppInst, AppInstKey, AppKey, SiteRef};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState};
 
+use super::inventory::Read;
 use super::wait::retry_transient;
 use super::{Outcome, OwnedRunner, Provider, POLL_INTERVAL};
 use crate::error::Error;
@@ -354,38 +355,61 @@ impl Provider {
     }
 
     /// RemoveAll: every runner of this controller, any pool, [`REMOVE_ALL_CONCURRENCY`] calls at
-    /// once at most (fewer while the controller answers 429 / 503).
-    /// An AppInst still creating is waited for when `wait` (a person's remove-all), else reported
-    /// at once, as GARM's DeleteInstance does.
+    /// once at most (fewer while the controller answers 429 / 503). An AppInst still creating is
+    /// waited for when `wait` (a person's remove-all), else reported at once, as GARM's
+    /// DeleteInstance does. An estate larger than one command keeps is removed in rounds: each
+    /// reads the runners no earlier round tried, as many as fit, and removes them; what is kept
+    /// is bounded per runner, and its size never fails the cleanup.
     pub(super) async fn remove_all(&self, wait: bool) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
-        let runners = self.runners("", None).await?.0;
-        let total = runners.len();
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
-        // Each failure, and whether it is an AppInst a CRM holds (the rest of it removed).
-        let failures: Vec<(String, bool)> = stream::iter(runners)
-            .map(|r| async move {
-                self.remove_runner(&r, busy, Some(throttle))
-                    .await
-                    .map_err(|e| {
-                        let line = format!("{}: {e}", r.vars.instance_name);
-                        (line, e.leaves_something())
-                    })
-            })
-            .buffer_unordered(REMOVE_ALL_CONCURRENCY)
-            .filter_map(|r| async move { r.err() })
-            .collect()
-            .await;
-        let Some((first, _)) = failures.first() else {
+        let mut tried = std::collections::HashSet::new();
+        // How many failed, the first failure, and whether every one is a held AppInst.
+        let (mut failed, mut first, mut all_held) = (0usize, None::<String>, true);
+        loop {
+            let round = Read::Round { done: &tried };
+            let (runners, _, more) = self.runners("", None, round).await?;
+            if runners.is_empty() {
+                break;
+            }
+            if more || !tried.is_empty() {
+                self.report(&format!(
+                    "removing {} runners; more are left for the next round",
+                    runners.len()
+                ));
+            }
+            tried.extend(runners.iter().map(|r| r.key.clone()));
+            let failures = stream::iter(runners)
+                .map(|r| async move {
+                    self.remove_runner(&r, busy, Some(throttle))
+                        .await
+                        .map_err(|e| {
+                            (
+                                format!("{}: {e}", r.vars.instance_name),
+                                e.leaves_something(),
+                            )
+                        })
+                })
+                .buffer_unordered(REMOVE_ALL_CONCURRENCY)
+                .filter_map(|r| async move { r.err() });
+            let mut failures = std::pin::pin!(failures);
+            while let Some((line, held)) = failures.next().await {
+                failed += 1;
+                all_held &= held;
+                first.get_or_insert(line);
+            }
+            if !more {
+                break;
+            }
+        }
+        let total = tried.len();
+        let Some(first) = first else {
             tracing::info!(total, "removed all instances of this controller");
             return Ok(Outcome::Done);
         };
-        let line = format!(
-            "{} of {total} instances could not be removed; first: {first}",
-            failures.len()
-        );
-        Err(match failures.iter().all(|(_, held)| *held) {
+        let line = format!("{failed} of {total} instances could not be removed; first: {first}");
+        Err(match all_held {
             // Only held AppInsts stay, each with its App: the time is in the line.
             true => Error::left_behind(format!(
                 "{line}; everything else was removed, and RemoveAll after that removes them"

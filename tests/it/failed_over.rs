@@ -212,3 +212,30 @@ fn a_delete_instance_of_an_appinst_still_being_created_says_only_what_is_known()
     assert_eq!(d.code, 0, "{}", d.stderr);
     assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
 }
+
+#[test]
+fn a_failed_create_whose_cleanup_is_refused_asks_once_and_says_the_refusal_once() {
+    // The site fails the AppInst and keeps it in CreateError (B13); the controller refuses
+    // every delete of it: the create's one cleanup asks once, and the line names it once.
+    let w = World::new();
+    w.sim.inject(edge_connect_sim::Fault::create_error_left(
+        1,
+        "no room left",
+    ));
+    let refused = edge_connect_sim::FaultKind::HttpStatus {
+        status: 400,
+        message: Some("delete refused by policy".to_string()),
+    };
+    w.sim
+        .inject(edge_connect_sim::Fault::new("DeleteAppInst", refused).times(100));
+    let r = w.create("bootstrap-github-jit.json", "garm-refused", POOL, &[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let line = r.stderr.trim_end();
+    assert_eq!(w.calls("DeleteAppInst"), 1, "{line}");
+    assert_eq!(
+        line.matches("delete refused by policy").count(),
+        1,
+        "{line}"
+    );
+    assert_eq!(w.app_inst_names(), ["garm-refused"]);
+}
