@@ -179,7 +179,13 @@ impl Provider {
                     continue;
                 }
             }
-            self.report(&format!("removing AppInst {}", inst.key.name));
+            if matches!(busy, Busy::Wait) && creating(&inst.state) {
+                // The one that runs is gone by now; say what is waited for, and how long.
+                let bound = self.bound();
+                self.report(&format!("{}; waiting, at most {bound}", held(inst)));
+            } else {
+                self.report(&format!("removing AppInst {}", inst.key.name));
+            }
             self.delete_app_inst_or_report(&runner.key, inst, busy, throttle)
                 .await?;
         }

@@ -142,19 +142,18 @@ fn stop_delete_and_remove_all_act_on_the_running_appinst_at_once_and_name_the_he
     let mut seen = Vec::new();
     for line in BufReader::new(stderr).lines() {
         let line = line.expect("stderr line");
-        let waiting = line.contains("AppInst garm-fb is busy; waiting");
+        let waiting = line.starts_with(&format!("  … {}", held_line("garm-fb")));
         seen.push(line);
         if waiting {
             break;
         }
     }
-    // The line is written once the running AppInst's delete has returned.
+    // The line is written once the running AppInst's delete has returned, before the wait.
     let now = app_insts(&w);
     delete.kill().ok();
     delete.wait().ok();
     assert!(
-        seen.iter()
-            .any(|l| l.contains("AppInst garm-fb is busy; waiting")),
+        seen.iter().any(|l| l.contains(" UTC (the site's CRM waits at most 15 minutes for its pod); waiting, at most edge_connect.operation_timeout_secs=40s")),
         "{seen:?}"
     );
     assert!(!now.iter().any(|i| i.0 == "garm-fb-2"), "{now:?} {seen:?}");
