@@ -168,20 +168,24 @@ fn parts(view: &RunnerView) -> String {
     }
 }
 
-/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM, naming it. Until it is first polled the
-/// signals keep their default action; from then on they only wake it.
+/// Resolves on the first SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal closed, an ssh
+/// session dropped), naming it. Until it is first polled the signals keep their default action;
+/// from then on they only wake it.
 pub(crate) async fn stop_signal() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => tokio::select! {
-            Ok(()) = tokio::signal::ctrl_c() => "SIGINT",
-            Some(()) = term.recv() => "SIGTERM",
-            else => std::future::pending().await,
-        },
-        Err(_) => match tokio::signal::ctrl_c().await {
-            Ok(()) => "SIGINT",
-            // Neither can be watched: nothing ever stops the command but a kill.
-            Err(_) => std::future::pending().await,
-        },
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    let watch = |kind: SignalKind| signal(kind).ok();
+    let (mut term, mut hup) = (watch(SignalKind::terminate()), watch(SignalKind::hangup()));
+    async fn next(s: Option<&mut Signal>) -> Option<()> {
+        match s {
+            Some(s) => s.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+    tokio::select! {
+        Ok(()) = tokio::signal::ctrl_c() => "SIGINT",
+        Some(()) = next(term.as_mut()) => "SIGTERM",
+        Some(()) = next(hup.as_mut()) => "SIGHUP",
+        // None of them can be watched: nothing ever stops the command but a kill.
+        else => std::future::pending().await,
     }
 }

@@ -61,16 +61,18 @@ impl Report<'_> {
         self.line('✗', what, detail.as_ref());
     }
 
-    /// One line: the detail (often the controller's text) masked, then shown as text a
-    /// terminal cannot take for commands, and cut.
+    /// One line: the step's name (a site or flavor as the extra specs file or the server spells
+    /// it) and its detail (often the controller's text) masked, then shown as text a terminal
+    /// cannot take for commands, and cut.
     fn line(&mut self, mark: char, what: &str, detail: &str) {
+        let what = crate::text::echo_max(&self.scrubber.scrub(what), MAX_DETAIL_CHARS);
         let detail = crate::text::echo_max(&self.scrubber.scrub(detail), MAX_DETAIL_CHARS);
         let _ = writeln!(self.out, "{mark} {what}: {detail}");
     }
 }
 
 /// Runs every check and returns the number of failed steps (0: all good), or
-/// [`Error::Interrupted`] when SIGINT or SIGTERM stopped the deploy test (after its cleanup).
+/// [`Error::Interrupted`] when SIGINT, SIGTERM or SIGHUP stopped the deploy test (after its cleanup).
 /// `extra_specs` is the content of `options.extra_specs`; `progress` receives what the deploy
 /// test's create, delete and cleanup are doing. Every line is masked by `scrubber`, the
 /// command's.

@@ -224,9 +224,9 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 "remove-all deletes every runner of this controller; add --yes to confirm",
             ))
         }
-        Command::RemoveAll { yes: true } => Operation::RemoveAll,
+        Command::RemoveAll { yes: true } => Operation::RemoveAllWaiting,
         Command::Start { id } => Operation::Start { instance: id },
-        Command::Stop { id } => Operation::Stop { instance: id },
+        Command::Stop { id } => Operation::StopWaiting { instance: id },
     };
     let config_path = config_path()?;
     let controller_id = cli
@@ -294,7 +294,7 @@ struct Person {
 }
 
 /// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
-/// (Ctrl-C) or SIGTERM removes what it made; a failed `create` is followed by the
+/// (Ctrl-C), SIGTERM or SIGHUP removes what it made; a failed `create` is followed by the
 /// DeleteInstance its rollback may have left to do (there is no GARM to run it); a `delete` of
 /// a name nothing has is `None`, to say so.
 async fn run_operation(
@@ -348,7 +348,9 @@ async fn run_operation(
         | Operation::List { .. }
         | Operation::ListAll
         | Operation::RemoveAll
-        | Operation::Stop { .. }) => provider.run(other).await.map(Some),
+        | Operation::RemoveAllWaiting
+        | Operation::Stop { .. }
+        | Operation::StopWaiting { .. }) => provider.run(other).await.map(Some),
     }
 }
 
@@ -393,15 +395,40 @@ fn made_nothing(e: &Error) -> bool {
         })
 }
 
+/// How often an interrupted create looks again for the App of a CreateApp left unanswered.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+
 /// Removes what an interrupted create made, within the cleanup grace
 /// ([`Provider::for_cleanup`]); the signal again stops at once. Returns the error to report.
 async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Person) -> Error {
     say(&format!(
         "  … interrupted by {signal}: removing what was made of {name} ({signal} again stops at once)"
     ));
+    let unanswered = provider.unanswered_create_app();
     let provider = provider.for_cleanup();
+    let cleanup = async {
+        let mut done = leftovers::remove(&provider, Which::Named(name), &person.progress).await;
+        // A CreateApp the signal cut off may still be carried out by the controller: look again
+        // until its answer would have come, and remove the App that appeared.
+        let Some(until) = unanswered else {
+            return done;
+        };
+        (person.progress)(&format!(
+            "the CreateApp of {name} was sent and not answered: looking for its App until the answer would have come (edge_connect.request_timeout_secs)"
+        ));
+        while done.left.is_empty()
+            && std::time::Instant::now() < until
+            && provider.client().deadline().has_room_for(LOOK_AGAIN)
+        {
+            tokio::time::sleep(LOOK_AGAIN).await;
+            let again = leftovers::remove(&provider, Which::Named(name), &person.progress).await;
+            done.removed.extend(again.removed);
+            done.left = again.left;
+        }
+        done
+    };
     let done = tokio::select! {
-        done = leftovers::remove(&provider, Which::Named(name), &person.progress) => Some(done),
+        done = cleanup => Some(done),
         _ = leftovers::stop_signal() => None,
     };
     Error::Interrupted(match done {
@@ -425,7 +452,7 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
     say(&format!(
         "  … interrupted by {signal}: stopping {name} again ({signal} again stops at once)"
     ));
-    let stop = Operation::Stop {
+    let stop = Operation::StopWaiting {
         instance: name.to_string(),
     };
     let cleanup = provider.for_cleanup();
@@ -474,8 +501,12 @@ fn summary(operation: &Operation) -> String {
         Operation::Get { instance } => format!("found {instance}"),
         Operation::List { pool_id } => format!("listed pool {pool_id}"),
         Operation::ListAll => "listed all pools".to_string(),
-        Operation::RemoveAll => "removed all runners of this controller".to_string(),
+        Operation::RemoveAll | Operation::RemoveAllWaiting => {
+            "removed all runners of this controller".to_string()
+        }
         Operation::Start { instance } => format!("started {instance}"),
-        Operation::Stop { instance } => format!("stopped {instance}"),
+        Operation::Stop { instance } | Operation::StopWaiting { instance } => {
+            format!("stopped {instance}")
+        }
     }
 }

@@ -63,7 +63,12 @@ impl Provider {
 
         tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
         self.report(&format!("creating App {name}"));
-        let made = match self.client.create_app(&app).await {
+        // Marked until its answer: a create stopped before it (a signal) has an App the
+        // controller may still make (see `Provider::unanswered_create_app`).
+        self.create_app_sent(Some(std::time::Instant::now()));
+        let answer = self.client.create_app(&app).await;
+        self.create_app_sent(None);
+        let made = match answer {
             Err(e) => match e.kind {
                 ApiErrorKind::AlreadyExists => return Err(duplicate()),
                 // Login failed or no connection was made: CreateApp never left this process,

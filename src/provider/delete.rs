@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use edge_connect::models::{AppInst, AppInstKey, AppKey, SiteRef};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState};
 
+use super::inventory::Read;
 use super::wait::retry_transient;
 use super::{Outcome, OwnedRunner, Provider, POLL_INTERVAL};
 use crate::error::Error;
@@ -131,36 +132,66 @@ where
 }
 
 impl Provider {
-    /// Deletes an AppInst, waiting out transient states ("AppInst busy") within the deadline;
-    /// RemoveAll's calls go through its `throttle`.
-    pub(super) async fn delete_app_inst(
-        &self,
-        app: &AppKey,
-        key: &AppInstKey,
-        throttle: Option<&Throttle>,
-    ) -> Result<(), Error> {
-        self.delete_app_inst_with(app, key, throttle, None).await
-    }
-
     /// Deletes the AppInst `inst` of the App `app` as [`Busy`] says: one that Edge Connect will
-    /// not delete yet is waited for, or reported at once with what holds it and until when.
+    /// not delete yet is waited for, or reported at once with what holds it and until when;
+    /// RemoveAll's calls go through its `throttle`.
     pub(super) async fn delete_app_inst_or_report(
         &self,
         app: &AppKey,
         inst: &AppInst,
         busy: Busy,
+        throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         match busy {
-            Busy::Wait => self.delete_app_inst(app, &inst.key, None).await,
+            Busy::Wait => {
+                self.delete_app_inst_with(app, &inst.key, throttle, None)
+                    .await
+            }
             Busy::Report { patience } => {
                 // Its state is known from the read before: a create still running is refused
                 // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
                 if creating(&inst.state) && !self.moves_within(app, inst, patience).await? {
                     return Ok(());
                 }
-                self.delete_app_inst_with(app, &inst.key, None, Some((inst, patience)))
+                self.delete_app_inst_with(app, &inst.key, throttle, Some((inst, patience)))
                     .await
             }
+        }
+    }
+
+    /// Removes a runner's AppInsts in their one order ([`super::removal_order`]: those Edge
+    /// Connect lets go at once, the one that runs among them, before those a CRM holds), each as
+    /// `busy` says. With [`Busy::Report`] a held one is not waited for: the others are removed and
+    /// the error, marked [`Error::left_behind`], names each held one and when its CRM lets it go.
+    /// Every command that removes AppInsts of a runner (Delete, Stop, Start, RemoveAll) goes
+    /// through here.
+    pub(super) async fn remove_app_insts(
+        &self,
+        runner: &OwnedRunner,
+        busy: Busy,
+        throttle: Option<&Throttle>,
+    ) -> Result<(), Error> {
+        let mut held_insts = Vec::new();
+        for inst in &runner.app_insts {
+            if let Busy::Report { patience } = busy {
+                if patience.is_zero() && creating(&inst.state) {
+                    held_insts.push(held(inst));
+                    continue;
+                }
+            }
+            if matches!(busy, Busy::Wait) && creating(&inst.state) {
+                // The one that runs is gone by now; say what is waited for, and how long.
+                let bound = self.bound();
+                self.report(&format!("{}; waiting, at most {bound}", held(inst)));
+            } else {
+                self.report(&format!("removing AppInst {}", inst.key.name));
+            }
+            self.delete_app_inst_or_report(&runner.key, inst, busy, throttle)
+                .await?;
+        }
+        match held_insts.is_empty() {
+            true => Ok(()),
+            false => Err(Error::left_behind(held_insts.join("; "))),
         }
     }
 
@@ -236,7 +267,13 @@ impl Provider {
         let mut latest = inst.clone();
         loop {
             if started.elapsed() + POLL_INTERVAL > patience {
-                return Err(Error::failed(held(&latest)));
+                // Given time to start going (a stream closed on a runner that does not start),
+                // it did not: its CRM holds it. Without that time, only its state is known.
+                let line = match patience.is_zero() {
+                    true => held(&latest),
+                    false => held_by_crm(&latest),
+                };
+                return Err(Error::failed(line));
             }
             tokio::time::sleep(POLL_INTERVAL).await;
             let insts = self.app_insts_of(app).await?;
@@ -292,16 +329,15 @@ impl Provider {
         }
     }
 
-    /// Removes a runner's AppInsts (only those deploying its App) and then its App.
+    /// Removes a runner's AppInsts (only those deploying its App) and then its App; one still
+    /// creating is waited for or reported (and keeps the App) as `busy` says.
     async fn remove_runner(
         &self,
         runner: &OwnedRunner,
+        busy: Busy,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        for inst in &runner.app_insts {
-            self.delete_app_inst(&runner.key, &inst.key, throttle)
-                .await?;
-        }
+        self.remove_app_insts(runner, busy, throttle).await?;
         self.delete_app(&runner.key, throttle).await
     }
 
@@ -314,60 +350,78 @@ impl Provider {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
-        let busy = if wait {
-            Busy::Wait
-        } else {
-            Busy::Report {
-                patience: Duration::ZERO,
-            }
-        };
+        let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         // A runner has two AppInsts when a failover went past a site that held its first one
-        // (docs/architecture.md, "Failover"): what can go goes first, so that the runner that
-        // runs is removed even while the platform holds the other.
-        let (held_insts, others): (Vec<&AppInst>, Vec<&AppInst>) = runner
-            .app_insts
-            .iter()
-            .partition(|inst| !wait && creating(&inst.state));
-        for inst in others {
-            self.delete_app_inst_or_report(&runner.key, inst, busy)
-                .await?;
-        }
-        if !held_insts.is_empty() {
-            let held: Vec<String> = held_insts.into_iter().map(held).collect();
-            return Err(Error::left_behind(held.join("; ")));
-        }
+        // (docs/architecture.md, "Failover"): the one that runs goes first, whatever holds the
+        // other.
+        self.remove_app_insts(&runner, busy, None).await?;
         self.delete_app(&runner.key, None).await?;
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
     }
 
     /// RemoveAll: every runner of this controller, any pool, [`REMOVE_ALL_CONCURRENCY`] calls at
-    /// once at most (fewer while the controller answers 429 / 503).
-    pub(super) async fn remove_all(&self) -> Result<Outcome, Error> {
+    /// once at most (fewer while the controller answers 429 / 503). An AppInst still creating is
+    /// waited for when `wait` (a person's remove-all), else reported at once, as GARM's
+    /// DeleteInstance does. An estate larger than one command keeps is removed in rounds: each
+    /// reads the runners no earlier round tried, as many as fit, and removes them; what is kept
+    /// is bounded per runner, and its size never fails the cleanup.
+    pub(super) async fn remove_all(&self, wait: bool) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
-        let runners = self.runners("", None).await?.0;
-        let total = runners.len();
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
-        let failures: Vec<String> = stream::iter(runners)
-            .map(|r| async move {
-                self.remove_runner(&r, Some(throttle))
-                    .await
-                    .map_err(|e| format!("{}: {e}", r.vars.instance_name))
-            })
-            .buffer_unordered(REMOVE_ALL_CONCURRENCY)
-            .filter_map(|r| async move { r.err() })
-            .collect()
-            .await;
-        match failures.first() {
-            None => {
-                tracing::info!(total, "removed all instances of this controller");
-                Ok(Outcome::Done)
+        let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
+        let mut tried = std::collections::HashSet::new();
+        // How many failed, the first failure, and whether every one is a held AppInst.
+        let (mut failed, mut first, mut all_held) = (0usize, None::<String>, true);
+        loop {
+            let round = Read::Round { done: &tried };
+            let (runners, _, more) = self.runners("", None, round).await?;
+            if runners.is_empty() {
+                break;
             }
-            Some(first) => Err(Error::failed(format!(
-                "{} of {total} instances could not be removed; first: {first}",
-                failures.len()
-            ))),
+            if more || !tried.is_empty() {
+                self.report(&format!(
+                    "removing {} runners; more are left for the next round",
+                    runners.len()
+                ));
+            }
+            tried.extend(runners.iter().map(|r| r.key.clone()));
+            let failures = stream::iter(runners)
+                .map(|r| async move {
+                    self.remove_runner(&r, busy, Some(throttle))
+                        .await
+                        .map_err(|e| {
+                            (
+                                format!("{}: {e}", r.vars.instance_name),
+                                e.leaves_something(),
+                            )
+                        })
+                })
+                .buffer_unordered(REMOVE_ALL_CONCURRENCY)
+                .filter_map(|r| async move { r.err() });
+            let mut failures = std::pin::pin!(failures);
+            while let Some((line, held)) = failures.next().await {
+                failed += 1;
+                all_held &= held;
+                first.get_or_insert(line);
+            }
+            if !more {
+                break;
+            }
         }
+        let total = tried.len();
+        let Some(first) = first else {
+            tracing::info!(total, "removed all instances of this controller");
+            return Ok(Outcome::Done);
+        };
+        let line = format!("{failed} of {total} instances could not be removed; first: {first}");
+        Err(match all_held {
+            // Only held AppInsts stay, each with its App: the time is in the line.
+            true => Error::left_behind(format!(
+                "{line}; everything else was removed, and RemoveAll after that removes them"
+            )),
+            false => Error::failed(line),
+        })
     }
 }
 
@@ -384,6 +438,13 @@ pub(super) enum Busy {
     },
 }
 
+/// GARM's DeleteInstance, Stop and RemoveAll: an AppInst still creating is named at once, never
+/// waited for (GARM retries a failed DeleteInstance every few seconds; a held AppInst is let go
+/// only after 15 minutes, longer than any deadline of these commands).
+pub(super) const REPORT_AT_ONCE: Busy = Busy::Report {
+    patience: Duration::ZERO,
+};
+
 /// How long a site's CRM waits for a new AppInst's pod before it lets the AppInst go
 /// (main `pkg/k8smgmt/appinst.go:42`, `maxWait`; docs/edge-connect-behaviours.md B12).
 const CRM_POD_WAIT: Duration = Duration::from_secs(15 * 60);
@@ -396,18 +457,11 @@ pub(super) fn creating(state: &AppInstState) -> bool {
     )
 }
 
-/// One line: the AppInst's state, what holds it and when the platform lets it go.
+/// One line for an AppInst Edge Connect will not delete yet, from its state alone: a create
+/// still running (which a central CRM may finish in seconds, B12) is deleted once it has ended,
+/// at the latest when its site's CRM stops waiting for the pod.
 pub(super) fn held(inst: &AppInst) -> String {
-    let name = &inst.key.name;
-    let site = inst
-        .zone_key
-        .as_ref()
-        .filter(|z| !z.is_empty())
-        .or(inst.cloudlet())
-        .map_or_else(String::new, |s| {
-            format!(" on {}/{}", s.organization, s.name)
-        });
-    let state = &inst.state;
+    let (name, site, state) = (&inst.key.name, site_of(inst), &inst.state);
     if !creating(state) {
         return format!(
             "AppInst {name}{site} is {state}: Edge Connect deletes it only once that has finished"
@@ -415,11 +469,39 @@ pub(super) fn held(inst: &AppInst) -> String {
     }
     let until = until_let_go(&inst.created_at).map_or_else(
         || "within 15 minutes of its create".to_string(),
+        |t| format!("by {t} UTC"),
+    );
+    format!(
+        "AppInst {name}{site} is {state}: its create is still running, and Edge Connect deletes it only once that has ended, at the latest {until} (the site's CRM waits at most 15 minutes for its pod)"
+    )
+}
+
+/// One line for an AppInst still creating after its create stream was closed because its pod
+/// does not start, and not undone within the patience a central CRM's undo needs (B7): its
+/// site's CRM runs on the edge and holds it for the whole of its wait for the pod (B12, B17).
+pub(super) fn held_by_crm(inst: &AppInst) -> String {
+    if !creating(&inst.state) {
+        return held(inst);
+    }
+    let (name, site, state) = (&inst.key.name, site_of(inst), &inst.state);
+    let until = until_let_go(&inst.created_at).map_or_else(
+        || "within 15 minutes of its create".to_string(),
         |t| format!("by {t} UTC, 15 minutes after its create"),
     );
     format!(
         "AppInst {name}{site} is {state}: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends {until}"
     )
+}
+
+/// ` on ORG/NAME`, the AppInst's zone or cloudlet, or nothing.
+fn site_of(inst: &AppInst) -> String {
+    inst.zone_key
+        .as_ref()
+        .filter(|z| !z.is_empty())
+        .or(inst.cloudlet())
+        .map_or_else(String::new, |s| {
+            format!(" on {}/{}", s.organization, s.name)
+        })
 }
 
 /// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.
@@ -512,11 +594,15 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            held_by_crm(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
             "AppInst garm-a on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by 13:05:07 UTC, 15 minutes after its create"
         );
-        assert!(held(&inst(AppInstState::CreateRequested, ""))
+        assert!(held_by_crm(&inst(AppInstState::CreateRequested, ""))
             .ends_with("which ends within 15 minutes of its create"));
+        assert_eq!(
+            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            "AppInst garm-a on TelekomOP/Munich is Creating: its create is still running, and Edge Connect deletes it only once that has ended, at the latest by 13:05:07 UTC (the site's CRM waits at most 15 minutes for its pod)"
+        );
         assert_eq!(
             held(&inst(AppInstState::Updating, "")),
             "AppInst garm-a on TelekomOP/Munich is Updating: Edge Connect deletes it only once that has finished"

@@ -55,12 +55,14 @@ pub(super) struct DeployFailure {
     /// ends, up to 15 minutes (docs/edge-connect-behaviours.md B7, B12), so a rollback should
     /// not wait that long (GARM deletes the instance after a failed create).
     pub start_failure: bool,
-    /// The AppInsts that could not be removed just now (their sites' CRMs hold them), in the
-    /// order of the sites: the rollback does not ask again, and reports them after the cause.
+    /// The AppInsts that could not be removed just now (their sites' CRMs hold them, or their
+    /// delete was refused), in the order of the sites: the rollback does not ask again, and
+    /// reports them after the cause.
     pub held: Vec<Held>,
 }
 
-/// An AppInst of the runner that a site's CRM holds (B17): its name and what holds it.
+/// An AppInst of the runner that could not be removed (a site's CRM holds it, B17, or its delete
+/// was refused): its name and why.
 pub(super) struct Held {
     /// The AppInst's name.
     pub name: String,
@@ -148,10 +150,12 @@ impl Provider {
                         tried.len(),
                         tried.join("; ")
                     ));
+                    held.append(&mut failure.held);
                     failure.held = held;
                     return Err(failure);
                 }
                 Attempt::Failed(mut failure) => {
+                    held.append(&mut failure.held);
                     failure.held = held;
                     return Err(failure);
                 }
@@ -321,8 +325,14 @@ impl Provider {
                     .remove_app_insts_of(app_key, Some(name), &[], busy)
                     .await
                 {
-                    let error = Error::failed(format!("{why}; {cleanup}"));
-                    return Attempt::Failed(DeployFailure::start(error));
+                    // Known to stay: the rollback names it after the cause and does not ask
+                    // for the delete just refused again.
+                    let mut failure = DeployFailure::start(Error::failed(why));
+                    failure.held.push(Held {
+                        name: name.to_string(),
+                        why: cleanup,
+                    });
+                    return Attempt::Failed(failure);
                 }
             }
             return Attempt::Refused(Refusal {
@@ -436,7 +446,10 @@ impl Provider {
             if only.is_some_and(|n| n != name) || known_held.iter().any(|h| h.name == name) {
                 continue;
             }
-            if let Err(e) = self.delete_app_inst_or_report(app_key, &inst, busy).await {
+            if let Err(e) = self
+                .delete_app_inst_or_report(app_key, &inst, busy, None)
+                .await
+            {
                 errors.push(e.to_string());
             }
         }

@@ -33,47 +33,107 @@ use crate::runner_env::{
     RunnerVars, ENV_CONTROLLER_ID, ENV_POOL_ID, MARK_CONTROLLER_ID, MARK_POOL_ID,
 };
 
-/// At most this many objects (our Apps and their AppInsts) are kept from one command's answers.
-/// A GARM controller runs hundreds of runners, a large one a few thousand; an answer that brings
-/// more (one that repeats an App of ours without end) ends in an error naming this bound.
-pub const MAX_KEPT_OBJECTS: usize = 50_000;
+/// At most this many runners (our Apps, each with its AppInsts) are kept from one command's
+/// answers. A GARM controller runs hundreds of runners, a large one a few thousand; an answer
+/// that brings more (one that repeats an App of ours without end) ends a List in an error naming
+/// this bound, and makes RemoveAll work in rounds ([`Provider::runners`]).
+pub const MAX_KEPT_RUNNERS: usize = 50_000;
+/// At most this many AppInsts of one runner are kept: one, two after a failover past a site
+/// that holds the first (B24), a few more after leftovers on other sites; an answer that gives
+/// one App more is not an answer about runners.
+pub const MAX_APP_INSTS_PER_RUNNER: usize = 16;
 /// At most this many bytes of text are kept from one command's answers (keys, ownership
 /// variables, states, errors): our runners' share of an answer is small, a hostile answer's
-/// values may be megabytes each.
+/// values may be megabytes each. A RemoveAll round gives the Apps half of it and their
+/// AppInsts the rest.
 pub const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
 /// What one kept object costs besides its text (the struct and its allocations).
 const OBJECT_OVERHEAD: usize = 256;
 
-/// What the inventory has kept so far, against [`MAX_KEPT_OBJECTS`] and [`MAX_KEPT_BYTES`].
-#[derive(Default)]
+/// What the inventory has kept so far, against [`MAX_KEPT_RUNNERS`], [`MAX_KEPT_BYTES`] and
+/// [`MAX_APP_INSTS_PER_RUNNER`].
 struct Kept {
-    objects: usize,
+    runners: usize,
     bytes: usize,
+    /// The bytes the runners' Apps may take: all of them, or half in a RemoveAll round.
+    app_bytes: usize,
 }
 
+/// The bound a runner's App would pass: the runners kept so far are all that fit.
+struct Full;
+
 impl Kept {
-    /// Counts one more kept object with `text` bytes of strings, or fails naming the bound.
-    fn take(&mut self, rpc: Rpc, text: usize) -> Result<(), ApiError> {
-        self.objects += 1;
+    fn new(round: bool) -> Self {
+        let app_bytes = if round {
+            MAX_KEPT_BYTES / 2
+        } else {
+            MAX_KEPT_BYTES
+        };
+        Kept {
+            runners: 0,
+            bytes: 0,
+            app_bytes,
+        }
+    }
+
+    /// Counts one more runner whose App holds `text` bytes of strings, or says that it does not
+    /// fit (then nothing is counted).
+    fn runner(&mut self, text: usize) -> Result<(), Full> {
+        let bytes = self.bytes + text + OBJECT_OVERHEAD;
+        if self.runners == MAX_KEPT_RUNNERS || bytes > self.app_bytes {
+            return Err(Full);
+        }
+        self.runners += 1;
+        self.bytes = bytes;
+        Ok(())
+    }
+
+    /// Counts one more AppInst with `text` bytes of strings for a runner that has `has` already,
+    /// or fails naming the bound.
+    fn app_inst(&mut self, has: usize, text: usize) -> Result<(), ApiError> {
         self.bytes += text + OBJECT_OVERHEAD;
-        if self.objects > MAX_KEPT_OBJECTS || self.bytes > MAX_KEPT_BYTES {
+        if has >= MAX_APP_INSTS_PER_RUNNER {
             return Err(ApiError::protocol(
-                rpc,
-                format!(
-                    "the answer holds more of this controller's runners than one command keeps ({MAX_KEPT_OBJECTS} objects, {} MiB); not read further",
-                    MAX_KEPT_BYTES / (1024 * 1024)
-                ),
+                Rpc::ShowAppInst,
+                format!("the answer gives one App more than {MAX_APP_INSTS_PER_RUNNER} AppInsts; not read further"),
             ));
+        }
+        if self.bytes > MAX_KEPT_BYTES {
+            return Err(too_much(Rpc::ShowAppInst));
         }
         Ok(())
     }
+}
+
+/// The error of an answer that holds more than one command keeps.
+fn too_much(rpc: Rpc) -> ApiError {
+    ApiError::protocol(
+        rpc,
+        format!(
+            "the answer holds more of this controller's runners than one command keeps ({MAX_KEPT_RUNNERS} runners, {} MiB); not read further",
+            MAX_KEPT_BYTES / (1024 * 1024)
+        ),
+    )
+}
+
+/// Which runners a read keeps.
+#[derive(Clone, Copy)]
+pub(super) enum Read<'a> {
+    /// All of them: more than the bounds is an error.
+    All,
+    /// A RemoveAll round: those not in `done`, as many as the bounds keep; the rest is left for
+    /// the next round.
+    Round {
+        /// The Apps earlier rounds tried.
+        done: &'a std::collections::HashSet<AppKey>,
+    },
 }
 
 impl Provider {
     /// Finds the runner behind a provider id or GARM name, if it belongs to this controller.
     pub(super) async fn find_runner(&self, instance: &str) -> Result<Option<OwnedRunner>, Error> {
         let name = edge_name(instance);
-        let (runners, foreign) = self.runners(&name, None).await?;
+        let (runners, foreign, _) = self.runners(&name, None, Read::All).await?;
         let runner = runners.into_iter().next();
         if runner.is_none() && foreign > 0 {
             tracing::warn!(app = %name, "an App with this name exists but belongs to another controller or was not made by this provider; not touching it");
@@ -82,15 +142,16 @@ impl Provider {
     }
 
     /// Our runners named `name` (every name for ""), of `pool_id` when given, with their
-    /// AppInsts, sorted by GARM name, and how many Apps of that name were someone else's: two
-    /// Show calls whatever the count, and a third only when an App of ours has no marked
-    /// AppInst (a stopped runner, or one made before the marks). A transient failure of an
-    /// answer reads it again.
+    /// AppInsts, sorted by GARM name, how many Apps of that name were someone else's, and
+    /// whether a round left runners unread: two Show calls whatever the count, and a third only
+    /// when an App of ours has no marked AppInst (a stopped runner, or one made before the
+    /// marks). A transient failure of an answer reads it again.
     pub(super) async fn runners(
         &self,
         name: &str,
         pool_id: Option<&str>,
-    ) -> Result<(Vec<OwnedRunner>, usize), Error> {
+        which: Read<'_>,
+    ) -> Result<(Vec<OwnedRunner>, usize, bool), Error> {
         let client = &self.client;
         let app_filter = &AppKey {
             version: String::new(),
@@ -130,9 +191,9 @@ impl Provider {
                 client.show_app_insts(app_filter, marks),
             )
             .await?;
-            let mut kept = Kept::default();
+            let mut kept = Kept::new(matches!(which, Read::Round { .. }));
             let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
-            let mut foreign = 0;
+            let (mut foreign, mut more) = (0, false);
             while let Some(app) = apps.try_next().await? {
                 if !name.is_empty() && app.key.name != name {
                     continue;
@@ -144,9 +205,23 @@ impl Provider {
                 if pool_id.is_some_and(|p| p != vars.pool_id) {
                     continue;
                 }
+                if let Read::Round { done } = which {
+                    if done.contains(&app.key) {
+                        continue;
+                    }
+                }
                 // Every App of ours counts, a repeated one too: an answer that repeats one
-                // without end must reach the bound, not run until the deadline.
-                kept.take(Rpc::ShowApp, key_len(&app.key) + vars.len())?;
+                // without end must reach the bound, not run until the deadline. A round keeps
+                // what fits and leaves the rest for the next one.
+                if kept.runner(key_len(&app.key) + vars.len()).is_err() {
+                    match which {
+                        Read::All => return Err(too_much(Rpc::ShowApp)),
+                        Read::Round { .. } => {
+                            more = true;
+                            break;
+                        }
+                    }
+                }
                 ours.insert(
                     app.key.clone(),
                     OwnedRunner {
@@ -171,26 +246,30 @@ impl Provider {
                 ours.extend(unmarked);
             }
             let mut runners: Vec<OwnedRunner> = ours.into_values().collect();
+            for runner in &mut runners {
+                super::removal_order(&mut runner.app_insts);
+            }
             runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
-            Ok((runners, foreign))
+            Ok((runners, foreign, more))
         };
         Ok(retry_transient(client, "ShowApp and ShowAppInst", read).await?)
     }
 
     /// The AppInsts that deploy the App `app_key` (exactly that version), whatever their names
-    /// (at most [`MAX_KEPT_OBJECTS`]): ShowAppInst filtered by the App (B24).
+    /// (at most [`MAX_APP_INSTS_PER_RUNNER`]): ShowAppInst filtered by the App (B24).
     pub(super) async fn app_insts_of(&self, app_key: &AppKey) -> Result<Vec<AppInst>, Error> {
         let client = &self.client;
         Ok(retry_transient(client, "ShowAppInst", || async move {
-            let mut kept = Kept::default();
+            let mut kept = Kept::new(false);
             let mut found = Vec::new();
             let mut insts = client.show_app_insts(app_key, &[]).await?;
             while let Some(inst) = insts.try_next().await? {
                 if inst.app_key.as_ref() == Some(app_key) {
-                    kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
+                    kept.app_inst(found.len(), inst_len(&inst))?;
                     found.push(inst);
                 }
             }
+            super::removal_order(&mut found);
             Ok(found)
         })
         .await?)
@@ -207,7 +286,7 @@ async fn join(
         let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
             continue;
         };
-        kept.take(Rpc::ShowAppInst, inst_len(&inst))?;
+        kept.app_inst(runner.app_insts.len(), inst_len(&inst))?;
         // Nearly every runner has one AppInst: room for one more at a time, not the four a
         // first push reserves (an AppInst is some 400 bytes: 1.2 MB of a 1,000-runner List).
         runner.app_insts.reserve_exact(1);
@@ -244,22 +323,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_bound_counts_objects_and_bytes_and_names_itself() {
-        let mut kept = Kept::default();
-        for _ in 0..MAX_KEPT_OBJECTS {
-            kept.take(Rpc::ShowApp, 0).unwrap();
+    fn the_bound_counts_runners_not_objects_and_names_itself() {
+        let mut kept = Kept::new(false);
+        for _ in 0..MAX_KEPT_RUNNERS {
+            assert!(kept.runner(0).is_ok());
+            // A runner's AppInsts are its own: they do not use up runners.
+            kept.app_inst(0, 0).unwrap();
         }
-        let e = kept.take(Rpc::ShowApp, 0).unwrap_err();
+        assert!(kept.runner(0).is_err(), "one runner more does not fit");
         assert_eq!(
-            e.to_string(),
-            "Edge Connect ShowApp: the answer holds more of this controller's runners than one command keeps (50000 objects, 32 MiB); not read further"
+            too_much(Rpc::ShowApp).to_string(),
+            "Edge Connect ShowApp: the answer holds more of this controller's runners than one command keeps (50000 runners, 32 MiB); not read further"
         );
-        let mut kept = Kept::default();
-        kept.take(Rpc::ShowAppInst, MAX_KEPT_BYTES / 2).unwrap();
-        let e = kept.take(Rpc::ShowAppInst, MAX_KEPT_BYTES / 2).unwrap_err();
+        let e = kept.app_inst(MAX_APP_INSTS_PER_RUNNER, 0).unwrap_err();
+        assert!(e.to_string().contains("more than 16 AppInsts"), "{e}");
+        let mut kept = Kept::new(false);
+        kept.app_inst(0, MAX_KEPT_BYTES / 2).unwrap();
+        let e = kept.app_inst(0, MAX_KEPT_BYTES / 2).unwrap_err();
         assert!(
             e.to_string().starts_with("Edge Connect ShowAppInst: "),
             "{e}"
         );
+        // A round leaves the AppInsts half of the bytes.
+        let mut kept = Kept::new(true);
+        assert!(kept.runner(MAX_KEPT_BYTES / 2).is_err());
+        assert!(kept.runner(MAX_KEPT_BYTES / 4).is_ok());
     }
 }

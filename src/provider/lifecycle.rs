@@ -6,18 +6,27 @@
 //! until the runner registers, so a started runner that had already registered cannot register
 //! again; GARM only starts runners it considers offline.
 
+use super::delete::{Busy, REPORT_AT_ONCE};
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::garm::InstanceStatus;
 
 impl Provider {
-    pub(super) async fn stop(&self, instance: &str) -> Result<Outcome, Error> {
+    /// Stop: the runner's AppInsts removed, the one that runs first; one that Edge Connect will
+    /// not delete yet is waited for when `wait` (a person's stop), else named at once with the
+    /// time its CRM lets it go.
+    pub(super) async fn stop(&self, instance: &str, wait: bool) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
         // Normally one; two after a failover past a site that held the first.
-        for inst in &runner.app_insts {
-            self.report(&format!("removing AppInst {}", inst.key.name));
-            self.delete_app_inst(&runner.key, &inst.key, None).await?;
-        }
+        let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
+        self.remove_app_insts(&runner, busy, None)
+            .await
+            .map_err(|e| match e.leaves_something() {
+                true => Error::left_behind(format!(
+                    "{e}; stopping {instance} again after that stops it"
+                )),
+                false => e,
+            })?;
         tracing::info!(instance, "stopped");
         Ok(Outcome::Done)
     }
@@ -31,10 +40,9 @@ impl Provider {
             tracing::info!(instance, state = %inst.state, "already started");
             return Ok(Outcome::Done);
         }
-        // A failed or vanishing AppInst is replaced by a fresh one.
-        for inst in &runner.app_insts {
-            self.delete_app_inst(&runner.key, &inst.key, None).await?;
-        }
+        // A failed or vanishing AppInst is replaced by a fresh one (none is still creating:
+        // that one counts as started).
+        self.remove_app_insts(&runner, Busy::Wait, None).await?;
         // The sites recorded on the App, else the configured one.
         let mut sites = runner.vars.placements();
         if sites.is_empty() {

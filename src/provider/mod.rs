@@ -63,16 +63,27 @@ pub enum Operation {
     },
     /// Show the runners of every pool of this controller (CLI).
     ListAll,
-    /// Delete every runner of this controller.
+    /// Delete every runner of this controller (GARM's RemoveAllInstances): an AppInst that Edge
+    /// Connect will not delete yet is reported at once, everything else removed.
     RemoveAll,
+    /// Delete every runner of this controller for a person: an AppInst that Edge Connect will
+    /// not delete yet is waited for within the deadline, the runners that run removed first.
+    RemoveAllWaiting,
     /// Redeploy a stopped runner.
     Start {
         /// `GARM_INSTANCE_ID`.
         instance: String,
     },
-    /// Remove a runner's AppInst, keeping its App.
+    /// Remove a runner's AppInst, keeping its App (GARM's StopInstance): an AppInst that Edge
+    /// Connect will not delete yet is reported at once, after the one that runs is removed.
     Stop {
         /// `GARM_INSTANCE_ID`.
+        instance: String,
+    },
+    /// Stop a runner for a person: an AppInst that Edge Connect will not delete yet is waited
+    /// for within the deadline, after the one that runs is removed.
+    StopWaiting {
+        /// Provider id or GARM name.
         instance: String,
     },
 }
@@ -107,8 +118,12 @@ impl Operation {
             | Operation::DeleteWaiting { instance }
             | Operation::Get { instance }
             | Operation::Start { instance }
-            | Operation::Stop { instance } => Some(instance),
-            Operation::List { .. } | Operation::ListAll | Operation::RemoveAll => None,
+            | Operation::Stop { instance }
+            | Operation::StopWaiting { instance } => Some(instance),
+            Operation::List { .. }
+            | Operation::ListAll
+            | Operation::RemoveAll
+            | Operation::RemoveAllWaiting => None,
         }
     }
 }
@@ -137,6 +152,10 @@ pub struct Provider {
     /// The client's deadline in words when it is not the command's (a cleanup's): the bound a
     /// wait that runs out names.
     bound: Option<String>,
+    /// When the CreateApp now waiting for its answer was sent (shared with the providers made
+    /// from this one): a create dropped during it leaves a request the controller may still
+    /// carry out.
+    create_app_in_flight: Arc<std::sync::Mutex<Option<std::time::Instant>>>,
 }
 
 /// The one grace of cleanup after a failure or an interrupt (a failed create's rollback, what an
@@ -148,12 +167,26 @@ pub const CLEANUP_GRACE: Duration = Duration::from_secs(120);
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// An App of this controller (its key and what its environment records) together with the
-/// AppInsts that have its name and deploy it: normally none (stopped) or one.
+/// AppInsts that deploy it, in [`removal_order`]: normally none (stopped) or one, two after a
+/// failover past a site that holds the first (docs/architecture.md, "Failover").
 #[derive(Debug, Clone)]
 struct OwnedRunner {
     key: AppKey,
     vars: RunnerVars,
     app_insts: Vec<AppInst>,
+}
+
+/// The one order in which every command meets a runner's AppInsts: the one that runs (`Ready`)
+/// first, then those Edge Connect deletes once a transient state ends, and last those still
+/// creating, which a CRM on the edge holds for up to 15 minutes (docs/edge-connect-behaviours.md
+/// B12, B17); the answer's order within each. A delete thus removes the runner that runs at
+/// once, whatever holds the other.
+fn removal_order(insts: &mut [AppInst]) {
+    insts.sort_by_key(|inst| match &inst.state {
+        edge_connect::AppInstState::Ready => 0,
+        state if delete::creating(state) => 2,
+        _ => 1,
+    });
 }
 
 impl Provider {
@@ -173,6 +206,7 @@ impl Provider {
             environment,
             progress,
             bound: None,
+            create_app_in_flight: Arc::default(),
         }
     }
 
@@ -187,6 +221,7 @@ impl Provider {
             environment: self.environment.clone(),
             progress: self.progress.clone(),
             bound: Some(bound.into()),
+            create_app_in_flight: self.create_app_in_flight.clone(),
         }
     }
 
@@ -199,6 +234,26 @@ impl Provider {
                 self.config.edge_connect.operation_timeout_secs
             )
         })
+    }
+
+    /// Records that a CreateApp was sent at `sent` (`None`: its answer came).
+    fn create_app_sent(&self, sent: Option<std::time::Instant>) {
+        *self
+            .create_app_in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = sent;
+    }
+
+    /// When a create was stopped while its CreateApp waited for the answer (a person's signal
+    /// drops the create where it is): until when the controller may still make that App, the
+    /// time its answer would have come by (`edge_connect.request_timeout_secs` after it was
+    /// sent). A cleanup that found nothing before then looks again.
+    pub fn unanswered_create_app(&self) -> Option<std::time::Instant> {
+        let sent = *self
+            .create_app_in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sent.map(|at| at + Duration::from_secs(self.config.edge_connect.request_timeout_secs))
     }
 
     /// The Edge Connect client (for request counters).
@@ -232,9 +287,11 @@ impl Provider {
             Operation::Get { instance } => self.get(&instance).await,
             Operation::List { pool_id } => self.list(Some(&pool_id)).await,
             Operation::ListAll => self.list(None).await,
-            Operation::RemoveAll => self.remove_all().await,
+            Operation::RemoveAll => self.remove_all(false).await,
+            Operation::RemoveAllWaiting => self.remove_all(true).await,
             Operation::Start { instance } => self.start(&instance).await,
-            Operation::Stop { instance } => self.stop(&instance).await,
+            Operation::Stop { instance } => self.stop(&instance, false).await,
+            Operation::StopWaiting { instance } => self.stop(&instance, true).await,
         }
     }
 

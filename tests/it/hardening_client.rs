@@ -559,7 +559,7 @@ fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
     assert_eq!(r.stdout, "");
     assert_eq!(
         one_line(&r),
-        "Edge Connect ShowApp: the answer holds more of this controller's runners than one command keeps (50000 objects, 32 MiB); not read further"
+        "Edge Connect ShowApp: the answer holds more of this controller's runners than one command keeps (50000 runners, 32 MiB); not read further"
     );
     // Not retried: the same answer would end the same way.
     assert_eq!(endless.count("/api/v1/auth/ctrl/ShowApp"), 1);

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use edge_connect_sim::SimConfig;
+use edge_connect_sim::{Fault, FaultKind, SimConfig};
 use serde_json::json;
 
 use crate::support::{fixture_with, write_mode, Run, Site, World, CONTROLLER, PASSWORD, POOL};
@@ -677,7 +677,7 @@ fn kill(child: &std::process::Child, signal: libc::c_int) {
 
 #[test]
 fn ctrl_c_during_a_cli_create_removes_what_was_made() {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let w = slow_creates();
         let mut child = start_cli_create(&w);
         until_an_app_inst(&w);
@@ -699,6 +699,41 @@ fn ctrl_c_during_a_cli_create_removes_what_was_made() {
         assert!(w.app_names().is_empty(), "{:?}", w.app_names());
         assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
     }
+}
+
+#[test]
+fn a_signal_while_create_app_is_in_flight_removes_the_app_the_controller_makes_after_it() {
+    // The controller finishes a CreateApp whose client has gone (issue 34): the cleanup looks
+    // again until the answer would have come, and removes the App that appeared.
+    let w = World::with_sim(SimConfig::default(), Site::Zone, "request_timeout_secs = 6");
+    w.sim
+        .inject(Fault::new("CreateApp", FaultKind::Slow { delay_ms: 2000 }));
+    let child = start_cli_create(&w);
+    // The fault is taken when the CreateApp reaches the controller.
+    let started = Instant::now();
+    while !w.sim.pending_faults().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "no CreateApp");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(&child, libc::SIGTERM);
+    let r = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 130, "{}", r.stderr);
+    assert_eq!(
+        r.stderr.lines().last(),
+        Some("error: interrupted; nothing of garm-interrupted was left behind"),
+        "{}",
+        r.stderr
+    );
+    // The controller logs a call once it has answered it.
+    while w.calls("CreateApp") == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "CreateApp never ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
 }
 
 #[test]

@@ -356,3 +356,37 @@ fn remove_all_backs_off_under_429_and_503_and_removes_everything() {
     assert!(w.app_names().is_empty(), "{:?}", w.app_names());
     assert!(w.app_inst_names().is_empty());
 }
+
+#[test]
+fn remove_all_of_an_estate_larger_than_one_command_keeps_removes_everything_in_rounds() {
+    // Issue 34: what is kept is bounded per runner, and a cleanup never fails for its size.
+    // Runners whose recorded pool id is 16 KiB long stand in for a very large estate: 2,200 of
+    // them hold more than one command keeps (32 MiB), as some 40,000 ordinary runners would.
+    let w = World::new();
+    let long_pool = "p".repeat(16 * 1024);
+    let seed = |name: &str, controller: &str| {
+        w.sim.seed(edge_connect_sim::Seed {
+            count: 1,
+            app_insts: true,
+            name_prefix: format!("{name}-"),
+            env_vars: [
+                ("GARM_CONTROLLER_ID", controller),
+                ("GARM_POOL_ID", long_pool.as_str()),
+                ("GARM_INSTANCE_NAME", &format!("{name}-1")),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            ..Default::default()
+        })
+    };
+    for n in 0..2_200 {
+        seed(&format!("garm-big-{n}"), crate::support::CONTROLLER);
+    }
+    seed("garm-theirs", "another-controller");
+    assert_eq!(w.app_names().len(), 2_201);
+    let r = w.garm("RemoveAllInstances", &[], None);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    assert_eq!(w.app_names(), ["garm-theirs-1"]);
+    assert_eq!(w.app_inst_names(), ["garm-theirs-1"]);
+}

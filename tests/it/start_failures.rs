@@ -346,8 +346,8 @@ fn on_a_crm_on_the_edge_create_and_delete_end_at_once_and_garms_retry_removes_it
     let d = delete_instance(&w, "garm-pull1");
     assert_eq!(d.code, 1, "{}", d.stdout);
     assert!(
-        one_line(&d).starts_with("AppInst garm-pull1 on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by ")
-            && one_line(&d).ends_with("; GARM's next DeleteInstance after that removes it"),
+        one_line(&d).starts_with("AppInst garm-pull1 on TelekomOP/Munich is Creating: its create is still running, and Edge Connect deletes it only once that has ended, at the latest by ")
+            && one_line(&d).ends_with(" UTC (the site's CRM waits at most 15 minutes for its pod); GARM's next DeleteInstance after that removes it"),
         "{}",
         d.stderr
     );
@@ -525,7 +525,7 @@ fn app_insts_where(w: &World) -> Vec<(String, String, String)> {
     insts
 }
 
-const MUNICH_HELD: &str = "AppInst garm-fo2 on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by ";
+const MUNICH_HELD: &str = "AppInst garm-fo2 on TelekomOP/Munich is Creating: its create is still running, and Edge Connect deletes it only once that has ended, at the latest by ";
 
 #[test]
 fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it_under_a_second_name(
@@ -585,7 +585,7 @@ fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it
     let line = one_line(&d);
     assert!(
         line.starts_with(MUNICH_HELD)
-            && line.ends_with(" UTC, 15 minutes after its create; GARM's next DeleteInstance after that removes it"),
+            && line.ends_with(" UTC (the site's CRM waits at most 15 minutes for its pod); GARM's next DeleteInstance after that removes it"),
         "{line}"
     );
     assert_eq!(

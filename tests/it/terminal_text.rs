@@ -112,3 +112,20 @@ fn tables_json_and_errors_of_get_list_and_delete_are_shown_as_text() {
     assert_text_only("delete", &r);
     assert!(r.stderr.contains("✓ fake done"), "{}", r.stderr);
 }
+
+#[test]
+fn a_zone_name_from_the_extra_specs_file_is_shown_as_text() {
+    // The step's name is the site as the file spells it (issue 34): escaped like its detail.
+    let w = World::new();
+    let specs = w.dir.path().join("specs.json");
+    let zone = serde_json::json!({"zones": [{"organization": "TelekomOP", "name": HOSTILE}]});
+    std::fs::write(&specs, zone.to_string()).unwrap();
+    let r = cli(&w, &["check", "--extra-specs", specs.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_text_only("check --extra-specs", &r);
+    assert!(
+        r.stdout.contains(&format!("✗ zone TelekomOP/{SHOWN}")),
+        "{}",
+        r.stdout
+    );
+}

@@ -162,11 +162,20 @@ async fn dispatch(State(shared): State<Arc<Shared>>, request: Request) -> Respon
         return control::handle(&shared, &parts.method, sub, body).await;
     }
     let rpc = route.rpc_name();
-    let response = match api(&shared, &route, &parts, body, &path).await {
-        Ok(response) => response,
-        Err(err) => err.into_response(),
-    };
-    logged(&shared, &parts.method, path, rpc, start, response)
+    // A call runs to its end whether or not its client waits for the answer: the MC runs the
+    // controller call under the request's context (docs/edge-connect-behaviours.md B7), and
+    // a unary call the controller has committed stays done when its client leaves, so a client
+    // that gave up on a CreateApp may find the App made later. Streams keep their own undo on
+    // a closed stream (B7). The task is detached from the connection.
+    let call = tokio::spawn(async move {
+        let response = match api(&shared, &route, &parts, body, &path).await {
+            Ok(response) => response,
+            Err(err) => err.into_response(),
+        };
+        logged(&shared, &parts.method, path, rpc, start, response)
+    });
+    call.await
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 async fn api(
@@ -182,15 +191,16 @@ async fn api(
     if parts.method != Method::POST {
         return Err(ApiError::method_not_allowed());
     }
+    // The request is read whole first, as the MC binds it before calling the controller.
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large"))?;
     pause(shared.config.latency).await;
     let early = lock(&shared.faults).take_early(route.rpc_name());
     pause(early.delay).await;
     if let Some((status, message)) = early.reply {
         return Err(fault_reply(status, message, path));
     }
-    let bytes = axum::body::to_bytes(body, BODY_LIMIT)
-        .await
-        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large"))?;
     match route {
         Route::Login => auth::login(&shared.config, &shared.tokens, &parts.headers, &bytes).await,
         Route::Refresh => auth::refresh(&shared.tokens, &parts.headers),

@@ -75,6 +75,12 @@ impl SimControl {
         self.shared.inject(fault);
     }
 
+    /// Faults still waiting (same as `GET /__sim/faults`): a fault is taken when its call
+    /// arrives, so a test can tell that a call has reached the controller.
+    pub fn pending_faults(&self) -> Vec<Fault> {
+        self.shared.pending_faults()
+    }
+
     /// Limits the AppInsts on a site (cloudlet or zone key): `None` = unlimited, `Some(0)` =
     /// full. A create on a full site is refused as the controller refuses a site without
     /// resources: Gen3 streams the placement lines and ends with the result `No resources

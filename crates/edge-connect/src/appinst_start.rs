@@ -54,26 +54,38 @@ pub fn lasting(reason: &str) -> bool {
     )
 }
 
-/// What a reason, as kubelet or the runtime spells it, is about.
+/// Every reason the provider words by what it is about (README's table of errors is held to
+/// this list by a test); any other is [`StartProblem::Other`]. Terminated reasons (the CRM shows
+/// them as the reason of a container that is not running) and the runtime's failures to run it
+/// are crashes.
+pub const KNOWN_REASONS: &[(&str, StartProblem)] = &[
+    ("ErrImagePull", StartProblem::Image),
+    ("ImagePullBackOff", StartProblem::Image),
+    ("InvalidImageName", StartProblem::Image),
+    ("ErrImageNeverPull", StartProblem::Image),
+    ("ImageInspectError", StartProblem::Image),
+    ("RegistryUnavailable", StartProblem::Image),
+    ("SignatureValidationFailed", StartProblem::Image),
+    ("CreateContainerConfigError", StartProblem::Config),
+    ("CreateContainerError", StartProblem::Config),
+    ("PreCreateHookError", StartProblem::Config),
+    ("CrashLoopBackOff", StartProblem::Crash),
+    ("Error", StartProblem::Crash),
+    ("OOMKilled", StartProblem::Crash),
+    ("ContainerCannotRun", StartProblem::Crash),
+    ("RunContainerError", StartProblem::Crash),
+    ("PreStartHookError", StartProblem::Crash),
+    ("PostStartHookError", StartProblem::Crash),
+    ("Completed", StartProblem::Crash),
+    ("Unschedulable", StartProblem::Capacity),
+];
+
+/// What a reason, as kubelet or the runtime spells it, is about ([`KNOWN_REASONS`]).
 pub fn problem(reason: &str) -> StartProblem {
-    match reason {
-        "ErrImagePull"
-        | "ImagePullBackOff"
-        | "InvalidImageName"
-        | "ErrImageNeverPull"
-        | "ImageInspectError"
-        | "RegistryUnavailable"
-        | "SignatureValidationFailed" => StartProblem::Image,
-        "CreateContainerConfigError" | "CreateContainerError" | "PreCreateHookError" => {
-            StartProblem::Config
-        }
-        // Terminated reasons (the CRM shows them as the reason of a container that is not
-        // running) and the runtime's failures to run it.
-        "CrashLoopBackOff" | "Error" | "OOMKilled" | "ContainerCannotRun" | "RunContainerError"
-        | "PreStartHookError" | "PostStartHookError" | "Completed" => StartProblem::Crash,
-        "Unschedulable" => StartProblem::Capacity,
-        _ => StartProblem::Other,
-    }
+    KNOWN_REASONS
+        .iter()
+        .find(|(known, _)| *known == reason)
+        .map_or(StartProblem::Other, |(_, problem)| *problem)
 }
 
 /// One pod of a CRM pod status line.
