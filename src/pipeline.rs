@@ -89,6 +89,9 @@ pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
         config.edge_connect.operation_timeout_secs,
     ));
     let log = crate::logging::init(&config, scrubber.clone());
+    if let Some(events) = &config.metrics_events_file {
+        crate::metrics::install(events);
+    }
     for (key, why) in config.retired_keys() {
         tracing::warn!(
             key,
@@ -123,6 +126,7 @@ pub fn run<T>(
     let cache = token_cache(&config, &environment, &credentials);
     let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
         .with_retry_report(progress.clone())
+        .with_call_report(crate::metrics::rpc_reporter())
         .with_token_cache(cache)
         .with_scrubber(secrets.scrubber);
     let provider = Provider::new(client, config, controller_id, environment, progress);

@@ -314,6 +314,7 @@ impl Provider {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
+        crate::metrics::note_pool(&runner.vars.pool_id);
         let busy = if wait {
             Busy::Wait
         } else {
@@ -333,6 +334,7 @@ impl Provider {
                 .await?;
         }
         if !held_insts.is_empty() {
+            held_insts.iter().for_each(|i| crate::metrics::crm_hold(i));
             let held: Vec<String> = held_insts.into_iter().map(held).collect();
             return Err(Error::left_behind(held.join("; ")));
         }
@@ -358,6 +360,7 @@ impl Provider {
             .filter_map(|r| async move { r.err() })
             .collect()
             .await;
+        crate::metrics::removed_all(total - failures.len(), failures.len());
         match failures.first() {
             None => {
                 tracing::info!(total, "removed all instances of this controller");

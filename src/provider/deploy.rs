@@ -113,6 +113,7 @@ impl Provider {
         targets: Vec<Target>,
         image: Option<&str>,
     ) -> Result<(), DeployFailure> {
+        crate::metrics::note_pool(pool_id);
         let (mut tried, mut last) = (Vec::new(), None);
         let mut held: Vec<Held> = Vec::new();
         let runner = Runner {
@@ -127,6 +128,7 @@ impl Provider {
             let name = app_inst_name(&app_key.name, i, name_taken);
             let mut refusal = match self.place(&runner, &name, site, target, failover).await {
                 Attempt::Placed => {
+                    crate::metrics::placed(&site_name(site));
                     for h in &held {
                         // Not waited for: GARM's DeleteInstance of the runner removes it
                         // (docs/architecture.md, "Failover").
@@ -155,6 +157,9 @@ impl Provider {
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
+                if let Some(next) = sites.get(i + 1) {
+                    crate::metrics::failover(&site_name(site), &site_name(next));
+                }
             } else {
                 tracing::info!(%site, error = refusal.why, "site cannot take the AppInst");
             }
@@ -215,6 +220,7 @@ impl Provider {
                 Err(failure) => {
                     let (why, refused) = self.start_failure_message(image, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
+                    crate::metrics::start_failure(&site_name(site), failure_label(&failure));
                     if !refused {
                         return Attempt::Failed(DeployFailure::start(Error::failed(why)));
                     }
@@ -278,6 +284,7 @@ impl Provider {
                 // The controller took the AppInst and the site failed to make it (CreateError,
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
                 if appinst_start::docker_pull_failed(&e.message) {
+                    crate::metrics::start_failure(&site_name(site), "DockerPull");
                     let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
                     return Attempt::Failed(Error::failed(why).into());
                 }
@@ -286,6 +293,10 @@ impl Provider {
                     .iter()
                     .flat_map(|p| &p.not_running)
                     .find(|(_, reason)| !appinst_start::starting_normally(reason));
+                if let Some(&(_, reason)) = not_starting {
+                    let label = crate::metrics::kubelet_reason(reason);
+                    crate::metrics::start_failure(&site_name(site), label);
+                }
                 match not_starting {
                     Some(&(_, reason)) => (
                         cannot_start_message(image, site, appinst_start::problem(reason), reason),
@@ -578,6 +589,17 @@ fn cannot_start_message(
 }
 
 /// `organization/name` of a configured site.
+/// A start failure as a metrics label: kubelet's reason when the client knows it, else the
+/// provider's own verdict (docs/operations.md, "Metrics").
+fn failure_label(failure: &StartFailure) -> &str {
+    match failure {
+        StartFailure::Container(reason) => crate::metrics::kubelet_reason(reason),
+        StartFailure::Unplaced => "Unplaced",
+        StartFailure::NeverPlaced { .. } => "NeverPlaced",
+        StartFailure::Silent => "Silent",
+    }
+}
+
 fn site_name(site: &Placement) -> String {
     match site {
         Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
