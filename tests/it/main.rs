@@ -18,6 +18,7 @@ mod hardening_client;
 mod input_bounds;
 mod layers;
 mod logging;
+mod metrics;
 mod reliability_faults;
 mod reliability_load;
 mod robustness;
