@@ -89,7 +89,12 @@ pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
         config.edge_connect.operation_timeout_secs,
     ));
     let log = crate::logging::init(&config, scrubber.clone());
-    if let Some(events) = &config.metrics_events_file {
+    // The variable lets a deployment add the metrics sidecar without editing the config file
+    // (deploy/kubernetes/metrics); GARM passes it on with the EDP_EDGE_CONNECT_ prefix.
+    let events = std::env::var_os(crate::metrics::EVENTS_FILE_VARIABLE)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from);
+    if let Some(events) = events.as_ref().or(config.metrics_events_file.as_ref()) {
         crate::metrics::install(events);
     }
     for (key, why) in config.retired_keys() {

@@ -31,7 +31,7 @@ pub struct Config {
     #[serde(default)]
     pub log_format: LogFormat,
     /// Events file the metrics sidecar reads (`metrics serve`), appended to by every command.
-    /// Omitted: no metrics are recorded.
+    /// Omitted: no metrics are recorded (unless `EDP_EDGE_CONNECT_METRICS_EVENTS_FILE` names one).
     #[serde(default)]
     pub metrics_events_file: Option<PathBuf>,
     /// TOML file with `username` and `password` for Edge Connect. May be omitted when

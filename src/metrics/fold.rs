@@ -100,9 +100,9 @@ const DEFS: &[Def] = &[
     },
     Def {
         name: "runners",
-        help: "Runners of a pool, as the last ListInstances of that pool found them",
+        help: "Runners of a pool per site, as the last ListInstances of that pool found them",
         kind: Kind::Gauge,
-        labels: &["pool"],
+        labels: &["pool", "site"],
     },
     Def {
         name: "remove_all_runners_total",
@@ -187,7 +187,18 @@ impl Metrics {
                 self.add("start_failures_total", &[&pool, &site, &reason], 1.0)
             }
             Event::CrmHold { site, secs } => self.observe("crm_hold_seconds", &[&site], secs),
-            Event::Listed { pool, runners } => self.set("runners", &[&pool], runners as f64),
+            Event::Listed { pool, runners } => {
+                // A site the List no longer finds runners on drops to zero.
+                let of_pool = series_key(&["pool"], &[&pool]) + ",";
+                for (key, v) in self.values.entry("runners".into()).or_default() {
+                    if key.starts_with(&of_pool) {
+                        *v = 0.0;
+                    }
+                }
+                for (site, n) in runners {
+                    self.set("runners", &[&pool, &site], n as f64);
+                }
+            }
             Event::RemovedAll { removed, failed } => {
                 self.add("remove_all_runners_total", &["removed"], removed as f64);
                 self.add("remove_all_runners_total", &["failed"], failed as f64);
@@ -356,7 +367,11 @@ mod tests {
         }));
         m.fold_line(&line(Event::Listed {
             pool: "p\"1".into(),
-            runners: 3,
+            runners: [("A/x".to_string(), 3), ("A/y".to_string(), 1)].into(),
+        }));
+        m.fold_line(&line(Event::Listed {
+            pool: "p\"1".into(),
+            runners: [("A/x".to_string(), 2)].into(),
         }));
         m.fold_line(b"{\"t\":1,\"ev\":\"no_such_event\"}");
         let text = m.render();
@@ -371,7 +386,8 @@ mod tests {
         assert!(text.contains(
             "edge_connect_provider_request_duration_seconds_count{rpc=\"CreateApp\"} 1\n"
         ));
-        assert!(text.contains("edge_connect_provider_runners{pool=\"p\\\"1\"} 3\n"));
+        assert!(text.contains("edge_connect_provider_runners{pool=\"p\\\"1\",site=\"A/x\"} 2\n"));
+        assert!(text.contains("edge_connect_provider_runners{pool=\"p\\\"1\",site=\"A/y\"} 0\n"));
         assert!(text.contains("edge_connect_provider_events_skipped_total 1\n"));
     }
 
@@ -381,7 +397,7 @@ mod tests {
         for i in 0..MAX_SERIES + 5 {
             m.fold(Event::Listed {
                 pool: format!("pool-{i}"),
-                runners: 1,
+                runners: [(String::new(), 1)].into(),
             });
         }
         assert_eq!(m.series, MAX_SERIES);

@@ -25,6 +25,9 @@ use crate::error::Error;
 
 pub use serve::serve;
 
+/// Names the events file instead of `metrics_events_file` (an absolute path).
+pub const EVENTS_FILE_VARIABLE: &str = "EDP_EDGE_CONNECT_METRICS_EVENTS_FILE";
+
 /// The longest label value an event keeps (a pool id is a UUID or a scale set's name and id).
 const MAX_LABEL: usize = 128;
 
@@ -93,8 +96,11 @@ pub enum Event {
     },
     /// A delete met an AppInst its site's CRM holds, `secs` after its create.
     CrmHold { site: String, secs: f64 },
-    /// A List of `pool` found `runners`.
-    Listed { pool: String, runners: u64 },
+    /// A List of `pool` found `runners` on each site (`""`: stopped, no AppInst).
+    Listed {
+        pool: String,
+        runners: std::collections::BTreeMap<String, u64>,
+    },
     /// RemoveAllInstances removed `removed` runners and could not remove `failed`.
     RemovedAll { removed: u64, failed: u64 },
 }
@@ -331,11 +337,15 @@ pub fn crm_hold(inst: &edge_connect::models::AppInst) {
     });
 }
 
-/// A List found `runners` in `pool`.
-pub fn listed(pool: &str, runners: usize) {
+/// A List found runners of `pool` on `sites` (one entry per runner).
+pub fn listed<'a>(pool: &str, sites: impl Iterator<Item = &'a str>) {
+    let mut runners = std::collections::BTreeMap::new();
+    for site in sites {
+        *runners.entry(label(site)).or_insert(0) += 1;
+    }
     record(Event::Listed {
         pool: label(pool),
-        runners: runners as u64,
+        runners,
     });
 }
 

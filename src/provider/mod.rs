@@ -240,7 +240,7 @@ impl Provider {
         let logins = self.client.logins();
         let result = self.dispatch(operation).await;
         if let (Ok(Outcome::Instances(list)), false) = (&result, pool.is_empty()) {
-            crate::metrics::listed(&pool, list.len());
+            crate::metrics::listed(&pool, list.iter().map(|r| r.site.as_str()));
         }
         crate::metrics::end(command, &result, self.client.logins() - logins);
         result

@@ -317,7 +317,7 @@ fn a_real_prometheus_holds_what_garms_commands_did() {
         (format!("{p}commands_total{{command=\"DeleteInstance\",outcome=\"ok\",pool=\"{POOL}\"}}"), 1.0),
         (format!("{p}command_duration_seconds_count{{command=\"DeleteInstance\",outcome=\"ok\"}}"), 1.0),
         (format!("{p}create_ready_seconds_count{{pool=\"{POOL}\"}}"), 2.0),
-        (format!("{p}runners{{pool=\"{POOL}\"}}"), 1.0),
+        (format!("{p}runners{{pool=\"{POOL}\",site=\"TelekomOP/Berlin\"}}"), 1.0),
         // Four creates began, three ended: the one GARM killed.
         (format!("sum({p}commands_started_total{{command=\"CreateInstance\"}}) - sum({p}commands_total{{command=\"CreateInstance\"}})"), 1.0),
         (format!("sum({p}requests_total{{rpc=\"CreateApp\",status=\"200\"}})"), 4.0),
@@ -340,4 +340,32 @@ fn a_real_prometheus_holds_what_garms_commands_did() {
     assert!(status.contains("200"), "{status} {body}");
     drop(prom);
     stop(side);
+}
+
+#[test]
+fn the_environment_can_name_the_events_file() {
+    let w = World::with_sim(two_zones(), Site::Zone, "");
+    let events = w.dir.path().join("from-env.jsonl");
+    let path = events.display().to_string();
+    let l = w.garm(
+        "ListInstances",
+        &[
+            ("GARM_POOL_ID", POOL),
+            ("EDP_EDGE_CONNECT_METRICS_EVENTS_FILE", &path),
+        ],
+        None,
+    );
+    assert_eq!(l.code, 0, "{}", l.stderr);
+    let text = std::fs::read_to_string(&events).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["ev"].to_string())
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("\"begin\""),
+        "{text}"
+    );
+    assert!(kinds.contains(&"\"listed\"".to_string()), "{text}");
+    assert_eq!(kinds.last().map(String::as_str), Some("\"end\""), "{text}");
 }
