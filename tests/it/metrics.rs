@@ -329,15 +329,21 @@ fn a_real_prometheus_holds_what_garms_commands_did() {
     for (query, want) in &checks {
         await_value(prom_port, side_port, query, *want);
     }
-    // The percentiles the dashboard draws are computed from what Prometheus holds.
-    let q = format!(
-        "/api/v1/query?query={}",
-        url_encoded(&format!(
-            "histogram_quantile(0.9, sum by (le) (rate({p}create_ready_seconds_bucket[5m])))"
-        ))
-    );
-    let (status, body) = get(prom_port, &q).unwrap();
-    assert!(status.contains("200"), "{status} {body}");
+    // Every query of the dashboard is one Prometheus accepts.
+    for expr in dashboard_queries() {
+        let expr = expr
+            .replace("$__rate_interval", "1m")
+            .replace("$pool", ".*");
+        let (status, body) = get(
+            prom_port,
+            &format!("/api/v1/query?query={}", url_encoded(&expr)),
+        )
+        .unwrap();
+        assert!(
+            status.contains("200") && body.contains("\"success\""),
+            "{expr}: {status} {body}"
+        );
+    }
     drop(prom);
     stop(side);
 }
@@ -368,4 +374,124 @@ fn the_environment_can_name_the_events_file() {
     );
     assert!(kinds.contains(&"\"listed\"".to_string()), "{text}");
     assert_eq!(kinds.last().map(String::as_str), Some("\"end\""), "{text}");
+}
+
+/// The Kubernetes component (deploy/kubernetes/metrics) agrees with the kit it patches: the
+/// events file the provider is told is the one the sidecar reads, on a volume GARM's container
+/// mounts at the same path; the snapshot is on GARM's data volume; the image is the one the
+/// kit's `images` gives a tag.
+#[test]
+fn the_kubernetes_metrics_component_fits_the_kit() {
+    use serde_yaml_ng::Value;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let read = |p: &str| -> Value {
+        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join(p)).unwrap()).unwrap()
+    };
+    let (base, patch) = (read("garm-deployment.yaml"), read("metrics/sidecar.yaml"));
+    let named = |v: &Value, list: &str, name: &str| -> Value {
+        v["spec"]["template"]["spec"][list]
+            .as_sequence()
+            .and_then(|l| l.iter().find(|c| c["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {list} {name}"))
+    };
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let events = text(&named(&patch, "containers", "garm")["env"][0]["value"]);
+    assert_eq!(
+        text(&named(&patch, "containers", "garm")["env"][0]["name"]),
+        "EDP_EDGE_CONNECT_METRICS_EVENTS_FILE"
+    );
+    let sidecar = named(&patch, "containers", "provider-metrics");
+    let args: Vec<String> = sidecar["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    let arg = |flag: &str| {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1].clone()
+    };
+    assert_eq!(arg("--events"), events);
+    // Each path is on a volume the sidecar mounts where GARM's container mounts it.
+    let garm = named(&base, "containers", "garm");
+    for (path, volume) in [
+        (events.as_str(), "provider-logs"),
+        (&arg("--snapshot"), "data"),
+    ] {
+        for container in [&garm, &sidecar] {
+            let mount = container["volumeMounts"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == volume)
+                .unwrap_or_else(|| panic!("{volume} is not mounted"));
+            assert!(
+                path.starts_with(&format!("{}/", text(&mount["mountPath"]))),
+                "{path}"
+            );
+        }
+        named(&base, "volumes", volume);
+    }
+    let installer = named(&base, "initContainers", "install-provider");
+    assert_eq!(sidecar["image"], installer["image"]);
+    assert_eq!(
+        text(&sidecar["command"][0]),
+        "/opt/garm/providers.d/garm-provider-edge-connect"
+    );
+}
+
+/// The PromQL of every panel and variable of the Grafana dashboard.
+fn dashboard_queries() -> Vec<String> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/edge-connect-provider.json");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut out: Vec<String> = d["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter())
+        .map(|t| t["expr"].as_str().unwrap().to_string())
+        .collect();
+    out.extend(
+        d["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            // Grafana's `label_values(METRIC, LABEL)`: the metric is the PromQL.
+            .map(|v| {
+                let d = v["definition"].as_str().unwrap();
+                let inner = d.strip_prefix("label_values(").unwrap_or(d);
+                inner.split(',').next().unwrap_or_default().to_string()
+            }),
+    );
+    out
+}
+
+/// Every metric the dashboard draws is one the sidecar serves.
+#[test]
+fn the_dashboard_draws_only_metrics_the_sidecar_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (side, port) = sidecar(&dir.path().join("events.jsonl"));
+    let (_, served) = get(port, "/metrics").unwrap();
+    stop(side);
+    let queries = dashboard_queries();
+    assert!(queries.len() >= 10);
+    for q in &queries {
+        for (i, _) in q.match_indices("edge_connect_provider_") {
+            let name: String = q[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(&name);
+            assert!(
+                served.contains(&format!("# TYPE {base} ")),
+                "the dashboard draws {name}, which the sidecar does not serve"
+            );
+        }
+    }
 }
