@@ -495,3 +495,39 @@ fn the_dashboard_draws_only_metrics_the_sidecar_serves() {
         }
     }
 }
+
+/// A CRM on the edge holds the AppInst of a runner whose image cannot be pulled: the create's
+/// start failure, the hold the DeleteInstance meets and that delete's reason are counted.
+#[test]
+fn a_crm_hold_and_its_start_failure_are_counted() {
+    let (w, events) = world_with_events(crate::start_failures::crm_waiting(
+        &["Munich"],
+        false,
+        Duration::from_secs(10),
+    ));
+    let r = create_with(
+        &w,
+        "garm-mhold1",
+        Some("registry.example.com/ci/runner:13"),
+        false,
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let d = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-mhold1")],
+        None,
+    );
+    assert_eq!(d.code, 1, "{}", d.stdout);
+    let (side, port) = sidecar(&events);
+    let (_, text) = get(port, "/metrics").unwrap();
+    stop(side);
+    let p = "edge_connect_provider_";
+    for (series, want) in [
+        (format!("{p}crm_hold_seconds_count{{site=\"TelekomOP/Munich\"}}"), 1.0),
+        (format!("{p}start_failures_total{{pool=\"{POOL}\",site=\"TelekomOP/Munich\",reason=\"ImagePullBackOff\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"CreateInstance\",pool=\"{POOL}\",site=\"\",outcome=\"error\",reason=\"ImagePullBackOff\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"DeleteInstance\",pool=\"{POOL}\",site=\"\",outcome=\"error\",reason=\"left_behind\"}}"), 1.0),
+    ] {
+        assert_eq!(sample(&text, &series), Some(want), "{series} in\n{text}");
+    }
+}
