@@ -93,7 +93,12 @@ async fn answer(mut stream: TcpStream, consumer: &Mutex<Consumer>) -> std::io::R
         }
         head.extend_from_slice(&buf[..n]);
         if head.len() > MAX_HEAD {
-            return respond(&mut stream, "431 Request Header Fields Too Large", "").await;
+            respond(&mut stream, "431 Request Header Fields Too Large", "").await?;
+            // Read what the client still sends (bounded) before closing: closing with unread
+            // bytes resets the connection, and the client could lose the answer.
+            let mut rest = (&mut stream).take(64 * 1024);
+            let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
+            return Ok(());
         }
     }
     let line = head.split(|b| *b == b'\r').next().unwrap_or_default();

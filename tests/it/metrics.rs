@@ -531,3 +531,52 @@ fn a_crm_hold_and_its_start_failure_are_counted() {
         assert_eq!(sample(&text, &series), Some(want), "{series} in\n{text}");
     }
 }
+
+/// GARM runs commands at once: their lines never interleave, and every one is whole.
+#[test]
+fn concurrent_commands_write_whole_lines() {
+    let (w, events) = world_with_events(two_zones());
+    let children: Vec<Child> = (0..16)
+        .map(|_| w.spawn_garm("ListInstances", &[("GARM_POOL_ID", POOL)], ""))
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("the provider ends");
+        assert!(out.status.success(), "{out:?}");
+    }
+    let text = std::fs::read_to_string(&events).unwrap();
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    for line in text.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        *kinds
+            .entry(v["ev"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(kinds.get("begin"), Some(&16), "{kinds:?}");
+    assert_eq!(kinds.get("end"), Some(&16), "{kinds:?}");
+    assert_eq!(kinds.get("listed"), Some(&16), "{kinds:?}");
+}
+
+/// The sidecar answers what is not a scrape with a short refusal, and a request head past its
+/// bound with 431, and goes on serving.
+#[test]
+fn the_sidecar_refuses_what_is_not_a_scrape() {
+    let dir = tempfile::tempdir().unwrap();
+    let (side, port) = sidecar(&dir.path().join("events.jsonl"));
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(s, "POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 405 "), "{answer}");
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    // A little more than the sidecar's 8 KiB bound, and no more: it reads all of it before it
+    // answers, so its close does not reset the connection before the answer is read.
+    let mut huge = String::from("GET /metrics HTTP/1.1\r\nX: ");
+    huge.push_str(&"a".repeat(8 * 1024 + 100 - huge.len()));
+    s.write_all(huge.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+    assert_eq!(get(port, "/metrics").unwrap().0, "HTTP/1.1 200 OK");
+    stop(side);
+}
