@@ -588,7 +588,6 @@ fn cannot_start_message(
     }
 }
 
-/// `organization/name` of a configured site.
 /// A start failure as a metrics label: kubelet's reason when the client knows it, else the
 /// provider's own verdict (docs/operations.md, "Metrics").
 fn failure_label(failure: &StartFailure) -> &str {
@@ -600,6 +599,7 @@ fn failure_label(failure: &StartFailure) -> &str {
     }
 }
 
+/// `organization/name` of a configured site.
 fn site_name(site: &Placement) -> String {
     match site {
         Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
