@@ -18,6 +18,7 @@ pub mod front;
 mod garm;
 mod logging;
 mod manifest_safety;
+mod metrics;
 mod naming;
 mod pipeline;
 pub mod pod;

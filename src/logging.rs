@@ -131,7 +131,7 @@ pub fn init(config: &Config, scrubber: Scrubber) -> LogGuard {
 /// never through a symlink (another user could
 /// point a planted link at a file of ours), never a FIFO or device (the open does not block,
 /// and anything but a regular file is refused).
-fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.create(true).append(true);
     #[cfg(unix)]

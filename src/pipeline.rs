@@ -89,6 +89,14 @@ pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
         config.edge_connect.operation_timeout_secs,
     ));
     let log = crate::logging::init(&config, scrubber.clone());
+    // The variable lets a deployment add the metrics sidecar without editing the config file
+    // (deploy/kubernetes/metrics); GARM passes it on with the EDP_EDGE_CONNECT_ prefix.
+    let events = std::env::var_os(crate::metrics::EVENTS_FILE_VARIABLE)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from);
+    if let Some(events) = events.as_ref().or(config.metrics_events_file.as_ref()) {
+        crate::metrics::install(events);
+    }
     for (key, why) in config.retired_keys() {
         tracing::warn!(
             key,
@@ -123,6 +131,7 @@ pub fn run<T>(
     let cache = token_cache(&config, &environment, &credentials);
     let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
         .with_retry_report(progress.clone())
+        .with_call_report(crate::metrics::rpc_reporter())
         .with_token_cache(cache)
         .with_scrubber(secrets.scrubber);
     let provider = Provider::new(client, config, controller_id, environment, progress);

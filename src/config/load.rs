@@ -41,6 +41,7 @@ impl Config {
             for file in [
                 &mut config.credentials_file,
                 &mut config.log_file,
+                &mut config.metrics_events_file,
                 &mut config.token_cache_dir,
                 &mut config.edge_connect.ca_bundle,
             ]

@@ -30,6 +30,10 @@ pub struct Config {
     /// Log line format: `text` or `json` (for log shippers).
     #[serde(default)]
     pub log_format: LogFormat,
+    /// Events file the metrics sidecar reads (`metrics serve`), appended to by every command.
+    /// Omitted: no metrics are recorded (unless `EDP_EDGE_CONNECT_METRICS_EVENTS_FILE` names one).
+    #[serde(default)]
+    pub metrics_events_file: Option<PathBuf>,
     /// TOML file with `username` and `password` for Edge Connect. May be omitted when
     /// `EDP_EDGE_CONNECT_USERNAME` and `EDP_EDGE_CONNECT_PASSWORD` are set.
     #[serde(default)]

@@ -100,11 +100,36 @@ pub enum Command {
         /// JSON file.
         file: PathBuf,
     },
+    /// The metrics sidecar: serve Prometheus metrics from the commands' events file.
+    #[command(subcommand)]
+    Metrics(MetricsCommand),
     /// Print the version.
     Version,
     /// Run a whole runner lifecycle against the built-in Edge Connect simulator.
     #[cfg(feature = "demo")]
     Demo,
+}
+
+/// `metrics` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum MetricsCommand {
+    /// Serve /metrics (Prometheus text format) from the events the commands append to
+    /// `metrics_events_file`, keeping the counters in a snapshot next to it.
+    Serve {
+        /// The events file; default: the config's `metrics_events_file`.
+        #[arg(long)]
+        events: Option<PathBuf>,
+        /// Where the counters are kept between restarts; default: the events file's path with
+        /// `.snapshot` added.
+        #[arg(long)]
+        snapshot: Option<PathBuf>,
+        /// Address to listen on (`0.0.0.0:9464` to be scraped from another pod).
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: std::net::SocketAddr,
+        /// How often the events are folded into the snapshot and the file truncated.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+        compact_secs: u64,
+    },
 }
 
 /// How `get` and `list` print runners.
@@ -189,6 +214,30 @@ fn execute(cli: Cli) -> Result<(), Error> {
         }
         #[cfg(feature = "demo")]
         Command::Demo => return crate::demo::run(),
+        Command::Metrics(MetricsCommand::Serve {
+            events,
+            snapshot,
+            listen,
+            compact_secs,
+        }) => {
+            let events = match events {
+                Some(events) => events,
+                None => Config::load(&config_path()?)?
+                    .metrics_events_file
+                    .ok_or_else(|| {
+                        Error::failed(
+                            "give --events FILE, or set metrics_events_file in the config",
+                        )
+                    })?,
+            };
+            let snapshot = snapshot.unwrap_or_else(|| {
+                let mut path = events.clone().into_os_string();
+                path.push(".snapshot");
+                PathBuf::from(path)
+            });
+            let every = Duration::from_secs(compact_secs);
+            return crate::metrics::serve(&events, &snapshot, listen, every);
+        }
         Command::Check(options) => {
             let config_path = config_path()?;
             let extra_specs = match &options.extra_specs {

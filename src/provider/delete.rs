@@ -175,6 +175,7 @@ impl Provider {
         for inst in &runner.app_insts {
             if let Busy::Report { patience } = busy {
                 if patience.is_zero() && creating(&inst.state) {
+                    crate::metrics::crm_hold(inst);
                     held_insts.push(held(inst));
                     continue;
                 }
@@ -350,6 +351,7 @@ impl Provider {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
+        crate::metrics::note_pool(&runner.vars.pool_id);
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         // A runner has two AppInsts when a failover went past a site that held its first one
         // (docs/architecture.md, "Failover"): the one that runs goes first, whatever holds the
@@ -410,6 +412,7 @@ impl Provider {
             }
         }
         let total = tried.len();
+        crate::metrics::removed_all(total - failed, failed);
         let Some(first) = first else {
             tracing::info!(total, "removed all instances of this controller");
             return Ok(Outcome::Done);

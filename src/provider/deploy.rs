@@ -118,6 +118,7 @@ impl Provider {
         image: Option<&str>,
         memory: Option<u64>,
     ) -> Result<(), DeployFailure> {
+        crate::metrics::note_pool(pool_id);
         let (mut tried, mut last) = (Vec::new(), None);
         let mut held: Vec<Held> = Vec::new();
         let runner = Runner {
@@ -133,6 +134,7 @@ impl Provider {
             let name = app_inst_name(&app_key.name, i, name_taken);
             let mut refusal = match self.place(&runner, &name, site, target, failover).await {
                 Attempt::Placed => {
+                    crate::metrics::placed(&site_name(site));
                     for h in &held {
                         // Not waited for: GARM's DeleteInstance of the runner removes it
                         // (docs/architecture.md, "Failover").
@@ -163,6 +165,9 @@ impl Provider {
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
+                if let Some(next) = sites.get(i + 1) {
+                    crate::metrics::failover(&site_name(site), &site_name(next));
+                }
             } else {
                 tracing::info!(%site, error = refusal.why, "site cannot take the AppInst");
             }
@@ -224,6 +229,7 @@ impl Provider {
                     let (why, refused) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
+                    crate::metrics::start_failure(&site_name(site), failure_label(&failure));
                     if !refused {
                         return Attempt::Failed(DeployFailure::start(Error::failed(why)));
                     }
@@ -287,6 +293,7 @@ impl Provider {
                 // The controller took the AppInst and the site failed to make it (CreateError,
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
                 if appinst_start::docker_pull_failed(&e.message) {
+                    crate::metrics::start_failure(&site_name(site), "DockerPull");
                     let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
                     return Attempt::Failed(Error::failed(why).into());
                 }
@@ -295,6 +302,10 @@ impl Provider {
                     .iter()
                     .flat_map(|p| &p.not_running)
                     .find(|(_, reason)| !appinst_start::starting_normally(reason));
+                if let Some(&(_, reason)) = not_starting {
+                    let label = crate::metrics::kubelet_reason(reason);
+                    crate::metrics::start_failure(&site_name(site), label);
+                }
                 match not_starting {
                     Some(&(container, reason)) => (
                         sidecar_message(container, site, reason).unwrap_or_else(|| {
@@ -654,6 +665,17 @@ fn privileged_refused(message: &str, site: &Placement) -> Option<String> {
         Some(format!(
             "{on} refused the runner's pod (Pod Security \"{policy}\": {detail}): the site's policy admits no pod of this pool; ask its operator, or list another site"
         ))
+    }
+}
+
+/// A start failure as a metrics label: kubelet's reason when the client knows it, else the
+/// provider's own verdict (docs/operations.md, "Metrics").
+fn failure_label(failure: &StartFailure) -> &str {
+    match failure {
+        StartFailure::Container { reason, .. } => crate::metrics::kubelet_reason(reason),
+        StartFailure::Unplaced => "Unplaced",
+        StartFailure::NeverPlaced { .. } => "NeverPlaced",
+        StartFailure::Silent => "Silent",
     }
 }
 

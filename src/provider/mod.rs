@@ -110,6 +110,26 @@ impl Operation {
         }
     }
 
+    /// The GARM command it is, and its pool when it names one: the labels of its metrics.
+    fn metrics_labels(&self) -> (&'static str, String) {
+        match self {
+            Operation::Create { pool_id, .. } => ("CreateInstance", pool_id.clone()),
+            Operation::Delete { .. } | Operation::DeleteWaiting { .. } => {
+                ("DeleteInstance", String::new())
+            }
+            Operation::Get { .. } => ("GetInstance", String::new()),
+            Operation::List { pool_id } => ("ListInstances", pool_id.clone()),
+            Operation::ListAll => ("ListInstances", String::new()),
+            Operation::RemoveAll | Operation::RemoveAllWaiting => {
+                ("RemoveAllInstances", String::new())
+            }
+            Operation::Start { .. } => ("StartInstance", String::new()),
+            Operation::Stop { .. } | Operation::StopWaiting { .. } => {
+                ("StopInstance", String::new())
+            }
+        }
+    }
+
     /// The GARM instance name or provider id the operation is about, if it is about one.
     pub fn instance(&self) -> Option<&str> {
         match self {
@@ -271,8 +291,21 @@ impl Provider {
         self.until(self.client.deadline().extended(CLEANUP_GRACE), bound)
     }
 
-    /// Runs one operation within the deadline of its client.
+    /// Runs one operation within the deadline of its client, its beginning and end recorded as
+    /// metrics events (docs/operations.md, "Metrics").
     pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
+        let (command, pool) = operation.metrics_labels();
+        crate::metrics::begin(command, &pool);
+        let logins = self.client.logins();
+        let result = self.dispatch(operation).await;
+        if let (Ok(Outcome::Instances(list)), false) = (&result, pool.is_empty()) {
+            crate::metrics::listed(&pool, list.iter().map(|r| r.site.as_str()));
+        }
+        crate::metrics::end(command, &result, self.client.logins() - logins);
+        result
+    }
+
+    async fn dispatch(&self, operation: Operation) -> Result<Outcome, Error> {
         match operation {
             Operation::Create {
                 bootstrap,

@@ -21,6 +21,7 @@ mod input_bounds;
 mod layers;
 mod logging;
 mod readme_reasons;
+mod metrics;
 mod reliability_faults;
 mod reliability_load;
 mod robustness;

@@ -42,10 +42,20 @@ impl Client {
             if let Some(token) = token {
                 request = request.bearer_auth(token.expose());
             }
-            let e = match headers.run(rpc, "the answer", request.send()).await? {
-                Ok(response) => return self.answer(rpc, &url, response, started).await,
-                Err(e) if crate::transport::is_unreachable(&e) => e,
-                Err(e) => return Err(crate::transport::request_error(rpc, &e)),
+            let sent = Instant::now();
+            let e = match headers.run(rpc, "the answer", request.send()).await {
+                Ok(Ok(response)) => return self.answer(rpc, &url, response, started).await,
+                Err(timeout) => {
+                    self.report_call(rpc, None, sent.elapsed());
+                    return Err(timeout);
+                }
+                Ok(Err(e)) => {
+                    self.report_call(rpc, None, sent.elapsed());
+                    if !crate::transport::is_unreachable(&e) {
+                        return Err(crate::transport::request_error(rpc, &e));
+                    }
+                    e
+                }
             };
             let since = match self.shared.unreachable_since.lock() {
                 Ok(mut since) => *since.get_or_insert_with(Instant::now),
@@ -90,6 +100,7 @@ impl Client {
             *since = None;
         }
         let status = response.status().as_u16();
+        self.report_call(rpc, Some(status), started.elapsed());
         if response.status().is_redirection() {
             let target = response
                 .headers()

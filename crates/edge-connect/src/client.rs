@@ -11,6 +11,7 @@ use crate::deadline::Deadline;
 use crate::error::ApiError;
 use crate::options::{ClientOptions, Credentials, SetupError};
 use crate::proxy::ProxyChoice;
+use crate::rpc::Rpc;
 use crate::scrub::Scrubber;
 use crate::secret::Secret;
 use crate::token_cache::TokenCache;
@@ -20,6 +21,11 @@ use crate::transport::Wait;
 /// "retrying login: ... (attempt 3)" instead of sitting silent).
 pub type RetryReport = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// A hook that is told about each request the client sent: its RPC, the HTTP status of the
+/// answer (`None` when none came: unreachable, reset, timed out) and how long it took (the
+/// provider's metrics, docs/operations.md "Metrics").
+pub type CallReport = Arc<dyn Fn(Rpc, Option<u16>, Duration) + Send + Sync>;
+
 /// A client for one Edge Connect URL, region and user, bound to one [`Deadline`]: every call,
 /// retry, login and wait ends by it. [`Client::until`] gives the same client (same connections,
 /// token and counters) under another deadline.
@@ -28,6 +34,7 @@ pub struct Client {
     pub(crate) shared: Arc<Shared>,
     pub(crate) store: Option<Arc<TokenCache>>,
     pub(crate) report: Option<RetryReport>,
+    pub(crate) calls: Option<CallReport>,
     pub(crate) deadline: Deadline,
     /// The command's scrubber: the session token is added to it when it is learnt.
     pub(crate) scrubber: Scrubber,
@@ -165,6 +172,7 @@ impl Client {
             }),
             store: None,
             report: None,
+            calls: None,
             deadline,
             scrubber: Scrubber::new(),
         })
@@ -193,6 +201,18 @@ impl Client {
     pub fn with_retry_report(mut self, report: RetryReport) -> Self {
         self.report = Some(report);
         self
+    }
+
+    /// Tells `report` about every request sent (none when `None`).
+    pub fn with_call_report(mut self, report: Option<CallReport>) -> Self {
+        self.calls = report;
+        self
+    }
+
+    pub(crate) fn report_call(&self, rpc: Rpc, status: Option<u16>, took: Duration) {
+        if let Some(report) = &self.calls {
+            report(rpc, status, took);
+        }
     }
 
     /// This client (its connections, token and counters) under another deadline: a failed

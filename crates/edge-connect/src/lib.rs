@@ -33,7 +33,7 @@ pub mod token_cache;
 mod transport;
 
 pub use api::MAX_COLLECTED;
-pub use client::{Client, RetryReport};
+pub use client::{CallReport, Client, RetryReport};
 pub use deadline::{backoff, Deadline};
 pub use error::{Answer, ApiError, ApiErrorKind, Subject};
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};

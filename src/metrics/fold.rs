@@ -1,0 +1,408 @@
+//! Events folded into Prometheus metrics, and those metrics in the text exposition format
+//! (version 0.0.4: `# HELP`, `# TYPE`, one `name{labels} value` line per series, a histogram as
+//! cumulative `_bucket{le=…}` lines, `_sum` and `_count`). The set of metrics is fixed here;
+//! their series are bounded by [`MAX_SERIES`] whatever the events say.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Line};
+
+/// The most series the sidecar keeps (all metrics together): a pool id is a label, and pools
+/// come and go over months. Events for a new series past it are counted as dropped.
+pub(super) const MAX_SERIES: usize = 10_000;
+
+/// How a metric is kept.
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram(&'static [f64]),
+}
+
+/// One metric: its name, what it answers, its type and its labels in order.
+struct Def {
+    name: &'static str,
+    help: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+}
+
+const CREATE_BUCKETS: &[f64] = &[5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0];
+const COMMAND_BUCKETS: &[f64] = &[0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0];
+const RPC_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+const HOLD_BUCKETS: &[f64] = &[30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1200.0];
+
+const P: &str = "edge_connect_provider_";
+
+/// Every metric the sidecar serves (docs/operations.md, "Metrics", says what each answers).
+const DEFS: &[Def] = &[
+    Def {
+        name: "commands_started_total",
+        help: "Provider commands started, by GARM command and pool (started minus ended: killed)",
+        kind: Kind::Counter,
+        labels: &["command", "pool"],
+    },
+    Def {
+        name: "commands_total",
+        help: "Provider commands ended, by GARM command, pool, site, outcome and reason",
+        kind: Kind::Counter,
+        labels: &["command", "pool", "site", "outcome", "reason"],
+    },
+    Def {
+        name: "command_duration_seconds",
+        help: "Duration of provider commands, by GARM command, pool and outcome",
+        kind: Kind::Histogram(COMMAND_BUCKETS),
+        labels: &["command", "pool", "outcome"],
+    },
+    Def {
+        name: "create_ready_seconds",
+        help: "From the start of a create (or start) to its AppInst Ready, by pool and site",
+        kind: Kind::Histogram(CREATE_BUCKETS),
+        labels: &["pool", "site"],
+    },
+    Def {
+        name: "failovers_total",
+        help: "Sites that could not take a runner, by pool, the site and the next site tried",
+        kind: Kind::Counter,
+        labels: &["pool", "from", "to"],
+    },
+    Def {
+        name: "start_failures_total",
+        help: "Runners that will not start, by pool, site and reason (kubelet's or the provider's)",
+        kind: Kind::Counter,
+        labels: &["pool", "site", "reason"],
+    },
+    Def {
+        name: "crm_hold_seconds",
+        help: "Age of AppInsts a delete found held by their site's CRM, by site",
+        kind: Kind::Histogram(HOLD_BUCKETS),
+        labels: &["site"],
+    },
+    Def {
+        name: "requests_total",
+        help: "Edge Connect requests, by RPC and HTTP status (transport: no answer)",
+        kind: Kind::Counter,
+        labels: &["rpc", "status"],
+    },
+    Def {
+        name: "request_duration_seconds",
+        help: "Duration of Edge Connect requests until their answer's headers, by RPC",
+        kind: Kind::Histogram(RPC_BUCKETS),
+        labels: &["rpc"],
+    },
+    Def {
+        name: "commands_by_token_total",
+        help: "Commands that talked to Edge Connect, by where their token came from (login, cache)",
+        kind: Kind::Counter,
+        labels: &["token"],
+    },
+    Def {
+        name: "runners",
+        help: "Runners of a pool per site, as the last ListInstances of that pool found them",
+        kind: Kind::Gauge,
+        labels: &["pool", "site"],
+    },
+    Def {
+        name: "remove_all_runners_total",
+        help: "Runners RemoveAllInstances removed or could not remove, by outcome",
+        kind: Kind::Counter,
+        labels: &["outcome"],
+    },
+    Def {
+        name: "events_skipped_total",
+        help:
+            "Event lines the sidecar could not read (cut short by a killed writer, or not an event)",
+        kind: Kind::Counter,
+        labels: &[],
+    },
+    Def {
+        name: "series_dropped_total",
+        help: "Events not counted because the sidecar already keeps its maximum of series",
+        kind: Kind::Counter,
+        labels: &[],
+    },
+];
+
+/// A histogram's series: counts per bucket (not cumulative), sum and count.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Histogram {
+    buckets: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+/// Every series, by metric and by its label values (rendered `a="x",b="y"`, escaped).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(super) struct Metrics {
+    values: BTreeMap<String, BTreeMap<String, f64>>,
+    histograms: BTreeMap<String, BTreeMap<String, Histogram>>,
+    series: usize,
+}
+
+impl Metrics {
+    /// Folds one event line; a line that is not an event counts as skipped.
+    pub(super) fn fold_line(&mut self, line: &[u8]) {
+        match serde_json::from_slice::<Line>(line) {
+            Ok(line) => self.fold(line.event),
+            Err(_) => self.skipped(),
+        }
+    }
+
+    /// Counts a line that could not be read.
+    pub(super) fn skipped(&mut self) {
+        self.add("events_skipped_total", &[], 1.0);
+    }
+
+    fn fold(&mut self, event: Event) {
+        match event {
+            Event::Begin { cmd, pool } => self.add("commands_started_total", &[&cmd, &pool], 1.0),
+            Event::End {
+                cmd,
+                pool,
+                site,
+                outcome,
+                reason,
+                secs,
+                logins,
+            } => {
+                let labels = [&*cmd, &pool, &site, &outcome, &reason];
+                self.add("commands_total", &labels, 1.0);
+                self.observe("command_duration_seconds", &[&cmd, &pool, &outcome], secs);
+                let token = if logins > 0 { "login" } else { "cache" };
+                self.add("commands_by_token_total", &[token], 1.0);
+            }
+            Event::Rpc { rpc, status, secs } => {
+                self.add("requests_total", &[&rpc, &status], 1.0);
+                self.observe("request_duration_seconds", &[&rpc], secs);
+            }
+            Event::Placed { pool, site, secs } => {
+                self.observe("create_ready_seconds", &[&pool, &site], secs)
+            }
+            Event::Failover { pool, from, to } => {
+                self.add("failovers_total", &[&pool, &from, &to], 1.0)
+            }
+            Event::StartFailure { pool, site, reason } => {
+                self.add("start_failures_total", &[&pool, &site, &reason], 1.0)
+            }
+            Event::CrmHold { site, secs } => self.observe("crm_hold_seconds", &[&site], secs),
+            Event::Listed { pool, runners } => {
+                // A site the List no longer finds runners on drops to zero.
+                let of_pool = series_key(&["pool"], &[&pool]) + ",";
+                for (key, v) in self.values.entry("runners".into()).or_default() {
+                    if key.starts_with(&of_pool) {
+                        *v = 0.0;
+                    }
+                }
+                for (site, n) in runners {
+                    self.set("runners", &[&pool, &site], n as f64);
+                }
+            }
+            Event::RemovedAll { removed, failed } => {
+                self.add("remove_all_runners_total", &["removed"], removed as f64);
+                self.add("remove_all_runners_total", &["failed"], failed as f64);
+            }
+        }
+    }
+
+    /// The series of `name` with `values`, when it exists or there is room for it.
+    fn slot(&mut self, name: &'static str, values: &[&str]) -> Option<&mut f64> {
+        let key = series_key(def(name).labels, values);
+        let full = self.series >= MAX_SERIES;
+        let metric = self.values.entry(name.to_string()).or_default();
+        if !metric.contains_key(&key) {
+            if full {
+                *self
+                    .values
+                    .entry("series_dropped_total".into())
+                    .or_default()
+                    .entry(String::new())
+                    .or_default() += 1.0;
+                return None;
+            }
+            self.series += 1;
+        }
+        Some(
+            self.values
+                .entry(name.to_string())
+                .or_default()
+                .entry(key)
+                .or_default(),
+        )
+    }
+
+    fn add(&mut self, name: &'static str, values: &[&str], by: f64) {
+        if let Some(v) = self.slot(name, values) {
+            *v += by;
+        }
+    }
+
+    fn set(&mut self, name: &'static str, values: &[&str], to: f64) {
+        if let Some(v) = self.slot(name, values) {
+            *v = to;
+        }
+    }
+
+    fn observe(&mut self, name: &'static str, values: &[&str], x: f64) {
+        let d = def(name);
+        let Kind::Histogram(bounds) = d.kind else {
+            return;
+        };
+        let key = series_key(d.labels, values);
+        let full = self.series >= MAX_SERIES;
+        let metric = self.histograms.entry(name.to_string()).or_default();
+        if !metric.contains_key(&key) {
+            if full {
+                self.add("series_dropped_total", &[], 1.0);
+                return;
+            }
+            self.series += 1;
+        }
+        let h = self
+            .histograms
+            .entry(name.to_string())
+            .or_default()
+            .entry(key)
+            .or_insert_with(|| Histogram {
+                buckets: vec![0; bounds.len()],
+                ..Histogram::default()
+            });
+        if let Some(i) = bounds.iter().position(|b| x <= *b) {
+            if let Some(b) = h.buckets.get_mut(i) {
+                *b += 1;
+            }
+        }
+        h.sum += x;
+        h.count += 1;
+    }
+
+    /// Every metric in the text exposition format.
+    pub(super) fn render(&self) -> String {
+        let mut out = String::new();
+        for d in DEFS {
+            let name = format!("{P}{}", d.name);
+            let kind = match d.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+                Kind::Histogram(_) => "histogram",
+            };
+            let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} {kind}", d.help);
+            if let Kind::Histogram(bounds) = d.kind {
+                for (key, h) in self.histograms.get(d.name).into_iter().flatten() {
+                    let sep = if key.is_empty() { "" } else { "," };
+                    let mut cumulative = 0;
+                    for (bound, n) in bounds.iter().zip(&h.buckets) {
+                        cumulative += n;
+                        let _ = writeln!(
+                            out,
+                            "{name}_bucket{{{key}{sep}le=\"{bound}\"}} {cumulative}"
+                        );
+                    }
+                    let _ = writeln!(out, "{name}_bucket{{{key}{sep}le=\"+Inf\"}} {}", h.count);
+                    let _ = writeln!(out, "{name}_sum{} {}", braced(key), h.sum);
+                    let _ = writeln!(out, "{name}_count{} {}", braced(key), h.count);
+                }
+            } else {
+                for (key, v) in self.values.get(d.name).into_iter().flatten() {
+                    let _ = writeln!(out, "{name}{} {v}", braced(key));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `{key}`, or nothing for a metric without labels.
+fn braced(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{{{key}}}")
+    }
+}
+
+fn def(name: &str) -> &'static Def {
+    DEFS.iter()
+        .find(|d| d.name == name)
+        .unwrap_or(&DEFS[DEFS.len() - 1])
+}
+
+/// `a="x",b="y"` with the exposition format's escapes (backslash, quote, newline).
+fn series_key(labels: &[&str], values: &[&str]) -> String {
+    let mut key = String::new();
+    for (i, (label, value)) in labels.iter().zip(values).enumerate() {
+        if i > 0 {
+            key.push(',');
+        }
+        let _ = write!(key, "{label}=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => key.push_str("\\\\"),
+                '"' => key.push_str("\\\""),
+                '\n' => key.push_str("\\n"),
+                c => key.push(c),
+            }
+        }
+        key.push('"');
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(event: Event) -> Vec<u8> {
+        serde_json::to_vec(&Line { t: 1, event }).unwrap()
+    }
+
+    #[test]
+    fn events_become_series_in_the_exposition_format() {
+        let mut m = Metrics::default();
+        m.fold_line(&line(Event::Rpc {
+            rpc: "CreateApp".into(),
+            status: "200".into(),
+            secs: 0.2,
+        }));
+        m.fold_line(&line(Event::Listed {
+            pool: "p\"1".into(),
+            runners: [("A/x".to_string(), 3), ("A/y".to_string(), 1)].into(),
+        }));
+        m.fold_line(&line(Event::Listed {
+            pool: "p\"1".into(),
+            runners: [("A/x".to_string(), 2)].into(),
+        }));
+        m.fold_line(b"{\"t\":1,\"ev\":\"no_such_event\"}");
+        let text = m.render();
+        assert!(
+            text.contains(
+                "edge_connect_provider_requests_total{rpc=\"CreateApp\",status=\"200\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("edge_connect_provider_request_duration_seconds_bucket{rpc=\"CreateApp\",le=\"0.1\"} 0\n"));
+        assert!(text.contains("edge_connect_provider_request_duration_seconds_bucket{rpc=\"CreateApp\",le=\"0.25\"} 1\n"));
+        assert!(text.contains(
+            "edge_connect_provider_request_duration_seconds_count{rpc=\"CreateApp\"} 1\n"
+        ));
+        assert!(text.contains("edge_connect_provider_runners{pool=\"p\\\"1\",site=\"A/x\"} 2\n"));
+        assert!(text.contains("edge_connect_provider_runners{pool=\"p\\\"1\",site=\"A/y\"} 0\n"));
+        assert!(text.contains("edge_connect_provider_events_skipped_total 1\n"));
+    }
+
+    #[test]
+    fn series_are_bounded() {
+        let mut m = Metrics::default();
+        for i in 0..MAX_SERIES + 5 {
+            m.fold(Event::Listed {
+                pool: format!("pool-{i}"),
+                runners: [(String::new(), 1)].into(),
+            });
+        }
+        assert_eq!(m.series, MAX_SERIES);
+        assert!(m
+            .render()
+            .contains("edge_connect_provider_series_dropped_total 5\n"));
+    }
+}

@@ -1,0 +1,582 @@
+//! Metrics (issue 37, docs/operations.md "Metrics"): GARM's commands against the simulator append
+//! their events to `metrics_events_file`; the sidecar (`metrics serve`) serves them; a real
+//! Prometheus scrapes it and is asked, through its own query API, what it holds.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use edge_connect_sim::Fault;
+
+use crate::support::*;
+
+/// The CRM's error for a pod whose container reports `Unschedulable` (as start_failures.rs).
+const UNSCHEDULABLE: &str =
+    "invalid pod state, pod garm-mfo1-5c9-p2: Pending (0/1), container garm-mfo1: Unschedulable";
+
+/// How long a condition on another process (the sidecar's port, Prometheus' scrape) is awaited.
+const PATIENCE: Duration = Duration::from_secs(90);
+
+/// A world whose provider config records metrics events to `events.jsonl` next to it.
+fn world_with_events(config: edge_connect_sim::SimConfig) -> (World, PathBuf) {
+    let w = World::with_sim(config, Site::Zone, "");
+    let text = std::fs::read_to_string(&w.config).unwrap();
+    std::fs::write(
+        &w.config,
+        format!("metrics_events_file = \"events.jsonl\"\n{text}"),
+    )
+    .unwrap();
+    let events = w.dir.path().join("events.jsonl");
+    (w, events)
+}
+
+fn create_with(w: &World, name: &str, image: Option<&str>, two_sites: bool) -> Run {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
+    if let Some(image) = image {
+        v["image"] = image.into();
+    }
+    if two_sites {
+        v["extra_specs"] = serde_json::json!({
+            "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
+        });
+    }
+    w.garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        Some(&v.to_string()),
+    )
+}
+
+/// A process of the test, killed when the test ends, a failing one included.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The sidecar on a port of its choosing; returns it and its port.
+fn sidecar(events: &Path) -> (Reaped, u16) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .env_clear()
+        .args(["metrics", "serve", "--listen", "127.0.0.1:0", "--events"])
+        .arg(events)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the sidecar starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("the sidecar says where it listens");
+    let port = first
+        .trim()
+        .strip_prefix("serving metrics on http://127.0.0.1:")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"));
+    (Reaped(child), port)
+}
+
+/// `GET path` on 127.0.0.1:`port`: status line and body.
+fn get(port: u16, path: &str) -> std::io::Result<(String, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer)?;
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.lines().next().unwrap_or_default().to_string();
+    // Prometheus may answer chunked; its JSON is on the chunk lines that are not sizes.
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body.split("\r\n")
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 1)
+            .map(|(_, l)| l)
+            .collect()
+    } else {
+        body.to_string()
+    };
+    Ok((status, body))
+}
+
+/// The value of `metric{labels}` in the sidecar's answer (`None` when absent).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn stop(mut child: Reaped) {
+    // SIGTERM: the sidecar folds the events into its snapshot before it exits.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+    let status = child.0.wait().expect("the sidecar exits");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn the_sidecar_keeps_its_counters_across_a_restart_and_truncates_the_events() {
+    let (w, events) = world_with_events(two_zones());
+    let r = w.create("bootstrap-github-jit.json", "garm-mr1", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let (child, port) = sidecar(&events);
+    let (status, before) = get(port, "/metrics").unwrap();
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let ok = format!("edge_connect_provider_commands_total{{command=\"CreateInstance\",pool=\"{POOL}\",site=\"TelekomOP/Munich\",outcome=\"ok\",reason=\"\"}}");
+    assert_eq!(sample(&before, &ok), Some(1.0), "{before}");
+    assert_eq!(
+        sample(
+            &before,
+            "edge_connect_provider_requests_total{rpc=\"CreateApp\",status=\"200\"}"
+        ),
+        Some(1.0),
+        "{before}"
+    );
+    assert_eq!(get(port, "/other").unwrap().0, "HTTP/1.1 404 Not Found");
+    stop(child);
+    assert_eq!(std::fs::metadata(&events).unwrap().len(), 0);
+
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-mr1")], None);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let (child, port) = sidecar(&events);
+    let (_, after) = get(port, "/metrics").unwrap();
+    assert_eq!(sample(&after, &ok), Some(1.0), "{after}");
+    let deleted = format!("edge_connect_provider_commands_total{{command=\"DeleteInstance\",pool=\"{POOL}\",site=\"\",outcome=\"ok\",reason=\"\"}}");
+    assert_eq!(sample(&after, &deleted), Some(1.0), "{after}");
+    stop(child);
+}
+
+#[test]
+fn events_hold_no_secret_and_no_instance_name() {
+    let (w, events) = world_with_events(two_zones());
+    let r = w.create("bootstrap-github-jit.json", "garm-msecret1", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let d = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-msecret1")],
+        None,
+    );
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let text = std::fs::read_to_string(&events).unwrap();
+    assert!(text.lines().count() >= 8, "{text}");
+    for secret in secrets() {
+        assert!(
+            !text.contains(secret),
+            "a secret ({}…) in {text}",
+            &secret[..6]
+        );
+    }
+    assert!(!text.contains("eyJhbGciOi"), "a JWT in {text}");
+    assert!(
+        !text.contains("garm-msecret1"),
+        "an instance name in {text}"
+    );
+    w.assert_no_secrets(&[&r, &d]);
+}
+
+/// Asks Prometheus `query` until it answers `want` (the sum of the result's values).
+fn await_value(prometheus: u16, sidecar: u16, query: &str, want: f64) {
+    let started = Instant::now();
+    let path = format!("/api/v1/query?query={}", url_encoded(query));
+    let mut last = String::new();
+    while started.elapsed() < PATIENCE {
+        if let Ok((_, body)) = get(prometheus, &path) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) {
+                let values: Vec<f64> = v["data"]["result"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r["value"][1].as_str()?.parse().ok())
+                    .collect();
+                if values.iter().sum::<f64>() == want && (want == 0.0 || !values.is_empty()) {
+                    return;
+                }
+            }
+            last = body;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let metrics = get(sidecar, "/metrics").map(|r| r.1).unwrap_or_default();
+    panic!("Prometheus never answered {want} to {query}; last answer: {last}\nthe sidecar serves:\n{metrics}");
+}
+
+fn url_encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A Debian `prometheus` scraping the sidecar every second, with its storage in `dir`.
+fn prometheus(dir: &Path, sidecar: u16) -> (Reaped, u16) {
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: provider\n    static_configs:\n      - targets: ['127.0.0.1:{sidecar}']\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run prometheus ({e}): install Debian's package (apt-get install prometheus)")
+        });
+    (Reaped(child), port)
+}
+
+#[test]
+#[ignore = "needs prometheus (Debian package); .ci/run installs it"]
+fn a_real_prometheus_holds_what_garms_commands_did() {
+    let (w, events) = world_with_events(crate::start_failures::crm_waiting(
+        &["Munich", "Berlin"],
+        true,
+        Duration::from_secs(10),
+    ));
+    // A good create on the config's site, Munich.
+    let r = create_with(&w, "garm-mok1", None, false);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // A runner that will not start: its container keeps crashing.
+    let r = create_with(
+        &w,
+        "garm-mcrash1",
+        Some("ghcr.io/example-org/garm-runner:crash"),
+        false,
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    // A failover: Munich cannot schedule the pod, Berlin takes it.
+    w.sim
+        .inject(Fault::stream_error("CreateAppInst", 3, UNSCHEDULABLE));
+    let r = create_with(&w, "garm-mfo1", None, true);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // A delete, and a List of the pool (the runner on Berlin is left).
+    let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-mok1")], None);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let l = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(l.code, 0, "{}", l.stderr);
+    // A create GARM kills once its CreateApp was answered (its CreateAppInst is slow).
+    let create_apps = |text: &str| text.matches("\"rpc\":\"CreateApp\"").count();
+    let before = create_apps(&std::fs::read_to_string(&events).unwrap());
+    w.sim.inject(Fault::new(
+        "CreateAppInst",
+        edge_connect_sim::FaultKind::Slow { delay_ms: 60_000 },
+    ));
+    let mut killed = w.spawn_garm(
+        "CreateInstance",
+        &[("GARM_POOL_ID", POOL)],
+        &fixture_with("bootstrap-github-jit.json", "garm-mkill1", POOL),
+    );
+    let started = Instant::now();
+    while create_apps(&std::fs::read_to_string(&events).unwrap()) == before {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the create never sent CreateApp"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    killed.kill().expect("SIGKILL");
+    let _ = killed.wait();
+
+    let (side, side_port) = sidecar(&events);
+    let dir = tempfile::tempdir().unwrap();
+    let (prom, prom_port) = prometheus(dir.path(), side_port);
+    let p = "edge_connect_provider_";
+    let checks: Vec<(String, f64)> = vec![
+        (format!("{p}commands_total{{command=\"CreateInstance\",outcome=\"ok\",site=\"TelekomOP/Munich\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"CreateInstance\",outcome=\"ok\",site=\"TelekomOP/Berlin\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"CreateInstance\",outcome=\"error\",reason=\"CrashLoopBackOff\",pool=\"{POOL}\"}}"), 1.0),
+        (format!("{p}start_failures_total{{site=\"TelekomOP/Munich\",reason=\"CrashLoopBackOff\"}}"), 1.0),
+        (format!("{p}start_failures_total{{site=\"TelekomOP/Munich\",reason=\"Unschedulable\"}}"), 1.0),
+        (format!("{p}failovers_total{{from=\"TelekomOP/Munich\",to=\"TelekomOP/Berlin\",pool=\"{POOL}\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"DeleteInstance\",outcome=\"ok\",pool=\"{POOL}\"}}"), 1.0),
+        (format!("{p}command_duration_seconds_count{{command=\"DeleteInstance\",outcome=\"ok\"}}"), 1.0),
+        (format!("{p}create_ready_seconds_count{{pool=\"{POOL}\"}}"), 2.0),
+        (format!("{p}runners{{pool=\"{POOL}\",site=\"TelekomOP/Berlin\"}}"), 1.0),
+        // Four creates began, three ended: the one GARM killed.
+        (format!("sum({p}commands_started_total{{command=\"CreateInstance\"}}) - sum({p}commands_total{{command=\"CreateInstance\"}})"), 1.0),
+        (format!("sum({p}requests_total{{rpc=\"CreateApp\",status=\"200\"}})"), 4.0),
+        (format!("{p}requests_total{{rpc=\"login\",status=\"200\"}}"), 1.0),
+        (format!("{p}commands_by_token_total{{token=\"login\"}}"), 1.0),
+        (format!("{p}commands_by_token_total{{token=\"cache\"}}"), 4.0),
+        (format!("{p}events_skipped_total"), 0.0),
+    ];
+    for (query, want) in &checks {
+        await_value(prom_port, side_port, query, *want);
+    }
+    // Every query of the dashboard is one Prometheus accepts.
+    for expr in dashboard_queries() {
+        let expr = expr
+            .replace("$__rate_interval", "1m")
+            .replace("$pool", ".*");
+        let (status, body) = get(
+            prom_port,
+            &format!("/api/v1/query?query={}", url_encoded(&expr)),
+        )
+        .unwrap();
+        assert!(
+            status.contains("200") && body.contains("\"success\""),
+            "{expr}: {status} {body}"
+        );
+    }
+    drop(prom);
+    stop(side);
+}
+
+#[test]
+fn the_environment_can_name_the_events_file() {
+    let w = World::with_sim(two_zones(), Site::Zone, "");
+    let events = w.dir.path().join("from-env.jsonl");
+    let path = events.display().to_string();
+    let l = w.garm(
+        "ListInstances",
+        &[
+            ("GARM_POOL_ID", POOL),
+            ("EDP_EDGE_CONNECT_METRICS_EVENTS_FILE", &path),
+        ],
+        None,
+    );
+    assert_eq!(l.code, 0, "{}", l.stderr);
+    let text = std::fs::read_to_string(&events).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["ev"].to_string())
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("\"begin\""),
+        "{text}"
+    );
+    assert!(kinds.contains(&"\"listed\"".to_string()), "{text}");
+    assert_eq!(kinds.last().map(String::as_str), Some("\"end\""), "{text}");
+}
+
+/// The Kubernetes component (deploy/kubernetes/metrics) agrees with the kit it patches: the
+/// events file the provider is told is the one the sidecar reads, on a volume GARM's container
+/// mounts at the same path; the snapshot is on GARM's data volume; the image is the one the
+/// kit's `images` gives a tag.
+#[test]
+fn the_kubernetes_metrics_component_fits_the_kit() {
+    use serde_yaml_ng::Value;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let read = |p: &str| -> Value {
+        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join(p)).unwrap()).unwrap()
+    };
+    let (base, patch) = (read("garm-deployment.yaml"), read("metrics/sidecar.yaml"));
+    let named = |v: &Value, list: &str, name: &str| -> Value {
+        v["spec"]["template"]["spec"][list]
+            .as_sequence()
+            .and_then(|l| l.iter().find(|c| c["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {list} {name}"))
+    };
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let events = text(&named(&patch, "containers", "garm")["env"][0]["value"]);
+    assert_eq!(
+        text(&named(&patch, "containers", "garm")["env"][0]["name"]),
+        "EDP_EDGE_CONNECT_METRICS_EVENTS_FILE"
+    );
+    let sidecar = named(&patch, "containers", "provider-metrics");
+    let args: Vec<String> = sidecar["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    let arg = |flag: &str| {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1].clone()
+    };
+    assert_eq!(arg("--events"), events);
+    // Each path is on a volume the sidecar mounts where GARM's container mounts it.
+    let garm = named(&base, "containers", "garm");
+    for (path, volume) in [
+        (events.as_str(), "provider-logs"),
+        (&arg("--snapshot"), "data"),
+    ] {
+        for container in [&garm, &sidecar] {
+            let mount = container["volumeMounts"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == volume)
+                .unwrap_or_else(|| panic!("{volume} is not mounted"));
+            assert!(
+                path.starts_with(&format!("{}/", text(&mount["mountPath"]))),
+                "{path}"
+            );
+        }
+        named(&base, "volumes", volume);
+    }
+    let installer = named(&base, "initContainers", "install-provider");
+    assert_eq!(sidecar["image"], installer["image"]);
+    assert_eq!(
+        text(&sidecar["command"][0]),
+        "/opt/garm/providers.d/garm-provider-edge-connect"
+    );
+}
+
+/// The PromQL of every panel and variable of the Grafana dashboard.
+fn dashboard_queries() -> Vec<String> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/edge-connect-provider.json");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut out: Vec<String> = d["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter())
+        .map(|t| t["expr"].as_str().unwrap().to_string())
+        .collect();
+    out.extend(
+        d["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            // Grafana's `label_values(METRIC, LABEL)`: the metric is the PromQL.
+            .map(|v| {
+                let d = v["definition"].as_str().unwrap();
+                let inner = d.strip_prefix("label_values(").unwrap_or(d);
+                inner.split(',').next().unwrap_or_default().to_string()
+            }),
+    );
+    out
+}
+
+/// Every metric the dashboard draws is one the sidecar serves.
+#[test]
+fn the_dashboard_draws_only_metrics_the_sidecar_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (side, port) = sidecar(&dir.path().join("events.jsonl"));
+    let (_, served) = get(port, "/metrics").unwrap();
+    stop(side);
+    let queries = dashboard_queries();
+    assert!(queries.len() >= 10);
+    for q in &queries {
+        for (i, _) in q.match_indices("edge_connect_provider_") {
+            let name: String = q[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(&name);
+            assert!(
+                served.contains(&format!("# TYPE {base} ")),
+                "the dashboard draws {name}, which the sidecar does not serve"
+            );
+        }
+    }
+}
+
+/// A CRM on the edge holds the AppInst of a runner whose image cannot be pulled: the create's
+/// start failure, the hold the DeleteInstance meets and that delete's reason are counted.
+#[test]
+fn a_crm_hold_and_its_start_failure_are_counted() {
+    let (w, events) = world_with_events(crate::start_failures::crm_waiting(
+        &["Munich"],
+        false,
+        Duration::from_secs(10),
+    ));
+    let r = create_with(
+        &w,
+        "garm-mhold1",
+        Some("registry.example.com/ci/runner:13"),
+        false,
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let d = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-mhold1")],
+        None,
+    );
+    assert_eq!(d.code, 1, "{}", d.stdout);
+    let (side, port) = sidecar(&events);
+    let (_, text) = get(port, "/metrics").unwrap();
+    stop(side);
+    let p = "edge_connect_provider_";
+    for (series, want) in [
+        (format!("{p}crm_hold_seconds_count{{site=\"TelekomOP/Munich\"}}"), 1.0),
+        (format!("{p}start_failures_total{{pool=\"{POOL}\",site=\"TelekomOP/Munich\",reason=\"ImagePullBackOff\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"CreateInstance\",pool=\"{POOL}\",site=\"\",outcome=\"error\",reason=\"ImagePullBackOff\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"DeleteInstance\",pool=\"{POOL}\",site=\"\",outcome=\"error\",reason=\"left_behind\"}}"), 1.0),
+    ] {
+        assert_eq!(sample(&text, &series), Some(want), "{series} in\n{text}");
+    }
+}
+
+/// GARM runs commands at once: their lines never interleave, and every one is whole.
+#[test]
+fn concurrent_commands_write_whole_lines() {
+    let (w, events) = world_with_events(two_zones());
+    let children: Vec<Child> = (0..16)
+        .map(|_| w.spawn_garm("ListInstances", &[("GARM_POOL_ID", POOL)], ""))
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("the provider ends");
+        assert!(out.status.success(), "{out:?}");
+    }
+    let text = std::fs::read_to_string(&events).unwrap();
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    for line in text.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        *kinds
+            .entry(v["ev"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(kinds.get("begin"), Some(&16), "{kinds:?}");
+    assert_eq!(kinds.get("end"), Some(&16), "{kinds:?}");
+    assert_eq!(kinds.get("listed"), Some(&16), "{kinds:?}");
+}
+
+/// The sidecar answers what is not a scrape with a short refusal, and a request head past its
+/// bound with 431, and goes on serving.
+#[test]
+fn the_sidecar_refuses_what_is_not_a_scrape() {
+    let dir = tempfile::tempdir().unwrap();
+    let (side, port) = sidecar(&dir.path().join("events.jsonl"));
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(s, "POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 405 "), "{answer}");
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    // A little more than the sidecar's 8 KiB bound, and no more: it reads all of it before it
+    // answers, so its close does not reset the connection before the answer is read.
+    let mut huge = String::from("GET /metrics HTTP/1.1\r\nX: ");
+    huge.push_str(&"a".repeat(8 * 1024 + 100 - huge.len()));
+    s.write_all(huge.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+    assert_eq!(get(port, "/metrics").unwrap().0, "HTTP/1.1 200 OK");
+    stop(side);
+}
