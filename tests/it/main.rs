@@ -15,6 +15,7 @@ mod fidelity;
 mod garm_errors;
 mod garm_lifecycle;
 mod hardening_client;
+mod helm_chart;
 mod input_bounds;
 mod layers;
 mod logging;
