@@ -9,6 +9,7 @@ mod cli_check;
 mod cli_table;
 mod create_decisions;
 mod deploy_manifests;
+mod docs_facts;
 mod docs_links;
 mod extra_specs_schema;
 mod fidelity;
@@ -27,6 +28,7 @@ mod runner_env_contract;
 /// The fake GARM and stub runners of the entrypoint tests.
 mod runner_harness;
 mod scale;
+mod scale_set_pool_ids;
 mod secrets_scrubbed;
 mod start_failures;
 mod terminal_text;
