@@ -370,6 +370,10 @@ def main() -> int:
            "run: python3 deploy/helm/check_chart.py target/debug/garm-provider-edge-connect --write-schema")
 
     chart = helm.Chart.load(str(CHART))
+    cargo_version = tomllib.loads((REPO / "Cargo.toml").read_text())["package"]["version"]
+    result(chart.metadata.get("appVersion") == f"v{cargo_version}",
+           f"Chart.yaml's appVersion is the provider's version v{cargo_version} (the images' tag)",
+           chart.metadata.get("appVersion"))
     examples = {"default values": {}}
     for path in sorted((CHART / "examples").glob("*.yaml")):
         examples[f"examples/{path.name}"] = yaml.safe_load(path.read_text()) or {}
