@@ -94,6 +94,8 @@ export CONTAINERS_CONF="${work}/containers.conf"
 if ! podman image exists "${RUST_IMAGE}"; then
   echo "== stand-in ${RUST_IMAGE} (mmdebstrap bookworm + rustup-init ${RUST_VERSION})"
   rustup_bin="$(command -v rustup)"
+  # In the hooks, "$1" is mmdebstrap's chroot directory, expanded by mmdebstrap's shell.
+  # shellcheck disable=SC2016
   mmdebstrap --quiet --variant=apt --include=ca-certificates,gcc,libc6-dev \
     --customize-hook="upload ${rustup_bin} /tmp/rustup-init" \
     --customize-hook='chmod 0755 "$1/tmp/rustup-init"' \
