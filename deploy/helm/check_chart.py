@@ -174,6 +174,14 @@ def check_values(chart, provider: str, label: str, values: dict) -> list[dict]:
         result(PROVIDER_PATH not in mounts and not pod.get("initContainers"),
                f"{label}: the provider comes from GARM's image, nothing is mounted over it", sorted(mounts))
 
+    service = find(objs, "Service")
+    for job in [o for o in objs if o["kind"] == "Job"]:
+        job_labels = job["spec"]["template"]["metadata"].get("labels", {}).items()
+        selector = (service or {}).get("spec", {}).get("selector", {}).items()
+        result(not selector <= job_labels,
+               f"{label}: Job/{job['metadata']['name']}'s pod is not selected by the Service (nor the Deployment)",
+               dict(job_labels))
+
     garm_secret = find(objs, "Secret", "garm-config")
     if garm_secret is not None:
         try:
