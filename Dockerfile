@@ -36,6 +36,10 @@ FROM --platform=$BUILDPLATFORM docker.io/library/rust:${RUST_VERSION}-bookworm A
 
 ARG BUILDARCH
 ARG TARGETARCH
+# A release names its tag (--build-arg GARM_PROVIDER_VERSION=v0.2.0): build.rs makes it the
+# version GetVersion prints, and refuses a tag that is not Cargo.toml's version. Unset: the Cargo
+# version. A build argument reaches RUN as an environment variable of the same name.
+ARG GARM_PROVIDER_VERSION=""
 # Debian bookworm's packages (the base tag fixes the release): musl-gcc for a native build, the
 # GNU cross gcc for the other architecture. rustc links musl targets against its own bundled musl
 # CRT and libc (self-contained linking), so a glibc cross gcc serves as the musl linker and as

@@ -7,6 +7,23 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=GARM_PROVIDER_VERSION");
+    let cargo_version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    // A release build names its tag (the release workflow, .ci/release.sh on a tag, the
+    // Dockerfile's build argument): GetVersion prints the tag itself. Without it, the Cargo
+    // version with the commit as build metadata, as before.
+    let tag = std::env::var("GARM_PROVIDER_VERSION")
+        .ok()
+        .filter(|t| !t.is_empty());
+    if let Some(tag) = &tag {
+        if let Err(why) = check_tag(tag, &cargo_version) {
+            panic!("GARM_PROVIDER_VERSION={tag}: {why}");
+        }
+    }
+    println!(
+        "cargo:rustc-env=GARM_PROVIDER_VERSION={}",
+        tag.clone().unwrap_or_else(|| format!("v{cargo_version}"))
+    );
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let commit = commit(&manifest_dir);
     if commit.is_some() {
@@ -30,12 +47,40 @@ fn main() {
     let commit = commit.unwrap_or_default();
     println!("cargo:rustc-env=GARM_PROVIDER_GIT_COMMIT={commit}");
     // Semver build metadata ("+abc1234"): GetVersion stays a valid semver version.
-    let metadata = if commit.is_empty() {
+    let metadata = if commit.is_empty() || tag.is_some() {
         String::new()
     } else {
         format!("+{commit}")
     };
     println!("cargo:rustc-env=GARM_PROVIDER_BUILD_METADATA={metadata}");
+}
+
+/// A release tag: `v`, Cargo.toml's version, and at most a semver pre-release (`v0.2.0`,
+/// `v0.2.0-rc.1`). Another version would make GetVersion disagree with the crate it was built from.
+fn check_tag(tag: &str, cargo_version: &str) -> Result<(), String> {
+    let Some(version) = tag.strip_prefix('v') else {
+        return Err("a release tag starts with v (v1.2.3)".to_string());
+    };
+    let (core, pre) = match version.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (version, None),
+    };
+    if core != cargo_version {
+        return Err(format!(
+            "the tag's version {core} is not Cargo.toml's {cargo_version}: bump Cargo.toml before tagging"
+        ));
+    }
+    let pre_ok = |p: &str| {
+        p.split('.').all(|part| {
+            !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    };
+    if pre.is_some_and(|p| !pre_ok(p)) {
+        return Err(
+            "a pre-release is dot-separated [0-9A-Za-z-] identifiers (v1.2.3-rc.1)".to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// The short commit, if `dir` is the top of a git work tree (not merely inside another

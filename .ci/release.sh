@@ -115,10 +115,17 @@ fi
 version="${describe}"
 echo "== version ${version} (Cargo.toml: ${cargo_version})"
 tag="${describe%-dirty}"
-if [[ ! "${tag}" =~ -[0-9]+-g[0-9a-f]+$ ]] && [ "${tag}" != "v${cargo_version}" ]; then
-  # On a release tag the binary's own version (GetVersion) must be the tag, or the tag lies.
-  echo "tag ${tag} does not match Cargo.toml's version ${cargo_version}" >&2
-  exit 1
+release_tag=""
+if [[ ! "${tag}" =~ -[0-9]+-g[0-9a-f]+$ ]]; then
+  # On a release tag the binary's own version (GetVersion) is the tag: build.rs takes it from
+  # GARM_PROVIDER_VERSION and refuses one whose version is not Cargo.toml's (a pre-release
+  # suffix such as -rc.1 is allowed).
+  if [ "${tag%%-*}" != "v${cargo_version}" ]; then
+    echo "tag ${tag} does not match Cargo.toml's version ${cargo_version}" >&2
+    exit 1
+  fi
+  release_tag="${tag}"
+  export GARM_PROVIDER_VERSION="${release_tag}"
 fi
 if [ "${dirty}" -eq 1 ] && [ "${smoke}" -eq 0 ]; then
   echo "the work tree has uncommitted changes: commit them, or run with --smoke" >&2
@@ -258,9 +265,15 @@ jq -e --arg provider "${PROVIDER}" '
 native="${out}/${PROVIDER}-${version}-linux-${host_arch}"
 if [ -x "${native}" ]; then
   printed="$(env -i GARM_COMMAND=GetVersion "${native}")"
-  # build.rs appends the commit as semver build metadata when built from a checkout.
+  # build.rs appends the commit as semver build metadata when built from a checkout, except
+  # for a release tag, which GetVersion prints as it is.
   commit="$(git rev-parse --short=7 HEAD 2>/dev/null || true)"
-  if [ "${printed}" != "v${cargo_version}" ] && [ "${printed}" != "v${cargo_version}+${commit}" ]; then
+  if [ -n "${release_tag}" ]; then
+    if [ "${printed}" != "${release_tag}" ]; then
+      echo "GetVersion printed '${printed}', expected the release tag ${release_tag}" >&2
+      exit 1
+    fi
+  elif [ "${printed}" != "v${cargo_version}" ] && [ "${printed}" != "v${cargo_version}+${commit}" ]; then
     echo "GetVersion printed '${printed}', expected v${cargo_version} or v${cargo_version}+${commit}" >&2
     exit 1
   fi

@@ -26,11 +26,11 @@ mod provider;
 mod runner_env;
 mod text;
 
-/// The provider's version, as `GetVersion` prints it: `v0.1.0`, with the git commit as semver
-/// build metadata when built from a git checkout (`v0.1.0+abc1234`, still a valid semver
-/// version; see build.rs).
+/// The provider's version, as `GetVersion` prints it: the release tag a release build names in
+/// `GARM_PROVIDER_VERSION` (`v0.1.0`, `v0.2.0-rc.1`); otherwise `v` and Cargo.toml's version,
+/// with the git commit as semver build metadata when built from a git checkout
+/// (`v0.1.0+abc1234`, still a valid semver version; see build.rs).
 pub const VERSION: &str = concat!(
-    "v",
-    env!("CARGO_PKG_VERSION"),
+    env!("GARM_PROVIDER_VERSION"),
     env!("GARM_PROVIDER_BUILD_METADATA")
 );

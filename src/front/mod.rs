@@ -141,8 +141,8 @@ pub fn say(line: &str) {
 /// (`v0.1.0 (abc1234)`), for people; GARM gets [`crate::VERSION`].
 pub fn build_description() -> String {
     match env!("GARM_PROVIDER_GIT_COMMIT") {
-        "" => format!("v{}", env!("CARGO_PKG_VERSION")),
-        commit => format!("v{} ({commit})", env!("CARGO_PKG_VERSION")),
+        "" => env!("GARM_PROVIDER_VERSION").to_string(),
+        commit => format!("{} ({commit})", env!("GARM_PROVIDER_VERSION")),
     }
 }
 

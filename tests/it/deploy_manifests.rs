@@ -634,7 +634,7 @@ fn set_mount_path(m: &mut Manifests, volume: &str, path: &str) {
 }
 
 fn edit_provider_config(m: &mut Manifests, from: &str, to: &str) {
-    let config_map = m.find_mut("ConfigMap", "edge-connect-provider-config");
+    let config_map = m.find_mut("ConfigMap", "garm-edge-connect-provider-config");
     let data = at_mut(config_map, &["data"]).as_mapping_mut().unwrap();
     let (_, text) = data.iter_mut().next().unwrap();
     let edited = text.as_str().unwrap().replace(from, to);
