@@ -135,6 +135,16 @@ if out="$(build --build-arg FORGEJO_RUNNER_SHA256_AMD64="${stand_in_sum}" -t gar
   else
     fail "runner image: user and entrypoint" "${out}"
   fi
+  # The Docker pools' tools (docs/runner-contract.md, "What the example image does with Docker"):
+  # the runner user in group docker with GID 123 (the dind sidecar's socket group), the Docker CLI
+  # and its buildx plugin answering as that user.
+  if out="$(podman run --rm --pull=never --read-only --entrypoint /bin/sh garm-runner-forgejo:ci -c \
+    'id -G | tr " " "\n" | grep -qx 123 && echo gid123; docker --version >/dev/null && echo cli; docker buildx version >/dev/null && echo buildx' 2>&1)" \
+    && [ "${out}" = "$(printf 'gid123\ncli\nbuildx')" ]; then
+    pass "runner image: user 1001 in GID 123, the Docker CLI and buildx answer"
+  else
+    fail "runner image: GID 123, the Docker CLI and buildx" "${out}"
+  fi
 else
   fail "podman build --target forgejo with the stand-in's sha256" "$(tail -n 12 <<<"${out}")"
 fi
