@@ -457,21 +457,28 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
 
 #[test]
 fn the_example_pool_passes_and_garm_hears_a_bad_one_before_it_makes_a_pool() {
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/config/extra-specs.dind.example.json"
-    );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .args(["validate-extra-specs", example])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for example in [
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/extra-specs.dind.example.json"
+        ),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/extra-specs.buildkit.example.json"
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+            .env_clear()
+            .args(["validate-extra-specs", example])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{example}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let w = World::new();
     let specs = crate::input_bounds::base64(r#"{"docker":"dind","job_images":{"x":"ubuntu"}}"#);
     let r = w.garm(
