@@ -5,8 +5,8 @@
 //! Edge Connect keeps a user manifest as sent and its controller and CRM decode JSON as well as
 //! YAML (docs/edge-connect-behaviours.md B25, B26), so no YAML is written. The CRM re-encodes
 //! the objects with client-go's types (B27): only fields those types know are written here.
-//! The contract with the runner image (socket paths, GID 123, the workspace) is in
-//! docs/runner-contract.md, "Docker in the runner's pod".
+//! The contract with the runner image (dind's socket and GID 123, the workspace, buildkitd's
+//! loopback address) is in docs/runner-contract.md, "Docker in the runner's pod".
 
 use std::collections::BTreeMap;
 
@@ -244,11 +244,11 @@ pub struct Pod {
     pub command: Vec<String>,
     /// The runner container's arguments.
     pub args: Vec<String>,
-    /// The daemon's image.
+    /// The sidecar's image (dind's Docker daemon or the rootless BuildKit daemon).
     pub sidecar_image: String,
     /// Names of the runner's environment, overridden with empty values in the sidecar.
     pub runner_env_names: Vec<String>,
-    /// Whether the pod has the Docker daemon sidecar.
+    /// Which sidecar the pod has, if any.
     pub docker: DockerMode,
     /// The runner's and the sidecar's requests and limits, when the pool gives a size.
     pub shares: Option<(Share, Option<Share>)>,

@@ -242,9 +242,10 @@ fn registry_host_error(image: &str) -> Option<String> {
 /// kubernetes `staging/src/k8s.io/pod-security-admission/policy/`: `registry.go` (`EvaluatePod`:
 /// the baseline checks, then at `baseline` the overlapping ones such as
 /// `seccompProfile_baseline`, at `restricted` the restricted ones instead, each group in the
-/// order of its files); `check_appArmorProfile.go` (`appArmorProfile_1_0`: a pod or container
-/// setting a type other than RuntimeDefault or Localhost), `check_privileged.go`,
-/// `check_seccompProfile_baseline.go` (`seccompProfileBaseline_1_19`: the same rule for
+/// order of its files); `check_appArmorProfile.go` (`allowedProfileType` l. 73-81,
+/// `appArmorProfile_1_0` l. 83-141: a pod or container setting a type other than
+/// RuntimeDefault or Localhost), `check_privileged.go`, `check_seccompProfile_baseline.go`
+/// (`validSeccomp` l. 76-79, `seccompProfileBaseline_1_19` l. 122-170: the same rule for
 /// seccomp), `check_allowPrivilegeEscalation.go`, `check_capabilities_restricted.go`,
 /// `check_runAsNonRoot.go`, `check_seccompProfile_restricted.go` (`seccompProfileRestricted_1_19`:
 /// an explicit bad type is named alone; otherwise every container without a profile of its own
