@@ -49,12 +49,15 @@ pub struct ExtraSpecs {
     /// NAME of an environment variable (passed through by GARM) holding the registry password.
     /// The password itself never goes into extra specs: GARM hands them to the runner.
     pub image_pull_password_env: Option<String>,
-    /// `none` (default: the platform generates the runner's pod) or `dind` (a Docker daemon
-    /// sidecar in the runner's pod, written by the provider; needs deployment kubernetes and
-    /// env_delivery env_vars).
+    /// `none` (default: the platform generates the runner's pod), `dind` (a privileged Docker
+    /// daemon sidecar in the runner's pod, written by the provider) or `buildkit` (a rootless
+    /// BuildKit sidecar, for image builds; its seccomp and AppArmor profiles are Unconfined,
+    /// which Pod Security baseline forbids). Both need deployment kubernetes and env_delivery
+    /// env_vars.
     pub docker: Option<crate::pod::DockerMode>,
-    /// The Docker daemon image of a `dind` pool, fully qualified (default: the provider's pinned
-    /// `docker.io/library/docker:<version>-dind`).
+    /// The sidecar's image, fully qualified (default: the provider's pinned
+    /// `docker.io/library/docker:<version>-dind` for `dind`,
+    /// `docker.io/moby/buildkit:<version>-rootless` for `buildkit`).
     pub docker_image: Option<String>,
     /// `dind`: the job image of a runner label (label -> fully qualified image); Forgejo and
     /// Gitea runners register each label as `NAME:docker://IMAGE`.
@@ -201,17 +204,32 @@ impl ExtraSpecs {
                 );
             }
         }
-        if mode == crate::pod::DockerMode::None {
-            for (key, set) in [
-                ("docker_image", self.docker_image.is_some()),
-                ("job_images", !self.job_images.is_empty()),
-                ("default_job_image", self.default_job_image.is_some()),
+        if mode != crate::pod::DockerMode::Dind {
+            // A buildkit pod runs no job containers: its labels stay host labels.
+            for (key, set, needs) in [
+                (
+                    "docker_image",
+                    self.docker_image.is_some() && mode == crate::pod::DockerMode::None,
+                    "docker = \"dind\" or \"buildkit\"",
+                ),
+                (
+                    "job_images",
+                    !self.job_images.is_empty(),
+                    "docker = \"dind\"",
+                ),
+                (
+                    "default_job_image",
+                    self.default_job_image.is_some(),
+                    "docker = \"dind\"",
+                ),
             ] {
                 if set {
-                    return Err(format!("{key}: needs docker = \"dind\""));
+                    return Err(format!("{key}: needs {needs}"));
                 }
             }
-            return Ok(());
+            if mode == crate::pod::DockerMode::None {
+                return Ok(());
+            }
         }
         if container.deployment != crate::config::Deployment::Kubernetes {
             return Err(format!(

@@ -5,8 +5,8 @@
 //! Edge Connect keeps a user manifest as sent and its controller and CRM decode JSON as well as
 //! YAML (docs/edge-connect-behaviours.md B25, B26), so no YAML is written. The CRM re-encodes
 //! the objects with client-go's types (B27): only fields those types know are written here.
-//! The contract with the runner image (socket paths, GID 123, the workspace) is in
-//! docs/runner-contract.md, "Docker in the runner's pod".
+//! The contract with the runner image (dind's socket and GID 123, the workspace, buildkitd's
+//! loopback address) is in docs/runner-contract.md, "Docker in the runner's pod".
 
 use std::collections::BTreeMap;
 
@@ -23,6 +23,9 @@ pub enum DockerMode {
     /// A privileged Docker daemon sidecar: `container:` jobs, services, Docker actions,
     /// `docker build`.
     Dind,
+    /// An unprivileged, rootless BuildKit daemon sidecar: image builds only
+    /// (docs/runner-contract.md, "Docker in the runner's pod").
+    Buildkit,
 }
 
 impl DockerMode {
@@ -31,6 +34,16 @@ impl DockerMode {
         match self {
             DockerMode::None => "none",
             DockerMode::Dind => "dind",
+            DockerMode::Buildkit => "buildkit",
+        }
+    }
+
+    /// The sidecar as messages name it.
+    pub fn sidecar(self) -> &'static str {
+        match self {
+            DockerMode::None => "no sidecar",
+            DockerMode::Dind => "the Docker daemon sidecar",
+            DockerMode::Buildkit => "the BuildKit sidecar",
         }
     }
 }
@@ -67,6 +80,10 @@ const DIND_MIN: Share = Share {
     milli_cpu: 250,
     memory: 512,
 };
+const BUILDKIT_MIN: Share = Share {
+    milli_cpu: 250,
+    memory: 512,
+};
 
 impl Resources {
     /// The pool's vCPUs in thousandths.
@@ -75,8 +92,8 @@ impl Resources {
     }
 
     /// The runner's share and the sidecar's (`None` without one), or why the pool's size does
-    /// not hold them, naming the numbers. A `dind` pod splits the size half and half: the
-    /// runner runs the jobs' host steps, the daemon their containers and builds.
+    /// not hold them, naming the numbers. A pod with a sidecar splits the size half and half:
+    /// the runner runs the jobs' host steps, the daemon their containers or builds.
     pub fn split(&self, mode: DockerMode) -> Result<(Share, Option<Share>), String> {
         if !self.cpu.is_finite() || self.cpu <= 0.0 || self.cpu > 1024.0 {
             return Err(format!(
@@ -104,34 +121,40 @@ impl Resources {
                 }
                 Ok((total, None))
             }
-            DockerMode::Dind => {
+            DockerMode::Dind | DockerMode::Buildkit => {
+                let sidecar_min = if mode == DockerMode::Dind {
+                    DIND_MIN
+                } else {
+                    BUILDKIT_MIN
+                };
                 let runner = Share {
                     milli_cpu: total.milli_cpu / 2,
                     memory: total.memory / 2,
                 };
-                let dind = Share {
+                let sidecar = Share {
                     milli_cpu: total.milli_cpu - runner.milli_cpu,
                     memory: total.memory - runner.memory,
                 };
-                let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(DIND_MIN.milli_cpu);
-                let need_memory = 2 * RUNNER_MIN.memory.max(DIND_MIN.memory);
+                let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(sidecar_min.milli_cpu);
+                let need_memory = 2 * RUNNER_MIN.memory.max(sidecar_min.memory);
                 if runner.milli_cpu < RUNNER_MIN.milli_cpu
-                    || dind.milli_cpu < DIND_MIN.milli_cpu
+                    || sidecar.milli_cpu < sidecar_min.milli_cpu
                     || runner.memory < RUNNER_MIN.memory
-                    || dind.memory < DIND_MIN.memory
+                    || sidecar.memory < sidecar_min.memory
                 {
                     return Err(format!(
-                        "resources: cpu {} and memory {} MB do not fit the runner (at least cpu {}, memory {} MB) and the Docker daemon sidecar (at least cpu {}, memory {} MB), which share the pod half and half: give at least cpu {} and memory {need_memory} MB",
+                        "resources: cpu {} and memory {} MB do not fit the runner (at least cpu {}, memory {} MB) and {} (at least cpu {}, memory {} MB), which share the pod half and half: give at least cpu {} and memory {need_memory} MB",
                         vcpus(total.milli_cpu),
                         total.memory,
                         vcpus(RUNNER_MIN.milli_cpu),
                         RUNNER_MIN.memory,
-                        vcpus(DIND_MIN.milli_cpu),
-                        DIND_MIN.memory,
+                        mode.sidecar(),
+                        vcpus(sidecar_min.milli_cpu),
+                        sidecar_min.memory,
                         vcpus(need_cpu),
                     ));
                 }
-                Ok((runner, Some(dind)))
+                Ok((runner, Some(sidecar)))
             }
         }
     }
@@ -154,6 +177,21 @@ pub const DEFAULT_DIND_IMAGE: &str = "docker.io/library/docker:28.5.2-dind";
 /// The job image of a dind pool's labels that `job_images` does not map: forgejo-runner's own
 /// default for a label without a scheme.
 pub const DEFAULT_JOB_IMAGE: &str = "docker.io/library/node:22-bookworm";
+
+/// The rootless BuildKit image a buildkit pool runs unless it names another: pinned, fully
+/// qualified (moby/buildkit v0.32.2, the newest release tag; its `rootless` stage runs
+/// `rootlesskit buildkitd` as uid/gid 1000: docs/runner-contract.md).
+pub const DEFAULT_BUILDKIT_IMAGE: &str = "docker.io/moby/buildkit:v0.32.2-rootless";
+/// The name of the BuildKit daemon's container in the pod.
+pub const BUILDKIT_CONTAINER: &str = "buildkitd";
+/// Where buildkitd listens: TCP on the pod's loopback, which only the pod's own containers
+/// reach. Not a unix socket: inside rootlesskit's user namespace no group of the runner user
+/// can be given the socket (docs/runner-contract.md, "Docker in the runner's pod").
+pub const BUILDKIT_HOST: &str = "tcp://127.0.0.1:1234";
+/// The rootless image's user and group (moby/buildkit `Dockerfile`, stage `rootless`).
+const BUILDKIT_UID: u32 = 1000;
+/// buildkitd's state: an emptyDir, as the image's VOLUME is not honoured by Kubernetes.
+const BUILDKIT_STATE_DIR: &str = "/home/user/.local/share/buildkit";
 
 /// The name of the Docker daemon's container in the pod.
 pub const DIND_CONTAINER: &str = "dind";
@@ -206,11 +244,11 @@ pub struct Pod {
     pub command: Vec<String>,
     /// The runner container's arguments.
     pub args: Vec<String>,
-    /// The daemon's image.
+    /// The sidecar's image (dind's Docker daemon or the rootless BuildKit daemon).
     pub sidecar_image: String,
     /// Names of the runner's environment, overridden with empty values in the sidecar.
     pub runner_env_names: Vec<String>,
-    /// Whether the pod has the Docker daemon sidecar.
+    /// Which sidecar the pod has, if any.
     pub docker: DockerMode,
     /// The runner's and the sidecar's requests and limits, when the pool gives a size.
     pub shares: Option<(Share, Option<Share>)>,
@@ -228,17 +266,18 @@ impl Pod {
                 name: n.clone(),
                 value: String::new(),
             });
-        let sidecar_env = std::iter::once(EnvVar {
+        let dind_pod = self.docker == DockerMode::Dind;
+        let mut sidecar_env: Vec<EnvVar> = std::iter::once(EnvVar {
             // The image's entrypoint makes TLS certificates for a TCP listener when this is
             // set; the daemon listens on the socket only.
             name: "DOCKER_TLS_CERTDIR".into(),
             value: String::new(),
         })
+        .filter(|_| dind_pod)
         .chain(blank)
         .collect();
         let work = || VolumeMount::new("work", WORKDIR);
         let socket = || VolumeMount::new("dind-socket", DIND_SOCKET_DIR);
-        let dind_pod = self.docker == DockerMode::Dind;
         let runner = Container {
             name: "runner".into(),
             image: self.runner_image.clone(),
@@ -254,6 +293,32 @@ impl Pod {
                 Vec::new()
             },
         };
+        let mut sidecar_resources: Option<ResourceRequirements> =
+            self.shares.and_then(|(_, s)| s).map(Into::into);
+        let buildkitd = Container {
+            name: BUILDKIT_CONTAINER.into(),
+            image: self.sidecar_image.clone(),
+            image_pull_policy: None,
+            command: Vec::new(),
+            // The image's entrypoint is `rootlesskit buildkitd`; these go to buildkitd. No
+            // process sandbox: Kubernetes cannot unmask /proc for a pid namespace of its own.
+            args: vec![
+                "--oci-worker-no-process-sandbox".into(),
+                "--addr".into(),
+                BUILDKIT_HOST.into(),
+            ],
+            env: Vec::new(),
+            resources: None,
+            security_context: Some(SecurityContext {
+                privileged: None,
+                // rootlesskit's unshare and the snapshotters' mount need both.
+                seccomp_profile: Some(Profile::UNCONFINED),
+                app_armor_profile: Some(Profile::UNCONFINED),
+                run_as_user: Some(BUILDKIT_UID),
+                run_as_group: Some(BUILDKIT_UID),
+            }),
+            volume_mounts: vec![VolumeMount::new("buildkit-state", BUILDKIT_STATE_DIR)],
+        };
         let dind = Container {
             name: DIND_CONTAINER.into(),
             image: self.sidecar_image.clone(),
@@ -265,10 +330,11 @@ impl Pod {
                 format!("--host={DIND_DOCKER_HOST}"),
                 format!("--group={DOCKER_GID}"),
             ],
-            env: sidecar_env,
-            resources: self.shares.and_then(|(_, dind)| dind).map(Into::into),
+            env: Vec::new(),
+            resources: None,
             security_context: Some(SecurityContext {
                 privileged: Some(true),
+                ..SecurityContext::default()
             }),
             volume_mounts: vec![
                 work(),
@@ -278,6 +344,25 @@ impl Pod {
                 VolumeMount::new("dind-storage", "/var/lib/docker"),
             ],
         };
+        let (containers, volumes) = match self.docker {
+            DockerMode::None => (vec![runner], Vec::new()),
+            DockerMode::Dind => (
+                vec![runner, dind],
+                vec!["work", "dind-socket", "dind-storage"],
+            ),
+            DockerMode::Buildkit => (vec![runner, buildkitd], vec!["buildkit-state"]),
+        };
+        let containers = containers
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut c)| {
+                if i > 0 {
+                    c.env = std::mem::take(&mut sidecar_env);
+                    c.resources = sidecar_resources.take();
+                }
+                c
+            })
+            .collect();
         let labels = BTreeMap::from([("run".to_string(), self.run.clone())]);
         let deployment = Deployment {
             api_version: "apps/v1",
@@ -297,14 +382,9 @@ impl Pod {
                         labels: Some(labels),
                     },
                     spec: PodSpec {
-                        containers: if dind_pod {
-                            vec![runner, dind]
-                        } else {
-                            vec![runner]
-                        },
-                        volumes: ["work", "dind-socket", "dind-storage"]
+                        containers,
+                        volumes: volumes
                             .into_iter()
-                            .filter(|_| dind_pod)
                             .map(|name| Volume {
                                 name: name.into(),
                                 empty_dir: EmptyDir {},
@@ -418,10 +498,30 @@ struct EnvVar {
     value: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct SecurityContext {
     #[serde(skip_serializing_if = "Option::is_none")]
     privileged: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_as_user: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_as_group: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seccomp_profile: Option<Profile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    app_armor_profile: Option<Profile>,
+}
+
+/// A seccomp or AppArmor profile (`SeccompProfile`, `AppArmorProfile`: the same shape).
+#[derive(Serialize)]
+struct Profile {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Profile {
+    const UNCONFINED: Profile = Profile { kind: "Unconfined" };
 }
 
 #[derive(Serialize)]

@@ -556,12 +556,15 @@ wait_for_docker() {
 # make_buildx_builder: makes a `docker buildx` builder with the remote driver
 # on BUILDKIT_HOST the runner user's default, so that a job's
 # `docker buildx build` goes to the BuildKit sidecar. Creating it does not
-# contact buildkitd; a build does.
+# contact buildkitd; a build does. The provider's sidecar listens on TCP on
+# the pod's loopback (docs/runner-contract.md, "Docker in the runner's pod");
+# a unix:// socket is taken too, for a pod of someone else's.
 readonly BUILDX_BUILDER=garm-buildkit
 make_buildx_builder() {
 	local host=${BUILDKIT_HOST:-} out="$STATE_DIR/buildx.out"
 	STEP="making the buildx builder"
-	[[ -n $host ]] || die "RUNNER_DOCKER=buildkit but BUILDKIT_HOST is not set: the provider sets it to the BuildKit sidecar's socket (unix:///run/buildkit/buildkitd.sock)"
+	[[ -n $host ]] || die "RUNNER_DOCKER=buildkit but BUILDKIT_HOST is not set: the provider sets it to the BuildKit sidecar's address on the pod's loopback (tcp://127.0.0.1:1234)"
+	[[ $host == tcp://?* || $host == unix:///* ]] || die "RUNNER_DOCKER=buildkit needs BUILDKIT_HOST to be a tcp:// address or a unix:// socket, not '$host'"
 	command -v docker >/dev/null || die "RUNNER_DOCKER=buildkit needs the Docker CLI with the buildx plugin in the image, and docker is not installed"
 	log "making the docker buildx builder $BUILDX_BUILDER (remote driver, $host) the default"
 	if ! timeout -k 5 60 docker buildx create --name "$BUILDX_BUILDER" --driver remote --use "$host" </dev/null >"$out" 2>&1; then

@@ -46,6 +46,12 @@ impl Provider {
             deployment == Deployment::Docker,
         );
         let docker = specs.docker.unwrap_or_default();
+        if docker == DockerMode::Buildkit {
+            // docs/runner-contract.md, "Docker in the runner's pod".
+            env.plain.insert(ENV_DOCKER.into(), docker.as_str().into());
+            env.plain
+                .insert("BUILDKIT_HOST".into(), pod::BUILDKIT_HOST.into());
+        }
         if docker == DockerMode::Dind {
             // docs/runner-contract.md, "Docker in the runner's pod".
             let plain = &mut env.plain;
@@ -123,10 +129,13 @@ impl Provider {
                         .iter()
                         .map(|a| a.trim().to_string())
                         .collect(),
-                    sidecar_image: specs
-                        .docker_image
-                        .clone()
-                        .unwrap_or_else(|| pod::DEFAULT_DIND_IMAGE.into()),
+                    sidecar_image: specs.docker_image.clone().unwrap_or_else(|| {
+                        if docker == DockerMode::Buildkit {
+                            pod::DEFAULT_BUILDKIT_IMAGE.into()
+                        } else {
+                            pod::DEFAULT_DIND_IMAGE.into()
+                        }
+                    }),
                     runner_env_names: env.plain.keys().chain(secret.keys()).cloned().collect(),
                     docker,
                     shares,

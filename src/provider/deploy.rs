@@ -633,39 +633,55 @@ fn out_of_memory(memory: Option<u64>, site: &Placement) -> String {
     }
 }
 
-/// The message for the Docker daemon sidecar of a `dind` pool (`crate::pod`) that does not
+/// The message for the sidecar of a `dind` or `buildkit` pool (`crate::pod`) that does not
 /// start, named as the runner's container is; `None` for any other container.
 fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<String> {
-    (container == crate::pod::DIND_CONTAINER).then(|| {
-        let on = site_name(site);
-        match appinst_start::problem(reason) {
-            StartProblem::Image => format!(
-                "the Docker daemon sidecar (container {container}) cannot pull its image on {on} ({reason}): check extra_specs.docker_image, or the site's access to docker.io"
-            ),
-            _ => format!(
-                "the Docker daemon sidecar (container {container}) does not start on {on} ({reason}): it needs a privileged container; check extra_specs.docker_image, or use docker = \"none\" on this site"
-            ),
-        }
+    let (sidecar, needs) = match container {
+        crate::pod::DIND_CONTAINER => ("the Docker daemon sidecar", "a privileged container"),
+        crate::pod::BUILDKIT_CONTAINER => (
+            "the BuildKit sidecar",
+            "unconfined seccomp and AppArmor profiles and user namespaces on the node",
+        ),
+        _ => return None,
+    };
+    let on = site_name(site);
+    Some(match appinst_start::problem(reason) {
+        StartProblem::Image => format!(
+            "{sidecar} (container {container}) cannot pull its image on {on} ({reason}): check extra_specs.docker_image, or the site's access to docker.io"
+        ),
+        _ => format!(
+            "{sidecar} (container {container}) does not start on {on} ({reason}): it needs {needs}; check extra_specs.docker_image, or use docker = \"none\" on this site"
+        ),
     })
 }
 
 /// A create the site's admission refused because the pod asks for privileges its Pod Security
 /// level forbids: the CRM saw no pod and ended with the ReplicaSet's message
-/// (docs/edge-connect-behaviours.md B30, B31). Names the site, the policy and what runs there.
+/// (docs/edge-connect-behaviours.md B30, B31). Names the site, the policy and what runs there:
+/// `baseline` admits neither sidecar (dind's privileged container, buildkit's Unconfined
+/// profiles) but a pool without Docker; `restricted` admits no runner pod of ours.
 fn privileged_refused(message: &str, site: &Placement) -> Option<String> {
     let (_, rest) = message.split_once("violates PodSecurity \"")?;
     let policy = rest.split('"').next().unwrap_or_default();
     let on = site_name(site);
     let detail = rest.split_once("\": ").map_or("", |(_, d)| d);
-    if detail.starts_with("privileged") {
-        Some(format!(
-            "{on} forbids privileged pods (Pod Security \"{policy}\": {detail}): the Docker daemon sidecar of docker = \"dind\" cannot run there; use docker = \"none\" for this site's pools, or another site"
-        ))
+    let what = if detail.contains("privileged (") {
+        "privileged pods"
+    } else if detail.contains("\"Unconfined\"") {
+        "Unconfined seccomp and AppArmor profiles"
     } else {
-        Some(format!(
+        return Some(format!(
             "{on} refused the runner's pod (Pod Security \"{policy}\": {detail}): the site's policy admits no pod of this pool; ask its operator, or list another site"
-        ))
-    }
+        ));
+    };
+    let instead = if policy.starts_with("baseline") {
+        "use docker = \"none\" for this site's pools, or another site"
+    } else {
+        "this policy refuses a runner without Docker too; list another site"
+    };
+    Some(format!(
+        "{on} forbids {what} (Pod Security \"{policy}\": {detail}): neither docker = \"dind\" nor docker = \"buildkit\" can run there; {instead}"
+    ))
 }
 
 /// A start failure as a metrics label: kubelet's reason when the client knows it, else the

@@ -169,6 +169,176 @@ fn a_dind_pool_stores_exactly_its_pod() {
     assert_eq!(dind["HTTPS_PROXY"], secrets["HTTPS_PROXY"]);
 }
 
+#[test]
+fn a_buildkit_pool_stores_exactly_its_pod() {
+    let w = World::new();
+    let r = create_with(&w, "garm-bk1", json!({"docker": "buildkit"}));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["status"], "running");
+    // The runner's environment of a buildkit pool: BUILDKIT_HOST instead of dind's variables.
+    let blank: Vec<Value> = std::iter::once("BUILDKIT_HOST")
+        .chain(BLANKED.into_iter().filter(|n| {
+            ![
+                "DOCKER_HOST",
+                "RUNNER_DEFAULT_JOB_IMAGE",
+                "RUNNER_JOB_IMAGES",
+            ]
+            .contains(n)
+        }))
+        .map(|n| json!({"name": n, "value": ""}))
+        .collect();
+    assert_eq!(
+        manifest(&w, "garm-bk1"),
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "garm-bk11-deployment"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"run": "garm-bk11"}},
+                "template": {
+                    "metadata": {"labels": {"run": "garm-bk11"}},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "runner",
+                                "image": "registry.example.com/ci/gitea-runner:0.3.0",
+                                "imagePullPolicy": "Always"
+                            },
+                            {
+                                "name": "buildkitd",
+                                "image": "docker.io/moby/buildkit:v0.32.2-rootless",
+                                "args": ["--oci-worker-no-process-sandbox", "--addr", "tcp://127.0.0.1:1234"],
+                                "env": blank,
+                                "securityContext": {
+                                    "runAsUser": 1000,
+                                    "runAsGroup": 1000,
+                                    "seccompProfile": {"type": "Unconfined"},
+                                    "appArmorProfile": {"type": "Unconfined"}
+                                },
+                                "volumeMounts": [
+                                    {"name": "buildkit-state", "mountPath": "/home/user/.local/share/buildkit"}
+                                ]
+                            }
+                        ],
+                        "volumes": [{"name": "buildkit-state", "emptyDir": {}}]
+                    }
+                }
+            }
+        })
+    );
+    let app = w.app("garm-bk1");
+    let env = &app["env_vars"];
+    assert_eq!(env["RUNNER_DOCKER"], "buildkit");
+    assert_eq!(env["BUILDKIT_HOST"], "tcp://127.0.0.1:1234");
+    for absent in [
+        "DOCKER_HOST",
+        "RUNNER_DEFAULT_JOB_IMAGE",
+        "RUNNER_JOB_IMAGES",
+    ] {
+        assert!(env.get(absent).is_none(), "{absent}: {app}");
+    }
+    // What each container gets: the runner its whole environment, the sidecar only the proxy.
+    let rows = w.sim.containers();
+    let pod = rows
+        .iter()
+        .find(|r| r["name"] == "garm-bk1")
+        .and_then(|r| r["pod"].as_array())
+        .expect("the pod's containers");
+    assert_eq!(pod[1]["name"], "buildkitd");
+    assert_eq!(pod[0]["env"]["BUILDKIT_HOST"], "tcp://127.0.0.1:1234");
+    let secrets = app["secret_env_vars"].as_object().expect("secrets").clone();
+    for (name, value) in pod[1]["env"].as_object().expect("env") {
+        let proxy = name.to_ascii_uppercase().ends_with("_PROXY");
+        assert_eq!(value == "", !proxy, "{name}={value}");
+    }
+    assert_eq!(pod[1]["env"]["HTTPS_PROXY"], secrets["HTTPS_PROXY"]);
+
+    // With a size, the runner and buildkitd share the pod half and half; the sidecar's image
+    // may be another, fully qualified one.
+    let r = create_with(
+        &w,
+        "garm-bk2",
+        json!({"docker": "buildkit", "docker_image": "registry.example.com/mirror/buildkit:v0.32.2-rootless", "resources": {"cpu": 2, "memory": 4096}}),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let pod = manifest(&w, "garm-bk2");
+    let containers = &pod["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers[0]["resources"], quantities("1000m", "2048Mi"));
+    assert_eq!(containers[1]["resources"], quantities("1000m", "2048Mi"));
+    assert_eq!(
+        containers[1]["image"],
+        "registry.example.com/mirror/buildkit:v0.32.2-rootless"
+    );
+    let mut without = containers.clone();
+    for c in without.as_array_mut().expect("containers") {
+        c.as_object_mut().expect("container").remove("resources");
+    }
+    let first = manifest(&w, "garm-bk1");
+    let mut expected = first["spec"]["template"]["spec"]["containers"].clone();
+    expected[1]["image"] = containers[1]["image"].clone();
+    assert_eq!(without, expected);
+    assert_eq!(w.app_inst_names(), ["garm-bk1", "garm-bk2"]);
+    let r = create_with(
+        &w,
+        "garm-bk3",
+        json!({"docker": "buildkit", "resources": {"cpu": 1, "memory": 1000}}),
+    );
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (1, "invalid extra_specs: resources: cpu 1 and memory 1000 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the BuildKit sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB")
+    );
+}
+
+#[test]
+fn a_site_with_pod_security_refuses_a_buildkit_pool_by_name_and_keeps_nothing() {
+    for (level, line) in [
+        (
+            PodSecurity::Baseline,
+            r#"TelekomOP/Munich forbids Unconfined seccomp and AppArmor profiles (Pod Security "baseline:latest": forbidden AppArmor profile (container "buildkitd" must not set AppArmor profile type to "Unconfined"), seccompProfile (container "buildkitd" must not set securityContext.seccompProfile.type to "Unconfined")): neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#,
+        ),
+        (
+            PodSecurity::Restricted,
+            r#"TelekomOP/Munich forbids Unconfined seccomp and AppArmor profiles (Pod Security "restricted:latest": forbidden AppArmor profile (container "buildkitd" must not set AppArmor profile type to "Unconfined"), allowPrivilegeEscalation != false (containers "runner", "buildkitd" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (containers "runner", "buildkitd" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or containers "runner", "buildkitd" must set securityContext.runAsNonRoot=true), seccompProfile (container "buildkitd" must not set securityContext.seccompProfile.type to "Unconfined")): neither docker = "dind" nor docker = "buildkit" can run there; this policy refuses a runner without Docker too; list another site"#,
+        ),
+    ] {
+        let w = munich(|s| {
+            s.pod_security = level;
+            s.crm_on_edge = false;
+        });
+        let r = create_with(&w, "garm-bk4", json!({"docker": "buildkit"}));
+        assert_eq!((r.code, r.stderr.trim()), (1, line));
+        assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+        assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    }
+}
+
+#[test]
+fn garm_hears_whether_a_buildkit_pool_is_valid_before_it_makes_the_pool() {
+    let w = World::new();
+    let validate = |specs: &str| {
+        w.garm(
+            "ValidatePoolInfo",
+            &[
+                ("GARM_INTERFACE_VERSION", "v0.1.1"),
+                ("GARM_POOL_EXTRASPECS", &crate::input_bounds::base64(specs)),
+            ],
+            None,
+        )
+    };
+    let r = validate(r#"{"docker":"buildkit","resources":{"cpu":2,"memory":4096,"disk":20}}"#);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = validate(r#"{"docker":"buildkit","docker_image":"moby/buildkit:rootless"}"#);
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (
+            1,
+            "invalid extra_specs: docker_image: `moby/buildkit:rootless` does not name its registry; Edge Connect needs every image of the pod fully qualified (docker.io/library/...)"
+        )
+    );
+    assert_eq!(w.calls("CreateApp"), 0);
+}
+
 /// The Munich site with these settings.
 fn munich(settings: impl FnOnce(&mut CloudletSettings)) -> World {
     let mut site = CloudletSettings::new("TelekomOP", "Munich");
@@ -193,7 +363,7 @@ fn a_site_that_forbids_privileged_pods_refuses_a_dind_pool_by_name_and_keeps_not
     assert_eq!(r.code, 1);
     assert_eq!(
         r.stderr.trim(),
-        r#"TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): the Docker daemon sidecar of docker = "dind" cannot run there; use docker = "none" for this site's pools, or another site"#
+        r#"TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#
     );
     assert!(w.app_names().is_empty(), "{:?}", w.app_names());
     assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
@@ -227,6 +397,18 @@ fn a_sidecar_that_cannot_start_is_named_and_nothing_is_left() {
     );
     assert!(w.app_names().is_empty(), "{:?}", w.app_names());
     assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    let r = create_with(
+        &w,
+        "garm-bk5",
+        json!({"docker": "buildkit", "docker_image": "docker.io/library/docker:28.5.2-dind"}),
+    );
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr.trim(),
+        "the BuildKit sidecar (container buildkitd) cannot pull its image on TelekomOP/Munich (ImagePullBackOff): check extra_specs.docker_image, or the site's access to docker.io"
+    );
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
 }
 
 #[test]
@@ -250,8 +432,20 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
             r#"invalid extra_specs: default_job_image: needs docker = "dind""#,
         ),
         (
-            json!({"docker": "buildkit"}),
-            "invalid extra_specs: docker: unknown variant `buildkit`, expected `none` or `dind`",
+            json!({"docker": "bake"}),
+            "invalid extra_specs: docker: unknown variant `bake`, expected one of `none`, `dind`, `buildkit`",
+        ),
+        (
+            json!({"docker": "buildkit", "job_images": {"x": "docker.io/library/ubuntu:24.04"}}),
+            r#"invalid extra_specs: job_images: needs docker = "dind""#,
+        ),
+        (
+            json!({"docker_image": "docker.io/moby/buildkit:v0.32.2-rootless"}),
+            r#"invalid extra_specs: docker_image: needs docker = "dind" or "buildkit""#,
+        ),
+        (
+            json!({"docker": "buildkit", "env_delivery": "envvars_yaml"}),
+            r#"invalid extra_specs: docker: "buildkit" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)"#,
         ),
     ] {
         let r = create_with(&w, "garm-bad1", specs.clone());
@@ -263,21 +457,28 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
 
 #[test]
 fn the_example_pool_passes_and_garm_hears_a_bad_one_before_it_makes_a_pool() {
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/config/extra-specs.dind.example.json"
-    );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .args(["validate-extra-specs", example])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for example in [
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/extra-specs.dind.example.json"
+        ),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/extra-specs.buildkit.example.json"
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+            .env_clear()
+            .args(["validate-extra-specs", example])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{example}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let w = World::new();
     let specs = crate::input_bounds::base64(r#"{"docker":"dind","job_images":{"x":"ubuntu"}}"#);
     let r = w.garm(
@@ -376,7 +577,46 @@ fn check_deploy_test_proves_a_dind_pools_pod_on_each_site() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.lines().any(|l| l
-            == r#"✗ deploy test zone TelekomOP/Munich: TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): the Docker daemon sidecar of docker = "dind" cannot run there; use docker = "none" for this site's pools, or another site"#),
+            == r#"✗ deploy test zone TelekomOP/Munich: TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with(&format!(
+            "✓ deploy test zone TelekomOP/Berlin: {image} runs there (CreateInstance "
+        ))),
+        "{stdout}"
+    );
+    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+}
+
+#[test]
+fn check_deploy_test_proves_a_buildkit_pools_pod_on_each_site() {
+    let mut config = two_zones();
+    config.cloudlet_settings = vec![CloudletSettings {
+        pod_security: PodSecurity::Baseline,
+        crm_on_edge: false,
+        ..CloudletSettings::new("TelekomOP", "Munich")
+    }];
+    let w = World::with_sim(config, Site::Zone, "");
+    let specs = w.dir.path().join("buildkit.json");
+    std::fs::write(
+        &specs,
+        r#"{"docker":"buildkit","zones":[{"organization":"TelekomOP","name":"Munich"},{"organization":"TelekomOP","name":"Berlin"}]}"#,
+    )
+    .unwrap();
+    let image = "registry.example.com/ci/runner:13";
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .args(["--config", &w.config.display().to_string(), "check"])
+        .args(["--extra-specs", &specs.display().to_string()])
+        .args(["--image", image, "--deploy-test"])
+        .env_clear()
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l
+            == r#"✗ deploy test zone TelekomOP/Munich: TelekomOP/Munich forbids Unconfined seccomp and AppArmor profiles (Pod Security "baseline:latest": forbidden AppArmor profile (container "buildkitd" must not set AppArmor profile type to "Unconfined"), seccompProfile (container "buildkitd" must not set securityContext.seccompProfile.type to "Unconfined")): neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#),
         "{stdout}"
     );
     assert!(

@@ -1628,7 +1628,7 @@ entrypoint_test!(
             w.sandbox.install_github_stubs();
             w.sandbox.install_docker_stub();
             w.set("RUNNER_DOCKER", "buildkit");
-            w.set("BUILDKIT_HOST", "unix:///run/buildkit/buildkitd.sock");
+            w.set("BUILDKIT_HOST", "tcp://127.0.0.1:1234");
 
             w.run_stayed_up().await;
 
@@ -1642,7 +1642,7 @@ entrypoint_test!(
                     "--driver",
                     "remote",
                     "--use",
-                    "unix:///run/buildkit/buildkitd.sock",
+                    "tcp://127.0.0.1:1234",
                 ]),
                 "{forge:?}"
             );
@@ -1668,16 +1668,26 @@ entrypoint_test!(
 );
 
 entrypoint_test!(buildkit_builder_failures_are_reported, async {
-    for (missing_host, expected) in [
+    for (host, expected) in [
         (
-            false,
+            Some("tcp://127.0.0.1:1234"),
+            "could not make the docker buildx builder on tcp://127.0.0.1:1234: \
+             ERROR: failed to find driver \"remote\"",
+        ),
+        (
+            Some("unix:///run/buildkit/buildkitd.sock"),
             "could not make the docker buildx builder on unix:///run/buildkit/buildkitd.sock: \
              ERROR: failed to find driver \"remote\"",
         ),
         (
-            true,
+            None,
             "RUNNER_DOCKER=buildkit but BUILDKIT_HOST is not set: the provider sets it to the \
-             BuildKit sidecar's socket (unix:///run/buildkit/buildkitd.sock)",
+             BuildKit sidecar's address on the pod's loopback (tcp://127.0.0.1:1234)",
+        ),
+        (
+            Some("127.0.0.1:1234"),
+            "RUNNER_DOCKER=buildkit needs BUILDKIT_HOST to be a tcp:// address or a unix:// \
+             socket, not '127.0.0.1:1234'",
         ),
     ] {
         let mut w = World::new(Forge::Forgejo, Behaviour::default()).await;
@@ -1685,8 +1695,8 @@ entrypoint_test!(buildkit_builder_failures_are_reported, async {
         w.sandbox.install_docker_stub();
         std::fs::write(w.sandbox.log.join("docker.mode"), "fail").unwrap();
         w.set("RUNNER_DOCKER", "buildkit");
-        if !missing_host {
-            w.set("BUILDKIT_HOST", "unix:///run/buildkit/buildkitd.sock");
+        if let Some(host) = host {
+            w.set("BUILDKIT_HOST", host);
         }
 
         let run = w.run().await;

@@ -138,10 +138,11 @@ pub enum PodSecurity {
     /// Everything is admitted (what a cluster without a level enforces).
     #[default]
     Privileged,
-    /// No privileged container (among others the simulator does not check).
+    /// No privileged container and no seccomp or AppArmor profile other than RuntimeDefault
+    /// or Localhost (among others the simulator does not check: host namespaces, hostPath, ...).
     Baseline,
     /// Baseline, and every container non-root, without privilege escalation, all
-    /// capabilities dropped, a seccomp profile.
+    /// capabilities dropped, a seccomp profile RuntimeDefault or Localhost.
     Restricted,
 }
 

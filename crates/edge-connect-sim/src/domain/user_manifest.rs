@@ -117,7 +117,12 @@ pub(crate) struct PodContainer {
     pub no_privilege_escalation: bool,
     pub drops_all: bool,
     pub run_as_non_root: bool,
-    pub seccomp_set: bool,
+    /// `securityContext.seccompProfile.type` of the container, and of the pod.
+    pub seccomp: Option<String>,
+    pub pod_seccomp: Option<String>,
+    /// `securityContext.appArmorProfile.type` of the container, and of the pod.
+    pub app_armor: Option<String>,
+    pub pod_app_armor: Option<String>,
 }
 
 /// The pod of a manifest's first Deployment: its name (the CRM watches the pods labelled
@@ -164,10 +169,10 @@ pub(crate) fn pod_of(manifest: &str) -> Result<(String, Vec<PodContainer>), Stri
                     .as_array()
                     .is_some_and(|d| d.iter().any(|x| x == "ALL")),
                 run_as_non_root: either("runAsNonRoot") == true,
-                seccomp_set: matches!(
-                    either("seccompProfile")["type"].as_str(),
-                    Some("RuntimeDefault" | "Localhost")
-                ),
+                seccomp: profile(&sc["seccompProfile"]),
+                pod_seccomp: profile(&pod_security["seccompProfile"]),
+                app_armor: profile(&sc["appArmorProfile"]),
+                pod_app_armor: profile(&pod_security["appArmorProfile"]),
             }
         })
         .collect();
@@ -177,6 +182,17 @@ pub(crate) fn pod_of(manifest: &str) -> Result<(String, Vec<PodContainer>), Stri
         }
     }
     Ok((name, containers))
+}
+
+fn profile(v: &Value) -> Option<String> {
+    v["type"].as_str().map(str::to_string)
+}
+
+/// The profile types Pod Security admits where a seccomp or AppArmor profile is set
+/// (kubernetes `staging/src/k8s.io/pod-security-admission/policy/check_seccompProfile_baseline.go`
+/// `validSeccomp`, `check_appArmorProfile.go` `allowedProfileType`).
+fn admitted_profile(t: &str) -> bool {
+    t == "RuntimeDefault" || t == "Localhost"
 }
 
 /// The environment each container of an App's own manifest gets (docs/edge-connect-behaviours.md
@@ -222,10 +238,18 @@ fn registry_host_error(image: &str) -> Option<String> {
 
 /// What the site's Pod Security admission says to the ReplicaSet's pod, as the ReplicaSet's
 /// `ReplicaFailure` condition carries it (kubernetes `pkg/controller/replicaset/replica_set.go`,
-/// the pod's `generateName` in the message; the checks and their words:
-/// `staging/src/k8s.io/pod-security-admission/policy/check_privileged.go`,
-/// `check_allowPrivilegeEscalation.go`, `check_capabilities_restricted.go`,
-/// `check_runAsNonRoot.go`, `check_seccompProfile_restricted.go`). `None` when it admits it.
+/// the pod's `generateName` in the message). The checks, their order and their words, in
+/// kubernetes `staging/src/k8s.io/pod-security-admission/policy/`: `registry.go` (`EvaluatePod`:
+/// the baseline checks, then at `baseline` the overlapping ones such as
+/// `seccompProfile_baseline`, at `restricted` the restricted ones instead, each group in the
+/// order of its files); `check_appArmorProfile.go` (`allowedProfileType` l. 73-81,
+/// `appArmorProfile_1_0` l. 83-141: a pod or container setting a type other than
+/// RuntimeDefault or Localhost), `check_privileged.go`, `check_seccompProfile_baseline.go`
+/// (`validSeccomp` l. 76-79, `seccompProfileBaseline_1_19` l. 122-170: the same rule for
+/// seccomp), `check_allowPrivilegeEscalation.go`, `check_capabilities_restricted.go`,
+/// `check_runAsNonRoot.go`, `check_seccompProfile_restricted.go` (`seccompProfileRestricted_1_19`:
+/// an explicit bad type is named alone; otherwise every container without a profile of its own
+/// under a pod without one). `None` when it admits the pod.
 pub(crate) fn admission(
     level: PodSecurity,
     replicaset: &str,
@@ -236,13 +260,20 @@ pub(crate) fn admission(
         PodSecurity::Baseline => "baseline",
         PodSecurity::Restricted => "restricted",
     };
+    let quoted = |which: &[&str]| -> String {
+        which
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let named = |which: Vec<&str>| -> String {
-        let quoted: Vec<String> = which.iter().map(|n| format!("\"{n}\"")).collect();
-        if which.len() == 1 {
-            format!("container {}", quoted[0])
+        let noun = if which.len() == 1 {
+            "container"
         } else {
-            format!("containers {}", quoted.join(", "))
-        }
+            "containers"
+        };
+        format!("{noun} {}", quoted(&which))
     };
     let those = |test: &dyn Fn(&PodContainer) -> bool| -> Vec<&str> {
         containers
@@ -251,7 +282,44 @@ pub(crate) fn admission(
             .map(|c| c.name.as_str())
             .collect()
     };
+    // The pod and the containers that set a profile type Pod Security does not admit, and the
+    // types they set.
+    let bad_profiles = |own: &dyn Fn(&PodContainer) -> &Option<String>,
+                        pod: &dyn Fn(&PodContainer) -> &Option<String>|
+     -> Option<(String, Vec<String>)> {
+        let mut setters = Vec::new();
+        let mut values = std::collections::BTreeSet::new();
+        if let Some(t) = containers.first().and_then(|c| pod(c).as_deref()) {
+            if !admitted_profile(t) {
+                setters.push("pod".to_string());
+                values.insert(t.to_string());
+            }
+        }
+        let which = those(&|c| own(c).as_deref().is_some_and(|t| !admitted_profile(t)));
+        values.extend(
+            containers
+                .iter()
+                .filter_map(|c| own(c).clone())
+                .filter(|t| !admitted_profile(t)),
+        );
+        if !which.is_empty() {
+            setters.push(named(which));
+        }
+        (!setters.is_empty()).then(|| (setters.join(" and "), values.into_iter().collect()))
+    };
     let mut violations = Vec::new();
+    if let Some((setters, values)) = bad_profiles(&|c| &c.app_armor, &|c| &c.pod_app_armor) {
+        let reason = if values.len() == 1 {
+            "forbidden AppArmor profile"
+        } else {
+            "forbidden AppArmor profiles"
+        };
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        violations.push(format!(
+            "{reason} ({setters} must not set AppArmor profile type to {})",
+            quoted(&values)
+        ));
+    }
     let privileged = those(&|c| c.privileged);
     if !privileged.is_empty() {
         violations.push(format!(
@@ -259,10 +327,20 @@ pub(crate) fn admission(
             named(privileged)
         ));
     }
-    if level == PodSecurity::Restricted {
+    let bad_seccomp =
+        bad_profiles(&|c| &c.seccomp, &|c| &c.pod_seccomp).map(|(setters, values)| {
+            let values: Vec<&str> = values.iter().map(String::as_str).collect();
+            format!(
+                "seccompProfile ({setters} must not set securityContext.seccompProfile.type to {})",
+                quoted(&values)
+            )
+        });
+    if level == PodSecurity::Baseline {
+        violations.extend(bad_seccomp);
+    } else {
         // (what, which containers fail it, what they must set, whether the pod may set it).
         type Rule<'a> = (&'a str, &'a dyn Fn(&PodContainer) -> bool, &'a str, bool);
-        let rules: [Rule; 4] = [
+        let rules: [Rule; 3] = [
             (
                 "allowPrivilegeEscalation != false",
                 &|c| !c.no_privilege_escalation,
@@ -281,12 +359,6 @@ pub(crate) fn admission(
                 "securityContext.runAsNonRoot=true",
                 true,
             ),
-            (
-                "seccompProfile",
-                &|c| !c.seccomp_set,
-                "securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"",
-                true,
-            ),
         ];
         for (what, fails, must, pod_level) in rules {
             let which = those(fails);
@@ -299,6 +371,19 @@ pub(crate) fn admission(
                 };
                 violations.push(format!("{what} ({subject} must set {must})"));
             }
+        }
+        let pod_profile = containers
+            .first()
+            .and_then(|c| c.pod_seccomp.as_deref())
+            .is_some_and(admitted_profile);
+        let without = those(&|c| c.seccomp.is_none() && !pod_profile);
+        if bad_seccomp.is_some() {
+            violations.extend(bad_seccomp);
+        } else if !without.is_empty() {
+            violations.push(format!(
+                "seccompProfile (pod or {} must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")",
+                named(without)
+            ));
         }
     }
     if violations.is_empty() {
@@ -373,5 +458,43 @@ mod tests {
             restricted.contains("runAsNonRoot != true (pod or containers \"runner\", \"dind\" must set securityContext.runAsNonRoot=true)"),
             "{restricted}"
         );
+    }
+
+    #[test]
+    fn unconfined_profiles_are_refused_from_baseline_on_and_named_alone_in_restricted() {
+        let runner = PodContainer {
+            name: "runner".into(),
+            ..Default::default()
+        };
+        let buildkitd = PodContainer {
+            name: "buildkitd".into(),
+            seccomp: Some("Unconfined".into()),
+            app_armor: Some("Unconfined".into()),
+            ..Default::default()
+        };
+        let pod = [runner.clone(), buildkitd];
+        assert_eq!(
+            admission(PodSecurity::Baseline, "rs", &pod).unwrap(),
+            "pods \"rs-\" is forbidden: violates PodSecurity \"baseline:latest\": forbidden AppArmor profile (container \"buildkitd\" must not set AppArmor profile type to \"Unconfined\"), seccompProfile (container \"buildkitd\" must not set securityContext.seccompProfile.type to \"Unconfined\")"
+        );
+        assert_eq!(
+            admission(PodSecurity::Restricted, "rs", &pod).unwrap(),
+            "pods \"rs-\" is forbidden: violates PodSecurity \"restricted:latest\": forbidden AppArmor profile (container \"buildkitd\" must not set AppArmor profile type to \"Unconfined\"), allowPrivilegeEscalation != false (containers \"runner\", \"buildkitd\" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (containers \"runner\", \"buildkitd\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod or containers \"runner\", \"buildkitd\" must set securityContext.runAsNonRoot=true), seccompProfile (container \"buildkitd\" must not set securityContext.seccompProfile.type to \"Unconfined\")"
+        );
+        // A pod-level profile is named as the pod's; RuntimeDefault passes.
+        let pod_level = PodContainer {
+            pod_seccomp: Some("Unconfined".into()),
+            ..runner.clone()
+        };
+        assert_eq!(
+            admission(PodSecurity::Baseline, "rs", &[pod_level]).unwrap(),
+            "pods \"rs-\" is forbidden: violates PodSecurity \"baseline:latest\": seccompProfile (pod must not set securityContext.seccompProfile.type to \"Unconfined\")"
+        );
+        let confined = PodContainer {
+            seccomp: Some("RuntimeDefault".into()),
+            app_armor: Some("Localhost".into()),
+            ..runner
+        };
+        assert_eq!(admission(PodSecurity::Baseline, "rs", &[confined]), None);
     }
 }
