@@ -9,9 +9,15 @@ For the default values and each example in garm-provider-edge-connect/examples/:
   - the rendered provider config read by the provider binary itself (PROVIDER
     validate-extra-specs --config, which loads and validates the config without any network);
   - GARM's rendered config.toml: its [[provider]] names the paths the pod mounts.
+With metrics.enabled (examples/metrics.yaml, and examples/installer.yaml with it set): the
+provider-metrics sidecar runs the provider's own binary from the image it comes from, on the
+events file GARM's container names, behind the Service and the optional ServiceMonitor, and the
+dashboard's ConfigMap holds dashboards/edge-connect-provider.json. A ServiceMonitor is not
+checked against its CRD's schema (no offline copy): it prints UNCHECKED.
 Then: values the schema must refuse, a rendered config the provider must refuse, the provider
 part of values.schema.json equal to `PROVIDER schema config`, and the chart's objects equal to
-deploy/kubernetes/ (kubectl kustomize) where they overlap.
+deploy/kubernetes/ (kubectl kustomize) where they overlap, without and with the metrics
+component (as its kustomization.yaml's `components: [metrics]` enables it).
 
 Usage: check_chart.py PROVIDER_BINARY [--write-schema]
 One line per check, then "N passed, M failed"; exit 1 if any failed.
@@ -23,6 +29,7 @@ import copy
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +46,12 @@ KUBE_VERSION = "1.33.0"
 PROVIDER_PATH = "/opt/garm/providers.d/garm-provider-edge-connect"
 PROVIDER_CONFIG_PATH = "/etc/garm/edge-connect-provider-config.toml"
 CREDENTIALS_PATH = "/etc/garm-creds/credentials.toml"
+# What deploy/kubernetes/metrics/ adds (docs/operations.md, "Metrics").
+EVENTS_ENV = "EDP_EDGE_CONNECT_METRICS_EVENTS_FILE"
+METRICS_PORT = 9464
+DASHBOARD = CHART / "dashboards" / "edge-connect-provider.json"
+# Kinds of CRDs, whose schemas kubernetes-validate does not ship.
+CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 
 passed = 0
 failed = 0
@@ -130,6 +143,9 @@ def check_values(chart, provider: str, label: str, values: dict) -> list[dict]:
     objs = objects(manifests)
     result(bool(objs), f"{label}: helm template renders {len(objs)} objects")
     for o in objs:
+        if (o["apiVersion"], o["kind"]) in CRD_KINDS:
+            print(f"UNCHECKED {label}: {o['kind']}/{o['metadata']['name']}: no offline schema of the {o['apiVersion']} CRD")
+            continue
         what = f"{label}: {o['kind']}/{o['metadata']['name']} is a valid {o['apiVersion']} {o['kind']} (Kubernetes {KUBE_VERSION})"
         try:
             kubernetes_validate.validate(o, KUBE_VERSION, strict=True)
@@ -199,7 +215,85 @@ def check_values(chart, provider: str, label: str, values: dict) -> list[dict]:
                    f"{label}: GARM's [[provider]] has the mounted paths, interface_version and environment_variables", got)
         except (tomllib.TOMLDecodeError, KeyError, IndexError) as e:
             result(False, f"{label}: GARM's config.toml is TOML with one [[provider]]", e)
+    check_metrics(label, values, objs, pod)
     return objs
+
+
+def check_metrics(label: str, values: dict, objs: list[dict], pod: dict) -> None:
+    """What metrics.enabled adds, and that nothing of it is there without."""
+    metrics = values.get("metrics", {})
+    containers = {c["name"]: c for c in pod.get("containers", [])}
+    sidecar = containers.get("provider-metrics")
+    service = find(objs, "Service", "garm-provider-metrics")
+    monitor = find(objs, "ServiceMonitor")
+    dashboard = find(objs, "ConfigMap", "garm-provider-dashboard")
+    if not metrics.get("enabled"):
+        result(sidecar is None and service is None and monitor is None and dashboard is None
+               and "env" not in containers.get("garm", {}),
+               f"{label}: without metrics.enabled no sidecar, events file, Service, ServiceMonitor or dashboard")
+        return
+    garm = containers.get("garm", {})
+    env = {e["name"]: e.get("value") for e in garm.get("env", [])}
+    events = env.get(EVENTS_ENV)
+    if not result(sidecar is not None and events is not None,
+                  f"{label}: GARM's container names the events file in {EVENTS_ENV} and the sidecar runs", env):
+        return
+    args = sidecar.get("args", [])
+
+    def arg(flag: str):
+        return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
+
+    result(sidecar.get("command") == [PROVIDER_PATH] and args[:2] == ["metrics", "serve"]
+           and arg("--events") == events and arg("--listen") == f"0.0.0.0:{METRICS_PORT}",
+           f"{label}: the sidecar runs `{PROVIDER_PATH} metrics serve` on GARM's events file, listening on {METRICS_PORT}",
+           [sidecar.get("command"), args])
+    # The provider's binary comes from the installer image or GARM's; the sidecar's from the same.
+    delivery = values.get("provider", {}).get("delivery", "image")
+    source = (pod.get("initContainers") or [{}])[0] if delivery == "installer" else garm
+    result(sidecar.get("image") == source.get("image") and sidecar.get("imagePullPolicy") == source.get("imagePullPolicy"),
+           f"{label}: the sidecar's image is the one the provider comes from ({delivery})",
+           [sidecar.get("image"), source.get("image")])
+    # Each path on a volume both containers mount at the same place.
+    for path, volume in ((events, "provider-logs"), (arg("--snapshot") or "", "data")):
+        where = [next((m["mountPath"] for m in c.get("volumeMounts", []) if m["name"] == volume), None)
+                 for c in (garm, sidecar)]
+        result(where[0] is not None and where[0] == where[1] and path.startswith(where[0] + "/"),
+               f"{label}: {path} is on the volume {volume}, mounted alike in GARM's container and the sidecar", where)
+    probe = sidecar.get("readinessProbe", {}).get("httpGet", {})
+    ports = {p["name"]: p["containerPort"] for p in sidecar.get("ports", [])}
+    result(probe.get("path") == "/metrics" and ports.get(probe.get("port")) == METRICS_PORT,
+           f"{label}: the sidecar is ready when /metrics answers on {METRICS_PORT}", [probe, ports])
+    context = sidecar.get("securityContext", {})
+    result(context.get("readOnlyRootFilesystem") is True and context.get("allowPrivilegeEscalation") is False
+           and context.get("capabilities", {}).get("drop") == ["ALL"],
+           f"{label}: the sidecar's root filesystem is read-only, without capabilities or privilege escalation", context)
+    pod_labels = find(objs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    if result(service is not None, f"{label}: the Service garm-provider-metrics"):
+        port = service["spec"]["ports"][0]
+        result(service["spec"]["selector"].items() <= pod_labels.items()
+               and port["port"] == METRICS_PORT and port["targetPort"] == "metrics",
+               f"{label}: the Service selects GARM's pod and sends {METRICS_PORT} to the sidecar's port", service["spec"])
+    if not metrics.get("serviceMonitor", {}).get("enabled"):
+        result(monitor is None, f"{label}: no ServiceMonitor unless metrics.serviceMonitor.enabled")
+    elif result(monitor is not None, f"{label}: the ServiceMonitor") and service is not None:
+        endpoint = monitor["spec"]["endpoints"][0]
+        result(monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+               and endpoint["port"] == service["spec"]["ports"][0]["name"] and endpoint["path"] == "/metrics",
+               f"{label}: the ServiceMonitor selects the metrics Service and its port by name",
+               [monitor["spec"], service["metadata"]["labels"]])
+        # Only this Service: GARM's own has other ports.
+        garm_service = find(objs, "Service", "garm")
+        result(not monitor["spec"]["selector"]["matchLabels"].items() <= garm_service["metadata"]["labels"].items(),
+               f"{label}: the ServiceMonitor does not select GARM's own Service")
+    if not metrics.get("dashboard", {}).get("enabled"):
+        result(dashboard is None, f"{label}: no dashboard ConfigMap unless metrics.dashboard.enabled")
+    elif result(dashboard is not None, f"{label}: the dashboard's ConfigMap"):
+        data = dashboard["data"].get("edge-connect-provider.json", "")
+        wanted = metrics.get("dashboard", {}).get("labels", {"grafana_dashboard": "1"})
+        result(json.loads(data) == json.loads(DASHBOARD.read_text())
+               and wanted.items() <= dashboard["metadata"]["labels"].items(),
+               f"{label}: the dashboard's ConfigMap holds {DASHBOARD.relative_to(CHART)} and carries the sidecar's label {wanted}",
+               dashboard["metadata"]["labels"])
 
 
 def check_refusals(chart, provider: str) -> None:
@@ -227,6 +321,9 @@ def check_refusals(chart, provider: str) -> None:
         ("init.enabled", True),
         ("persistence.size", "lots"),
         ("service.port", 0),
+        ("metrics.enabled", "yes"),
+        ("metrics.serviceMonitor.interval", "often"),
+        ("metrics.dashboard.labels", {"grafana_dashboard": 1}),
     ]
     for path, value in refused_by_schema:
         values = deep(path, value)
@@ -256,6 +353,38 @@ def check_refusals(chart, provider: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             ok, message = validate_provider_config(provider, config_map["data"]["edge-connect-provider-config.toml"], pathlib.Path(tmp))
         result(not ok and expected in message, f"the provider refuses the rendered config with {label}", message)
+
+    # A template's refusal: the events file's variable would not reach the provider.
+    try:
+        chart.render({"metrics": {"enabled": True}, "provider": {"environmentVariables": ["EDP_OTHER_"]}},
+                     name="garm", namespace="garm", is_install=True)
+        result(False, "the chart refuses metrics.enabled without the EDP_EDGE_CONNECT_ prefix", "rendered")
+    except helm.HelmError as e:
+        result("keep EDP_EDGE_CONNECT_" in str(e),
+               "the chart refuses metrics.enabled without the EDP_EDGE_CONNECT_ prefix", e)
+
+
+def dashboard_provisionable() -> None:
+    """Grafana's import prompt fills __inputs; a dashboard loaded from a ConfigMap gets none, so
+    every ${...} data source must be a variable of the dashboard itself (grafana/grafana#10786)."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    variables = {v["name"] for v in dashboard.get("templating", {}).get("list", []) if v.get("type") == "datasource"}
+
+    def sources(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("datasource"), dict):
+                yield node["datasource"].get("uid", "")
+            for v in node.values():
+                yield from sources(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from sources(v)
+
+    used = list(sources(dashboard))
+    bad = sorted({u for u in used if u.removeprefix("${").removesuffix("}") not in variables})
+    result("__inputs" not in dashboard and used and not bad,
+           "the dashboard's data source is its own variable (it works loaded from a ConfigMap)",
+           f"__inputs: {'__inputs' in dashboard}, unknown data sources: {bad}")
 
 
 def every_key_covered(schema: dict, examples: dict[str, dict]) -> None:
@@ -307,15 +436,26 @@ def differences(a, b, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: kustomize={json.dumps(a)[:120]} helm={json.dumps(b)[:120]}"]
 
 
-def kustomize_parity(objs: list[dict]) -> None:
-    """The chart's objects for examples/installer.yaml equal deploy/kubernetes/'s, for a release
-    garm in the namespace garm, except for what only labels and Helm add."""
-    try:
-        out = subprocess.run(["kubectl", "kustomize", str(KUSTOMIZE)], capture_output=True, text=True, timeout=120)
-    except FileNotFoundError:
-        result(False, "kubectl kustomize deploy/kubernetes", "kubectl is not installed")
-        return
-    if not result(out.returncode == 0, "kubectl kustomize deploy/kubernetes", out.stderr):
+def kustomize_parity(objs: list[dict], components: list[str]) -> None:
+    """The chart's objects for examples/installer.yaml (with metrics.enabled: plus the component
+    metrics) equal deploy/kubernetes/'s, for a release garm in the namespace garm, except for what
+    only labels and Helm add."""
+    kit_label = "deploy/kubernetes" + "".join(f" + component {c}" for c in components)
+    with tempfile.TemporaryDirectory() as tmp:
+        # The kit as a user enables a component: in its own kustomization.yaml, so that its
+        # namespace and images apply to what the component adds.
+        root = pathlib.Path(tmp) / "kubernetes"
+        shutil.copytree(KUSTOMIZE, root)
+        kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
+        if components:
+            kustomization["components"] = components
+        (root / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+        try:
+            out = subprocess.run(["kubectl", "kustomize", str(root)], capture_output=True, text=True, timeout=120)
+        except FileNotFoundError:
+            result(False, f"kubectl kustomize {kit_label}", "kubectl is not installed")
+            return
+    if not result(out.returncode == 0, f"kubectl kustomize {kit_label}", out.stderr):
         return
     kit = [o for o in yaml.safe_load_all(out.stdout) if o and o["kind"] != "Namespace"]
 
@@ -323,6 +463,8 @@ def kustomize_parity(objs: list[dict]) -> None:
         o = copy.deepcopy(o)
         meta = o["metadata"]
         o["metadata"] = {"name": meta["name"]}
+        if meta.get("annotations"):
+            o["metadata"]["annotations"] = meta["annotations"]
         for key in ("data", "stringData"):
             for file, text in (o.get(key) or {}).items():
                 if file.endswith(".toml"):
@@ -339,21 +481,21 @@ def kustomize_parity(objs: list[dict]) -> None:
         kind, name = mine["kind"], mine["metadata"]["name"]
         theirs = find(objs, kind, name)
         if theirs is None:
-            result(False, f"kustomize parity: {kind}/{name}", "the chart renders no such object")
+            result(False, f"kustomize parity ({kit_label}): {kind}/{name}", "the chart renders no such object")
             continue
         a, b = normal(mine), normal(theirs)
         if kind == "PersistentVolumeClaim":
             b["metadata"] = a["metadata"]
         same = a == b
         detail = "" if same else "; ".join(differences(a, b))
-        result(same, f"kustomize parity: {kind}/{name} is the same object in both kits", detail)
+        result(same, f"kustomize parity ({kit_label}): {kind}/{name} is the same object in both kits", detail)
     # The selector still selects the kit's pods: the chart's selector labels include the kit's.
     deployment = find(objs, "Deployment", "garm")
     kit_deployment = find(kit, "Deployment", "garm")
     if deployment and kit_deployment:
         kit_labels = kit_deployment["spec"]["selector"]["matchLabels"].items()
         result(kit_labels <= deployment["spec"]["template"]["metadata"]["labels"].items(),
-               "kustomize parity: the chart's pods carry the kit's selector labels")
+               f"kustomize parity ({kit_label}): the chart's pods carry the kit's selector labels")
 
 
 def main() -> int:
@@ -385,12 +527,16 @@ def main() -> int:
     examples = {"default values": {}}
     for path in sorted((CHART / "examples").glob("*.yaml")):
         examples[f"examples/{path.name}"] = yaml.safe_load(path.read_text()) or {}
+    installer_metrics = "examples/installer.yaml + metrics.enabled"
+    examples[installer_metrics] = {**examples["examples/installer.yaml"], "metrics": {"enabled": True}}
     rendered = {}
     for label, values in examples.items():
         rendered[label] = check_values(chart, provider, label, values)
     every_key_covered(wanted, {"defaults": chart.values, **examples})
     check_refusals(chart, provider)
-    kustomize_parity(rendered.get("examples/installer.yaml", []))
+    dashboard_provisionable()
+    kustomize_parity(rendered.get("examples/installer.yaml", []), [])
+    kustomize_parity(rendered.get(installer_metrics, []), ["metrics"])
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

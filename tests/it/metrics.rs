@@ -443,8 +443,8 @@ fn the_kubernetes_metrics_component_fits_the_kit() {
 
 /// The PromQL of every panel and variable of the Grafana dashboard.
 fn dashboard_queries() -> Vec<String> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/edge-connect-provider.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/helm/garm-provider-edge-connect/dashboards/edge-connect-provider.json");
     let d: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut out: Vec<String> = d["panels"]
@@ -459,6 +459,8 @@ fn dashboard_queries() -> Vec<String> {
             .as_array()
             .unwrap()
             .iter()
+            // The data source selector holds no PromQL.
+            .filter(|v| v["type"] != "datasource")
             // Grafana's `label_values(METRIC, LABEL)`: the metric is the PromQL.
             .map(|v| {
                 let d = v["definition"].as_str().unwrap();
