@@ -224,6 +224,43 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
 }
 
 #[test]
+fn a_controller_that_keeps_streaming_ends_by_the_command_deadline() {
+    // Apps arrive as fast as the connection takes them: every read finds a piece waiting, so
+    // only a deadline checked before each read can end the command. Another controller's Apps
+    // (filtered out, nothing kept) and ours (kept up to the bound) alike.
+    let foreign = owned_app_line().replace(CONTROLLER, "another-controller");
+    for (what, line) in [("foreign", foreign), ("ours", owned_app_line())] {
+        let server = Fake::start(move |p, _| match p {
+            "/api/v1/auth/ctrl/ShowApp" => vec![
+                head("200 OK", ""),
+                Step::Forever(line.repeat(100).into_bytes()),
+            ],
+            p => empty_controller(p),
+        });
+        let s = Setup::new(
+            &server.url(),
+            "request_timeout_secs = 1
+operation_timeout_secs = 2
+",
+        );
+        // The watchdog of `garm` (60 s) fails the test if the process outlives it.
+        let r = s.garm("ListInstances", &[]);
+        assert_eq!(r.code, 1, "{what}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{what}");
+        let line = one_line(&r);
+        // Ours may instead fill what one command keeps first; either way the command ended.
+        let bound = what == "ours" && line.ends_with("not read further");
+        assert!(
+            bound
+                || line.contains(
+                    "the command's deadline (edge_connect.operation_timeout_secs) was reached"
+                ),
+            "{what}: {line}"
+        );
+    }
+}
+
+#[test]
 fn endless_bodies_fail_fast_and_hold_nothing() {
     let endless_error = Fake::start(|p, _| match p {
         p if p.starts_with(CTRL) => vec![

@@ -41,14 +41,23 @@ impl Wait {
         future: impl std::future::Future<Output = T>,
     ) -> Result<T, ApiError> {
         let (budget, is_deadline) = self.budget();
-        tokio::time::timeout(budget, future).await.map_err(|_| {
+        let ran_out = || {
             let message = if is_deadline {
                 format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}")
             } else {
                 format!("no {what} within edge_connect.request_timeout_secs")
             };
             ApiError::transport(rpc, message)
-        })
+        };
+        // tokio's timeout polls the future before its timer: with no time left, a server that
+        // always has the next piece ready would never be stopped. So a passed deadline ends the
+        // wait before anything is polled (docs/reliability.md: every call ends by the deadline).
+        if budget.is_zero() {
+            return Err(ran_out());
+        }
+        tokio::time::timeout(budget, future)
+            .await
+            .map_err(|_| ran_out())
     }
 }
 
