@@ -134,7 +134,7 @@ pub fn run() -> u8 {
         Err(e) if stdout_gone(&e) => 0,
         Err(e) => {
             // One line whatever the message holds (a server's text, an echoed argument).
-            say(&format!("error: {}", crate::text::one_line(&e.to_string())));
+            say(&format!("error: {e}"));
             super::exit_code(&e)
         }
     }

@@ -59,7 +59,7 @@ pub fn run() -> u8 {
 fn fault(message: &str) {
     // Scrubbed before it is cut, so that no secret is left half-shown at the cut.
     let message = super::scrubber().scrub(message);
-    super::say(&crate::text::echo_max(&message, MAX_FAULT_CHARS));
+    super::say(&crate::text::echo_max(message.trim_end(), MAX_FAULT_CHARS));
 }
 
 /// Runs the command and prints its answer; `log` receives the log guard once logging is set up.

@@ -602,6 +602,52 @@ fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
     assert_eq!(endless.count("/api/v1/auth/ctrl/ShowApp"), 1);
 }
 
+/// A server that places the password in what it answers about a runner (the AppInst's `uri`,
+/// its site's name, the App's `RUNNER_OS_TYPE`): GARM's JSON, the CLI's table and its JSON show
+/// `***` there, like every other writer.
+#[test]
+fn a_password_the_server_places_in_a_runners_fields_is_masked_on_stdout() {
+    let server = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => {
+            show_answer(owned_app_line().replace("\"linux\"", &format!("\"{PASSWORD}\"")))
+        }
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(
+            app_inst_line(OUR_APP_KEY, "Ready", "")
+                .replace("\"Munich\"", &format!("\"Munich-{PASSWORD}\""))
+                .replace(
+                    "\"state\"",
+                    &format!("\"uri\":\"{PASSWORD}.edge.example\",\"state\""),
+                ),
+        ),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), "");
+    let person = |args: &[&str]| -> support::Run {
+        Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+            .env_clear()
+            .arg("--config")
+            .arg(&s.config)
+            .args(["--controller-id", CONTROLLER])
+            .args(args)
+            .output()
+            .expect("the CLI runs")
+            .into()
+    };
+    let runs = [
+        s.garm("GetInstance", &[]),
+        s.garm("ListInstances", &[]),
+        person(&["list"]),
+        person(&["get", RUNNER, "--format", "json"]),
+        person(&["list", "--format", "json"]),
+    ];
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("***"), "{}", r.stdout);
+        assert!(!r.stdout.contains(PASSWORD), "{}", r.stdout);
+    }
+    s.assert_no_secrets(&runs.iter().collect::<Vec<_>>());
+}
+
 #[test]
 fn a_show_answer_cut_inside_its_last_line_is_never_a_short_list() {
     // First answer: our App, then the first 60 bytes of the next line and a clean end of the
