@@ -236,10 +236,18 @@ fn execute(cli: Cli) -> Result<(), Error> {
     // Kept to the end: dropping the log guard flushes the log file.
     let crate::pipeline::Session {
         config,
-        log: _log,
+        log,
         deadline,
         scrubber,
+        retired,
     } = crate::pipeline::open(&config_path, super::scrubber())?;
+    // Not only in the log: a person reads stderr. (Without a log file, logging's own warning
+    // already went there.)
+    if log.file {
+        for warning in &retired {
+            say(&format!("warning: {warning}"));
+        }
+    }
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));

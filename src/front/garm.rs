@@ -70,7 +70,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     }
     let scrubber = super::scrubber();
     let session = crate::pipeline::open(Path::new(&env.config_file), scrubber)?;
-    let log_file = log.insert(session.log).file.is_some();
+    let log_file = log.insert(session.log).file;
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::{OwnedRunner, Provider};
+use crate::config::Placement;
 use crate::garm::{Address, InstanceStatus, ProviderInstance};
 use edge_connect::models::AppInst;
 use edge_connect::AppInstState;
@@ -114,7 +115,22 @@ impl Provider {
                 i.created_at,
                 Some(i.uri).filter(|u| !u.is_empty()),
             ),
-            None => Default::default(),
+            // A stopped runner: its App records where it runs when started, and it has no
+            // AppInst to have a state or an age.
+            None => {
+                let sites: Vec<String> = runner
+                    .vars
+                    .placements()
+                    .iter()
+                    .map(|p| match p {
+                        Placement::Zone(k) | Placement::Cloudlet(k) => {
+                            format!("{}/{}", k.organization, k.name)
+                        }
+                    })
+                    .collect();
+                let state = "no AppInst (stopped)".to_string();
+                (sites.join(","), state, String::new(), None)
+            }
         };
         let instance = ProviderInstance {
             provider_id: runner.key.name,

@@ -12,6 +12,7 @@ mod deploy_manifests;
 mod docs_links;
 mod extra_specs_schema;
 mod fidelity;
+mod first_run;
 mod garm_errors;
 mod garm_lifecycle;
 mod hardening_client;
