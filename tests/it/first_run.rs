@@ -133,3 +133,67 @@ fn an_unknown_garm_command_lists_the_commands() {
         r.stderr
     );
 }
+
+/// docs/operations.md shows GARM mode as `env -i` commands: run as written (the config, the
+/// binary and the password put in), they create, list and delete a runner.
+#[test]
+fn garm_mode_as_the_docs_show_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/operations.md")).expect("operations.md");
+    let section = docs
+        .split("\n## ")
+        .find(|s| s.starts_with("GARM mode"))
+        .expect("the GARM mode section");
+    let mut commands = Vec::new();
+    for block in section.split("```sh\n").skip(1) {
+        let block = block.split("```").next().unwrap_or_default();
+        let joined = block.replace("\\\n", " ");
+        commands.extend(
+            joined
+                .lines()
+                .filter(|l| l.trim_start().starts_with("env -i"))
+                .map(String::from),
+        );
+    }
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let w = World::new();
+    let run = |command: &str| -> Run {
+        let command = command
+            .replace(
+                "/etc/garm/edge-connect-provider-config.toml",
+                &w.config.display().to_string(),
+            )
+            .replace(
+                "/opt/garm/providers.d/garm-provider-edge-connect",
+                env!("CARGO_BIN_EXE_garm-provider-edge-connect"),
+            )
+            .replace("'…'", crate::support::PASSWORD);
+        std::process::Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(root)
+            .output()
+            .expect("sh runs")
+            .into()
+    };
+    let created = run(&commands[0]);
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let instance = created.json();
+    assert_eq!(instance["name"], "garm-7hq2kx0d3mzt", "{}", created.stdout);
+    assert_eq!(instance["status"], "running");
+    let listed = run(&commands[1]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(
+        listed.json()[0]["name"],
+        "garm-7hq2kx0d3mzt",
+        "{}",
+        listed.stdout
+    );
+    let deleted = run(&commands[2]);
+    assert_eq!(
+        (deleted.code, deleted.stdout.as_str()),
+        (0, ""),
+        "{}",
+        deleted.stderr
+    );
+    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
+}
