@@ -362,13 +362,21 @@ mod tests {
         );
         assert_eq!(
             describe_serde("unknown field `surprise`, expected one of `a`, `b`", false),
-            "unknown field `surprise`, expected one of `a`, `b`"
+            "unknown field `surprise` (allowed here: `a`, `b`)"
+        );
+        // The nearest allowed name, and every one of them (serde_json's position dropped).
+        assert_eq!(
+            describe_serde(
+                "unknown field `Flavour`, expected one of `flavor`, `zones`, `env` at line 1 column 10",
+                false
+            ),
+            "unknown field `Flavour`; did you mean `flavor`? (allowed here: `flavor`, `zones`, `env`)"
         );
         let long = "k".repeat(100_000);
         assert_eq!(
             describe_serde(&format!("unknown field `{long}`, expected `flavor`"), false),
             format!(
-                "unknown field `{}… (100000 bytes in all)`, expected `flavor`",
+                "unknown field `{}… (100000 bytes in all)` (allowed here: `flavor`)",
                 "k".repeat(64)
             )
         );
