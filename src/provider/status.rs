@@ -115,8 +115,8 @@ impl Provider {
                 i.created_at,
                 Some(i.uri).filter(|u| !u.is_empty()),
             ),
-            // A stopped runner: its App records where it runs when started, and it has no
-            // AppInst to have a state or an age.
+            // A stopped runner: its App records where it runs when started; with no AppInst
+            // it has no state (which `check` reads as "only the App is left") and no age.
             None => {
                 let sites: Vec<String> = runner
                     .vars
@@ -128,8 +128,7 @@ impl Provider {
                         }
                     })
                     .collect();
-                let state = "no AppInst (stopped)".to_string();
-                (sites.join(","), state, String::new(), None)
+                (sites.join(","), String::new(), String::new(), None)
             }
         };
         let instance = ProviderInstance {
