@@ -27,9 +27,6 @@ use edge_connect::Scrubber;
 
 use crate::config::{Config, LogFormat, LogLevel};
 
-/// Lines the background writer may queue before a log call waits for it.
-const LOG_QUEUE_LINES: usize = 256;
-
 /// Set by GARM mode before logging starts: no log event may reach stderr.
 static STDERR_RESERVED: AtomicBool = AtomicBool::new(false);
 
@@ -39,11 +36,11 @@ pub fn reserve_stderr() {
     STDERR_RESERVED.store(true, Ordering::Relaxed);
 }
 
-/// Keeps the log writer alive; dropping it flushes pending lines.
+/// Where logging went.
 pub struct LogGuard {
-    /// The log file's writer, when events go to the file (not to stderr, where the front door
-    /// already prints the one-line error).
-    pub file: Option<tracing_appender::non_blocking::WorkerGuard>,
+    /// Whether events go to the log file (not to stderr, where the front door already prints
+    /// the one-line error).
+    pub file: bool,
     /// Why the configured log file is not in use, if it is not: GARM mode folds this into its
     /// one error line instead of printing a second line. Boxed: the guard travels in the front
     /// door's error values, which should stay small.
@@ -92,15 +89,17 @@ pub fn init(config: &Config, scrubber: Scrubber) -> LogGuard {
     let (level, format) = (config.log_level, config.log_format);
     let warning = match config.log_file.as_deref().map(|p| (p, open_append(p))) {
         Some((_, Ok(f))) => {
-            // The default queue pre-allocates 128,000 lines (about 4 MB touched per process); a
-            // provider command writes a few dozen, and GARM runs many processes at once.
-            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-                .buffered_lines_limit(LOG_QUEUE_LINES)
-                .lossy(false)
-                .finish(Cleaned { out: f, scrubber });
-            install(level, format, writer);
+            // Written by the thread that logs, one `write` per event, before the call returns:
+            // a background writer's queue is flushed at exit for at most a second, so under load
+            // the last lines of a command (the ones that say why it failed) were lost, and its
+            // shutdown notice went to stdout, which is GARM's.
+            install(
+                level,
+                format,
+                std::sync::Mutex::new(Cleaned { out: f, scrubber }),
+            );
             return LogGuard {
-                file: Some(guard),
+                file: true,
                 warning: None,
             };
         }
@@ -121,7 +120,7 @@ pub fn init(config: &Config, scrubber: Scrubber) -> LogGuard {
         }
     }
     LogGuard {
-        file: None,
+        file: false,
         warning: warning.map(String::into_boxed_str),
     }
 }

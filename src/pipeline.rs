@@ -30,6 +30,9 @@ pub struct Session {
     pub deadline: Deadline,
     /// The command's scrubber, the log writer's: [`run`] gives it the command's secrets.
     pub scrubber: Scrubber,
+    /// One warning per retired key the config holds: logged, and each front door shows it on
+    /// stderr as well (the CLI as a line of its own, GARM mode in a failure's one line).
+    pub retired: Vec<String>,
 }
 
 /// The secrets of what a command was asked to do, which [`run`] cannot find by itself, and the
@@ -88,7 +91,8 @@ pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
     let deadline = Deadline::after(Duration::from_secs(
         config.edge_connect.operation_timeout_secs,
     ));
-    let log = crate::logging::init(&config, scrubber.clone());
+    let mut log = crate::logging::init(&config, scrubber.clone());
+    let mut retired = Vec::new();
     // The variable lets a deployment add the metrics sidecar without editing the config file
     // (deploy/kubernetes/metrics); GARM passes it on with the EDP_EDGE_CONNECT_ prefix.
     let events = std::env::var_os(crate::metrics::EVENTS_FILE_VARIABLE)
@@ -98,16 +102,22 @@ pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
         crate::metrics::install(events);
     }
     for (key, why) in config.retired_keys() {
-        tracing::warn!(
-            key,
-            "{key} is retired and ignored ({why}); remove it from the config"
-        );
+        let warning = format!("{key} is retired and ignored ({why}); remove it from the config");
+        tracing::warn!(key, "{warning}");
+        retired.push(warning);
+    }
+    // GARM shows stderr only for a failure, as one line: the warnings join it there.
+    if !retired.is_empty() {
+        let earlier = log.warning.take().map(String::from);
+        let all = earlier.into_iter().chain(retired.iter().cloned());
+        log.warning = Some(all.collect::<Vec<_>>().join("; ").into_boxed_str());
     }
     Ok(Session {
         config,
         log,
         deadline,
         scrubber: scrubber.clone(),
+        retired,
     })
 }
 

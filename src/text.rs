@@ -128,6 +128,9 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
         "lone leading surrogate",
         "recursion limit",
     ];
+    if let Some(line) = unknown_name(message) {
+        return line;
+    }
     if known.iter().any(|k| message.starts_with(k)) {
         // `unknown field `x`` and `unknown variant `x`` echo the given name: never a secret,
         // but still input: each quoted name is cut like any echo, and the whole line bounded.
@@ -145,6 +148,63 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
         return echo_max(&pieces.join("`"), 300);
     }
     "a value of the wrong form".to_string()
+}
+
+/// serde's `unknown field `x`, expected one of `a`, `b`` (or `unknown variant`): the name given
+/// (echoed, it is input), the nearest allowed name when one is close (`did you mean`), and every
+/// allowed name. Those are ours and few, so the list is never cut: a cut could hide the right one.
+fn unknown_name(message: &str) -> Option<String> {
+    let (kind, rest) = ["unknown field `", "unknown variant `"]
+        .into_iter()
+        .find_map(|k| Some((k.trim_end_matches(" `"), message.strip_prefix(k)?)))?;
+    let (given, rest) = rest.split_once('`')?;
+    // serde_json ends its messages with where it was in the text.
+    let rest = rest.rsplit_once(" at line ").map_or(rest, |(r, _)| r);
+    let allowed: Vec<&str> = match rest.split_once("expected one of ") {
+        Some((_, list)) => list.split(", ").map(|n| n.trim_matches('`')).collect(),
+        None => rest
+            .split_once("expected `")
+            .map(|(_, n)| vec![n.trim_end_matches('`')])
+            .unwrap_or_default(),
+    };
+    let mut line = format!("{kind} `{}`", echo(given));
+    let nearest = allowed
+        .iter()
+        .map(|name| {
+            (
+                edit_distance(&given.to_lowercase(), &name.to_lowercase()),
+                *name,
+            )
+        })
+        .min();
+    if let Some((distance, name)) = nearest {
+        if distance <= (name.chars().count() / 3).max(2) {
+            line.push_str(&format!("; did you mean `{name}`?"));
+        }
+    }
+    if !allowed.is_empty() {
+        let all: Vec<String> = allowed.iter().map(|n| format!("`{n}`")).collect();
+        line.push_str(&format!(" (allowed here: {})", all.join(", ")));
+    }
+    Some(line)
+}
+
+/// Levenshtein distance by characters (names are short: a row of costs suffices).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// `what` prefixed with the key it is about (`edge_connect.request_timeout_secs: ...`), as
@@ -302,13 +362,21 @@ mod tests {
         );
         assert_eq!(
             describe_serde("unknown field `surprise`, expected one of `a`, `b`", false),
-            "unknown field `surprise`, expected one of `a`, `b`"
+            "unknown field `surprise` (allowed here: `a`, `b`)"
+        );
+        // The nearest allowed name, and every one of them (serde_json's position dropped).
+        assert_eq!(
+            describe_serde(
+                "unknown field `Flavour`, expected one of `flavor`, `zones`, `env` at line 1 column 10",
+                false
+            ),
+            "unknown field `Flavour`; did you mean `flavor`? (allowed here: `flavor`, `zones`, `env`)"
         );
         let long = "k".repeat(100_000);
         assert_eq!(
             describe_serde(&format!("unknown field `{long}`, expected `flavor`"), false),
             format!(
-                "unknown field `{}… (100000 bytes in all)`, expected `flavor`",
+                "unknown field `{}… (100000 bytes in all)` (allowed here: `flavor`)",
                 "k".repeat(64)
             )
         );

@@ -52,6 +52,17 @@ pub(crate) struct Report<'a> {
 }
 
 impl Report<'_> {
+    /// Names the steps not run because one before them failed.
+    pub(crate) fn skipped(&mut self, stages: &[&str]) {
+        if !stages.is_empty() {
+            let names = stages.join(", ");
+            let _ = writeln!(
+                self.out,
+                "- skipped: {names} (each needs what the failed step above would have found)"
+            );
+        }
+    }
+
     pub(crate) fn pass(&mut self, what: &str, detail: impl AsRef<str>) {
         self.line('✓', what, detail.as_ref());
     }
@@ -93,29 +104,52 @@ pub fn run(
     // The commands' own path: config, logging, credentials, client, runtime.
     let session = match crate::pipeline::open(config_path, scrubber) {
         Ok(s) => {
-            report.pass(
-                "config",
-                format!("{} parses and validates", config_path.display()),
-            );
+            let mut line = format!("{} parses and validates", config_path.display());
+            for warning in &s.retired {
+                line.push_str(&format!("; {warning}"));
+            }
+            report.pass("config", line);
             s
         }
         Err(e) => {
             report.fail("config", e.to_string());
+            let mut skipped = vec!["credentials"];
+            skipped.extend(remote::REMOTE_STAGES);
+            skipped.extend(options.deploy_test.then_some("deploy test"));
+            report.skipped(&skipped);
             return Ok(report.failed);
         }
     };
     let config = session.config.clone();
     match config.credentials(environment) {
         Ok(c) => {
-            let source = if environment.contains_key(crate::config::ENV_USERNAME) {
-                "from the environment"
-            } else {
-                "from credentials_file"
+            // Each value comes from its variable when that is set, else from the file.
+            let source = |var: &'static str| {
+                if environment.get(var).is_some_and(|v| !v.is_empty()) {
+                    var.to_string()
+                } else {
+                    match &config.credentials_file {
+                        Some(path) => format!("credentials_file {}", path.display()),
+                        None => "credentials_file".to_string(),
+                    }
+                }
             };
-            report.pass("credentials", format!("user {} {source}", c.username));
+            let (user, password) = (
+                source(crate::config::ENV_USERNAME),
+                source(crate::config::ENV_PASSWORD),
+            );
+            let line = if user == password {
+                format!("user {} and password from {user}", c.username)
+            } else {
+                format!("user {} from {user}, password from {password}", c.username)
+            };
+            report.pass("credentials", line);
         }
         Err(e) => {
             report.fail("credentials", e.to_string());
+            let mut skipped = remote::REMOTE_STAGES.to_vec();
+            skipped.extend(options.deploy_test.then_some("deploy test"));
+            report.skipped(&skipped);
             return Ok(report.failed);
         }
     }
@@ -160,7 +194,11 @@ pub fn run(
         progress,
         async |provider| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
-            if !options.deploy_test || report.failed > 0 {
+            if !options.deploy_test {
+                return Ok(());
+            }
+            if report.failed > 0 {
+                report.skipped(&["deploy test"]);
                 return Ok(());
             }
             let image = options.image.as_deref();

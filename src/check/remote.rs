@@ -25,8 +25,22 @@ pub(super) async fn remote_checks(
         report,
     };
     // The first step that fails ends the checks: the later ones need what it would have found.
-    let _ = check.steps(specs, sites).await;
+    // They are named, so that a person knows what was not checked.
+    let mut reached = 0;
+    if check.steps(specs, sites, &mut reached).await.is_err() {
+        check.report.skipped(&REMOTE_STAGES[reached + 1..]);
+    }
 }
+
+/// The remote steps, in the order they run: what is skipped after a failed one.
+pub(super) const REMOTE_STAGES: [&str; 6] = [
+    "login",
+    "region",
+    "organization",
+    "API generation",
+    "cloudlets",
+    "sites and flavors",
+];
 
 /// The remote checks of one `check` run: each step writes its lines into `report`.
 struct Remote<'a, 'r> {
@@ -39,12 +53,23 @@ struct Remote<'a, 'r> {
 struct Failed;
 
 impl Remote<'_, '_> {
-    async fn steps(&mut self, specs: &ExtraSpecs, sites: &[Placement]) -> Result<(), Failed> {
+    /// The steps; `reached` is the index in [`REMOTE_STAGES`] of the one running.
+    async fn steps(
+        &mut self,
+        specs: &ExtraSpecs,
+        sites: &[Placement],
+        reached: &mut usize,
+    ) -> Result<(), Failed> {
         self.login().await?;
+        *reached = 1;
         let flavors = self.region().await?;
+        *reached = 2;
         self.membership().await?;
+        *reached = 3;
         let zones = self.generation().await?;
+        *reached = 4;
         let cloudlets = self.cloudlets(sites).await;
+        *reached = 5;
         let (zones, cloudlets) = (zones.as_deref(), cloudlets.as_deref());
         let defaults = &self.ec.default_flavor;
         let wanted: Vec<String> = specs.flavor.iter().chain(defaults).cloned().collect();
@@ -98,7 +123,13 @@ impl Remote<'_, '_> {
         } else {
             ", the proxy variables (HTTPS_PROXY, NO_PROXY)"
         };
-        Err(self.fail("reach", format!("{url}{via}: {} — check edge_connect.url, the network path{proxy_hint} and (for TLS errors) edge_connect.ca_bundle", e.message)))
+        Err(self.fail(
+            "reach",
+            format!(
+                "{url}{via}: {} — check edge_connect.url and the network path{proxy_hint}",
+                e.message
+            ),
+        ))
     }
 
     /// The region known, and its flavors' names.

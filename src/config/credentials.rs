@@ -8,6 +8,12 @@ pub const ENV_USERNAME: &str = "EDP_EDGE_CONNECT_USERNAME";
 /// Environment variable that overrides the credentials file's `password`.
 pub const ENV_PASSWORD: &str = "EDP_EDGE_CONNECT_PASSWORD";
 
+/// The shortest password accepted. Every text the provider writes is masked for the password
+/// ([`edge_connect::Scrubber`]); a password of a few characters would either stay unmasked or
+/// blank every word that contains it (`garm`, `INFO`). The Master Controller requires
+/// passwords of a minimum strength (docs/operations.md#secrets), which no shorter one has.
+pub const MIN_PASSWORD_CHARS: usize = 8;
+
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CredentialsFile {
@@ -60,9 +66,22 @@ impl Config {
             file_read = Some(path);
         }
         let username = env_username.or(file.username).filter(|u| !u.is_empty());
+        let password_source = match (&env_password, file_read) {
+            (Some(_), _) => ENV_PASSWORD.to_string(),
+            (None, Some(path)) => format!("credentials_file {}", path.display()),
+            (None, None) => String::new(),
+        };
         let password = (env_password.map(Secret::new))
             .or(file.password)
             .filter(|p| !p.is_empty());
+        if let Some(p) = &password {
+            let chars = p.expose().chars().count();
+            if chars < MIN_PASSWORD_CHARS {
+                return Err(Error::failed(format!(
+                    "the Edge Connect password in {password_source} has {chars} characters; at least {MIN_PASSWORD_CHARS} are needed (a shorter one would appear in the provider's output unmasked or blank ordinary words in it; Edge Connect itself refuses weak passwords)"
+                )));
+            }
+        }
         match (username, password, file_read) {
             (Some(username), Some(password), _) => Ok(Credentials { username, password }),
             (None, None, None) => Err(Error::failed(format!(

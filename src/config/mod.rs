@@ -356,13 +356,13 @@ organization = "TelekomOP"
         let c = parse(SEED).unwrap();
         let env: HashMap<String, String> = [
             (ENV_USERNAME.to_string(), "u".to_string()),
-            (ENV_PASSWORD.to_string(), "p".to_string()),
+            (ENV_PASSWORD.to_string(), "p-from-the-env".to_string()),
         ]
         .into();
         // The file does not exist, but complete env credentials make it unnecessary.
         let creds = c.credentials(&env).unwrap();
         assert_eq!(creds.username, "u");
-        assert_eq!(creds.password.expose(), "p");
+        assert_eq!(creds.password.expose(), "p-from-the-env");
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub fn run() -> u8 {
         Err(e) if stdout_gone(&e) => 0,
         Err(e) => {
             // One line whatever the message holds (a server's text, an echoed argument).
-            say(&format!("error: {}", crate::text::one_line(&e.to_string())));
+            say(&format!("error: {e}"));
             super::exit_code(&e)
         }
     }
@@ -285,10 +285,18 @@ fn execute(cli: Cli) -> Result<(), Error> {
     // Kept to the end: dropping the log guard flushes the log file.
     let crate::pipeline::Session {
         config,
-        log: _log,
+        log,
         deadline,
         scrubber,
+        retired,
     } = crate::pipeline::open(&config_path, super::scrubber())?;
+    // Not only in the log: a person reads stderr. (Without a log file, logging's own warning
+    // already went there.)
+    if log.file {
+        for warning in &retired {
+            say(&format!("warning: {warning}"));
+        }
+    }
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));

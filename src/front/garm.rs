@@ -59,7 +59,7 @@ pub fn run() -> u8 {
 fn fault(message: &str) {
     // Scrubbed before it is cut, so that no secret is left half-shown at the cut.
     let message = super::scrubber().scrub(message);
-    super::say(&crate::text::echo_max(&message, MAX_FAULT_CHARS));
+    super::say(&crate::text::echo_max(message.trim_end(), MAX_FAULT_CHARS));
 }
 
 /// Runs the command and prints its answer; `log` receives the log guard once logging is set up.
@@ -70,7 +70,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     }
     let scrubber = super::scrubber();
     let session = crate::pipeline::open(Path::new(&env.config_file), scrubber)?;
-    let log_file = log.insert(session.log).file.is_some();
+    let log_file = log.insert(session.log).file;
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(

@@ -45,15 +45,21 @@ impl From<ProtocolError> for Error {
 /// controls and bidirectional overrides as they are) is written as its JSON escape (`\u009b`),
 /// which a JSON reader decodes to the same character and a terminal shows as text.
 pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
-    // The buffer comes first: serde_json writes a document in pieces of a few bytes, and
-    // `Visible` then looks at whole buffers, not at each piece.
-    let mut out = std::io::BufWriter::new(Visible {
+    let failed =
+        |e: std::io::Error| Error::caused_by(format!("cannot write the result to stdout: {e}"), e);
+    // The whole document first, then masked by [`scrubber`] like every other writer: a server
+    // can put a secret in any field it answers (an AppInst's uri, a site name, an App's
+    // environment), and a secret split across two writes would not be recognised.
+    let mut document = Vec::new();
+    write(&mut document).map_err(failed)?;
+    let text = String::from_utf8_lossy(&document);
+    let mut out = Visible {
         out: std::io::stdout().lock(),
         pending: Vec::new(),
-    });
-    write(&mut out)
+    };
+    out.write_all(scrubber().scrub(&text).as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| Error::caused_by(format!("cannot write the result to stdout: {e}"), e))
+        .map_err(failed)
 }
 
 /// A writer that escapes terminal controls as JSON does, whatever pieces the text comes in.
@@ -129,8 +135,9 @@ pub fn scrubber() -> &'static Scrubber {
 /// escaped) and cut. A failure is ignored: stderr is where failures are reported, so there is
 /// nowhere left to report this one, and the exit code still tells the caller.
 pub fn say(line: &str) {
-    // Masked before it is cut: half a secret would no longer be recognised.
-    let line = crate::text::echo_max(&scrubber().scrub(line), MAX_LINE_CHARS);
+    // Masked before it is cut or made one line: half a secret would no longer be recognised,
+    // nor one whose whitespace was changed. A server's message may end in a newline.
+    let line = crate::text::echo_max(scrubber().scrub(line).trim_end(), MAX_LINE_CHARS);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(line.as_bytes());
     let _ = err.write_all(b"\n");

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
+use crate::garm::InstanceStatus;
 use crate::provider::status::RunnerView;
 
 /// The column titles.
@@ -44,11 +45,16 @@ fn row(r: &RunnerView, now: SystemTime) -> [String; 6] {
         s => crate::text::echo_max(s, MAX_CELL_CHARS),
     };
     let age = age(&r.created_at, now).unwrap_or_default();
+    // A stopped runner has no AppInst, so no Edge Connect state: say what it is instead.
+    let state = match (r.state.as_str(), &r.instance.status) {
+        ("", InstanceStatus::Stopped) => "no AppInst (stopped)",
+        (state, _) => state,
+    };
     [
         cell(&r.instance.name),
         cell(&r.pool),
         cell(&r.site),
-        cell(&r.state),
+        cell(state),
         cell(&age),
         cell(&r.fault),
     ]

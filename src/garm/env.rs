@@ -50,6 +50,22 @@ pub enum GarmCommand {
 }
 
 impl GarmCommand {
+    /// Every command's name, as GARM spells it (a test keeps it complete).
+    pub const NAMES: [&'static str; 12] = [
+        "CreateInstance",
+        "DeleteInstance",
+        "GetInstance",
+        "ListInstances",
+        "RemoveAllInstances",
+        "StartInstance",
+        "StopInstance",
+        "GetVersion",
+        "GetSupportedInterfaceVersions",
+        "ValidatePoolInfo",
+        "GetConfigJSONSchema",
+        "GetExtraSpecsJSONSchema",
+    ];
+
     fn parse(name: &str, version: &str) -> Result<Self, ProtocolError> {
         use serde::de::{value::Error, Deserialize, IntoDeserializer};
         if name.is_empty() {
@@ -58,8 +74,9 @@ impl GarmCommand {
         let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name)).map_err(
             |_| {
                 ProtocolError::new(format!(
-                    "unknown command: GARM_COMMAND={}",
-                    crate::text::echo(name)
+                    "unknown command: GARM_COMMAND={} (GARM's commands: {})",
+                    crate::text::echo(name),
+                    Self::NAMES.join(", ")
                 ))
             },
         )?;
@@ -247,7 +264,16 @@ mod tests {
     #[test]
     fn unknown_command_is_named() {
         let err = GarmEnv::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
-        assert_eq!(err.to_string(), "unknown command: GARM_COMMAND=Frobnicate");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "unknown command: GARM_COMMAND=Frobnicate (GARM's commands: {})",
+                GarmCommand::NAMES.join(", ")
+            )
+        );
+        for name in GarmCommand::NAMES {
+            assert!(GarmCommand::parse(name, "v0.1.1").is_ok(), "{name}");
+        }
     }
 
     #[test]

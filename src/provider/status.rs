@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::{OwnedRunner, Provider};
+use crate::config::Placement;
 use crate::garm::{Address, InstanceStatus, ProviderInstance};
 use edge_connect::models::AppInst;
 use edge_connect::AppInstState;
@@ -114,7 +115,21 @@ impl Provider {
                 i.created_at,
                 Some(i.uri).filter(|u| !u.is_empty()),
             ),
-            None => Default::default(),
+            // A stopped runner: its App records where it runs when started; with no AppInst
+            // it has no state (which `check` reads as "only the App is left") and no age.
+            None => {
+                let sites: Vec<String> = runner
+                    .vars
+                    .placements()
+                    .iter()
+                    .map(|p| match p {
+                        Placement::Zone(k) | Placement::Cloudlet(k) => {
+                            format!("{}/{}", k.organization, k.name)
+                        }
+                    })
+                    .collect();
+                (sites.join(","), String::new(), String::new(), None)
+            }
         };
         let instance = ProviderInstance {
             provider_id: runner.key.name,

@@ -41,7 +41,7 @@ fn check(w: &World, args: &[&str]) -> (Run, Duration) {
 fn until_an_app_inst(w: &World) {
     let started = Instant::now();
     while w.app_inst_names().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(30), "no AppInst");
+        assert!(started.elapsed() < Duration::from_secs(300), "no AppInst");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -286,7 +286,7 @@ fn garm_until_done(w: &World, controller: &str, command: &str, vars: &[(&str, &s
             return;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(120),
+            started.elapsed() < Duration::from_secs(600),
             "{command} still fails: {}",
             r.stderr
         );
@@ -430,7 +430,7 @@ fn a_check_whose_wait_ends_first_names_what_is_left_and_a_command_that_removes_i
             break;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(60),
+            started.elapsed() < Duration::from_secs(600),
             "{}",
             removed.stderr
         );

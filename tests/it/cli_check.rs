@@ -31,7 +31,6 @@ fn all_good() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines.iter().all(|l| l.starts_with('✓')), "{out}");
     for expected in [
-        "✓ credentials: user garm from credentials_file",
         "✓ region: EU known (3 flavors)",
         "✓ organization: edp-developer-framework: the user may manage Apps there",
         "✓ API generation: Gen3 (zones)",
@@ -41,6 +40,12 @@ fn all_good() {
     ] {
         assert!(lines.contains(&expected), "missing {expected:?} in:\n{out}");
     }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("✓ credentials: user garm and password from credentials_file ")),
+        "{out}"
+    );
     assert!(w.app_names().is_empty(), "check creates nothing");
     // The generation and the zones come from one ShowZone.
     assert_eq!(w.calls("ShowZone"), 1);
@@ -77,13 +82,76 @@ fn deploy_test_runs_the_commands_create_and_delete_on_a_throwaway_runner() {
 #[test]
 fn bad_password() {
     let w = World::new();
-    w.write_credentials("nope", 0o600);
+    w.write_credentials("nope-not-the-password", 0o600);
     let (code, out) = check(&w, &[]);
     assert_eq!(code, 1);
+    let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
-        out.lines().last(),
-        Some("✗ login: Edge Connect login (HTTP 400): Invalid username or password (check credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD)")
+        lines[lines.len() - 2..],
+        [
+            "✗ login: Edge Connect login (HTTP 400): Invalid username or password (check credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD)",
+            "- skipped: region, organization, API generation, cloudlets, sites and flavors (each needs what the failed step above would have found)",
+        ],
+        "{out}"
     );
+}
+
+/// Each credential's true source is named (a variable overrides the file value by value), and
+/// a failed step is followed by the names of the steps it made `check` skip.
+#[test]
+fn check_names_where_each_credential_came_from_and_what_it_skipped() {
+    let w = World::new();
+    let run = |vars: &[(&str, &str)], args: &[&str]| {
+        let out = w
+            .person(CONTROLLER)
+            .arg("check")
+            .args(args)
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let creds = w.dir.path().join("credentials.toml");
+    let (code, out) = run(&[("EDP_EDGE_CONNECT_PASSWORD", PASSWORD)], &[]);
+    assert_eq!(code, Some(0), "{out}");
+    let expected = format!(
+        "✓ credentials: user garm from credentials_file {}, password from EDP_EDGE_CONNECT_PASSWORD",
+        creds.display()
+    );
+    assert!(out.lines().any(|l| l == expected), "{expected}\n{out}");
+    let (code, out) = run(
+        &[
+            ("EDP_EDGE_CONNECT_USERNAME", USER),
+            ("EDP_EDGE_CONNECT_PASSWORD", PASSWORD),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l == "✓ credentials: user garm and password from EDP_EDGE_CONNECT_PASSWORD"
+            || l == "✓ credentials: user garm from EDP_EDGE_CONNECT_USERNAME, password from EDP_EDGE_CONNECT_PASSWORD"),
+        "{out}"
+    );
+    // A wrong password: login fails; every later step, the deploy test too, is named skipped.
+    let (code, out) = run(
+        &[("EDP_EDGE_CONNECT_PASSWORD", "not-the-password")],
+        &["--deploy-test"],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[lines.len() - 3].starts_with("✗ login: "), "{out}");
+    assert_eq!(
+        lines[lines.len() - 2..],
+        [
+            "- skipped: region, organization, API generation, cloudlets, sites and flavors (each needs what the failed step above would have found)",
+            "- skipped: deploy test (each needs what the failed step above would have found)",
+        ],
+        "{out}"
+    );
+    assert_eq!(w.calls("CreateApp"), 0);
 }
 
 #[test]
@@ -109,9 +177,15 @@ fn an_organization_the_user_is_not_in_fails() {
     );
     let (code, out) = check(&w, &[]);
     assert_eq!(code, 1, "{out}");
+    // The failed step, then the steps it made `check` skip.
+    assert_eq!(
+        out.lines().rev().nth(1),
+        Some("✗ organization: someone-elses-org: the user may not manage Apps there (HTTP 403) — check edge_connect.organization and the user's role in it"),
+        "{out}"
+    );
     assert_eq!(
         out.lines().last(),
-        Some("✗ organization: someone-elses-org: the user may not manage Apps there (HTTP 403) — check edge_connect.organization and the user's role in it"),
+        Some("- skipped: API generation, cloudlets, sites and flavors (each needs what the failed step above would have found)"),
         "{out}"
     );
     assert!(w.app_names().is_empty(), "check creates nothing");
@@ -178,15 +252,16 @@ fn unreachable_url() {
     replace_in_config(&w, &url, &format!("http://127.0.0.1:{port}"));
     let (code, out) = check(&w, &[]);
     assert_eq!(code, 1);
-    let last = out.lines().last().unwrap_or_default();
+    let reach = out
+        .lines()
+        .find(|l| l.starts_with("✗ reach: "))
+        .unwrap_or_default();
     assert!(
-        last.starts_with(&format!("✗ reach: http://127.0.0.1:{port}: cannot connect")),
+        reach.starts_with(&format!("✗ reach: http://127.0.0.1:{port}: cannot connect")),
         "{out}"
     );
     assert!(
-        last.ends_with(
-            "check edge_connect.url, the network path and (for TLS errors) edge_connect.ca_bundle"
-        ),
+        reach.ends_with("check edge_connect.url and the network path"),
         "{out}"
     );
 }
@@ -198,7 +273,7 @@ fn world_readable_credentials() {
     let (code, out) = check(&w, &[]);
     assert_eq!(code, 1);
     assert_eq!(
-        out.lines().last().map(String::from),
+        out.lines().rev().nth(1).map(String::from),
         Some(format!(
             "✗ credentials: credentials_file {} is readable by others (mode 644); run: chmod 600 {}",
             creds.display(),
@@ -207,9 +282,10 @@ fn world_readable_credentials() {
     );
     // The advice, run as printed, is what the check wanted.
     let advice = out
-        .rsplit_once("run: ")
-        .map(|(_, c)| c.trim())
-        .unwrap_or_default();
+        .split_once("run: ")
+        .and_then(|(_, c)| c.lines().next())
+        .unwrap_or_default()
+        .trim();
     let ran = Command::new("sh")
         .args(["-c", advice])
         .status()

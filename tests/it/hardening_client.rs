@@ -224,6 +224,43 @@ fn a_drip_fed_answer_ends_by_the_command_deadline() {
 }
 
 #[test]
+fn a_controller_that_keeps_streaming_ends_by_the_command_deadline() {
+    // Apps arrive as fast as the connection takes them: every read finds a piece waiting, so
+    // only a deadline checked before each read can end the command. Another controller's Apps
+    // (filtered out, nothing kept) and ours (kept up to the bound) alike.
+    let foreign = owned_app_line().replace(CONTROLLER, "another-controller");
+    for (what, line) in [("foreign", foreign), ("ours", owned_app_line())] {
+        let server = Fake::start(move |p, _| match p {
+            "/api/v1/auth/ctrl/ShowApp" => vec![
+                head("200 OK", ""),
+                Step::Forever(line.repeat(100).into_bytes()),
+            ],
+            p => empty_controller(p),
+        });
+        let s = Setup::new(
+            &server.url(),
+            "request_timeout_secs = 1
+operation_timeout_secs = 2
+",
+        );
+        // The watchdog of `garm` (60 s) fails the test if the process outlives it.
+        let r = s.garm("ListInstances", &[]);
+        assert_eq!(r.code, 1, "{what}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{what}");
+        let line = one_line(&r);
+        // Ours may instead fill what one command keeps first; either way the command ended.
+        let bound = what == "ours" && line.ends_with("not read further");
+        assert!(
+            bound
+                || line.contains(
+                    "the command's deadline (edge_connect.operation_timeout_secs) was reached"
+                ),
+            "{what}: {line}"
+        );
+    }
+}
+
+#[test]
 fn endless_bodies_fail_fast_and_hold_nothing() {
     let endless_error = Fake::start(|p, _| match p {
         p if p.starts_with(CTRL) => vec![
@@ -563,6 +600,52 @@ fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
     );
     // Not retried: the same answer would end the same way.
     assert_eq!(endless.count("/api/v1/auth/ctrl/ShowApp"), 1);
+}
+
+/// A server that places the password in what it answers about a runner (the AppInst's `uri`,
+/// its site's name, the App's `RUNNER_OS_TYPE`): GARM's JSON, the CLI's table and its JSON show
+/// `***` there, like every other writer.
+#[test]
+fn a_password_the_server_places_in_a_runners_fields_is_masked_on_stdout() {
+    let server = Fake::start(|p, _| match p {
+        "/api/v1/auth/ctrl/ShowApp" => {
+            show_answer(owned_app_line().replace("\"linux\"", &format!("\"{PASSWORD}\"")))
+        }
+        "/api/v1/auth/ctrl/ShowAppInst" => show_answer(
+            app_inst_line(OUR_APP_KEY, "Ready", "")
+                .replace("\"Munich\"", &format!("\"Munich-{PASSWORD}\""))
+                .replace(
+                    "\"state\"",
+                    &format!("\"uri\":\"{PASSWORD}.edge.example\",\"state\""),
+                ),
+        ),
+        p => empty_controller(p),
+    });
+    let s = Setup::new(&server.url(), "");
+    let person = |args: &[&str]| -> support::Run {
+        Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+            .env_clear()
+            .arg("--config")
+            .arg(&s.config)
+            .args(["--controller-id", CONTROLLER])
+            .args(args)
+            .output()
+            .expect("the CLI runs")
+            .into()
+    };
+    let runs = [
+        s.garm("GetInstance", &[]),
+        s.garm("ListInstances", &[]),
+        person(&["list"]),
+        person(&["get", RUNNER, "--format", "json"]),
+        person(&["list", "--format", "json"]),
+    ];
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("***"), "{}", r.stdout);
+        assert!(!r.stdout.contains(PASSWORD), "{}", r.stdout);
+    }
+    s.assert_no_secrets(&runs.iter().collect::<Vec<_>>());
 }
 
 #[test]

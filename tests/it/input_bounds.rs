@@ -339,7 +339,7 @@ fn echoed_input_is_cut_at_64_characters() {
     let r = w.garm("GetInstance", &[("GARM_COMMAND", &long)], None);
     assert_eq!(
         (r.code, r.stderr),
-        (1, format!("unknown command: GARM_COMMAND={cut}\n"))
+        (1, format!("unknown command: GARM_COMMAND={cut} (GARM's commands: CreateInstance, DeleteInstance, GetInstance, ListInstances, RemoveAllInstances, StartInstance, StopInstance, GetVersion, GetSupportedInterfaceVersions, ValidatePoolInfo, GetConfigJSONSchema, GetExtraSpecsJSONSchema)\n"))
     );
     // Pool settings echo the refused name or word, cut the same way (60,000 characters: one
     // environment string holds at most 128 KiB, and GARM sends extra specs base64-encoded).
@@ -348,7 +348,7 @@ fn echoed_input_is_cut_at_64_characters() {
     for (specs, want) in [
         (
             format!(r#"{{"{long}":1}}"#),
-            format!("invalid extra_specs: unknown field `{cut}`, expected one of"),
+            format!("invalid extra_specs: unknown field `{cut}` (allowed here: `"),
         ),
         (
             format!(r#"{{"env":{{"{long}-":"v"}}}}"#),

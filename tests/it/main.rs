@@ -15,6 +15,7 @@ mod docs_links;
 mod extra_specs_schema;
 mod failed_over;
 mod fidelity;
+mod first_run;
 mod garm_errors;
 mod garm_lifecycle;
 mod hardening_client;

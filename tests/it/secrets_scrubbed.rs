@@ -11,15 +11,16 @@ use edge_connect_sim::{self as sim, SimConfig};
 use crate::support::{fixture_with, Run, Site, World, POOL, USER};
 
 /// The Edge Connect password: a quote, a backslash, non-ASCII and Go's escaped characters.
-const PASSWORD: &str = "pä\"ss\\wörd&<>-7319";
+const PASSWORD: &str = "pä\"ss\\wörd&<>-7319xq";
 /// The registry password, in the provider's environment.
-const REGISTRY_PASSWORD: &str = "rég\"istry\\pw&<>-4471";
+const REGISTRY_PASSWORD: &str = "rég\"istry\\pw&<>-4471xq";
 /// The pool's proxy, with credentials.
 const PROXY: &str = "http://squid:proxy-pass-5582@proxy.internal:3128";
-/// Pieces that every encoding of a secret keeps (digits, `-`, base64url): none may be seen.
+/// Pieces that every encoding of a secret keeps (letters, digits, `-`, base64url): none may be
+/// seen. Letters with the digits: a log's timestamps hold any four digits (`.607319Z`).
 const FRAGMENTS: [&str; 5] = [
-    "7319",
-    "4471",
+    "7319xq",
+    "4471xq",
     "proxy-pass",
     // The instance token's signature, and the start of every JWT (the Edge Connect token too).
     "c2lnbmF0dXJl",
@@ -145,8 +146,13 @@ fn url_encoded(s: &str) -> String {
 /// A simulator that knows [`PASSWORD`], the hostile front before it, and a config pointing
 /// at the front (`log_format` as given).
 pub(crate) fn world(target: &'static str, echo: Echo, log_format: &str) -> World {
+    world_with(PASSWORD, target, echo, log_format)
+}
+
+/// [`world`] for another password.
+fn world_with(password: &str, target: &'static str, echo: Echo, log_format: &str) -> World {
     let sim = sim::spawn(SimConfig {
-        users: vec![(USER.to_string(), PASSWORD.to_string())],
+        users: vec![(USER.to_string(), password.to_string())],
         ..SimConfig::default()
     })
     .expect("simulator starts");
@@ -161,8 +167,9 @@ pub(crate) fn world(target: &'static str, echo: Echo, log_format: &str) -> World
             &format!("log_level = \"trace\"\nlog_format = \"{log_format}\""),
         );
     std::fs::write(&w.config, text).unwrap();
-    let toml_escaped = PASSWORD.replace('\\', "\\\\").replace('"', "\\\"");
-    w.write_credentials(&toml_escaped, 0o600);
+    // A JSON string's escapes are a TOML basic string's.
+    let toml_escaped = serde_json::to_string(password).unwrap();
+    w.write_credentials(&toml_escaped[1..toml_escaped.len() - 1], 0o600);
     w
 }
 
@@ -544,10 +551,9 @@ fn a_thousand_secrets_echoed_in_every_encoding_are_all_masked() {
             assert!(log.contains(&line), "{line} not in the log ({format})");
         }
         for (what, text) in [("stderr", &r.stderr), ("log", &log)] {
-            // With a dash: a timestamp of a long log holds any four digits.
             for fragment in [
-                "-7319",
-                "-4471",
+                "7319xq",
+                "4471xq",
                 "proxy-pass",
                 "c2lnbmF0dXJl",
                 "eyJhbGciOi",
@@ -603,4 +609,86 @@ fn more_secrets_than_can_be_masked_refuse_the_command_before_any_request() {
         r.stderr
     );
     assert!(w.sim.request_log().is_empty(), "{:?}", w.sim.request_log());
+}
+
+/// A password with a tab, two spaces in a row, a no-break space and a final newline, quoted as
+/// it is by the server in a login refusal: masked as it came in GARM's fault line, the log, the
+/// CLI's error line and `check`'s report, before anything made the text one line.
+#[test]
+fn a_password_with_odd_whitespace_quoted_at_login_is_masked_everywhere() {
+    const ODD: &str = "Tq4\tXz  Rv8\u{a0}Lm5-Wk5537\n";
+    fn echo(r: &Request) -> (u16, String) {
+        let password = r.body["password"].as_str().unwrap_or_default();
+        refusal(format!("bad login for {password} from garm"))
+    }
+    let visible = |text: &str| {
+        ["Wk5537", "Rv8", "Tq4"]
+            .into_iter()
+            .find(|piece| text.contains(piece))
+    };
+    for format in ["text", "json"] {
+        let w = world_with(ODD, "login", echo, format);
+        let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert_eq!(
+            r.stderr,
+            "Edge Connect login (HTTP 400): bad login for *** from garm (check credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD)\n"
+        );
+        let log = w.log_text();
+        assert!(log.contains("***"), "{log}");
+        assert_eq!(visible(&log), None, "{log}");
+        let cli = w
+            .person(crate::support::CONTROLLER)
+            .arg("list")
+            .output()
+            .unwrap();
+        let cli_err = String::from_utf8_lossy(&cli.stderr);
+        assert_eq!(cli.status.code(), Some(1), "{cli_err}");
+        assert!(cli_err.contains("bad login for *** from garm"), "{cli_err}");
+        assert_eq!(visible(&cli_err), None, "{cli_err}");
+        let check = w
+            .person(crate::support::CONTROLLER)
+            .arg("check")
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&check.stdout);
+        assert_eq!(check.status.code(), Some(1), "{report}");
+        assert!(report.contains("bad login for *** from garm"), "{report}");
+        assert_eq!(visible(&report), None, "{report}");
+    }
+}
+
+/// A password too short to be masked without blanking ordinary words is refused before any
+/// request, naming where it came from and the minimum.
+#[test]
+fn a_password_shorter_than_eight_characters_is_refused_naming_the_minimum() {
+    let w = World::new();
+    let r = w.garm(
+        "ListInstances",
+        &[
+            ("GARM_POOL_ID", POOL),
+            ("EDP_EDGE_CONNECT_PASSWORD", "garm"),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with(
+            "the Edge Connect password in EDP_EDGE_CONNECT_PASSWORD has 4 characters; at least 8 are needed"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert_eq!(w.calls("login"), 0);
+    // From the credentials file, the file is named.
+    w.write_credentials("abc", 0o600);
+    let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("credentials_file "), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("has 3 characters; at least 8"),
+        "{}",
+        r.stderr
+    );
 }

@@ -47,8 +47,7 @@ fn progress_and_refusals_of_create_and_check_are_shown_as_text() {
     let r = cli(&w, &["create", "--bootstrap", path]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_text_only("create", &r);
-    // The progress line as it came, escaped; the error line as the client makes every server
-    // text (controls become spaces).
+    // The progress line and the error line as they came, escaped.
     let shown = format!("  … {SHOWN}");
     assert!(
         r.stderr.lines().any(|l| l.starts_with(&shown)),
@@ -69,9 +68,10 @@ fn progress_and_refusals_of_create_and_check_are_shown_as_text() {
     let r = cli(&w, &["check"]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert_text_only("check", &r);
+    // The server's text as it came, escaped like the progress line (it is masked first).
     assert!(
         r.stdout
-            .contains("✗ login: Edge Connect login (HTTP 400): ]0;pwned"),
+            .contains(&format!("✗ login: Edge Connect login (HTTP 400): {SHOWN}")),
         "{}",
         r.stdout
     );

@@ -72,7 +72,10 @@ pub struct ApiError {
     pub rpc: Rpc,
     /// What came back.
     pub answer: Answer,
-    /// The server's message (or the transport error), one line.
+    /// The server's message (or the transport error) as it came, newlines and all: every
+    /// writer masks it with the command's [`Scrubber`](crate::Scrubber) first and only then
+    /// makes it one line, because a password the server quoted with a tab, a no-break space or
+    /// two spaces in a row is no longer recognised once its whitespace has been folded.
     pub message: String,
 }
 
@@ -93,19 +96,18 @@ pub enum Answer {
 }
 
 impl ApiError {
-    /// An error of `kind`; `message` becomes one clean line ([`one_line`]).
+    /// An error of `kind` with `message` as it came ([`ApiError::message`]).
     fn new(kind: ApiErrorKind, rpc: Rpc, answer: Answer, message: &str) -> Self {
         ApiError {
             kind,
             rpc,
             answer,
-            message: one_line(message),
+            message: message.to_string(),
         }
     }
 
     /// Builds an error from an HTTP status and the server's `message`.
     pub fn from_status(rpc: Rpc, status: u16, message: &str) -> Self {
-        let message = one_line(message);
         let kind = match status {
             401 => ApiErrorKind::Auth,
             // The Master Controller's "Missing OTP": the user has two-factor authentication.
@@ -120,9 +122,9 @@ impl ApiError {
             500..=599 => ApiErrorKind::Server,
             // Login refuses wrong credentials with 400.
             400 if rpc == Rpc::Login => ApiErrorKind::Auth,
-            _ => classify_message(&message),
+            _ => classify_message(&one_line(message)),
         };
-        Self::new(kind, rpc, Answer::Status(status), &message)
+        Self::new(kind, rpc, Answer::Status(status), message)
     }
 
     /// A `{"result": {...}}` trailer at the end of a stream (code 0 read as 400).
@@ -179,7 +181,7 @@ impl ApiError {
         if self.kind != ApiErrorKind::NotFound {
             return None;
         }
-        let m = self.message.to_ascii_lowercase();
+        let m = one_line(&self.message).to_ascii_lowercase();
         [
             ("appinst key", Subject::AppInst),
             ("app key", Subject::App),
@@ -197,7 +199,7 @@ impl ApiError {
     /// a cloudlet key it does not know in that place).
     pub fn zone_not_specified(&self) -> bool {
         self.kind == ApiErrorKind::Rejected
-            && self.message.eq_ignore_ascii_case("zone not specified")
+            && one_line(&self.message).eq_ignore_ascii_case("zone not specified")
     }
 
     /// `AppInst busy, already under deletion`: another client is deleting it; wait until gone.
@@ -245,11 +247,8 @@ fn classify_message(message: &str) -> ApiErrorKind {
     }
 }
 
-/// One line: control characters (newlines, terminal escape sequences) become spaces, runs of
-/// spaces one. Most messages are the server's, so nothing in them may reach a terminal or a log
-/// raw. Neither masked nor cut here: each writer masks with the command's
-/// [`Scrubber`](crate::Scrubber) and then cuts, because a secret cut in half would no longer be
-/// recognised (the text is bounded by the answer's own size limit).
+/// One line to classify a message by: control characters become spaces, runs of spaces one.
+/// Only for reading the text; what is kept and shown is the message as it came.
 fn one_line(s: &str) -> String {
     let words: Vec<&str> = s
         .split(|c: char| c.is_whitespace() || c.is_control())
@@ -373,16 +372,17 @@ mod tests {
     }
 
     #[test]
-    fn server_texts_become_one_clean_line() {
-        let e = ApiError::from_status(Rpc::ShowApp, 400, "a\u{1b}[31mred\nline\r\n");
-        assert_eq!(e.message, "a [31mred line");
+    fn server_texts_are_kept_as_they_came_for_the_writers_to_mask_first() {
+        let text = "bad password \"a\tb  c\u{a0}d\n\"\r\n";
+        let e = ApiError::from_status(Rpc::Login, 400, text);
+        assert_eq!(e.message, text);
+        assert_eq!(e.kind, ApiErrorKind::Auth);
         let e = ApiError::from_stream_result(Rpc::ShowApp, 400, &"word\n".repeat(1000));
         assert_eq!(e.answer, Answer::Trailer(400));
-        assert_eq!(
-            e.message,
-            ["word"; 1000].join(" "),
-            "whole, for the writers to mask and cut"
-        );
+        assert_eq!(e.message, "word\n".repeat(1000), "whole");
+        // Read as one line all the same.
+        let e = ApiError::from_status(Rpc::ShowApp, 400, "  AppInst key\n{} not found\n");
+        assert_eq!(e.missing(), Some(Subject::AppInst));
     }
 
     #[test]

@@ -228,7 +228,7 @@ mod tests {
             let parsed = parse_line::<serde_json::Value>(Rpc::DeleteAppInst, line.as_bytes());
             if key == "result" {
                 let e = parsed.unwrap_err();
-                prop_assert_eq!(e.message, message.split_whitespace().collect::<Vec<_>>().join(" "));
+                prop_assert_eq!(e.message, message);
             } else {
                 let value = parsed.unwrap().unwrap();
                 prop_assert_eq!(value["message"].as_str(), Some(message.as_str()));

@@ -19,9 +19,9 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use crate::secret::Secret;
 
-/// Shorter values are not masked: a three-letter password would blank every word that contains
-/// it, and no message would be readable. (The login refuses nothing for it; such a password is
-/// simply not protected in output, which docs/operations.md says.)
+/// Shorter values are not masked: a three-letter value would blank every word that contains
+/// it, and no message would be readable. The provider refuses an Edge Connect password shorter
+/// than 8 characters for that reason (docs/operations.md, Logs).
 pub const MIN_SECRET_CHARS: usize = 4;
 
 /// Most bytes of secrets one command protects (every value, plus the password of each proxy URL).

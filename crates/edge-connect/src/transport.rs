@@ -41,14 +41,35 @@ impl Wait {
         future: impl std::future::Future<Output = T>,
     ) -> Result<T, ApiError> {
         let (budget, is_deadline) = self.budget();
-        tokio::time::timeout(budget, future).await.map_err(|_| {
+        let ran_out = || {
             let message = if is_deadline {
                 format!("the command's deadline (edge_connect.operation_timeout_secs) was reached while waiting for {what}")
             } else {
-                format!("no {what} within edge_connect.request_timeout_secs")
+                format!(
+                    "nothing came within {} s (edge_connect.request_timeout_secs) while waiting for {what}",
+                    seconds(budget)
+                )
             };
             ApiError::transport(rpc, message)
-        })
+        };
+        // tokio's timeout polls the future before its timer: with no time left, a server that
+        // always has the next piece ready would never be stopped. So a passed deadline ends the
+        // wait before anything is polled (docs/reliability.md: every call ends by the deadline).
+        if budget.is_zero() {
+            return Err(ran_out());
+        }
+        tokio::time::timeout(budget, future)
+            .await
+            .map_err(|_| ran_out())
+    }
+}
+
+/// A duration in seconds as a person reads it: `5`, or `0.5` below a whole second.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
     }
 }
 
@@ -103,14 +124,34 @@ pub(crate) fn is_unreachable(e: &reqwest::Error) -> bool {
     // A TLS handshake failure is also a "connect" error to reqwest; it is not unreachability.
     let lower = transport_message(e).to_ascii_lowercase();
     e.is_connect()
+        && !plain_http_answered(e)
         && !["certificate", "handshake", "tls"]
             .iter()
             .any(|w| lower.contains(w))
 }
 
+/// rustls read a plain-HTTP answer where the TLS handshake's first record belonged (its
+/// `InvalidContentType`): the URL says `https://` for a port that serves `http://`.
+fn plain_http_answered(e: &reqwest::Error) -> bool {
+    transport_message(e).contains("InvalidContentType")
+}
+
 /// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
 /// transport error worth retrying.
 pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> ApiError {
+    if plain_http_answered(e) {
+        let at = e
+            .url()
+            .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+            .unwrap_or_else(|| "the server".to_string());
+        let message = format!(
+            "{at} answered in plain HTTP, not TLS: edge_connect.url says https:// for a port that serves http:// (give the port that serves TLS)"
+        );
+        return ApiError {
+            kind: ApiErrorKind::Tls,
+            ..ApiError::transport(rpc, message)
+        };
+    }
     let message = transport_message(e);
     let lower = message.to_ascii_lowercase();
     if lower.contains("certificate") || lower.contains("handshake") {
