@@ -195,7 +195,7 @@ const BUILDKIT_STATE_DIR: &str = "/home/user/.local/share/buildkit";
 
 /// The name of the Docker daemon's container in the pod.
 pub const DIND_CONTAINER: &str = "dind";
-/// The daemon's socket, in the emptyDir both containers mount at [`DIND_SOCKET_DIR`].
+/// The daemon's socket, in the emptyDir both containers mount at `/run/dind`.
 pub const DIND_DOCKER_HOST: &str = "unix:///run/dind/docker.sock";
 const DIND_SOCKET_DIR: &str = "/run/dind";
 /// The group that owns the daemon's socket: the `docker` group of the runner images.
