@@ -433,7 +433,7 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
         ),
         (
             json!({"docker": "bake"}),
-            "invalid extra_specs: docker: unknown variant `bake`, expected one of `none`, `dind`, `buildkit`",
+            "invalid extra_specs: docker: unknown variant `bake` (allowed here: `none`, `dind`, `buildkit`)",
         ),
         (
             json!({"docker": "buildkit", "job_images": {"x": "docker.io/library/ubuntu:24.04"}}),
