@@ -238,29 +238,31 @@ fn parse_cli() -> Result<Cli, ExitCode> {
     }
 }
 
-async fn wait_for_stop() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+/// SIGTERM and SIGINT, registered when this is called (not when the future is first polled):
+/// whoever reads the printed URL may stop the simulator at once, and a signal that arrived
+/// before its handler would kill the process instead of stopping it cleanly.
+#[cfg(unix)]
+fn stop_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    {
+    })
+}
+
+#[cfg(not(unix))]
+fn stop_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
         let _ = tokio::signal::ctrl_c().await;
-    }
+    })
 }
 
 async fn run(config: SimConfig, listen: SocketAddr, trial: Option<PathBuf>) -> anyhow::Result<()> {
+    let stop = stop_signals()?;
     let server = serve(config.clone(), listen).await?;
     if let Some(dir) = trial {
         let files = write_trial_files(&dir, &server.url(), &config)
@@ -276,7 +278,7 @@ async fn run(config: SimConfig, listen: SocketAddr, trial: Option<PathBuf>) -> a
     writeln!(stdout, "{}", server.url())?;
     stdout.flush()?;
     drop(stdout);
-    wait_for_stop().await;
+    stop.await;
     server.shutdown_and_wait(Duration::from_secs(2)).await;
     Ok(())
 }
