@@ -9,25 +9,13 @@ use std::time::{Duration, Instant};
 
 use edge_connect_sim::{Fault, SimConfig};
 
-use crate::start_failures::crm_waiting;
 use crate::support::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_garm-provider-edge-connect");
 /// The deploy test's controller id, as docs/operations.md documents it.
 const CHECK_CONTROLLER: &str = "garm-provider-edge-connect-check";
 
 fn start_check(w: &World, args: &[&str]) -> Child {
-    Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["check", "--deploy-test"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("provider starts")
+    start(w.cli_command().args(["check", "--deploy-test"]).args(args), None)
 }
 
 /// Runs `check --deploy-test ARGS` to its end: the run and its wall time.
@@ -35,21 +23,6 @@ fn check(w: &World, args: &[&str]) -> (Run, Duration) {
     let started = Instant::now();
     let run = Run::from(start_check(w, args).wait_with_output().expect("check ends"));
     (run, started.elapsed())
-}
-
-/// Waits until the simulator holds an AppInst.
-fn until_an_app_inst(w: &World) {
-    let started = Instant::now();
-    while w.app_inst_names().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(300), "no AppInst");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal(child: &Child, signal: libc::c_int) {
-    // SAFETY: signalling our own child by its pid.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-    assert_eq!(rc, 0);
 }
 
 /// What is on the simulator: App names and AppInst names.
@@ -109,7 +82,7 @@ fn a_check_stopped_by_each_signal_leaves_nothing_once_the_next_check_has_ended()
             let started = Instant::now();
             let child = start_check(&w, &[]);
             let runner = format!("garm-check-{}-0", child.id());
-            until_an_app_inst(&w);
+            w.until_an_app_inst();
             signal(&child, sig);
             let r = Run::from(child.wait_with_output().unwrap());
             let wall = started.elapsed();
@@ -514,7 +487,7 @@ fn a_check_stopped_twice_names_a_command_that_removes_what_it_made() {
     // cleanup waits for it; the second signal ends that wait.
     let w = World::with_sim(slow_creates(false), Site::Zone, "");
     let child = start_check(&w, &[]);
-    until_an_app_inst(&w);
+    w.until_an_app_inst();
     signal(&child, libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(300));
     signal(&child, libc::SIGTERM);

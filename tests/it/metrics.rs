@@ -62,8 +62,7 @@ impl Drop for Reaped {
 
 /// The sidecar on a port of its choosing; returns it and its port.
 fn sidecar(events: &Path) -> (Reaped, u16) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
+    let mut child = command()
         .args(["metrics", "serve", "--listen", "127.0.0.1:0", "--events"])
         .arg(events)
         .stdout(Stdio::piped())
@@ -254,7 +253,7 @@ fn prometheus(dir: &Path, sidecar: u16) -> (Reaped, u16) {
 #[test]
 #[ignore = "needs prometheus (Debian package); .ci/run installs it"]
 fn a_real_prometheus_holds_what_garms_commands_did() {
-    let (w, events) = world_with_events(crate::start_failures::crm_waiting(
+    let (w, events) = world_with_events(crm_waiting(
         &["Munich", "Berlin"],
         true,
         Duration::from_secs(10),
@@ -502,7 +501,7 @@ fn the_dashboard_draws_only_metrics_the_sidecar_serves() {
 /// start failure, the hold the DeleteInstance meets and that delete's reason are counted.
 #[test]
 fn a_crm_hold_and_its_start_failure_are_counted() {
-    let (w, events) = world_with_events(crate::start_failures::crm_waiting(
+    let (w, events) = world_with_events(crm_waiting(
         &["Munich"],
         false,
         Duration::from_secs(10),

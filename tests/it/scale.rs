@@ -313,7 +313,7 @@ fn retired_keys_still_load_are_ignored_and_named_in_the_log() {
         calls,
         ["ShowApp", "ShowAppInst", "DeleteAppInst", "DeleteApp"]
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
     let log = w.log_text();
     for key in [
         "edge_connect.delete_checks_app_inst is retired and ignored (DeleteInstance always reads the AppInst first",
