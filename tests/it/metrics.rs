@@ -291,14 +291,9 @@ fn a_real_prometheus_holds_what_garms_commands_did() {
         &[("GARM_POOL_ID", POOL)],
         &fixture_with("bootstrap-github-jit.json", "garm-mkill1", POOL),
     );
-    let started = Instant::now();
-    while create_apps(&std::fs::read_to_string(&events).unwrap()) == before {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the create never sent CreateApp"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the create's CreateApp", || {
+        create_apps(&std::fs::read_to_string(&events).unwrap()) != before
+    });
     killed.kill().expect("SIGKILL");
     let _ = killed.wait();
 

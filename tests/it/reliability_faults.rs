@@ -166,7 +166,7 @@ fn a_delete_of_an_instance_still_creating_says_so_at_once_and_a_retry_removes_it
         &[("GARM_POOL_ID", POOL)],
         &fixture_with("bootstrap-github-jit.json", NAME, POOL),
     );
-    wait_for(|| w.app_inst_names().len() == 1);
+    wait_until("one AppInst", || w.app_inst_names().len() == 1);
     // GARM's DeleteInstance is not the place to wait (GARM retries it every few seconds):
     // it says at once what holds the AppInst, without a DeleteAppInst that would be refused.
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
@@ -349,16 +349,6 @@ fn failover_moves_on_from_a_full_site_and_spread_is_stable() {
         r.stderr
     );
     assert!(!w.app_names().contains(&"garm-nowhere".to_string()));
-}
-
-fn wait_for(cond: impl Fn() -> bool) {
-    for _ in 0..1000 {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("condition not reached");
 }
 
 /// The first site of two sends nothing at all for `request_timeout_secs` after CreateAppInst:

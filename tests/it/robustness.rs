@@ -594,19 +594,18 @@ fn a_signal_while_create_app_is_in_flight_removes_the_app_the_controller_makes_a
 #[test]
 fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
     let w = slow_creates();
-    let child = start_cli_create(&w);
+    let mut child = start_cli_create(&w);
+    // The cleanup waits for the AppInst the site still creates; the second signal ends it.
+    let stderr = signal_at_line(&mut child, "waiting, at most", libc::SIGINT);
     w.until_an_app_inst();
     signal(&child, libc::SIGINT);
-    // The cleanup waits for the AppInst the site still creates; the second signal ends it.
-    std::thread::sleep(Duration::from_millis(300));
-    signal(&child, libc::SIGINT);
     let r = Run::from(child.wait_with_output().unwrap());
-    assert_eq!(r.code, 130, "{}", r.stderr);
+    let stderr = stderr.join().unwrap();
+    assert_eq!(r.code, 130, "{stderr:?}");
     assert_eq!(
-        r.stderr.lines().last(),
+        stderr.last().map(String::as_str),
         Some("error: interrupted; garm-interrupted may be left behind (interrupted again); remove it with: delete garm-interrupted"),
-        "{}",
-        r.stderr
+        "{stderr:?}"
     );
     assert_eq!(w.app_names(), vec!["garm-interrupted"]);
     // The advice, with the config and controller the create was given.
@@ -638,16 +637,16 @@ fn a_start_stopped_by_a_signal_stops_the_runner_again_or_names_the_stop_that_doe
         let r = cli(&w, &["stop", "garm-restarted"]);
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(w.app_inst_names().is_empty());
-        let child = spawn_cli(&w, &["start", "garm-restarted"]);
+        let mut child = spawn_cli(&w, &["start", "garm-restarted"]);
+        // Twice: the second signal once the stop waits for the AppInst the site still creates.
+        let needle = if twice { "waiting, at most" } else { "never printed" };
+        let stderr = signal_at_line(&mut child, needle, libc::SIGTERM);
         w.until_an_app_inst();
         signal(&child, libc::SIGTERM);
-        if twice {
-            std::thread::sleep(Duration::from_millis(300));
-            signal(&child, libc::SIGTERM);
-        }
         let r = Run::from(child.wait_with_output().unwrap());
-        assert_eq!(r.code, 130, "{}", r.stderr);
-        let last = r.stderr.lines().last().unwrap_or_default();
+        let stderr = stderr.join().unwrap();
+        assert_eq!(r.code, 130, "{stderr:?}");
+        let last = stderr.last().map(String::as_str).unwrap_or_default();
         if twice {
             assert_eq!(last, "error: interrupted; garm-restarted may be left starting (interrupted again); stop it with: stop garm-restarted");
             let r = cli(&w, &["stop", "garm-restarted"]);

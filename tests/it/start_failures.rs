@@ -296,7 +296,7 @@ fn on_a_crm_on_the_edge_create_and_delete_end_at_once_and_garms_retry_removes_it
         "its state was known from the read"
     );
     // GARM retries every few seconds; once the CRM lets the AppInst go, the retry removes it.
-    std::thread::sleep(SCALED_WAIT);
+    w.until_created("garm-pull1");
     let d = delete_instance(&w, "garm-pull1");
     assert_eq!(d.code, 0, "{}", d.stderr);
     w.assert_nothing_left();
@@ -425,7 +425,6 @@ fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it
         Site::Zone,
         "start_failure_grace_secs = 2\noperation_timeout_secs = 60",
     );
-    let started = std::time::Instant::now();
     let r = w.create_image("garm-fo2", IMAGE, Some(zones(&["Munich", "Berlin"])));
     assert_eq!(r.code, 0, "{}", r.stderr);
     // The grace, the few seconds given to a central CRM's undo (HELD_PATIENCE), the create.
@@ -480,8 +479,7 @@ fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it
     assert_eq!(w.app_names(), ["garm-fo2"]);
 
     // Once the CRM lets it go (its wait over, the AppInst Ready, B12), GARM's retry removes it.
-    let left = crm_wait.saturating_sub(started.elapsed()) + Duration::from_secs(1);
-    std::thread::sleep(left);
+    w.until_created("garm-fo2");
     let d = delete_instance(&w, "garm-fo2");
     assert_eq!(d.code, 0, "{}", d.stderr);
     w.assert_nothing_left();

@@ -136,7 +136,7 @@ impl Provider {
 
     /// Rewrites the credentials file with this password and mode; returns its path.
     pub fn write_credentials(&self, password: &str, mode: u32) -> PathBuf {
-        let path = self.dir.path().join("credentials.toml");
+        let path = self.written.credentials_file.clone();
         write_mode(
             &path,
             &format!("username = \"{USER}\"\npassword = \"{password}\"\n"),
@@ -464,6 +464,30 @@ pub fn signal(child: &Child, signal: libc::c_int) {
     // SAFETY: signalling our own child by its pid.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(rc, 0);
+}
+
+/// Reads `child`'s stderr line by line and sends it `sig` at the first line that contains
+/// `needle`; the thread returns every line.
+pub fn signal_at_line(
+    child: &mut Child,
+    needle: &'static str,
+    sig: libc::c_int,
+) -> std::thread::JoinHandle<Vec<String>> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr");
+    let pid = child.id() as libc::pid_t;
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap_or_default();
+            if line.contains(needle) && !seen.iter().any(|l: &String| l.contains(needle)) {
+                // SAFETY: our own child, not reaped before its stderr has ended.
+                unsafe { libc::kill(pid, sig) };
+            }
+            seen.push(line);
+        }
+        seen
+    })
 }
 
 /// Waits until `done` holds (polling it); fails after [`HANG`], which only a lost event reaches.
