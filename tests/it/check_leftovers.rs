@@ -15,7 +15,10 @@ use crate::support::*;
 const CHECK_CONTROLLER: &str = "garm-provider-edge-connect-check";
 
 fn start_check(w: &World, args: &[&str]) -> Child {
-    start(w.cli_command().args(["check", "--deploy-test"]).args(args), None)
+    start(
+        w.cli_command().args(["check", "--deploy-test"]).args(args),
+        None,
+    )
 }
 
 /// Runs `check --deploy-test ARGS` to its end: the run and its wall time.

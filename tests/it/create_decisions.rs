@@ -12,14 +12,7 @@ use crate::support::*;
 
 /// CreateInstance with the pool's sites in `extra_specs`.
 fn create_on(w: &World, name: &str, extra_specs: serde_json::Value) -> Run {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
-    v["extra_specs"] = extra_specs;
-    w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    )
+    w.create_edited(name, |v| v["extra_specs"] = extra_specs)
 }
 
 fn munich_then_berlin() -> serde_json::Value {

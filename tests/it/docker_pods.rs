@@ -368,7 +368,10 @@ fn a_site_that_forbids_privileged_pods_refuses_a_dind_pool_by_name_and_keeps_not
 
 #[test]
 fn a_sidecar_that_cannot_start_is_named_and_nothing_is_left() {
-    let pull_fails = ImageRule::new("docker.io/library/docker:28.5.2-dind", ImageFault::CannotPull);
+    let pull_fails = ImageRule::new(
+        "docker.io/library/docker:28.5.2-dind",
+        ImageFault::CannotPull,
+    );
     let w = munich(vec![pull_fails], |_| {});
     let r = create_with(&w, "garm-dind3", json!({"docker": "dind"}));
     assert_eq!(r.code, 1);
@@ -547,7 +550,14 @@ fn check_deploy_test_proves_a_docker_pools_pod_on_each_site() {
         .unwrap();
         let specs = specs.display().to_string();
         let image = "registry.example.com/ci/runner:13";
-        let r = w.cli(&["check", "--extra-specs", &specs, "--image", image, "--deploy-test"]);
+        let r = w.cli(&[
+            "check",
+            "--extra-specs",
+            &specs,
+            "--image",
+            image,
+            "--deploy-test",
+        ]);
         assert_eq!(r.code, 1, "{}", r.stdout);
         let lines: Vec<&str> = r.stdout.lines().collect();
         assert!(

@@ -70,9 +70,7 @@ fn https_to_a_plain_http_port_is_explained_in_words() {
     let w = World::new();
     let plain = w.sim.url();
     let port = plain.rsplit(':').next().unwrap().to_string();
-    w.edit_config(|t| {
-        t.replace(&plain, &plain.replace("http://", "https://"))
-    });
+    w.edit_config(|t| t.replace(&plain, &plain.replace("http://", "https://")));
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let line = r.stderr.trim_end();

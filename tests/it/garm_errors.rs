@@ -55,18 +55,9 @@ fn invalid_json_creates_nothing() {
 #[test]
 fn missing_extra_specs_key_means_empty_specs() {
     let w = World::new();
-    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
-        "bootstrap-github-jit.json",
-        "garm-nospecs",
-        POOL,
-    ))
-    .unwrap();
-    v.as_object_mut().unwrap().remove("extra_specs");
-    let r = w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    );
+    let r = w.create_edited("garm-nospecs", |v| {
+        v.as_object_mut().unwrap().remove("extra_specs");
+    });
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
@@ -302,7 +293,6 @@ fn names_of_any_shape_are_sanitised_and_found_again() {
     }
     assert!(w.app_names().is_empty());
 }
-
 
 #[test]
 fn an_unknown_flavor_or_zone_lists_what_exists_and_leaves_nothing() {

@@ -554,9 +554,8 @@ fn a_password_the_server_places_in_a_runners_fields_is_masked_on_stdout() {
         p => empty_controller(p),
     });
     let s = Setup::new(&server.url(), "");
-    let person = |args: &[&str]| -> support::Run {
-        support::run(s.person(CONTROLLER).args(args), None)
-    };
+    let person =
+        |args: &[&str]| -> support::Run { support::run(s.person(CONTROLLER).args(args), None) };
     let runs = [
         s.garm("GetInstance", &[]),
         s.garm("ListInstances", &[]),

@@ -33,21 +33,14 @@ fn world_with_events(config: edge_connect_sim::SimConfig) -> (World, PathBuf) {
 }
 
 fn create_with(w: &World, name: &str, image: Option<&str>, two_sites: bool) -> Run {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
-    if let Some(image) = image {
-        v["image"] = image.into();
-    }
-    if two_sites {
-        v["extra_specs"] = serde_json::json!({
-            "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
-        });
-    }
-    w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    )
+    w.create_edited(name, |v| {
+        if let Some(image) = image {
+            v["image"] = image.into();
+        }
+        if two_sites {
+            v["extra_specs"] = zones(&["Munich", "Berlin"]);
+        }
+    })
 }
 
 /// A process of the test, killed when the test ends, a failing one included.
@@ -496,11 +489,7 @@ fn the_dashboard_draws_only_metrics_the_sidecar_serves() {
 /// start failure, the hold the DeleteInstance meets and that delete's reason are counted.
 #[test]
 fn a_crm_hold_and_its_start_failure_are_counted() {
-    let (w, events) = world_with_events(crm_waiting(
-        &["Munich"],
-        false,
-        Duration::from_secs(10),
-    ));
+    let (w, events) = world_with_events(crm_waiting(&["Munich"], false, Duration::from_secs(10)));
     let r = create_with(
         &w,
         "garm-mhold1",

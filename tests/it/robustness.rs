@@ -174,9 +174,7 @@ fn create_against_an_unreachable_edge_connect_fails_fast_and_rolls_nothing_back(
 #[test]
 fn durations_are_bounded_and_an_unwritable_stderr_keeps_the_exit_code() {
     let w = World::new();
-    w.edit_config(|t| {
-        in_edge_connect(t, "operation_timeout_secs = 9223372036854775807")
-    });
+    w.edit_config(|t| in_edge_connect(t, "operation_timeout_secs = 9223372036854775807"));
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1);
     assert_eq!(
@@ -234,7 +232,11 @@ fn config_credentials_and_bootstrap_must_be_regular_files_of_bounded_size() {
     mkfifo(&fifo, 0o600);
     let fifo_s = fifo.display().to_string();
     let list = |config: &str| {
-        let vars = garm_env("ListInstances", Path::new(config), &[("GARM_POOL_ID", POOL)]);
+        let vars = garm_env(
+            "ListInstances",
+            Path::new(config),
+            &[("GARM_POOL_ID", POOL)],
+        );
         run_binary(&vars, None)
     };
     let r = list(&fifo_s);
@@ -344,18 +346,9 @@ fn what_is_echoed_is_escaped_and_cut_and_stderr_stays_one_line() {
 fn garm_mode_stderr_is_one_line_even_without_a_log_file() {
     let w = World::new();
     w.edit_config(without_log_file);
-    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
-        "bootstrap-github-jit.json",
-        "garm-atlantis",
-        POOL,
-    ))
-    .unwrap();
-    v["extra_specs"] = json!({"zones": [{"organization": "TelekomOP", "name": "Atlantis"}]});
-    let r = w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    );
+    let r = w.create_edited("garm-atlantis", |v| {
+        v["extra_specs"] = json!({"zones": [{"organization": "TelekomOP", "name": "Atlantis"}]});
+    });
     assert_eq!(r.code, 1);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(!r.stderr.contains("WARN"), "{}", r.stderr);
@@ -430,9 +423,7 @@ fn relative_paths_in_the_config_are_relative_to_its_directory() {
     assert!(w.log.exists(), "the log is next to the config");
     assert!(w.dir.path().join("token-cache").is_dir());
 
-    w.edit_config(|t| {
-        t.replace("\"credentials.toml\"", "\"missing.toml\"")
-    });
+    w.edit_config(|t| t.replace("\"credentials.toml\"", "\"missing.toml\""));
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1);
     assert_eq!(
@@ -639,7 +630,11 @@ fn a_start_stopped_by_a_signal_stops_the_runner_again_or_names_the_stop_that_doe
         assert!(w.app_inst_names().is_empty());
         let mut child = spawn_cli(&w, &["start", "garm-restarted"]);
         // Twice: the second signal once the stop waits for the AppInst the site still creates.
-        let needle = if twice { "waiting, at most" } else { "never printed" };
+        let needle = if twice {
+            "waiting, at most"
+        } else {
+            "never printed"
+        };
         let stderr = signal_at_line(&mut child, needle, libc::SIGTERM);
         w.until_an_app_inst();
         signal(&child, libc::SIGTERM);

@@ -382,10 +382,7 @@ fn a_pod_scheduled_after_the_grace_runs_on_a_one_site_pool() {
     )];
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 5");
     let started = std::time::Instant::now();
-    let r = w.create_image("garm-late1",
-        "ghcr.io/example-org/garm-runner:late",
-        None,
-    );
+    let r = w.create_image("garm-late1", "ghcr.io/example-org/garm-runner:late", None);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(started.elapsed() >= Duration::from_secs(8));
     assert_eq!(w.app_inst_names(), ["garm-late1"]);
@@ -556,10 +553,7 @@ fn on_the_simulators_crm_a_container_that_keeps_terminating_fails_after_the_grac
 #[test]
 fn on_the_simulators_crm_a_crashing_image_fails_fast() {
     let w = World::with_sim(crm(&["Munich"], true), Site::Zone, "");
-    let r = w.create_image("garm-crash1",
-        "ghcr.io/example-org/garm-runner:crash",
-        None,
-    );
+    let r = w.create_image("garm-crash1", "ghcr.io/example-org/garm-runner:crash", None);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
         one_line(&r).starts_with("the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (CrashLoopBackOff): "),
@@ -581,7 +575,8 @@ fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
     let specs = serde_json::json!({
         "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
     });
-    let r = w.create_image("garm-big1",
+    let r = w.create_image(
+        "garm-big1",
         "ghcr.io/example-org/garm-runner:big",
         Some(specs),
     );

@@ -296,21 +296,28 @@ impl World {
         names(self.sim.app_insts())
     }
 
-    /// CreateInstance of the GitHub fixture `name` with `image` and, when given, these extra
-    /// specs.
-    pub fn create_image(&self, name: &str, image: &str, specs: Option<serde_json::Value>) -> Run {
+    /// CreateInstance of the GitHub fixture `name` as `edit` leaves its JSON.
+    pub fn create_edited(&self, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Run {
         let mut v: serde_json::Value =
             serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL))
                 .expect("fixture JSON");
-        v["image"] = image.into();
-        if let Some(specs) = specs {
-            v["extra_specs"] = specs;
-        }
+        edit(&mut v);
         self.garm(
             "CreateInstance",
             &[("GARM_POOL_ID", POOL)],
             Some(&v.to_string()),
         )
+    }
+
+    /// CreateInstance of the GitHub fixture `name` with `image` and, when given, these extra
+    /// specs.
+    pub fn create_image(&self, name: &str, image: &str, specs: Option<serde_json::Value>) -> Run {
+        self.create_edited(name, |v| {
+            v["image"] = image.into();
+            if let Some(specs) = specs {
+                v["extra_specs"] = specs;
+            }
+        })
     }
 
     /// (name, zone, state) of every AppInst on the simulator, sorted by name.
@@ -527,7 +534,11 @@ pub fn write_mode(path: &Path, text: &str, mode: u32) {
 /// A file's permission bits.
 pub fn mode_of(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
 }
 
 /// A simulator with two zones, TelekomOP/Munich and TelekomOP/Berlin, each holding the cloudlet
