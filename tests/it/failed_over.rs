@@ -4,8 +4,6 @@
 //! or removed at once, and a held one is named with the time its CRM lets it go (issue 34). An
 //! AppInst still being created is named by what is known of it: its state and the latest time.
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::*;
@@ -86,27 +84,13 @@ fn stop_delete_and_remove_all_act_on_the_running_appinst_at_once_and_name_the_he
     assert!(w.app_insts_where().contains(&held("garm-fa")));
 
     // A person's delete removes the running AppInst first, then waits for the held one.
-    let mut delete = w
-        .person(CONTROLLER)
-        .args(["delete", "garm-fb"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("delete starts");
-    let stderr = delete.stderr.take().expect("stderr");
-    let mut seen = Vec::new();
-    for line in BufReader::new(stderr).lines() {
-        let line = line.expect("stderr line");
-        let waiting = line.starts_with(&format!("  … {}", held_line("garm-fb")));
-        seen.push(line);
-        if waiting {
-            break;
-        }
-    }
+    let mut delete = start(w.person(CONTROLLER).args(["delete", "garm-fb"]), None);
+    let needle = "… AppInst garm-fb on TelekomOP/Munich is Creating: its create is still running";
+    let seen = signal_at_line(&mut delete, needle, libc::SIGKILL);
+    delete.wait().ok();
+    let seen = seen.join().expect("stderr lines");
     // The line is written once the running AppInst's delete has returned, before the wait.
     let now = w.app_insts_where();
-    delete.kill().ok();
-    delete.wait().ok();
     assert!(
         seen.iter().any(|l| l.contains(" UTC (the site's CRM waits at most 15 minutes for its pod); waiting, at most edge_connect.operation_timeout_secs=40s")),
         "{seen:?}"
