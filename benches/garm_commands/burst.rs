@@ -41,24 +41,23 @@ pub(crate) fn burst_step(
         if cold {
             world.forget_token()?;
         }
-        let config = world.config_str();
+        let vars = garm_env(
+            "CreateInstance",
+            &world.provider.config,
+            &[("GARM_POOL_ID", POOL)],
+        );
         let names: Vec<String> = (0..plan.burst).map(|i| format!("garm-burst-{i}")).collect();
         let jobs: Vec<Spec<'_>> = names
             .iter()
             .map(|name| Spec {
-                vars: vec![
-                    ("GARM_COMMAND", "CreateInstance"),
-                    ("GARM_CONTROLLER_ID", CONTROLLER),
-                    ("GARM_PROVIDER_CONFIG_FILE", config.as_str()),
-                    ("GARM_POOL_ID", POOL),
-                ],
+                vars: as_refs(&vars),
                 stdin: Some(world.bootstrap(name)),
             })
             .collect();
         let log_before = world.sim.request_log().len();
         let logins_before = world.sim.logins();
         world.relay.take();
-        let (procs, wall) = run_providers_at_once(Path::new(PROVIDER), &[], &world.dir, &jobs)?;
+        let (procs, wall) = run_providers_at_once(Path::new(PROVIDER), &[], world.dir(), &jobs)?;
         world.relay.take();
         for (proc, name) in procs.iter().zip(&names) {
             ensure!(

@@ -53,6 +53,11 @@ mod thin_client;
 mod valgrind;
 mod world;
 
+/// The tests' world: the provider's config and GARM's environment, written one way for both.
+#[allow(dead_code)]
+#[path = "../../tests/it/support.rs"]
+mod support;
+
 /// What every module uses: the standard and external items, the constants below and the items
 /// of the other modules (each module has one job; they share their types freely).
 mod prelude {
@@ -84,31 +89,22 @@ mod prelude {
     pub(crate) use crate::report::*;
     pub(crate) use crate::scale::*;
     pub(crate) use crate::stats::*;
+    pub(crate) use crate::support::{
+        fixture_with, garm_env, Provider, BIN as PROVIDER, CONTROLLER, POOL,
+    };
     pub(crate) use crate::thin_client::*;
     pub(crate) use crate::valgrind::*;
     pub(crate) use crate::world::*;
-    pub(crate) use crate::{
-        Plan, CONTROLLER, FIXTURE, ORG, PASSWORD, POOL, PROVIDER, REAL_LATENCY, SCALE_POOLS, USER,
-        WORLDS,
-    };
+    pub(crate) use crate::{Plan, ORG, REAL_LATENCY, SCALE_POOLS};
 }
 
 use prelude::*;
 
-pub(crate) const PROVIDER: &str = env!("CARGO_BIN_EXE_garm-provider-edge-connect");
-pub(crate) const CONTROLLER: &str = "f9286791-1589-4f39-a106-5b68c2a18af4";
-/// The pool of examples/bootstrap-github-jit.json.
-pub(crate) const POOL: &str = "9dcf590a-1192-4a9c-b3e4-e0902974c2c0";
 pub(crate) const ORG: &str = "edp-developer-framework";
-pub(crate) const USER: &str = "garm";
-pub(crate) const PASSWORD: &str = "garm-password";
-pub(crate) const FIXTURE: &str = "bootstrap-github-jit.json";
 /// Latency the simulator adds to every call in the "realistic" runs.
 pub(crate) const REAL_LATENCY: Duration = Duration::from_millis(20);
 /// Pools the scale inventory is spread over: the measured pool holds a tenth of it.
 pub(crate) const SCALE_POOLS: usize = 10;
-/// Numbers the worlds' directories.
-pub(crate) static WORLDS: AtomicUsize = AtomicUsize::new(0);
 
 /// How much work each step does.
 pub(crate) struct Plan {

@@ -1,4 +1,5 @@
-//! A simulator, a relay and a provider config: one GARM command run and measured.
+//! A simulator, a relay and a provider config (the tests' own, `support::Provider`): one GARM
+//! command run and measured.
 
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -7,11 +8,10 @@ pub(crate) struct World {
     pub(crate) latency: Duration,
     pub(crate) sim: SimHandle,
     pub(crate) relay: Relay,
-    pub(crate) dir: PathBuf,
-    pub(crate) config: PathBuf,
+    /// The measured provider's config, credentials, log and token cache, in their directory.
+    pub(crate) provider: Provider,
     /// The same config without `log_file` (the provider then logs warnings to stderr only).
     pub(crate) config_without_log: PathBuf,
-    pub(crate) token_cache: PathBuf,
     /// The config for other builds of the provider (baseline, shipped binary): their own token
     /// cache, because another release may name or shape its cache files differently, and a
     /// file it leaves must not make the measured provider's run look warm or cold.
@@ -19,8 +19,6 @@ pub(crate) struct World {
     /// The thin client: its connections stay open between replays.
     pub(crate) http: reqwest::Client,
     pub(crate) handle: tokio::runtime::Handle,
-    /// The bootstrap fixture as JSON, to be given a name per run.
-    pub(crate) fixture: Value,
     /// Round shapes to apply instead of timing (worlds without latency).
     pub(crate) shapes: Shapes,
 }
@@ -48,52 +46,34 @@ impl World {
         })
         .context("cannot start the simulator")?;
         let relay = runtime.block_on(Relay::start(sim.addr()))?;
-        // Inside the run's temporary directory, which goes away at the end.
-        let dir = base.join(format!(
-            "world-{}-{}ms",
-            WORLDS.fetch_add(1, Ordering::Relaxed),
-            latency.as_millis()
-        ));
-        std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        // The simulator's own config writer, as the tests use it, with the production log
-        // level: a deployed provider logs at info, and the log line per call is part of its cost.
-        let token_cache = dir.join("token-cache");
-        let mut provider = sim::ProviderConfig::for_sim(&relay.url(), &SimConfig::default(), &dir)?;
-        provider.log_level = "info";
-        provider.token_cache_dir = Some(token_cache.clone());
-        provider.edge_connect_lines =
-            "request_timeout_secs = 60\noperation_timeout_secs = 120".to_string();
-        sim::write_credentials(&provider.credentials_file, USER, PASSWORD)?;
-        let config = dir.join("provider.toml");
-        provider.write(&config)?;
+        // Inside the run's temporary directory, which goes away at the end. The tests' config
+        // writer, with the production log level: a deployed provider logs at info, and the log
+        // line per call is part of its cost.
+        let dir = tempfile::tempdir_in(base).context("cannot create a world's directory")?;
+        let provider = Provider::in_dir(dir, &relay.url(), |c| {
+            c.log_level = "info";
+            c.edge_connect_lines =
+                "request_timeout_secs = 60\noperation_timeout_secs = 120".to_string();
+        });
+        let dir = provider.dir.path();
         let config_without_log = dir.join("provider-without-log.toml");
         sim::ProviderConfig {
             log_file: None,
-            ..provider.clone()
+            ..provider.written.clone()
         }
         .write(&config_without_log)?;
         let config_for_others = dir.join("provider-other-builds.toml");
         sim::ProviderConfig {
             token_cache_dir: Some(dir.join("token-cache-other-builds")),
-            ..provider
+            ..provider.written.clone()
         }
         .write(&config_for_others)?;
-        let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("examples")
-            .join(FIXTURE);
-        let fixture: Value = serde_json::from_str(
-            &std::fs::read_to_string(&fixture_path)
-                .with_context(|| format!("cannot read {}", fixture_path.display()))?,
-        )
-        .with_context(|| format!("{} is not JSON", fixture_path.display()))?;
         Ok(World {
             latency,
             sim,
             relay,
-            dir,
-            config,
+            provider,
             config_without_log,
-            token_cache,
             config_for_others,
             // A hung simulator must fail the run, not hold it (and CI) forever.
             http: reqwest::Client::builder()
@@ -101,20 +81,12 @@ impl World {
                 .build()
                 .context("cannot build the thin client")?,
             handle: runtime.handle().clone(),
-            fixture,
             shapes,
         })
     }
 
     pub(crate) fn bootstrap(&self, name: &str) -> String {
-        let mut v = self.fixture.clone();
-        v["name"] = name.into();
-        v["pool_id"] = POOL.into();
-        v.to_string()
-    }
-
-    pub(crate) fn config_str(&self) -> String {
-        self.config.display().to_string()
+        fixture_with("bootstrap-github-jit.json", name, POOL)
     }
 
     /// Runs `binary` as GARM does and measures it; fails unless it exits 0. Its calls are
@@ -130,18 +102,12 @@ impl World {
         stdin: Option<&str>,
     ) -> Result<Measured> {
         let cold = !self.has_cached_token_for(config);
-        let config = config.display().to_string();
-        let mut vars = vec![
-            ("GARM_COMMAND", command),
-            ("GARM_CONTROLLER_ID", CONTROLLER),
-            ("GARM_PROVIDER_CONFIG_FILE", config.as_str()),
-        ];
-        vars.extend_from_slice(extra);
+        let vars = garm_env(command, config, extra);
         let key = shape_key(command, cold);
         self.relay.take();
         let log_before = self.sim.request_log().len();
         let logins_before = self.sim.logins();
-        let proc = run_provider(binary, args, &self.dir, &vars, stdin)?;
+        let proc = run_provider(binary, args, self.dir(), &as_refs(&vars), stdin)?;
         ensure!(
             proc.code == 0,
             "{command} exited {}: {}",
@@ -173,7 +139,7 @@ impl World {
         self.garm_with(
             Path::new(PROVIDER),
             &[],
-            &self.config,
+            &self.provider.config,
             command,
             extra,
             stdin,
@@ -230,13 +196,8 @@ impl World {
 
     /// GetVersion, the floor: a process that starts, prints and exits, with GARM's variables.
     pub(crate) fn version(&self) -> Result<Proc> {
-        let config = self.config_str();
-        let vars = [
-            ("GARM_COMMAND", "GetVersion"),
-            ("GARM_CONTROLLER_ID", CONTROLLER),
-            ("GARM_PROVIDER_CONFIG_FILE", config.as_str()),
-        ];
-        let proc = run_provider(Path::new(PROVIDER), &[], &self.dir, &vars, None)?;
+        let vars = garm_env("GetVersion", &self.provider.config, &[]);
+        let proc = run_provider(Path::new(PROVIDER), &[], self.dir(), &as_refs(&vars), None)?;
         ensure!(
             proc.code == 0 && !proc.stdout.trim().is_empty(),
             "GetVersion exited {}: {}",
@@ -256,14 +217,14 @@ impl World {
 
     /// ListInstances of `binary` under valgrind: the instructions it executed.
     pub(crate) fn list_instructions(&self, binary: &Path, expect: usize) -> Result<u64> {
-        let grind = Cachegrind::new(binary, &self.dir)?;
+        let grind = Cachegrind::new(binary, self.dir())?;
         self.list_run(&grind.valgrind, &grind.args, expect)?;
         grind.instructions()
     }
 
     /// ListInstances of `binary` under callgrind, its profile written to `out`.
     pub(crate) fn list_profile(&self, binary: &Path, expect: usize, out: &Path) -> Result<()> {
-        let grind = Cachegrind::profile(binary, &self.dir, out)?;
+        let grind = Cachegrind::profile(binary, self.dir(), out)?;
         self.list_run(&grind.valgrind, &grind.args, expect)?;
         Ok(())
     }
@@ -273,7 +234,7 @@ impl World {
         // Under valgrind the provider is one of the arguments.
         let measured = Path::new(PROVIDER);
         let config = if args.iter().any(|a| Path::new(a) == measured) {
-            &self.config
+            &self.provider.config
         } else {
             self.config_for(binary)
         };
@@ -411,7 +372,7 @@ impl World {
     /// The config `binary` runs with: the measured provider's, or the one of other builds.
     pub(crate) fn config_for(&self, binary: &Path) -> &Path {
         if binary == Path::new(PROVIDER) {
-            &self.config
+            &self.provider.config
         } else {
             &self.config_for_others
         }
@@ -420,23 +381,34 @@ impl World {
     /// Whether the token cache that `config` uses holds anything.
     pub(crate) fn has_cached_token_for(&self, config: &Path) -> bool {
         let dir = if config == self.config_for_others {
-            self.dir.join("token-cache-other-builds")
+            self.dir().join("token-cache-other-builds")
         } else {
-            self.token_cache.clone()
+            self.token_cache()
         };
         std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some())
     }
 
     pub(crate) fn forget_token(&self) -> Result<()> {
-        match std::fs::remove_dir_all(&self.token_cache) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e).with_context(|| {
-                format!(
-                    "cannot empty the token cache {}",
-                    self.token_cache.display()
-                )
-            }),
+        let cache = self.token_cache();
+        match std::fs::remove_dir_all(&cache) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot empty the token cache {}", cache.display()))
+            }
             _ => Ok(()),
         }
+    }
+
+    /// The directory of the world's files (job files of the launcher included).
+    pub(crate) fn dir(&self) -> &Path {
+        self.provider.dir.path()
+    }
+
+    fn token_cache(&self) -> PathBuf {
+        self.provider
+            .written
+            .token_cache_dir
+            .clone()
+            .unwrap_or_default()
     }
 }
 
@@ -446,4 +418,9 @@ pub(crate) fn shape_key(command: &str, cold: bool) -> String {
     } else {
         command.to_string()
     }
+}
+
+/// Variables as the launcher takes them.
+pub(crate) fn as_refs(vars: &[(String, String)]) -> Vec<(&str, &str)> {
+    vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }

@@ -9,25 +9,16 @@ use std::time::{Duration, Instant};
 
 use edge_connect_sim::{Fault, SimConfig};
 
-use crate::start_failures::crm_waiting;
 use crate::support::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_garm-provider-edge-connect");
 /// The deploy test's controller id, as docs/operations.md documents it.
 const CHECK_CONTROLLER: &str = "garm-provider-edge-connect-check";
 
 fn start_check(w: &World, args: &[&str]) -> Child {
-    Command::new(BIN)
-        .env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["check", "--deploy-test"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("provider starts")
+    start(
+        w.cli_command().args(["check", "--deploy-test"]).args(args),
+        None,
+    )
 }
 
 /// Runs `check --deploy-test ARGS` to its end: the run and its wall time.
@@ -35,21 +26,6 @@ fn check(w: &World, args: &[&str]) -> (Run, Duration) {
     let started = Instant::now();
     let run = Run::from(start_check(w, args).wait_with_output().expect("check ends"));
     (run, started.elapsed())
-}
-
-/// Waits until the simulator holds an AppInst.
-fn until_an_app_inst(w: &World) {
-    let started = Instant::now();
-    while w.app_inst_names().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(300), "no AppInst");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal(child: &Child, signal: libc::c_int) {
-    // SAFETY: signalling our own child by its pid.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-    assert_eq!(rc, 0);
 }
 
 /// What is on the simulator: App names and AppInst names.
@@ -109,7 +85,7 @@ fn a_check_stopped_by_each_signal_leaves_nothing_once_the_next_check_has_ended()
             let started = Instant::now();
             let child = start_check(&w, &[]);
             let runner = format!("garm-check-{}-0", child.id());
-            until_an_app_inst(&w);
+            w.until_an_app_inst();
             signal(&child, sig);
             let r = Run::from(child.wait_with_output().unwrap());
             let wall = started.elapsed();
@@ -276,24 +252,6 @@ fn bootstrap(name: &str, image: &str) -> String {
     v.to_string()
 }
 
-/// Runs a GARM command as `controller` until it succeeds, as GARM retries a DeleteInstance or
-/// RemoveAllInstances (every few seconds); fails after `limit`.
-fn garm_until_done(w: &World, controller: &str, command: &str, vars: &[(&str, &str)]) {
-    let started = Instant::now();
-    loop {
-        let r = w.garm_as(controller, command, vars, None);
-        if r.code == 0 {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "{command} still fails: {}",
-            r.stderr
-        );
-        std::thread::sleep(Duration::from_secs(5));
-    }
-}
-
 #[test]
 fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_all_or_the_cli_create(
 ) {
@@ -333,21 +291,11 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let d_stderr = d.stderr.take().unwrap();
-    let d_pid = d.id();
-    let d_lines = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut seen = Vec::new();
-        for line in std::io::BufReader::new(d_stderr).lines() {
-            let line = line.unwrap_or_default();
-            if line.contains("waiting, at most edge_connect.operation_timeout_secs=") {
-                // SAFETY: signalling our own child by its pid.
-                unsafe { libc::kill(d_pid as libc::pid_t, libc::SIGINT) };
-            }
-            seen.push(line);
-        }
-        seen
-    });
+    let d_lines = signal_at_line(
+        &mut d,
+        "waiting, at most edge_connect.operation_timeout_secs=",
+        libc::SIGINT,
+    );
     for child in [a, b] {
         let r = Run::from(child.wait_with_output().unwrap());
         assert_eq!(r.code, 1, "{}", r.stderr);
@@ -358,13 +306,17 @@ fn a_runner_left_busy_by_a_failed_create_is_removed_by_delete_instance_remove_al
         left.contains(&"garm-left-a".to_string()) && left.contains(&"garm-left-b".to_string()),
         "{left:?}"
     );
-    garm_until_done(
-        &w,
-        CONTROLLER,
+    // GARM retries them every few seconds: the retry after the CRM lets the AppInsts go.
+    w.until_created("garm-left-a");
+    let r = w.garm(
         "DeleteInstance",
         &[("GARM_INSTANCE_ID", "garm-left-a")],
+        None,
     );
-    garm_until_done(&w, OTHER, "RemoveAllInstances", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    w.until_created("garm-left-b");
+    let r = w.garm_as(OTHER, "RemoveAllInstances", &[], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     // No GARM follows a person's create: it is its own DeleteInstance, and waits for it.
     let c = Run::from(c.wait_with_output().unwrap());
     assert_eq!(c.code, 1, "{}", c.stderr);
@@ -423,19 +375,10 @@ fn a_check_whose_wait_ends_first_names_what_is_left_and_a_command_that_removes_i
     let after = on_edge_connect(&w);
     assert_eq!(after, (vec![runner.to_string()], vec![runner.to_string()]));
     let started = Instant::now();
-    // Run until it succeeds, as a person would once the platform lets go.
-    loop {
-        let removed = run_in_shell(advised(left));
-        if removed.code == 0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "{}",
-            removed.stderr
-        );
-        std::thread::sleep(Duration::from_secs(2));
-    }
+    // Run once the platform lets go, as a person would.
+    w.until_created(runner);
+    let removed = run_in_shell(advised(left));
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
     assert_eq!(on_edge_connect(&w), nothing());
     println!(
         "| crashing image, CRM on the edge, wait ended first | {:.1} s | left after it: {after:?} | advised command {:.1} s, left after it: none |",
@@ -513,13 +456,14 @@ fn a_check_stopped_twice_names_a_command_that_removes_what_it_made() {
     // On the edge the AppInst goes on creating after the check let go of its stream, so the
     // cleanup waits for it; the second signal ends that wait.
     let w = World::with_sim(slow_creates(false), Site::Zone, "");
-    let child = start_check(&w, &[]);
-    until_an_app_inst(&w);
-    signal(&child, libc::SIGTERM);
-    std::thread::sleep(Duration::from_millis(300));
+    let mut child = start_check(&w, &[]);
+    // The second signal once the cleanup waits for the AppInst.
+    let stderr = signal_at_line(&mut child, "waiting, at most", libc::SIGTERM);
+    w.until_an_app_inst();
     signal(&child, libc::SIGTERM);
     let r = Run::from(child.wait_with_output().unwrap());
-    assert_eq!(r.code, 130, "{}\n{}", r.stdout, r.stderr);
+    let stderr = stderr.join().unwrap();
+    assert_eq!(r.code, 130, "{}\n{stderr:?}", r.stdout);
     let last = r.stdout.lines().last().unwrap_or_default();
     let command = format!(
         "{BIN} --config {} --controller-id {CHECK_CONTROLLER} remove-all --yes",

@@ -1,20 +1,10 @@
 //! `check`: one ✓/✗ line per step against the simulator, and the exit code.
 
-use std::process::Command;
-
 use crate::support::*;
 
 fn check(w: &World, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .args(["--config", &w.config.display().to_string(), "check"])
-        .args(args)
-        .env_clear()
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let r = w.cli(&[&["check"], args].concat());
+    (r.code, r.stdout)
 }
 
 fn replace_in_config(w: &World, from: &str, to: &str) {
@@ -76,7 +66,7 @@ fn deploy_test_runs_the_commands_create_and_delete_on_a_throwaway_runner() {
         w.calls("ShowApp") >= 2,
         "exists check and the delete's lookup"
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 #[test]
@@ -286,7 +276,7 @@ fn world_readable_credentials() {
         .and_then(|(_, c)| c.lines().next())
         .unwrap_or_default()
         .trim();
-    let ran = Command::new("sh")
+    let ran = std::process::Command::new("sh")
         .args(["-c", advice])
         .status()
         .expect("sh runs");
@@ -361,5 +351,5 @@ fn deploy_test_reports_an_image_that_cannot_run_on_each_site() {
         ))),
         "{out}"
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }

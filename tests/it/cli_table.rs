@@ -2,28 +2,17 @@
 //! and fault, as `garm-cli runner list` shows GARM's runners; `--format json` prints what GARM
 //! gets, unchanged.
 
-use std::process::Command;
-
 use edge_connect_sim::{Fault, FaultKind};
 
-use crate::support::{Run, World, CONTROLLER, POOL};
+use crate::support::{command, run, Run, World, CONTROLLER, POOL};
 
 /// Runs the built binary in CLI mode with `args`, its config and controller from the
 /// environment as an operator would set them.
 pub(crate) fn cli(w: &World, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .current_dir("/")
-        .env("GARM_PROVIDER_CONFIG_FILE", &w.config)
-        .env("GARM_CONTROLLER_ID", CONTROLLER)
-        .args(args)
-        .output()
-        .expect("the provider runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let mut cmd = command();
+    cmd.env("GARM_PROVIDER_CONFIG_FILE", &w.config)
+        .env("GARM_CONTROLLER_ID", CONTROLLER);
+    run(cmd.args(args), None)
 }
 
 /// A table's rows as cells, after checking that every row starts each column where the header

@@ -12,14 +12,7 @@ use crate::support::*;
 
 /// CreateInstance with the pool's sites in `extra_specs`.
 fn create_on(w: &World, name: &str, extra_specs: serde_json::Value) -> Run {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
-    v["extra_specs"] = extra_specs;
-    w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    )
+    w.create_edited(name, |v| v["extra_specs"] = extra_specs)
 }
 
 fn munich_then_berlin() -> serde_json::Value {
@@ -30,15 +23,8 @@ fn munich_then_berlin() -> serde_json::Value {
 }
 
 fn check(w: &World) -> (i32, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .args(["--config", &w.config.display().to_string(), "check"])
-        .env_clear()
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let r = w.cli(&["check"]);
+    (r.code, r.stdout)
 }
 
 #[test]
@@ -109,7 +95,7 @@ fn a_gen3_cloudlet_without_a_zone_is_re_decided_once_and_check_says_the_same() {
         2,
         "read again after the contradiction"
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
     // `check` comes to the same conclusion with the same words: never green while creates fail.
     let (code, out) = check(&w);
     assert_eq!(code, 1, "{out}");
@@ -229,7 +215,7 @@ fn full_sites_are_named_each_with_its_refusal() {
             && line.contains("; zone TelekomOP/Berlin: "),
         "{line}"
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 #[test]

@@ -302,14 +302,10 @@ fn a_site_with_pod_security_refuses_a_buildkit_pool_by_name_and_keeps_nothing() 
             r#"TelekomOP/Munich forbids Unconfined seccomp and AppArmor profiles (Pod Security "restricted:latest": forbidden AppArmor profile (container "buildkitd" must not set AppArmor profile type to "Unconfined"), allowPrivilegeEscalation != false (containers "runner", "buildkitd" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (containers "runner", "buildkitd" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or containers "runner", "buildkitd" must set securityContext.runAsNonRoot=true), seccompProfile (container "buildkitd" must not set securityContext.seccompProfile.type to "Unconfined")): neither docker = "dind" nor docker = "buildkit" can run there; this policy refuses a runner without Docker too; list another site"#,
         ),
     ] {
-        let w = munich(|s| {
-            s.pod_security = level;
-            s.crm_on_edge = false;
-        });
+        let w = munich(vec![], |s| s.pod_security = level);
         let r = create_with(&w, "garm-bk4", json!({"docker": "buildkit"}));
         assert_eq!((r.code, r.stderr.trim()), (1, line));
-        assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-        assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+        w.assert_nothing_left();
     }
 }
 
@@ -339,34 +335,32 @@ fn garm_hears_whether_a_buildkit_pool_is_valid_before_it_makes_the_pool() {
     assert_eq!(w.calls("CreateApp"), 0);
 }
 
-/// The Munich site with these settings.
-fn munich(settings: impl FnOnce(&mut CloudletSettings)) -> World {
-    let mut site = CloudletSettings::new("TelekomOP", "Munich");
+/// The Munich site with its CRM central (what it cannot start, the controller undoes: B7) and
+/// these settings, on a simulator whose `images` fail as they say.
+fn munich(images: Vec<ImageRule>, settings: impl FnOnce(&mut CloudletSettings)) -> World {
+    let mut site = CloudletSettings {
+        crm_on_edge: false,
+        ..CloudletSettings::new("TelekomOP", "Munich")
+    };
     settings(&mut site);
-    World::with_sim(
-        SimConfig {
-            cloudlet_settings: vec![site],
-            ..SimConfig::default()
-        },
-        Site::Zone,
-        "",
-    )
+    let config = SimConfig {
+        images,
+        cloudlet_settings: vec![site],
+        ..SimConfig::default()
+    };
+    World::with_sim(config, Site::Zone, "")
 }
 
 #[test]
 fn a_site_that_forbids_privileged_pods_refuses_a_dind_pool_by_name_and_keeps_nothing() {
-    let w = munich(|s| {
-        s.pod_security = PodSecurity::Baseline;
-        s.crm_on_edge = false;
-    });
+    let w = munich(vec![], |s| s.pod_security = PodSecurity::Baseline);
     let r = create_with(&w, "garm-dind2", json!({"docker": "dind"}));
     assert_eq!(r.code, 1);
     assert_eq!(
         r.stderr.trim(),
         r#"TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#
     );
-    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    w.assert_nothing_left();
     // The same site runs a pool without Docker.
     let r = create_with(&w, "garm-none2", json!({}));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -374,29 +368,18 @@ fn a_site_that_forbids_privileged_pods_refuses_a_dind_pool_by_name_and_keeps_not
 
 #[test]
 fn a_sidecar_that_cannot_start_is_named_and_nothing_is_left() {
-    let w = World::with_sim(
-        SimConfig {
-            images: vec![ImageRule::new(
-                "docker.io/library/docker:28.5.2-dind",
-                ImageFault::CannotPull,
-            )],
-            cloudlet_settings: vec![CloudletSettings {
-                crm_on_edge: false,
-                ..CloudletSettings::new("TelekomOP", "Munich")
-            }],
-            ..SimConfig::default()
-        },
-        Site::Zone,
-        "",
+    let pull_fails = ImageRule::new(
+        "docker.io/library/docker:28.5.2-dind",
+        ImageFault::CannotPull,
     );
+    let w = munich(vec![pull_fails], |_| {});
     let r = create_with(&w, "garm-dind3", json!({"docker": "dind"}));
     assert_eq!(r.code, 1);
     assert_eq!(
         r.stderr.trim(),
         "the Docker daemon sidecar (container dind) cannot pull its image on TelekomOP/Munich (ImagePullBackOff): check extra_specs.docker_image, or the site's access to docker.io"
     );
-    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    w.assert_nothing_left();
     let r = create_with(
         &w,
         "garm-bk5",
@@ -407,8 +390,7 @@ fn a_sidecar_that_cannot_start_is_named_and_nothing_is_left() {
         r.stderr.trim(),
         "the BuildKit sidecar (container buildkitd) cannot pull its image on TelekomOP/Munich (ImagePullBackOff): check extra_specs.docker_image, or the site's access to docker.io"
     );
-    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    w.assert_nothing_left();
 }
 
 #[test]
@@ -467,17 +449,8 @@ fn the_example_pool_passes_and_garm_hears_a_bad_one_before_it_makes_a_pool() {
             "/config/extra-specs.buildkit.example.json"
         ),
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-            .env_clear()
-            .args(["validate-extra-specs", example])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{example}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let r = run(command().args(["validate-extra-specs", example]), None);
+        assert_eq!(r.code, 0, "{example}: {}", r.stderr);
     }
     let w = World::new();
     let specs = crate::input_bounds::base64(r#"{"docker":"dind","job_images":{"x":"ubuntu"}}"#);
@@ -509,7 +482,7 @@ fn docker_pod_timings() {
         (PodSecurity::Restricted, "restricted"),
     ] {
         for central in [true, false] {
-            let w = munich(|s| {
+            let w = munich(vec![], |s| {
                 s.pod_security = level;
                 s.crm_on_edge = !central;
             });
@@ -551,81 +524,56 @@ fn docker_pod_timings() {
 }
 
 #[test]
-fn check_deploy_test_proves_a_dind_pools_pod_on_each_site() {
-    let mut config = two_zones();
-    config.cloudlet_settings = vec![CloudletSettings {
-        pod_security: PodSecurity::Baseline,
-        crm_on_edge: false,
-        ..CloudletSettings::new("TelekomOP", "Munich")
-    }];
-    let w = World::with_sim(config, Site::Zone, "");
-    let specs = w.dir.path().join("dind.json");
-    std::fs::write(
-        &specs,
-        r#"{"docker":"dind","zones":[{"organization":"TelekomOP","name":"Munich"},{"organization":"TelekomOP","name":"Berlin"}]}"#,
-    )
-    .unwrap();
-    let image = "registry.example.com/ci/runner:13";
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .args(["--config", &w.config.display().to_string(), "check"])
-        .args(["--extra-specs", &specs.display().to_string()])
-        .args(["--image", image, "--deploy-test"])
-        .env_clear()
-        .output()
+fn check_deploy_test_proves_a_docker_pools_pod_on_each_site() {
+    for (docker, refusal) in [
+        (
+            "dind",
+            r#"TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true))"#,
+        ),
+        (
+            "buildkit",
+            r#"TelekomOP/Munich forbids Unconfined seccomp and AppArmor profiles (Pod Security "baseline:latest": forbidden AppArmor profile (container "buildkitd" must not set AppArmor profile type to "Unconfined"), seccompProfile (container "buildkitd" must not set securityContext.seccompProfile.type to "Unconfined"))"#,
+        ),
+    ] {
+        let mut config = two_zones();
+        config.cloudlet_settings = vec![CloudletSettings {
+            pod_security: PodSecurity::Baseline,
+            crm_on_edge: false,
+            ..CloudletSettings::new("TelekomOP", "Munich")
+        }];
+        let w = World::with_sim(config, Site::Zone, "");
+        let specs = w.dir.path().join("specs.json");
+        std::fs::write(
+            &specs,
+            json!({"docker": docker, "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]}).to_string(),
+        )
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.lines().any(|l| l
-            == r#"✗ deploy test zone TelekomOP/Munich: TelekomOP/Munich forbids privileged pods (Pod Security "baseline:latest": privileged (container "dind" must not set securityContext.privileged=true)): neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#),
-        "{stdout}"
-    );
-    assert!(
-        stdout.lines().any(|l| l.starts_with(&format!(
-            "✓ deploy test zone TelekomOP/Berlin: {image} runs there (CreateInstance "
-        ))),
-        "{stdout}"
-    );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
-}
-
-#[test]
-fn check_deploy_test_proves_a_buildkit_pools_pod_on_each_site() {
-    let mut config = two_zones();
-    config.cloudlet_settings = vec![CloudletSettings {
-        pod_security: PodSecurity::Baseline,
-        crm_on_edge: false,
-        ..CloudletSettings::new("TelekomOP", "Munich")
-    }];
-    let w = World::with_sim(config, Site::Zone, "");
-    let specs = w.dir.path().join("buildkit.json");
-    std::fs::write(
-        &specs,
-        r#"{"docker":"buildkit","zones":[{"organization":"TelekomOP","name":"Munich"},{"organization":"TelekomOP","name":"Berlin"}]}"#,
-    )
-    .unwrap();
-    let image = "registry.example.com/ci/runner:13";
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .args(["--config", &w.config.display().to_string(), "check"])
-        .args(["--extra-specs", &specs.display().to_string()])
-        .args(["--image", image, "--deploy-test"])
-        .env_clear()
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.lines().any(|l| l
-            == r#"✗ deploy test zone TelekomOP/Munich: TelekomOP/Munich forbids Unconfined seccomp and AppArmor profiles (Pod Security "baseline:latest": forbidden AppArmor profile (container "buildkitd" must not set AppArmor profile type to "Unconfined"), seccompProfile (container "buildkitd" must not set securityContext.seccompProfile.type to "Unconfined")): neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#),
-        "{stdout}"
-    );
-    assert!(
-        stdout.lines().any(|l| l.starts_with(&format!(
-            "✓ deploy test zone TelekomOP/Berlin: {image} runs there (CreateInstance "
-        ))),
-        "{stdout}"
-    );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+        let specs = specs.display().to_string();
+        let image = "registry.example.com/ci/runner:13";
+        let r = w.cli(&[
+            "check",
+            "--extra-specs",
+            &specs,
+            "--image",
+            image,
+            "--deploy-test",
+        ]);
+        assert_eq!(r.code, 1, "{}", r.stdout);
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        assert!(
+            lines.contains(&format!(r#"✗ deploy test zone TelekomOP/Munich: {refusal}: neither docker = "dind" nor docker = "buildkit" can run there; use docker = "none" for this site's pools, or another site"#).as_str()),
+            "{}",
+            r.stdout
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!(
+                "✓ deploy test zone TelekomOP/Berlin: {image} runs there (CreateInstance "
+            ))),
+            "{}",
+            r.stdout
+        );
+        w.assert_nothing_left();
+    }
 }
 
 fn quantities(cpu: &str, memory: &str) -> Value {
@@ -715,21 +663,12 @@ fn a_size_that_does_not_hold_the_pod_is_refused_before_any_call_with_its_numbers
 
 #[test]
 fn a_runner_killed_for_memory_names_its_memory_and_the_setting() {
-    let w = World::with_sim(
-        SimConfig {
-            images: vec![ImageRule::new(
-                "registry.example.com/ci/gitea-runner:0.3.0",
-                ImageFault::Waits("OOMKilled"),
-            )],
-            cloudlet_settings: vec![CloudletSettings {
-                crm_on_edge: false,
-                ..CloudletSettings::new("TelekomOP", "Munich")
-            }],
-            ..SimConfig::default()
-        },
-        Site::Zone,
-        "start_failure_grace_secs = 1",
+    let oom = ImageRule::new(
+        "registry.example.com/ci/gitea-runner:0.3.0",
+        ImageFault::Waits("OOMKilled"),
     );
+    let w = munich(vec![oom], |_| {});
+    w.edit_config(|t| in_edge_connect(t, "start_failure_grace_secs = 1"));
     let r = create_with(
         &w,
         "garm-oom1",
@@ -740,5 +679,5 @@ fn a_runner_killed_for_memory_names_its_memory_and_the_setting() {
         r.stderr.trim(),
         "the runner's container ran out of its memory of 1024 MB on TelekomOP/Munich (OOMKilled): raise extra_specs.resources.memory"
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }

@@ -4,65 +4,18 @@
 //! or removed at once, and a held one is named with the time its CRM lets it go (issue 34). An
 //! AppInst still being created is named by what is known of it: its state and the latest time.
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::Duration;
 
-use crate::start_failures::crm_waiting;
 use crate::support::*;
-
-/// The image of the GitHub fixture.
-const IMAGE: &str = "ghcr.io/example-org/garm-runner:2.330.0";
 
 /// Munich's CRM runs on the edge and places no pod: it holds each AppInst `Creating` far
 /// beyond any command here; Berlin runs the runner.
 fn world() -> World {
-    let mut config = crm_waiting(&["Munich", "Berlin"], false, Duration::from_secs(3600));
-    config.cloudlet_settings[0].pods_unscheduled = true;
     World::with_sim(
-        config,
+        munich_holds(Duration::from_secs(3600), true),
         Site::Zone,
         "start_failure_grace_secs = 1\nrequest_timeout_secs = 10\noperation_timeout_secs = 40",
     )
-}
-
-fn zones(names: &[&str]) -> serde_json::Value {
-    let zones: Vec<_> = names
-        .iter()
-        .map(|n| serde_json::json!({"organization": "TelekomOP", "name": n}))
-        .collect();
-    serde_json::json!({ "zones": zones })
-}
-
-fn create(w: &World, name: &str, sites: &[&str]) -> Run {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
-    v["image"] = IMAGE.into();
-    v["extra_specs"] = zones(sites);
-    w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    )
-}
-
-/// (name, zone, state) of every AppInst on the simulator, sorted by name.
-fn app_insts(w: &World) -> Vec<(String, String, String)> {
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-    let mut insts: Vec<_> = w
-        .sim
-        .app_insts()
-        .iter()
-        .map(|i| {
-            (
-                text(&i["key"]["name"]),
-                text(&i["zone_key"]["name"]),
-                text(&i["state"]),
-            )
-        })
-        .collect();
-    insts.sort();
-    insts
 }
 
 fn held(name: &str) -> (String, String, String) {
@@ -89,7 +42,7 @@ fn failed_over_runners(w: &World) {
             } else {
                 &["Berlin"]
             };
-            s.spawn(move || (name, create(w, name, sites)))
+            s.spawn(move || (name, w.create_image(name, IMAGE, Some(zones(sites)))))
         })
         .collect();
         for run in runs {
@@ -104,7 +57,7 @@ fn failed_over_runners(w: &World) {
     }
     expected.push(("garm-fd".into(), "Berlin".into(), "Ready".into()));
     expected.sort();
-    assert_eq!(app_insts(w), expected);
+    assert_eq!(w.app_insts_where(), expected);
 }
 
 #[test]
@@ -124,34 +77,20 @@ fn stop_delete_and_remove_all_act_on_the_running_appinst_at_once_and_name_the_he
         "{line}"
     );
     assert!(
-        !app_insts(&w).iter().any(|i| i.0 == "garm-fa-2"),
+        !w.app_insts_where().iter().any(|i| i.0 == "garm-fa-2"),
         "{:?}",
-        app_insts(&w)
+        w.app_insts_where()
     );
-    assert!(app_insts(&w).contains(&held("garm-fa")));
+    assert!(w.app_insts_where().contains(&held("garm-fa")));
 
     // A person's delete removes the running AppInst first, then waits for the held one.
-    let mut delete = w
-        .person(CONTROLLER)
-        .args(["delete", "garm-fb"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("delete starts");
-    let stderr = delete.stderr.take().expect("stderr");
-    let mut seen = Vec::new();
-    for line in BufReader::new(stderr).lines() {
-        let line = line.expect("stderr line");
-        let waiting = line.starts_with(&format!("  … {}", held_line("garm-fb")));
-        seen.push(line);
-        if waiting {
-            break;
-        }
-    }
-    // The line is written once the running AppInst's delete has returned, before the wait.
-    let now = app_insts(&w);
-    delete.kill().ok();
+    let mut delete = start(w.person(CONTROLLER).args(["delete", "garm-fb"]), None);
+    let needle = "… AppInst garm-fb on TelekomOP/Munich is Creating: its create is still running";
+    let seen = signal_at_line(&mut delete, needle, libc::SIGKILL);
     delete.wait().ok();
+    let seen = seen.join().expect("stderr lines");
+    // The line is written once the running AppInst's delete has returned, before the wait.
+    let now = w.app_insts_where();
     assert!(
         seen.iter().any(|l| l.contains(" UTC (the site's CRM waits at most 15 minutes for its pod); waiting, at most edge_connect.operation_timeout_secs=40s")),
         "{seen:?}"
@@ -171,7 +110,7 @@ fn stop_delete_and_remove_all_act_on_the_running_appinst_at_once_and_name_the_he
         "{line}"
     );
     assert_eq!(
-        app_insts(&w),
+        w.app_insts_where(),
         [held("garm-fa"), held("garm-fb"), held("garm-fc")]
     );
     assert_eq!(w.app_names(), ["garm-fa", "garm-fb", "garm-fc"]);
@@ -191,11 +130,7 @@ fn a_delete_instance_of_an_appinst_still_being_created_says_only_what_is_known()
     );
     let bootstrap = fixture_with("bootstrap-github-jit.json", "garm-slow", POOL);
     let create = w.spawn_garm("CreateInstance", &[("GARM_POOL_ID", POOL)], &bootstrap);
-    let started = std::time::Instant::now();
-    while w.app_inst_names().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(20), "no AppInst");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    w.until_an_app_inst();
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-slow")], None);
     assert_eq!(d.code, 1, "{}", d.stdout);
     let line = d.stderr.trim_end();
@@ -209,7 +144,7 @@ fn a_delete_instance_of_an_appinst_still_being_created_says_only_what_is_known()
     assert_eq!(created.code, 0, "{}", created.stderr);
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-slow")], None);
     assert_eq!(d.code, 0, "{}", d.stderr);
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 #[test]

@@ -75,7 +75,7 @@ fn lifecycle(w: &World) -> serde_json::Value {
         None,
     );
     assert_eq!(del.code, 0, "delete: {}", del.stderr);
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
     inst
 }
 
@@ -105,13 +105,9 @@ fn the_seed_config_runs_a_runner_on_gen2_with_the_cloudlet_key() {
 #[test]
 fn check_says_how_the_seed_cloudlet_is_addressed_on_gen3() {
     let w = seed_config_world(ApiGeneration::Gen3);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .args(["--config", &w.config.display().to_string(), "check"])
-        .env_clear()
-        .output()
-        .expect("runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let r = w.cli(&["check"]);
+    let stdout = r.stdout;
+    assert_eq!(r.code, 0, "{stdout}");
     assert!(
         stdout.lines().any(|l| l
             == "✓ cloudlet TelekomOP/Munich: exists; addressed as zone_key TelekomOP/Munich (Gen3 places through zones; the controller picks a cloudlet in that zone)"),
@@ -141,7 +137,7 @@ fn a_server_that_drops_env_vars_leaves_nothing_and_each_create_finds_out_anew() 
         "{}",
         r.stderr
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
     // Nothing is remembered: the next create reads its own App back and comes to the same
     // conclusion from its own answer.
     let again = w.create("bootstrap-github-jit.json", "garm-old2", POOL, &[]);
@@ -205,7 +201,7 @@ fn a_server_that_drops_pull_credentials_leaves_nothing() {
         r.stderr
     );
     assert!(!r.stderr.contains("pull-secret"));
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 #[test]
@@ -280,7 +276,7 @@ fn a_cloudlet_outside_the_pools_is_not_called_an_organization_problem() {
         "{}",
         r.stderr
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 #[test]
@@ -396,7 +392,7 @@ fn a_federated_gen2_cloudlet_is_created_on_and_deleted_with_its_federation() {
         "{}",
         r.stderr
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 
     let text = std::fs::read_to_string(&w.config).expect("config");
     std::fs::write(
@@ -419,7 +415,7 @@ fn a_federated_gen2_cloudlet_is_created_on_and_deleted_with_its_federation() {
         let r = w.garm(command, &[("GARM_INSTANCE_ID", "garm-fed1")], None);
         assert_eq!(r.code, 0, "{command}: {}", r.stderr);
     }
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use hostile_server::{token_reply, Server as Fake, Step};
 
-use crate::support::{Run, World, CONTROLLER, POOL};
+use crate::support::{in_edge_connect, Run, World, CONTROLLER, POOL};
 
 /// The CLI with `args`, the world's config and controller, a bare environment.
 fn person(w: &World, args: &[&str]) -> Run {
@@ -14,19 +14,10 @@ fn person(w: &World, args: &[&str]) -> Run {
         .into()
 }
 
-fn edit_config(w: &World, edit: impl Fn(&str) -> String) {
-    let text = std::fs::read_to_string(&w.config).expect("config");
-    std::fs::write(&w.config, edit(&text)).expect("write config");
-}
-
-fn in_edge_connect(text: &str, line: &str) -> String {
-    text.replacen("[edge_connect]\n", &format!("[edge_connect]\n{line}\n"), 1)
-}
-
 #[test]
 fn retired_keys_are_warned_about_on_stderr_too() {
     let w = World::new();
-    edit_config(&w, |t| in_edge_connect(t, "remove_all_concurrency = 8"));
+    w.edit_config(|t| in_edge_connect(t, "remove_all_concurrency = 8"));
     let warning = "edge_connect.remove_all_concurrency is retired and ignored (";
     let r = person(&w, &["list"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -58,7 +49,7 @@ fn a_server_that_never_answers_is_named_with_the_seconds_waited() {
         _ => vec![Step::Sleep(std::time::Duration::from_secs(60))],
     });
     let w = World::new();
-    edit_config(&w, |t| {
+    w.edit_config(|t| {
         in_edge_connect(
             &t.replace(&w.sim.url(), &silent.url()),
             "request_timeout_secs = 2\noperation_timeout_secs = 900",
@@ -79,9 +70,7 @@ fn https_to_a_plain_http_port_is_explained_in_words() {
     let w = World::new();
     let plain = w.sim.url();
     let port = plain.rsplit(':').next().unwrap().to_string();
-    edit_config(&w, |t| {
-        t.replace(&plain, &plain.replace("http://", "https://"))
-    });
+    w.edit_config(|t| t.replace(&plain, &plain.replace("http://", "https://")));
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let line = r.stderr.trim_end();
@@ -103,7 +92,7 @@ fn https_to_a_plain_http_port_is_explained_in_words() {
 #[test]
 fn a_typo_in_a_config_key_says_which_key_was_meant_and_lists_them_all() {
     let w = World::new();
-    edit_config(&w, |t| in_edge_connect(t, "request_timout_secs = 5"));
+    w.edit_config(|t| in_edge_connect(t, "request_timout_secs = 5"));
     let r = person(&w, &["list"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let line = r.stderr.trim_end();
@@ -165,7 +154,7 @@ fn garm_mode_as_the_docs_show_it() {
             )
             .replace(
                 "/opt/garm/providers.d/garm-provider-edge-connect",
-                env!("CARGO_BIN_EXE_garm-provider-edge-connect"),
+                crate::support::BIN,
             )
             .replace("'…'", crate::support::PASSWORD);
         std::process::Command::new("sh")

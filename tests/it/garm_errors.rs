@@ -55,18 +55,9 @@ fn invalid_json_creates_nothing() {
 #[test]
 fn missing_extra_specs_key_means_empty_specs() {
     let w = World::new();
-    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
-        "bootstrap-github-jit.json",
-        "garm-nospecs",
-        POOL,
-    ))
-    .unwrap();
-    v.as_object_mut().unwrap().remove("extra_specs");
-    let r = w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    );
+    let r = w.create_edited("garm-nospecs", |v| {
+        v.as_object_mut().unwrap().remove("extra_specs");
+    });
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
@@ -255,23 +246,9 @@ fn validate_pool_info() {
 #[test]
 fn cli_and_garm_mode_share_exit_codes() {
     let w = World::new();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .args([
-            "--config",
-            &w.config.display().to_string(),
-            "--controller-id",
-            CONTROLLER,
-            "get",
-            "garm-nope",
-        ])
-        .env_clear()
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(30));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        "error: instance garm-nope not found"
-    );
+    let out = run(w.person(CONTROLLER).args(["get", "garm-nope"]), None);
+    assert_eq!(out.code, 30);
+    assert_eq!(out.stderr.trim(), "error: instance garm-nope not found");
 }
 
 #[test]
@@ -283,9 +260,17 @@ fn huge_or_binary_stdin_is_refused_without_a_panic() {
     );
     let r = w.garm("CreateInstance", &[("GARM_POOL_ID", POOL)], Some(&huge));
     assert_one_line_failure(&r, 1, "bootstrap params exceed");
-    let r = run_binary_bytes(&w, &[0xff, 0xfe, 0x00, 0x7b, 0x80]);
-    assert_eq!(r.0, 1);
-    assert!(r.1.starts_with("invalid bootstrap params"), "{}", r.1);
+    let vars = garm_env("CreateInstance", &w.config, &[("GARM_POOL_ID", POOL)]);
+    let r = run(
+        &mut provider_command(&vars),
+        Some(&[0xff, 0xfe, 0x00, 0x7b, 0x80]),
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.starts_with("invalid bootstrap params"),
+        "{}",
+        r.stderr
+    );
     no_create_calls(&w);
 }
 
@@ -307,27 +292,6 @@ fn names_of_any_shape_are_sanitised_and_found_again() {
         assert_eq!(d.code, 0, "{}", d.stderr);
     }
     assert!(w.app_names().is_empty());
-}
-
-fn run_binary_bytes(w: &World, stdin: &[u8]) -> (i32, String) {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .env("GARM_COMMAND", "CreateInstance")
-        .env("GARM_CONTROLLER_ID", CONTROLLER)
-        .env("GARM_POOL_ID", POOL)
-        .env("GARM_PROVIDER_CONFIG_FILE", &w.config)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -158,7 +158,7 @@ fn gitea_runner_lifecycle_on_cloudlets_v011() {
         None,
     );
     assert_eq!(delete.code, 0, "{}", delete.stderr);
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
     w.assert_no_secrets(&[&create, &list, &delete]);
 }
 

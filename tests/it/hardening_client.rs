@@ -4,17 +4,16 @@
 //! run is bounded by a watchdog; the assertions are on exit codes, one-line messages, what the
 //! servers received, and that no secret reached stdout, stderr or the log.
 
-use std::io::Write;
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::ops::Deref;
 use std::time::Duration;
 
 /// The misbehaving servers and proxies (shared with the client's unit tests).
 pub(crate) use hostile_server::{head, reply, token_reply, Server as Fake, Step};
 
-use crate::support::{self, fixture_with, write_mode, World, CONTROLLER, PASSWORD, POOL, USER};
+use crate::support::{
+    self, fixture_with, write_mode, Provider, World, CONTROLLER, PASSWORD, POOL, USER,
+};
 
 /// What a well-behaved controller with no Apps answers.
 fn empty_controller(path: &str) -> Vec<Step> {
@@ -31,95 +30,34 @@ fn empty_controller(path: &str) -> Vec<Step> {
 pub(crate) const LOGIN: &str = "/api/v1/login";
 pub(crate) const CTRL: &str = "/api/v1/auth/ctrl/";
 
-/// A provider config around `url`, in its own directory.
-pub(crate) struct Setup {
-    /// Kept alive for the run: dropping it removes the config and the log.
-    _dir: tempfile::TempDir,
-    config: PathBuf,
-    log: PathBuf,
+/// A provider config around `url` whose GARM runs act on the fixture's runner.
+pub(crate) struct Setup(Provider);
+
+impl Deref for Setup {
+    type Target = Provider;
+
+    fn deref(&self) -> &Provider {
+        &self.0
+    }
 }
 
 impl Setup {
     pub(crate) fn new(url: &str, extra: &str) -> Setup {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (config, log) =
-            support::write_provider_config(dir.path(), url, support::Site::Zone, extra);
-        Setup {
-            _dir: dir,
-            config,
-            log,
-        }
+        Setup(Provider::at(url, support::Site::Zone, extra))
     }
 
+    /// `command` as GARM runs it for the pool and the instance `hardened-runner` (the
+    /// fixture's bootstrap on stdin for a CreateInstance).
     pub(crate) fn garm(&self, command: &str, vars: &[(&str, &str)]) -> support::Run {
         let stdin = (command == "CreateInstance")
             .then(|| fixture_with("bootstrap-github-jit.json", "hardened-runner", POOL));
         let mut all = vec![
-            ("GARM_COMMAND".to_string(), command.to_string()),
-            ("GARM_CONTROLLER_ID".into(), CONTROLLER.into()),
-            ("GARM_POOL_ID".into(), POOL.into()),
-            ("GARM_INSTANCE_ID".into(), "hardened-runner".into()),
-            (
-                "GARM_PROVIDER_CONFIG_FILE".into(),
-                self.config.display().to_string(),
-            ),
+            ("GARM_POOL_ID", POOL),
+            ("GARM_INSTANCE_ID", "hardened-runner"),
         ];
-        all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        run_bounded(&all, stdin.as_deref())
+        all.extend_from_slice(vars);
+        self.0.garm(command, &all, stdin.as_deref())
     }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// No secret in the runs' output nor in the log.
-    pub(crate) fn assert_no_secrets(&self, runs: &[&support::Run]) {
-        let log = self.log_text();
-        let mut texts = vec![("log", log.as_str())];
-        for r in runs {
-            texts.push(("stdout", &r.stdout));
-            texts.push(("stderr", &r.stderr));
-        }
-        for (what, text) in texts {
-            for secret in support::secrets() {
-                assert!(!text.contains(secret), "{what} holds a secret: {text}");
-            }
-            assert!(!text.contains("eyJhbGciOi"), "{what} holds a JWT: {text}");
-        }
-    }
-}
-
-/// Runs the binary like `support::run_binary`, but kills it (and fails) if it is still running
-/// after 60 s: a regression here is a hang, which must not hang the suite.
-fn run_bounded(vars: &[(String, String)], stdin: Option<&str>) -> support::Run {
-    let mut child = support::provider_command(vars)
-        .spawn()
-        .expect("provider starts");
-    if let Some(mut pipe) = child.stdin.take() {
-        let _ = pipe.write_all(stdin.unwrap_or_default().as_bytes());
-    }
-    let pid = child.id();
-    let done = Arc::new(Mutex::new(false));
-    let finished = done.clone();
-    let watchdog = std::thread::spawn(move || {
-        for _ in 0..600 {
-            std::thread::sleep(Duration::from_millis(100));
-            if *finished.lock().unwrap() {
-                return false;
-            }
-        }
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-        true
-    });
-    let out = child.wait_with_output().expect("provider finishes");
-    *done.lock().unwrap() = true;
-    assert!(
-        !watchdog.join().unwrap(),
-        "the provider hung and was killed"
-    );
-    out.into()
 }
 
 pub(crate) fn one_line(r: &support::Run) -> &str {
@@ -554,16 +492,11 @@ const MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
 /// process records the parent's pages as its own peak.)
 fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
     use std::os::unix::process::CommandExt;
-    let mut cmd = support::provider_command(&[
-        ("GARM_COMMAND".into(), command.into()),
-        ("GARM_CONTROLLER_ID".into(), CONTROLLER.into()),
-        ("GARM_POOL_ID".into(), POOL.into()),
-        (
-            "GARM_PROVIDER_CONFIG_FILE".into(),
-            s.config.display().to_string(),
-        ),
-    ]);
-    cmd.stdin(Stdio::null());
+    let mut cmd = support::provider_command(&support::garm_env(
+        command,
+        &s.config,
+        &[("GARM_POOL_ID", POOL)],
+    ));
     // SAFETY: setrlimit is async-signal-safe and touches only the child.
     unsafe {
         cmd.pre_exec(|| {
@@ -577,8 +510,7 @@ fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
             Ok(())
         });
     }
-    let out = cmd.output().expect("provider runs");
-    out.into()
+    support::run(&mut cmd, None)
 }
 
 #[test]
@@ -622,17 +554,8 @@ fn a_password_the_server_places_in_a_runners_fields_is_masked_on_stdout() {
         p => empty_controller(p),
     });
     let s = Setup::new(&server.url(), "");
-    let person = |args: &[&str]| -> support::Run {
-        Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-            .env_clear()
-            .arg("--config")
-            .arg(&s.config)
-            .args(["--controller-id", CONTROLLER])
-            .args(args)
-            .output()
-            .expect("the CLI runs")
-            .into()
-    };
+    let person =
+        |args: &[&str]| -> support::Run { support::run(s.person(CONTROLLER).args(args), None) };
     let runs = [
         s.garm("GetInstance", &[]),
         s.garm("ListInstances", &[]),

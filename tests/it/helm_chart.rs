@@ -20,7 +20,7 @@ fn helm_chart_lints_renders_valid_objects_and_a_config_the_provider_accepts() {
     }
     let out = Command::new("python3")
         .arg(root.join("deploy/helm/check_chart.py"))
-        .arg(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
+        .arg(crate::support::BIN)
         .env("PYTHONPATH", python_path)
         .output()
         .expect("python3 is needed to run deploy/helm/check_chart.py");

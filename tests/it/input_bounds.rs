@@ -2,9 +2,9 @@
 //! reach the provider's own credentials, the log file keeps its promise, stdin has the
 //! command's deadline, and echoed input is cut at 64 characters.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::*;
@@ -12,19 +12,6 @@ use crate::support::*;
 pub(crate) fn base64(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
-}
-
-fn edit_config(w: &World, edit: impl Fn(&str) -> String) {
-    let text = std::fs::read_to_string(&w.config).expect("config");
-    std::fs::write(&w.config, edit(&text)).expect("write config");
-}
-
-fn mode_of(path: &std::path::Path) -> u32 {
-    std::fs::metadata(path)
-        .expect("metadata")
-        .permissions()
-        .mode()
-        & 0o777
 }
 
 /// A bootstrap whose extra specs ask for image pull credentials from `var`.
@@ -68,21 +55,17 @@ fn a_pool_cannot_send_the_providers_password_to_a_registry() {
         None,
     );
     assert_eq!((r.code, r.stderr.as_str()), (1, OWN_CREDENTIALS));
-    let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .arg("validate-extra-specs")
-        .arg(write_specs(
-            &w,
-            r#"{"image_pull_username":"x","image_pull_password_env":"https_proxy"}"#,
-        ))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let specs = write_specs(
+        &w,
+        r#"{"image_pull_username":"x","image_pull_password_env":"https_proxy"}"#,
+    );
+    let out = run(command().arg("validate-extra-specs").arg(specs), None);
+    assert_eq!(out.code, 1);
     assert!(
-        String::from_utf8_lossy(&out.stderr)
+        out.stderr
             .contains("https_proxy holds the provider's own credentials"),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        out.stderr
     );
 }
 
@@ -95,7 +78,7 @@ fn write_specs(w: &World, json: &str) -> std::path::PathBuf {
 #[test]
 fn the_operator_restricts_pull_passwords_to_a_prefix() {
     let w = World::new();
-    edit_config(&w, |t| {
+    w.edit_config(|t| {
         t.replacen(
             "[edge_connect]",
             "image_pull_password_env_prefix = \"GARM_REGISTRY_\"\n\n[edge_connect]",
@@ -113,22 +96,14 @@ fn the_operator_restricts_pull_passwords_to_a_prefix() {
         None,
     );
     assert_eq!((r.code, r.stderr.as_str()), (1, outside));
-    let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .arg("--config")
-        .arg(&w.config)
-        .arg("validate-extra-specs")
-        .arg(write_specs(
-            &w,
-            r#"{"image_pull_username":"x","image_pull_password_env":"OTHER_SECRET"}"#,
-        ))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        format!("error: {outside}")
+    let specs = write_specs(
+        &w,
+        r#"{"image_pull_username":"x","image_pull_password_env":"OTHER_SECRET"}"#,
     );
+    let specs = specs.display().to_string();
+    let out = w.cli(&["validate-extra-specs", &specs]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stderr, format!("error: {outside}"));
     let r = w.garm(
         "CreateInstance",
         &[("GARM_POOL_ID", POOL), ("OTHER_SECRET", "registry-pw-1")],
@@ -161,7 +136,7 @@ fn the_operator_restricts_pull_passwords_to_a_prefix() {
     assert_eq!(w.app("garm-pulls-ok")["credentials"], "registry-pw-2");
 
     // A prefix that cannot start a variable name is refused when the config is read.
-    edit_config(&w, |t| t.replace("\"GARM_REGISTRY_\"", "\"GARM-REG\""));
+    w.edit_config(|t| t.replace("\"GARM_REGISTRY_\"", "\"GARM-REG\""));
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1);
     assert_eq!(
@@ -210,20 +185,15 @@ fn another_users_log_file_is_refused_and_our_own_is_made_private() {
 /// 3 s command deadline; killed if it outlives a generous bound, which fails the test.
 fn create_with_open_stdin(feed: impl FnOnce(std::process::ChildStdin) + Send + 'static) -> Run {
     let w = World::new();
-    edit_config(&w, |t| {
+    w.edit_config(|t| {
         t.replacen(
             "[edge_connect]\n",
             "[edge_connect]\noperation_timeout_secs = 3\nrequest_timeout_secs = 3\n",
             1,
         )
     });
-    let mut child = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .current_dir("/")
-        .env("GARM_COMMAND", "CreateInstance")
-        .env("GARM_CONTROLLER_ID", CONTROLLER)
-        .env("GARM_PROVIDER_CONFIG_FILE", &w.config)
-        .env("GARM_POOL_ID", POOL)
+    let vars = garm_env("CreateInstance", &w.config, &[("GARM_POOL_ID", POOL)]);
+    let mut child = provider_command(&vars)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -232,39 +202,9 @@ fn create_with_open_stdin(feed: impl FnOnce(std::process::ChildStdin) + Send + '
     let stdin = child.stdin.take().expect("stdin");
     // The feeder owns stdin: it stays open as long as the feeder wants.
     std::thread::spawn(move || feed(stdin));
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    // A hang guard, far beyond the 3 s deadline: without it a provider that never ends would
-    // hold the test run.
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the provider was still reading stdin after 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    let r = finish(child);
     assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout,
-        stderr,
-    }
+    r
 }
 
 const STDIN_DEADLINE: &str = "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller\n";

@@ -3,11 +3,6 @@
 
 use crate::support::*;
 
-fn edit_config(w: &World, f: impl Fn(String) -> String) {
-    let text = std::fs::read_to_string(&w.config).unwrap();
-    std::fs::write(&w.config, f(text)).unwrap();
-}
-
 #[test]
 fn text_lines_carry_command_instance_pool_and_controller() {
     let w = World::new();
@@ -37,7 +32,7 @@ fn text_lines_carry_command_instance_pool_and_controller() {
 #[test]
 fn json_lines_for_log_shippers() {
     let w = World::new();
-    edit_config(&w, |t| {
+    w.edit_config(|t| {
         t.replace(
             "log_level = \"debug\"",
             "log_level = \"trace\"\nlog_format = \"json\"",
@@ -65,7 +60,7 @@ fn json_lines_for_log_shippers() {
 #[test]
 fn without_a_log_file_success_is_silent_and_failure_is_one_line() {
     let w = World::new();
-    edit_config(&w, |t| {
+    w.edit_config(|t| {
         t.lines()
             .filter(|l| !l.starts_with("log_file"))
             .collect::<Vec<_>>()

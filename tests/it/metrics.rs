@@ -33,21 +33,14 @@ fn world_with_events(config: edge_connect_sim::SimConfig) -> (World, PathBuf) {
 }
 
 fn create_with(w: &World, name: &str, image: Option<&str>, two_sites: bool) -> Run {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
-    if let Some(image) = image {
-        v["image"] = image.into();
-    }
-    if two_sites {
-        v["extra_specs"] = serde_json::json!({
-            "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
-        });
-    }
-    w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    )
+    w.create_edited(name, |v| {
+        if let Some(image) = image {
+            v["image"] = image.into();
+        }
+        if two_sites {
+            v["extra_specs"] = zones(&["Munich", "Berlin"]);
+        }
+    })
 }
 
 /// A process of the test, killed when the test ends, a failing one included.
@@ -62,8 +55,7 @@ impl Drop for Reaped {
 
 /// The sidecar on a port of its choosing; returns it and its port.
 fn sidecar(events: &Path) -> (Reaped, u16) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
+    let mut child = command()
         .args(["metrics", "serve", "--listen", "127.0.0.1:0", "--events"])
         .arg(events)
         .stdout(Stdio::piped())
@@ -254,7 +246,7 @@ fn prometheus(dir: &Path, sidecar: u16) -> (Reaped, u16) {
 #[test]
 #[ignore = "needs prometheus (Debian package); .ci/run installs it"]
 fn a_real_prometheus_holds_what_garms_commands_did() {
-    let (w, events) = world_with_events(crate::start_failures::crm_waiting(
+    let (w, events) = world_with_events(crm_waiting(
         &["Munich", "Berlin"],
         true,
         Duration::from_secs(10),
@@ -292,14 +284,9 @@ fn a_real_prometheus_holds_what_garms_commands_did() {
         &[("GARM_POOL_ID", POOL)],
         &fixture_with("bootstrap-github-jit.json", "garm-mkill1", POOL),
     );
-    let started = Instant::now();
-    while create_apps(&std::fs::read_to_string(&events).unwrap()) == before {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the create never sent CreateApp"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the create's CreateApp", || {
+        create_apps(&std::fs::read_to_string(&events).unwrap()) != before
+    });
     killed.kill().expect("SIGKILL");
     let _ = killed.wait();
 
@@ -502,11 +489,7 @@ fn the_dashboard_draws_only_metrics_the_sidecar_serves() {
 /// start failure, the hold the DeleteInstance meets and that delete's reason are counted.
 #[test]
 fn a_crm_hold_and_its_start_failure_are_counted() {
-    let (w, events) = world_with_events(crate::start_failures::crm_waiting(
-        &["Munich"],
-        false,
-        Duration::from_secs(10),
-    ));
+    let (w, events) = world_with_events(crm_waiting(&["Munich"], false, Duration::from_secs(10)));
     let r = create_with(
         &w,
         "garm-mhold1",

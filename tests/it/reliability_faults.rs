@@ -13,15 +13,6 @@ fn create(w: &World) -> Run {
     w.create("bootstrap-github-jit.json", NAME, POOL, &[])
 }
 
-fn assert_empty(w: &World) {
-    assert!(w.app_names().is_empty(), "Apps left: {:?}", w.app_names());
-    assert!(
-        w.app_inst_names().is_empty(),
-        "AppInsts left: {:?}",
-        w.app_inst_names()
-    );
-}
-
 #[test]
 fn a_create_that_fails_after_the_app_was_made_leaves_nothing() {
     let w = World::new();
@@ -35,7 +26,7 @@ fn a_create_that_fails_after_the_app_was_made_leaves_nothing() {
     assert_eq!(r.stdout, "");
     assert!(r.stderr.contains("Image pull back-off"), "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1);
-    assert_empty(&w);
+    w.assert_nothing_left();
     assert_eq!(
         w.calls("DeleteApp"),
         1,
@@ -53,7 +44,7 @@ fn a_create_left_in_create_error_is_cleaned_up() {
         .inject(Fault::create_error_left(1, "no nodes with enough memory"));
     let r = create(&w);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert_empty(&w);
+    w.assert_nothing_left();
     // GARM retries the same name after a failure: it must work.
     let again = create(&w);
     assert_eq!(again.code, 0, "{}", again.stderr);
@@ -166,7 +157,7 @@ fn a_delete_of_an_instance_still_creating_says_so_at_once_and_a_retry_removes_it
         &[("GARM_POOL_ID", POOL)],
         &fixture_with("bootstrap-github-jit.json", NAME, POOL),
     );
-    wait_for(|| w.app_inst_names().len() == 1);
+    wait_until("one AppInst", || w.app_inst_names().len() == 1);
     // GARM's DeleteInstance is not the place to wait (GARM retries it every few seconds):
     // it says at once what holds the AppInst, without a DeleteAppInst that would be refused.
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
@@ -187,7 +178,7 @@ fn a_delete_of_an_instance_still_creating_says_so_at_once_and_a_retry_removes_it
     );
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", NAME)], None);
     assert_eq!(d.code, 0, "{}", d.stderr);
-    assert_empty(&w);
+    w.assert_nothing_left();
 }
 
 /// DeleteInstance as GARM runs it: again every second while it fails (GARM: every few
@@ -231,7 +222,7 @@ fn killed_mid_create_then_delete_cleans_up_and_create_works_again() {
         std::thread::sleep(Duration::from_millis(400));
         let d = delete_until_done(&w, 10);
         assert_eq!(d.code, 0, "{}", d.stderr);
-        assert_empty(&w);
+        w.assert_nothing_left();
         let again = create(&w);
         assert_eq!(
             again.code, 0,
@@ -329,18 +320,9 @@ fn failover_moves_on_from_a_full_site_and_spread_is_stable() {
     // Every site full: a clear error and nothing left behind.
     w.sim.set_capacity("TelekomOP", "Munich", Some(0));
     w.sim.set_capacity("TelekomOP", "Berlin", Some(0));
-    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
-        "bootstrap-github-jit.json",
-        "garm-nowhere",
-        POOL,
-    ))
-    .unwrap();
-    v["extra_specs"] = specs;
-    let r = w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    );
+    let r = w.create_edited("garm-nowhere", |v| {
+        v["extra_specs"] = specs;
+    });
     assert_eq!(r.code, 1);
     assert!(
         r.stderr
@@ -349,16 +331,6 @@ fn failover_moves_on_from_a_full_site_and_spread_is_stable() {
         r.stderr
     );
     assert!(!w.app_names().contains(&"garm-nowhere".to_string()));
-}
-
-fn wait_for(cond: impl Fn() -> bool) {
-    for _ in 0..1000 {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("condition not reached");
 }
 
 /// The first site of two sends nothing at all for `request_timeout_secs` after CreateAppInst:
@@ -374,21 +346,12 @@ fn a_site_that_answers_nothing_costs_request_timeout_and_the_next_one_is_tried()
         "CreateAppInst",
         FaultKind::Slow { delay_ms: 30_000 },
     ));
-    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
-        "bootstrap-github-jit.json",
-        "garm-silent",
-        POOL,
-    ))
-    .unwrap();
-    v["extra_specs"] = serde_json::json!({
-        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}],
-        "placement_strategy": "failover"
+    let r = w.create_edited("garm-silent", |v| {
+        v["extra_specs"] = serde_json::json!({
+            "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}],
+            "placement_strategy": "failover"
+        });
     });
-    let r = w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json()["status"], "running");
     let log = w.log_text();

@@ -3,7 +3,7 @@
 //! simulator on 127.0.0.1. Each test asserts the exact outcome: exit code, the exact stderr
 //! line, files on disk and what is left on the simulator.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,88 +11,12 @@ use std::time::{Duration, Instant};
 use edge_connect_sim::{Fault, FaultKind, SimConfig};
 use serde_json::json;
 
-use crate::support::{fixture_with, write_mode, Run, Site, World, CONTROLLER, PASSWORD, POOL};
-
-const BIN: &str = env!("CARGO_BIN_EXE_garm-provider-edge-connect");
-
-/// A process as GARM starts it (no arguments, only these variables, cwd `/`), killed and
-/// reported if it outlives `limit`: a hang is a failure, not a stuck test run.
-fn garm_bounded(vars: &[(&str, &str)], stdin: Option<&[u8]>, limit: Duration) -> Run {
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear().current_dir("/");
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    bounded(cmd, stdin, limit)
-}
+use crate::support::*;
 
 /// The CLI against a world's config, as a person runs it.
 fn cli(w: &World, args: &[&str]) -> Run {
     let mut cmd = w.person(CONTROLLER);
-    cmd.args(args);
-    bounded(cmd, None, Duration::from_secs(60))
-}
-
-fn bounded(mut cmd: Command, stdin: Option<&[u8]>, limit: Duration) -> Run {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("provider starts");
-    if let Some(mut pipe) = child.stdin.take() {
-        if let Some(input) = stdin {
-            let _ = pipe.write_all(input);
-        }
-    }
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stdout.read_to_end(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stderr.read_to_end(&mut s);
-        s
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the provider hung for more than {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.join().expect("stdout reader")).into_owned(),
-        stderr: String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned(),
-    }
-}
-
-fn base_vars(w: &World, command: &str) -> Vec<(String, String)> {
-    vec![
-        ("GARM_COMMAND".into(), command.into()),
-        ("GARM_CONTROLLER_ID".into(), CONTROLLER.into()),
-        (
-            "GARM_PROVIDER_CONFIG_FILE".into(),
-            w.config.display().to_string(),
-        ),
-    ]
-}
-
-fn as_refs(vars: &[(String, String)]) -> Vec<(&str, &str)> {
-    vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
-}
-
-/// Rewrites the world's config: `edit` gets the text and returns the new one.
-fn edit_config(w: &World, edit: impl Fn(&str) -> String) {
-    let text = std::fs::read_to_string(&w.config).expect("config");
-    std::fs::write(&w.config, edit(&text)).expect("write config");
+    run(cmd.args(args), None)
 }
 
 /// The config without its `log_file` line: warnings have nowhere to go but stderr.
@@ -103,28 +27,12 @@ fn without_log_file(text: &str) -> String {
         .collect()
 }
 
-/// Adds `line` to the `[edge_connect]` table.
-fn in_edge_connect(text: &str, line: &str) -> String {
-    text.replacen("[edge_connect]\n", &format!("[edge_connect]\n{line}\n"), 1)
-}
-
 fn mkfifo(path: &Path, mode: u32) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
     // SAFETY: a valid NUL-terminated path; mkfifo only reads it.
     let rc = unsafe { libc::mkfifo(c.as_ptr(), mode as libc::mode_t) };
     assert_eq!(rc, 0, "mkfifo {}", path.display());
 }
-
-fn mode_of(path: &Path) -> u32 {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .expect("metadata")
-        .permissions()
-        .mode()
-        & 0o777
-}
-
-const SECOND: Duration = Duration::from_secs(1);
 
 // 12.2 ------------------------------------------------------------------------------------------
 
@@ -214,10 +122,7 @@ fn the_log_file_is_private_never_followed_and_only_a_regular_file() {
     // A FIFO would block the open forever: refused at once.
     std::fs::remove_file(&w.log).unwrap();
     mkfifo(&w.log, 0o600);
-    let vars = base_vars(&w, "GetInstance");
-    let mut vars = as_refs(&vars);
-    vars.push(("GARM_INSTANCE_ID", "garm-nope"));
-    let r = garm_bounded(&vars, None, 30 * SECOND);
+    let r = w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-nope")], None);
     assert_eq!(r.code, 30);
     assert_eq!(
         r.stderr,
@@ -237,7 +142,7 @@ fn create_against_an_unreachable_edge_connect_fails_fast_and_rolls_nothing_back(
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    edit_config(&w, |t| {
+    w.edit_config(|t| {
         in_edge_connect(
             &t.replace(&w.sim.url(), &format!("http://127.0.0.1:{closed}")),
             "operation_timeout_secs = 20\nrequest_timeout_secs = 5\nconnect_retry_secs = 1",
@@ -269,9 +174,7 @@ fn create_against_an_unreachable_edge_connect_fails_fast_and_rolls_nothing_back(
 #[test]
 fn durations_are_bounded_and_an_unwritable_stderr_keeps_the_exit_code() {
     let w = World::new();
-    edit_config(&w, |t| {
-        in_edge_connect(t, "operation_timeout_secs = 9223372036854775807")
-    });
+    w.edit_config(|t| in_edge_connect(t, "operation_timeout_secs = 9223372036854775807"));
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1);
     assert_eq!(
@@ -290,19 +193,13 @@ fn durations_are_bounded_and_an_unwritable_stderr_keeps_the_exit_code() {
             .expect("/dev/full")
     };
     let garm = |command: &str, extra: &[(&str, &str)]| {
-        let mut cmd = Command::new(BIN);
-        cmd.env_clear()
-            .current_dir("/")
-            .env("GARM_COMMAND", command)
-            .env("GARM_CONTROLLER_ID", CONTROLLER)
-            .env("GARM_PROVIDER_CONFIG_FILE", &w.config)
+        provider_command(&garm_env(command, &w.config, extra))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(full());
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-        cmd.status().expect("runs").code()
+            .stderr(full())
+            .status()
+            .expect("runs")
+            .code()
     };
     assert_eq!(
         garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-nope")]),
@@ -310,19 +207,16 @@ fn durations_are_bounded_and_an_unwritable_stderr_keeps_the_exit_code() {
     );
     assert_eq!(garm("Frobnicate", &[]), Some(1));
     // stdout that cannot be written is a failure (exit 1), not a panic.
-    let status = Command::new(BIN)
-        .env_clear()
+    let status = command()
         .env("GARM_COMMAND", "GetVersion")
         .stdout(full())
         .stderr(full())
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(1));
-    let status = Command::new(BIN)
-        .env_clear()
-        .args(["--config"])
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER, "get", "garm-nope"])
+    let status = w
+        .person(CONTROLLER)
+        .args(["get", "garm-nope"])
         .stderr(full())
         .status()
         .unwrap();
@@ -338,16 +232,12 @@ fn config_credentials_and_bootstrap_must_be_regular_files_of_bounded_size() {
     mkfifo(&fifo, 0o600);
     let fifo_s = fifo.display().to_string();
     let list = |config: &str| {
-        garm_bounded(
-            &[
-                ("GARM_COMMAND", "ListInstances"),
-                ("GARM_CONTROLLER_ID", CONTROLLER),
-                ("GARM_POOL_ID", POOL),
-                ("GARM_PROVIDER_CONFIG_FILE", config),
-            ],
-            None,
-            30 * SECOND,
-        )
+        let vars = garm_env(
+            "ListInstances",
+            Path::new(config),
+            &[("GARM_POOL_ID", POOL)],
+        );
+        run_binary(&vars, None)
     };
     let r = list(&fifo_s);
     assert_eq!(r.code, 1);
@@ -386,14 +276,7 @@ fn config_credentials_and_bootstrap_must_be_regular_files_of_bounded_size() {
         )
     );
 
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear()
-        .current_dir("/")
-        .arg("--config")
-        .arg(&w.config)
-        .args(["--controller-id", CONTROLLER, "create", "--bootstrap"])
-        .arg(&fifo);
-    let r = bounded(cmd, None, 30 * SECOND);
+    let r = cli(&w, &["create", "--bootstrap", &fifo_s]);
     assert_eq!(r.code, 1);
     assert_eq!(
         r.stderr,
@@ -420,11 +303,7 @@ fn what_is_echoed_is_escaped_and_cut_and_stderr_stays_one_line() {
 
     // Not UTF-8 is said as such, not "not set".
     use std::os::unix::ffi::OsStringExt;
-    let status = Command::new(BIN)
-        .env_clear()
-        .env("GARM_COMMAND", "GetInstance")
-        .env("GARM_CONTROLLER_ID", CONTROLLER)
-        .env("GARM_PROVIDER_CONFIG_FILE", &w.config)
+    let status = provider_command(&garm_env("GetInstance", &w.config, &[]))
         .env(
             "GARM_INSTANCE_ID",
             std::ffi::OsString::from_vec(vec![b'g', 0xff, 0xfe]),
@@ -466,19 +345,10 @@ fn what_is_echoed_is_escaped_and_cut_and_stderr_stays_one_line() {
 #[test]
 fn garm_mode_stderr_is_one_line_even_without_a_log_file() {
     let w = World::new();
-    edit_config(&w, without_log_file);
-    let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
-        "bootstrap-github-jit.json",
-        "garm-atlantis",
-        POOL,
-    ))
-    .unwrap();
-    v["extra_specs"] = json!({"zones": [{"organization": "TelekomOP", "name": "Atlantis"}]});
-    let r = w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    );
+    w.edit_config(without_log_file);
+    let r = w.create_edited("garm-atlantis", |v| {
+        v["extra_specs"] = json!({"zones": [{"organization": "TelekomOP", "name": "Atlantis"}]});
+    });
     assert_eq!(r.code, 1);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(!r.stderr.contains("WARN"), "{}", r.stderr);
@@ -537,7 +407,7 @@ fn cli_delete_says_when_there_was_nothing_to_delete() {
 fn relative_paths_in_the_config_are_relative_to_its_directory() {
     let w = World::new();
     let dir = w.dir.path().display().to_string();
-    edit_config(&w, |t| t.replace(&format!("{dir}/"), ""));
+    w.edit_config(|t| t.replace(&format!("{dir}/"), ""));
     let text = std::fs::read_to_string(&w.config).unwrap();
     assert!(
         text.contains("credentials_file = \"credentials.toml\""),
@@ -553,9 +423,7 @@ fn relative_paths_in_the_config_are_relative_to_its_directory() {
     assert!(w.log.exists(), "the log is next to the config");
     assert!(w.dir.path().join("token-cache").is_dir());
 
-    edit_config(&w, |t| {
-        t.replace("\"credentials.toml\"", "\"missing.toml\"")
-    });
+    w.edit_config(|t| t.replace("\"credentials.toml\"", "\"missing.toml\""));
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1);
     assert_eq!(
@@ -576,7 +444,7 @@ fn parse_errors_say_the_key_and_the_expected_form_in_words() {
     let list = || w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     let config = w.config.display().to_string();
 
-    edit_config(&w, |t| in_edge_connect(t, "request_timeout_secs = \"60s\""));
+    w.edit_config(|t| in_edge_connect(t, "request_timeout_secs = \"60s\""));
     let line = std::fs::read_to_string(&w.config)
         .unwrap()
         .lines()
@@ -592,7 +460,7 @@ fn parse_errors_say_the_key_and_the_expected_form_in_words() {
 
     std::fs::write(&w.config, &original).unwrap();
     let url = w.sim.url();
-    edit_config(&w, |t| t.replace(&url, &format!("{url}/api/v1")));
+    w.edit_config(|t| t.replace(&url, &format!("{url}/api/v1")));
     let r = list();
     assert_eq!(r.code, 1);
     assert_eq!(
@@ -629,8 +497,7 @@ fn parse_errors_say_the_key_and_the_expected_form_in_words() {
 #[test]
 fn a_closed_stdout_ends_the_cli_quietly() {
     for args in [&["schema", "config"][..], &["version"][..]] {
-        let mut child = Command::new(BIN)
-            .env_clear()
+        let mut child = command()
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -666,27 +533,13 @@ fn slow_creates() -> World {
     World::with_sim(sim, Site::Zone, "")
 }
 
-fn until_an_app_inst(w: &World) {
-    let started = Instant::now();
-    while w.app_inst_names().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(300), "no AppInst");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn kill(child: &std::process::Child, signal: libc::c_int) {
-    // SAFETY: signalling our own child by its pid.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-    assert_eq!(rc, 0);
-}
-
 #[test]
 fn ctrl_c_during_a_cli_create_removes_what_was_made() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let w = slow_creates();
         let mut child = start_cli_create(&w);
-        until_an_app_inst(&w);
-        kill(&child, signal);
+        w.until_an_app_inst();
+        signal(&child, sig);
         let mut stderr = String::new();
         child
             .stderr
@@ -701,8 +554,7 @@ fn ctrl_c_during_a_cli_create_removes_what_was_made() {
             Some("error: interrupted; nothing of garm-interrupted was left behind"),
             "{stderr}"
         );
-        assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-        assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+        w.assert_nothing_left();
     }
 }
 
@@ -715,12 +567,8 @@ fn a_signal_while_create_app_is_in_flight_removes_the_app_the_controller_makes_a
         .inject(Fault::new("CreateApp", FaultKind::Slow { delay_ms: 2000 }));
     let child = start_cli_create(&w);
     // The fault is taken when the CreateApp reaches the controller.
-    let started = Instant::now();
-    while !w.sim.pending_faults().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(20), "no CreateApp");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    kill(&child, libc::SIGTERM);
+    wait_until("a CreateApp", || w.sim.pending_faults().is_empty());
+    signal(&child, libc::SIGTERM);
     let r = Run::from(child.wait_with_output().unwrap());
     assert_eq!(r.code, 130, "{}", r.stderr);
     assert_eq!(
@@ -730,33 +578,25 @@ fn a_signal_while_create_app_is_in_flight_removes_the_app_the_controller_makes_a
         r.stderr
     );
     // The controller logs a call once it has answered it.
-    while w.calls("CreateApp") == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "CreateApp never ended"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(w.app_names().is_empty(), "{:?}", w.app_names());
-    assert!(w.app_inst_names().is_empty(), "{:?}", w.app_inst_names());
+    wait_until("the CreateApp's end", || w.calls("CreateApp") > 0);
+    w.assert_nothing_left();
 }
 
 #[test]
 fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
     let w = slow_creates();
-    let child = start_cli_create(&w);
-    until_an_app_inst(&w);
-    kill(&child, libc::SIGINT);
+    let mut child = start_cli_create(&w);
     // The cleanup waits for the AppInst the site still creates; the second signal ends it.
-    std::thread::sleep(Duration::from_millis(300));
-    kill(&child, libc::SIGINT);
+    let stderr = signal_at_line(&mut child, "waiting, at most", libc::SIGINT);
+    w.until_an_app_inst();
+    signal(&child, libc::SIGINT);
     let r = Run::from(child.wait_with_output().unwrap());
-    assert_eq!(r.code, 130, "{}", r.stderr);
+    let stderr = stderr.join().unwrap();
+    assert_eq!(r.code, 130, "{stderr:?}");
     assert_eq!(
-        r.stderr.lines().last(),
+        stderr.last().map(String::as_str),
         Some("error: interrupted; garm-interrupted may be left behind (interrupted again); remove it with: delete garm-interrupted"),
-        "{}",
-        r.stderr
+        "{stderr:?}"
     );
     assert_eq!(w.app_names(), vec!["garm-interrupted"]);
     // The advice, with the config and controller the create was given.
@@ -771,17 +611,12 @@ fn a_create_interrupted_twice_names_a_delete_that_removes_what_it_left() {
         "{}",
         delete.stderr
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 /// [`cli`], started and not waited for (to signal it).
 fn spawn_cli(w: &World, args: &[&str]) -> std::process::Child {
-    w.person(CONTROLLER)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    start(w.person(CONTROLLER).args(args), None)
 }
 
 #[test]
@@ -793,16 +628,20 @@ fn a_start_stopped_by_a_signal_stops_the_runner_again_or_names_the_stop_that_doe
         let r = cli(&w, &["stop", "garm-restarted"]);
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(w.app_inst_names().is_empty());
-        let child = spawn_cli(&w, &["start", "garm-restarted"]);
-        until_an_app_inst(&w);
-        kill(&child, libc::SIGTERM);
-        if twice {
-            std::thread::sleep(Duration::from_millis(300));
-            kill(&child, libc::SIGTERM);
-        }
+        let mut child = spawn_cli(&w, &["start", "garm-restarted"]);
+        // Twice: the second signal once the stop waits for the AppInst the site still creates.
+        let needle = if twice {
+            "waiting, at most"
+        } else {
+            "never printed"
+        };
+        let stderr = signal_at_line(&mut child, needle, libc::SIGTERM);
+        w.until_an_app_inst();
+        signal(&child, libc::SIGTERM);
         let r = Run::from(child.wait_with_output().unwrap());
-        assert_eq!(r.code, 130, "{}", r.stderr);
-        let last = r.stderr.lines().last().unwrap_or_default();
+        let stderr = stderr.join().unwrap();
+        assert_eq!(r.code, 130, "{stderr:?}");
+        let last = stderr.last().map(String::as_str).unwrap_or_default();
         if twice {
             assert_eq!(last, "error: interrupted; garm-restarted may be left starting (interrupted again); stop it with: stop garm-restarted");
             let r = cli(&w, &["stop", "garm-restarted"]);
@@ -828,16 +667,8 @@ fn version_and_get_version_identify_the_build() {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let out = Command::new(BIN)
-        .env_clear()
-        .arg("version")
-        .output()
-        .unwrap();
-    let get = Command::new(BIN)
-        .env_clear()
-        .env("GARM_COMMAND", "GetVersion")
-        .output()
-        .unwrap();
+    let out = run(command().arg("version"), None);
+    let get = run_binary(&[("GARM_COMMAND".into(), "GetVersion".into())], None);
     let (cli_line, garm) = match &commit {
         Some(c) => (
             format!("garm-provider-edge-connect v{version} ({c})\n"),
@@ -848,8 +679,8 @@ fn version_and_get_version_identify_the_build() {
             format!("v{version}"),
         ),
     };
-    assert_eq!(String::from_utf8_lossy(&out.stdout), cli_line);
-    assert_eq!(String::from_utf8_lossy(&get.stdout), garm);
+    assert_eq!(out.stdout, cli_line);
+    assert_eq!(get.stdout, garm);
     assert_eq!(garm, garm_provider_edge_connect::VERSION);
 }
 
@@ -857,12 +688,10 @@ fn version_and_get_version_identify_the_build() {
 
 #[test]
 fn the_demo_names_the_instance_and_no_path_it_removes() {
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear()
-        .current_dir("/")
-        .env("TMPDIR", std::env::temp_dir())
-        .arg("demo");
-    let r = bounded(cmd, None, Duration::from_secs(120));
+    let r = run(
+        command().env("TMPDIR", std::env::temp_dir()).arg("demo"),
+        None,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         !r.stdout.contains("garm-edge-connect-demo-"),

@@ -487,29 +487,24 @@ fn check_extra_specs_resolves_the_pools_container_over_the_config() {
     let check = |specs: Value| {
         let file = w.dir.path().join("specs.json");
         std::fs::write(&file, specs.to_string()).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-            .args(["--config", &w.config.display().to_string(), "check"])
-            .args(["--extra-specs", &file.display().to_string()])
-            .env_clear()
-            .output()
-            .expect("runs");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line = stdout
+        let r = w.cli(&["check", "--extra-specs", &file.display().to_string()]);
+        let line = r
+            .stdout
             .lines()
             .find(|l| l.contains(" extra specs: "))
             .unwrap_or_default()
             .to_string();
-        (out.status.code(), line)
+        (r.code, line)
     };
     assert_eq!(
         check(json!({"deployment": "docker"})),
         (
-            Some(1),
+            1,
             "✗ extra specs: edge_connect.env_delivery: envvars_yaml needs deployment kubernetes (extra_specs.deployment is docker)".to_string()
         )
     );
     assert_eq!(
         check(json!({"deployment": "docker", "env_delivery": "env_vars"})),
-        (Some(0), "✓ extra specs: valid".to_string())
+        (0, "✓ extra specs: valid".to_string())
     );
 }

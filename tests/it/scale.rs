@@ -3,13 +3,13 @@
 //! Master Controller escapes in JSON are still found; a delete that waits on someone else's
 //! failed delete takes over.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use edge_connect::models::{AppInstKey, AppKey, FlavorKey, NewApp, NewAppInst, SiteRef};
 use edge_connect::{Client, ClientOptions, Credentials, Deadline, Secret};
 use edge_connect_sim::{ApiGeneration, Fault, SimConfig};
 
-use crate::support::{Site, World, PASSWORD, POOL, USER};
+use crate::support::{wait_until, Site, World, PASSWORD, POOL, USER};
 
 const ORG: &str = "edp-developer-framework";
 
@@ -259,16 +259,11 @@ fn a_delete_waiting_on_a_failed_delete_takes_over() {
         .inject(Fault::stream_error("DeleteAppInst", 2, "boom"));
     let first = w.spawn_garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], "");
     // The second starts while the first is under way, so it is told "already under deletion".
-    let since = Instant::now();
-    while !w.sim.app_insts().iter().any(|i| {
-        i["key"]["name"] == name && i["state"].as_str().is_some_and(|s| s.starts_with("Delete"))
-    }) {
-        assert!(
-            since.elapsed() < Duration::from_secs(300),
-            "the first delete never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the first delete's start", || {
+        w.sim.app_insts().iter().any(|i| {
+            i["key"]["name"] == name && i["state"].as_str().is_some_and(|s| s.starts_with("Delete"))
+        })
+    });
     let second = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", name)], None);
     let first = first.wait_with_output().expect("first delete ends");
     assert_eq!(first.status.code(), Some(1), "the first delete failed");
@@ -313,7 +308,7 @@ fn retired_keys_still_load_are_ignored_and_named_in_the_log() {
         calls,
         ["ShowApp", "ShowAppInst", "DeleteAppInst", "DeleteApp"]
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
     let log = w.log_text();
     for key in [
         "edge_connect.delete_checks_app_inst is retired and ignored (DeleteInstance always reads the AppInst first",

@@ -8,7 +8,7 @@ use std::net::{TcpListener, TcpStream};
 
 use edge_connect_sim::{self as sim, SimConfig};
 
-use crate::support::{fixture_with, Run, Site, World, POOL, USER};
+use crate::support::{fixture_with, run, Run, Site, World, POOL, USER};
 
 /// The Edge Connect password: a quote, a backslash, non-ASCII and Go's escaped characters.
 const PASSWORD: &str = "pä\"ss\\wörd&<>-7319xq";
@@ -311,16 +311,12 @@ fn checks_report_of_an_echoed_login_is_masked() {
         ))
     }
     let w = world("login", echo, "text");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .arg("--config")
-        .arg(&w.config)
-        .arg("check")
-        .output()
-        .expect("check runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = w.cli(&["check"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(
         stdout.contains("bad login {\"password\":\"***\",\"username\":\"garm\"} url=***"),
         "{stdout}"
@@ -370,21 +366,14 @@ fn an_echo_in_the_create_streams_progress_is_masked() {
         fixture_with("bootstrap-github-jit.json", "garm-cli-echo", POOL),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .env_clear()
-        .arg("--config")
-        .arg(&w.config)
-        .args([
-            "--controller-id",
-            crate::support::CONTROLLER,
-            "create",
-            "--bootstrap",
-        ])
-        .arg(&bootstrap)
-        .output()
-        .expect("cli runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let out = run(
+        w.person(crate::support::CONTROLLER)
+            .args(["create", "--bootstrap"])
+            .arg(&bootstrap),
+        None,
+    );
+    let stderr = out.stderr;
+    assert_eq!(out.code, 1, "{stderr}");
     assert!(
         stderr.contains("Creating with Bearer *** and the token ***"),
         "{stderr}"

@@ -8,13 +8,10 @@
 
 use std::time::Duration;
 
-use edge_connect_sim::{CloudletSettings, Fault, FaultKind, ImageFault, ImageRule, SimConfig};
+use edge_connect_sim::{Fault, FaultKind, ImageFault, ImageRule, SimConfig};
 
 use crate::hardening_client::{head, one_line, reply, token_reply, Fake, Setup, Step, CTRL, LOGIN};
 use crate::support::*;
-
-/// The image of the GitHub fixture.
-const IMAGE: &str = "ghcr.io/example-org/garm-runner:2.330.0";
 
 /// A controller whose CreateAppInst stream sends `lines` and then stays open without a word
 /// (the CRM waits for the pod), and which has undone the AppInst once the client left.
@@ -120,19 +117,6 @@ fn a_crashing_runner_fails_fast() {
     }
 }
 
-fn create_on_two_zones(w: &World, name: &str) -> Run {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
-    v["extra_specs"] = serde_json::json!({
-        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
-    });
-    w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    )
-}
-
 /// The CRM's error for a pod whose container reports `Unschedulable`
 /// (`pkg/k8smgmt/appinst.go:169-171, 220-221`).
 const UNSCHEDULABLE: &str =
@@ -143,7 +127,7 @@ fn an_unschedulable_runner_moves_to_the_next_site() {
     let w = World::with_sim(two_zones(), Site::Zone, "");
     w.sim
         .inject(Fault::stream_error("CreateAppInst", 3, UNSCHEDULABLE));
-    let r = create_on_two_zones(&w, "garm-us1");
+    let r = w.create_image("garm-us1", IMAGE, Some(zones(&["Munich", "Berlin"])));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let insts = w.sim.app_insts();
     assert_eq!(insts.len(), 1);
@@ -151,7 +135,7 @@ fn an_unschedulable_runner_moves_to_the_next_site() {
 
     w.sim
         .inject(Fault::stream_error("CreateAppInst", 3, UNSCHEDULABLE).times(2));
-    let r = create_on_two_zones(&w, "garm-us2");
+    let r = w.create_image("garm-us2", IMAGE, Some(zones(&["Munich", "Berlin"])));
     assert_eq!(r.code, 1);
     assert!(
         one_line(&r).contains("zone TelekomOP/Munich: the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): "),
@@ -184,7 +168,7 @@ fn a_docker_pull_failure_names_the_image() {
         r.stderr
     );
     assert!(r.stderr.contains("manifest unknown"), "{}", r.stderr);
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 /// Our pod, as the CRM names it for the fixture's App `hardened-runner` version `1`.
@@ -257,42 +241,6 @@ fn crm(sites: &[&str], central: bool) -> SimConfig {
     crm_waiting(sites, central, SCALED_WAIT)
 }
 
-pub(crate) fn crm_waiting(sites: &[&str], central: bool, wait: Duration) -> SimConfig {
-    let owned = |n: &&str| ("TelekomOP".to_string(), n.to_string());
-    SimConfig {
-        zones: sites.iter().map(owned).collect(),
-        cloudlets: sites.iter().map(owned).collect(),
-        cloudlet_settings: sites
-            .iter()
-            .map(|n| CloudletSettings {
-                crm_on_edge: !central,
-                ..CloudletSettings::new("TelekomOP", *n)
-            })
-            .collect(),
-        images: vec![
-            ImageRule::new("registry.example.com/*", ImageFault::CannotPull),
-            ImageRule::new("*:crash", ImageFault::Crashes),
-            ImageRule::new("*:big", ImageFault::Unschedulable),
-        ],
-        crm_max_wait: wait,
-        ..SimConfig::default()
-    }
-}
-
-fn create_image(w: &World, name: &str, image: &str, specs: Option<serde_json::Value>) -> Run {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&fixture_with("bootstrap-github-jit.json", name, POOL)).unwrap();
-    v["image"] = image.into();
-    if let Some(specs) = specs {
-        v["extra_specs"] = specs;
-    }
-    w.garm(
-        "CreateInstance",
-        &[("GARM_POOL_ID", POOL)],
-        Some(&v.to_string()),
-    )
-}
-
 const PULL_FAILS: &str = "check the image name and tag, and image_pull_username / image_pull_password_env for a private registry";
 
 #[test]
@@ -300,7 +248,7 @@ fn on_a_central_crm_an_unpullable_image_leaves_nothing() {
     // Closing the stream makes the controller undo the create (B7); the rollback waits for it.
     let image = "registry.example.com/ci/runner:13";
     let w = World::with_sim(crm(&["Munich"], true), Site::Zone, "");
-    let r = create_image(&w, "garm-pull1", image, None);
+    let r = w.create_image("garm-pull1", image, None);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert_eq!(
         one_line(&r),
@@ -308,12 +256,7 @@ fn on_a_central_crm_an_unpullable_image_leaves_nothing() {
             "image {image} cannot be pulled on TelekomOP/Munich (ImagePullBackOff): {PULL_FAILS}"
         )
     );
-    assert!(
-        w.app_names().is_empty() && w.app_inst_names().is_empty(),
-        "{:?} {:?}",
-        w.app_names(),
-        w.app_inst_names()
-    );
+    w.assert_nothing_left();
     w.assert_no_secrets(&[&r]);
 }
 
@@ -329,7 +272,7 @@ fn on_a_crm_on_the_edge_create_and_delete_end_at_once_and_garms_retry_removes_it
     // everything.
     let image = "registry.example.com/ci/runner:13";
     let w = World::with_sim(crm(&["Munich"], false), Site::Zone, "");
-    let r = create_image(&w, "garm-pull1", image, None);
+    let r = w.create_image("garm-pull1", image, None);
     assert_eq!(r.code, 1, "{}", r.stdout);
     let line = one_line(&r);
     assert!(
@@ -353,10 +296,10 @@ fn on_a_crm_on_the_edge_create_and_delete_end_at_once_and_garms_retry_removes_it
         "its state was known from the read"
     );
     // GARM retries every few seconds; once the CRM lets the AppInst go, the retry removes it.
-    std::thread::sleep(SCALED_WAIT);
+    w.until_created("garm-pull1");
     let d = delete_instance(&w, "garm-pull1");
     assert_eq!(d.code, 0, "{}", d.stderr);
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 /// Kubelet's reasons for a container that does not start, other than its back-offs.
@@ -388,7 +331,7 @@ fn every_other_reason_fails_within_the_grace() {
         );
         for (i, reason) in OTHER_REASONS.iter().enumerate() {
             let image = format!("ghcr.io/example-org/garm-runner:{reason}");
-            let r = create_image(&w, &format!("garm-why{i}"), &image, None);
+            let r = w.create_image(&format!("garm-why{i}"), &image, None);
             assert_eq!(r.code, 1, "{reason}: {}", r.stdout);
             let line = one_line(&r);
             assert!(
@@ -406,20 +349,20 @@ fn a_pod_no_node_took_is_no_runner_when_the_crm_stops_waiting() {
     let mut config = crm_waiting(&["Munich"], true, Duration::from_secs(3));
     config.images = vec![ImageRule::new("*", ImageFault::Unschedulable)];
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 1");
-    let r = create_image(&w, "garm-never1", IMAGE, None);
+    let r = w.create_image("garm-never1", IMAGE, None);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
         one_line(&r).starts_with("no node of TelekomOP/Munich took the runner's pod before the site's CRM stopped waiting for it (Pending (0/0)): "),
         "{}",
         r.stderr
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 
     // A container still failing then, before its grace passed, likewise.
     let mut config = crm_waiting(&["Munich"], true, Duration::from_secs(3));
     config.images = vec![ImageRule::new("*", ImageFault::Waits("RunContainerError"))];
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 60");
-    let r = create_image(&w, "garm-never2", IMAGE, None);
+    let r = w.create_image("garm-never2", IMAGE, None);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
         one_line(&r).starts_with(&format!(
@@ -439,12 +382,7 @@ fn a_pod_scheduled_after_the_grace_runs_on_a_one_site_pool() {
     )];
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 5");
     let started = std::time::Instant::now();
-    let r = create_image(
-        &w,
-        "garm-late1",
-        "ghcr.io/example-org/garm-runner:late",
-        None,
-    );
+    let r = w.create_image("garm-late1", "ghcr.io/example-org/garm-runner:late", None);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(started.elapsed() >= Duration::from_secs(8));
     assert_eq!(w.app_inst_names(), ["garm-late1"]);
@@ -456,12 +394,6 @@ fn two_crm_zones(central: bool, munich_schedules: bool) -> SimConfig {
     config
 }
 
-fn both_zones() -> serde_json::Value {
-    serde_json::json!({
-        "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
-    })
-}
-
 #[test]
 fn a_site_that_schedules_nothing_costs_the_grace_and_the_next_one_is_tried_in_time() {
     let w = World::with_sim(
@@ -469,39 +401,11 @@ fn a_site_that_schedules_nothing_costs_the_grace_and_the_next_one_is_tried_in_ti
         Site::Zone,
         "start_failure_grace_secs = 2\noperation_timeout_secs = 60",
     );
-    let r = create_image(&w, "garm-fo1", IMAGE, Some(both_zones()));
+    let r = w.create_image("garm-fo1", IMAGE, Some(zones(&["Munich", "Berlin"])));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let insts = w.sim.app_insts();
     assert_eq!(insts.len(), 1);
     assert_eq!(insts[0]["zone_key"]["name"], "Berlin");
-}
-
-/// Two zones whose CRMs run on the edge with a CRM wait of `wait`; Munich (first) schedules
-/// nothing, Berlin schedules when `berlin_schedules`.
-fn two_edge_zones(wait: Duration, berlin_schedules: bool) -> SimConfig {
-    let mut config = crm_waiting(&["Munich", "Berlin"], false, wait);
-    config.cloudlet_settings[0].pods_unscheduled = true;
-    config.cloudlet_settings[1].pods_unscheduled = !berlin_schedules;
-    config
-}
-
-/// (name, zone, state) of every AppInst on the simulator, sorted by name.
-fn app_insts_where(w: &World) -> Vec<(String, String, String)> {
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-    let mut insts: Vec<_> = w
-        .sim
-        .app_insts()
-        .iter()
-        .map(|i| {
-            (
-                text(&i["key"]["name"]),
-                text(&i["zone_key"]["name"]),
-                text(&i["state"]),
-            )
-        })
-        .collect();
-    insts.sort();
-    insts
 }
 
 const MUNICH_HELD: &str = "AppInst garm-fo2 on TelekomOP/Munich is Creating: its create is still running, and Edge Connect deletes it only once that has ended, at the latest by ";
@@ -514,12 +418,11 @@ fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it
     // `-2`, and the runner is found by its App (B24).
     let crm_wait = Duration::from_secs(40);
     let w = World::with_sim(
-        two_edge_zones(crm_wait, true),
+        munich_holds(crm_wait, true),
         Site::Zone,
         "start_failure_grace_secs = 2\noperation_timeout_secs = 60",
     );
-    let started = std::time::Instant::now();
-    let r = create_image(&w, "garm-fo2", IMAGE, Some(both_zones()));
+    let r = w.create_image("garm-fo2", IMAGE, Some(zones(&["Munich", "Berlin"])));
     assert_eq!(r.code, 0, "{}", r.stderr);
     // The grace, the few seconds given to a central CRM's undo (HELD_PATIENCE), the create.
     assert_eq!(w.calls("CreateAppInst"), 2);
@@ -530,7 +433,7 @@ fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it
     );
     assert_eq!(w.app_names(), ["garm-fo2"]);
     assert_eq!(
-        app_insts_where(&w),
+        w.app_insts_where(),
         [
             (
                 "garm-fo2".to_string(),
@@ -563,7 +466,7 @@ fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it
         "{line}"
     );
     assert_eq!(
-        app_insts_where(&w),
+        w.app_insts_where(),
         [(
             "garm-fo2".to_string(),
             "Munich".to_string(),
@@ -573,27 +476,21 @@ fn a_site_whose_crm_holds_the_appinst_costs_the_grace_and_the_next_site_takes_it
     assert_eq!(w.app_names(), ["garm-fo2"]);
 
     // Once the CRM lets it go (its wait over, the AppInst Ready, B12), GARM's retry removes it.
-    let left = crm_wait.saturating_sub(started.elapsed()) + Duration::from_secs(1);
-    std::thread::sleep(left);
+    w.until_created("garm-fo2");
     let d = delete_instance(&w, "garm-fo2");
     assert_eq!(d.code, 0, "{}", d.stderr);
-    assert!(
-        w.app_names().is_empty() && w.app_inst_names().is_empty(),
-        "{:?} {:?}",
-        w.app_names(),
-        w.app_inst_names()
-    );
+    w.assert_nothing_left();
 }
 
 #[test]
 fn a_pool_whose_sites_all_hold_the_appinst_ends_within_the_deadline_and_the_rollback_naming_both() {
     let w = World::with_sim(
-        two_edge_zones(Duration::from_secs(120), false),
+        munich_holds(Duration::from_secs(120), false),
         Site::Zone,
         "start_failure_grace_secs = 2\nrequest_timeout_secs = 5\noperation_timeout_secs = 12",
     );
     let started = std::time::Instant::now();
-    let r = create_image(&w, "garm-fo3", IMAGE, Some(both_zones()));
+    let r = w.create_image("garm-fo3", IMAGE, Some(zones(&["Munich", "Berlin"])));
     let took = started.elapsed();
     assert_eq!(r.code, 1, "{}", r.stdout);
     // The deadline and at most the rollback's bound of a runner that cannot start (30 s).
@@ -611,7 +508,7 @@ fn a_pool_whose_sites_all_hold_the_appinst_ends_within_the_deadline_and_the_roll
     );
     assert!(line.ends_with("), DeleteInstance will retry it"), "{line}");
     assert_eq!(
-        app_insts_where(&w),
+        w.app_insts_where(),
         [
             (
                 "garm-fo3".to_string(),
@@ -633,7 +530,7 @@ fn on_the_simulators_crm_a_container_that_keeps_terminating_fails_after_the_grac
         let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 2");
         let image = "ghcr.io/example-org/garm-runner:exits";
         let started = std::time::Instant::now();
-        let r = create_image(&w, "garm-exit1", image, None);
+        let r = w.create_image("garm-exit1", image, None);
         let took = started.elapsed();
         assert_eq!(r.code, 1, "{}", r.stdout);
         let line = one_line(&r);
@@ -645,7 +542,7 @@ fn on_the_simulators_crm_a_container_that_keeps_terminating_fails_after_the_grac
         );
         assert!(took >= Duration::from_secs(2), "{took:?}");
         if central {
-            assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+            w.assert_nothing_left();
         } else {
             assert!(line.contains("; cleanup of garm-exit1 failed too (AppInst garm-exit1 on TelekomOP/Munich is Creating: "), "{line}");
             assert_eq!(w.app_inst_names(), ["garm-exit1"]);
@@ -656,19 +553,14 @@ fn on_the_simulators_crm_a_container_that_keeps_terminating_fails_after_the_grac
 #[test]
 fn on_the_simulators_crm_a_crashing_image_fails_fast() {
     let w = World::with_sim(crm(&["Munich"], true), Site::Zone, "");
-    let r = create_image(
-        &w,
-        "garm-crash1",
-        "ghcr.io/example-org/garm-runner:crash",
-        None,
-    );
+    let r = w.create_image("garm-crash1", "ghcr.io/example-org/garm-runner:crash", None);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
         one_line(&r).starts_with("the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (CrashLoopBackOff): "),
         "{}",
         r.stderr
     );
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 #[test]
@@ -683,8 +575,7 @@ fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
     let specs = serde_json::json!({
         "zones": [{"organization": "TelekomOP", "name": "Munich"}, {"organization": "TelekomOP", "name": "Berlin"}]
     });
-    let r = create_image(
-        &w,
+    let r = w.create_image(
         "garm-big1",
         "ghcr.io/example-org/garm-runner:big",
         Some(specs),
@@ -696,7 +587,7 @@ fn on_the_simulators_crm_an_unschedulable_pod_tries_each_site_and_names_them() {
         "no site could take the AppInst (2 tried): zone TelekomOP/Munich: no node of TelekomOP/Munich took the runner's pod within edge_connect.start_failure_grace_secs=1s (Pending (0/0)); zone TelekomOP/Berlin: no node of TelekomOP/Berlin took the runner's pod within edge_connect.operation_timeout_secs=6s (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones"
     );
     assert_eq!(w.calls("CreateAppInst"), 2);
-    assert!(w.app_names().is_empty() && w.app_inst_names().is_empty());
+    w.assert_nothing_left();
 }
 
 /// Seconds of the UTC day of a log line's timestamp (`2026-12-01T15:20:01.123456Z …`).
@@ -739,7 +630,7 @@ fn measure_one_site(
         config.images = vec![ImageRule::new(image, fault)];
     }
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 5");
-    let r = create_image(&w, "garm-t", image, None);
+    let r = w.create_image("garm-t", image, None);
     let created = now_seconds();
     let d = delete_instance(&w, "garm-t");
     let deleted = now_seconds();
@@ -759,7 +650,7 @@ fn measure_one_site(
 /// site used.
 fn measure_two_sites(case: &str, w: &World) {
     let started = std::time::Instant::now();
-    let r = create_image(w, "garm-t", IMAGE, Some(both_zones()));
+    let r = w.create_image("garm-t", IMAGE, Some(zones(&["Munich", "Berlin"])));
     let took = started.elapsed().as_secs_f64();
     // The site whose AppInst is Ready, and the AppInst's name when it is not the App's.
     let used = w
@@ -827,7 +718,7 @@ fn start_failure_timings() {
     )];
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 5");
     let started = std::time::Instant::now();
-    let r = create_image(&w, "garm-t", "ghcr.io/example-org/garm-runner:late", None);
+    let r = w.create_image("garm-t", "ghcr.io/example-org/garm-runner:late", None);
     println!(
         "| pod placed after 8 s, one site | on the edge | `Pending (0/0)` | {:.1} (runs) | - | {} | {} |",
         started.elapsed().as_secs_f64(),

@@ -2,27 +2,19 @@
 //! credentials, and the CLI creates, lists and deletes a runner with them, unedited.
 
 use std::path::Path;
-use std::process::Command;
 
 use edge_connect_sim::{ApiGeneration, SimConfig};
 
-use crate::support::CONTROLLER;
+use crate::support::{command, run, CONTROLLER};
 
 fn cli(config: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_garm-provider-edge-connect"))
-        .arg("--config")
+    let mut cmd = command();
+    cmd.arg("--config")
         .arg(config)
         .args(["--controller-id", CONTROLLER])
-        .args(args)
-        .env_clear()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let r = run(cmd.args(args), None);
+    (r.code, r.stdout, r.stderr)
 }
 
 #[test]
