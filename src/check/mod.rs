@@ -92,24 +92,23 @@ pub fn run(
     options: &CheckOptions,
     extra_specs: Option<&serde_json::Value>,
     environment: &HashMap<String, String>,
-    scrubber: &Scrubber,
     progress: Progress,
     out: &mut dyn std::io::Write,
 ) -> Result<usize, Error> {
     let mut report = Report {
         out,
         failed: 0,
-        scrubber,
+        scrubber: crate::pipeline::scrubber(),
     };
     // The commands' own path: config, logging, credentials, client, runtime.
-    let session = match crate::pipeline::open(config_path, scrubber) {
-        Ok(s) => {
+    let (session, log) = match crate::pipeline::open(config_path) {
+        Ok(opened) => {
             let mut line = format!("{} parses and validates", config_path.display());
-            for warning in &s.retired {
+            for warning in &opened.0.retired {
                 line.push_str(&format!("; {warning}"));
             }
             report.pass("config", line);
-            s
+            opened
         }
         Err(e) => {
             report.fail("config", e.to_string());
@@ -174,25 +173,17 @@ pub fn run(
         check_image(image, &mut report);
     }
     let sites = crate::provider::placement::candidates(&config, &specs, "check");
-    let timeout = config.edge_connect.operation_timeout_secs;
     let cleanup = deploy_test::Cleanup {
         progress: progress.clone(),
-        wait: std::time::Duration::from_secs(timeout),
-        bound: format!("edge_connect.operation_timeout_secs={timeout}s"),
         command: remove_all_command(config_path),
     };
-    let secrets = crate::pipeline::Secrets {
-        extra_specs: extra_specs.cloned(),
-        ..crate::pipeline::Secrets::none(scrubber)
-    };
     let ran = crate::pipeline::run(
-        config.clone(),
-        session.deadline,
-        secrets,
+        session,
         CHECK_CONTROLLER,
         environment.clone(),
         progress,
-        async |provider| {
+        specs,
+        async |provider, specs| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
             if !options.deploy_test {
                 return Ok(());
@@ -222,7 +213,7 @@ pub fn run(
             }
         },
     );
-    drop(session);
+    drop(log);
     match ran {
         Err(e @ Error::Interrupted(_)) => Err(e),
         Err(e) => {

@@ -14,7 +14,6 @@ use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
 use crate::provider::status::RunnerView;
-use crate::provider::wait::Deadline;
 use crate::provider::{Operation, Outcome, Provider};
 
 use super::say;
@@ -250,7 +249,6 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 &options,
                 extra_specs.as_ref(),
                 &crate::pipeline::process_environment(),
-                super::scrubber(),
                 progress,
                 &mut std::io::stdout(),
             )?;
@@ -283,37 +281,27 @@ fn execute(cli: Cli) -> Result<(), Error> {
         .filter(|c| !c.is_empty())
         .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
     // Kept to the end: dropping the log guard flushes the log file.
-    let crate::pipeline::Session {
-        config,
-        log,
-        deadline,
-        scrubber,
-        retired,
-    } = crate::pipeline::open(&config_path, super::scrubber())?;
+    let (session, log) = crate::pipeline::open(&config_path)?;
     // Not only in the log: a person reads stderr. (Without a log file, logging's own warning
     // already went there.)
     if log.file {
-        for warning in &retired {
+        for warning in &session.retired {
             say(&format!("warning: {warning}"));
         }
     }
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
-    let wait = config.edge_connect.operation_timeout_secs;
     let person = Person {
         progress: progress.clone(),
-        wait,
     };
-    let secrets = crate::pipeline::Secrets::of(&scrubber, &operation);
     let finished = crate::pipeline::run(
-        config,
-        deadline,
-        secrets,
+        session,
         &controller_id,
         crate::pipeline::process_environment(),
         progress,
-        async |provider| run_operation(provider, operation, &person).await,
+        operation,
+        async |provider, operation| run_operation(provider, operation, &person).await,
     )?;
     let table = |views: &[RunnerView]| super::table::render(views, SystemTime::now());
     match (finished.output, format) {
@@ -345,9 +333,6 @@ fn execute(cli: Cli) -> Result<(), Error> {
 struct Person {
     /// Where the cleanup's waits are told.
     progress: crate::provider::Progress,
-    /// `edge_connect.operation_timeout_secs`: how long a cleanup waits for an AppInst the
-    /// platform holds busy.
-    wait: u64,
 }
 
 /// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
@@ -412,7 +397,8 @@ async fn run_operation(
 }
 
 /// After a failed `create`: removes what its rollback left of `name`, waiting (with progress,
-/// within `operation_timeout_secs`) while the platform holds it busy; a signal stops the wait.
+/// within a command's deadline from now) while the platform holds it busy; a signal stops the
+/// wait.
 /// Returns the error to report, naming what stays and the command that removes it.
 async fn after_failed_create(
     provider: &Provider,
@@ -420,8 +406,7 @@ async fn after_failed_create(
     cause: Error,
     person: &Person,
 ) -> Error {
-    let bound = format!("edge_connect.operation_timeout_secs={}s", person.wait);
-    let provider = provider.until(Deadline::after(Duration::from_secs(person.wait)), bound);
+    let provider = provider.anew();
     let done = tokio::select! {
         done = leftovers::remove(&provider, Which::Named(name), &person.progress) => done,
         signal = leftovers::stop_signal() => {
@@ -528,8 +513,15 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
 /// Reads a bootstrap file: GARM's bootstrap JSON, each failure named with the file.
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let hint = "; it must be GARM's bootstrap JSON, see examples/";
-    BootstrapInstance::from_slice(read_json(path, "bootstrap file", hint)?.1.as_bytes())
-        .map_err(|e| Error::failed(format!("bootstrap file {}: {e}", path.display())))
+    BootstrapInstance::from_slice(read_json(path, "bootstrap file", hint)?.1.as_bytes()).map_err(
+        |e| {
+            Error::failed(format!(
+                "bootstrap file {}: {}",
+                path.display(),
+                Error::from(e)
+            ))
+        },
+    )
 }
 
 /// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,

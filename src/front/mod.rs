@@ -7,12 +7,10 @@
 //! would turn a clean exit code into 101.
 
 use std::io::Write;
-use std::sync::OnceLock;
-
-use edge_connect::Scrubber;
 
 use crate::error::Error;
 use crate::garm::{exit, ProtocolError};
+use crate::pipeline::scrubber;
 
 pub mod cli;
 pub mod garm;
@@ -32,10 +30,51 @@ pub fn exit_code(e: &Error) -> u8 {
     }
 }
 
-/// GARM's input was not what the protocol promises: a failure with that one line.
+/// GARM's input was not what the protocol promises: a failure with that one line, which echoes
+/// what GARM sent as one short line and words a parse error without the value it refused (the
+/// bootstrap holds the instance token, proxy credentials and download tokens).
 impl From<ProtocolError> for Error {
     fn from(e: ProtocolError) -> Self {
-        Error::caused_by(e.to_string(), e)
+        use crate::garm::{env::SUPPORTED_INTERFACE_VERSIONS, GarmCommand};
+        use crate::text::echo;
+        Error::failed(match e {
+            ProtocolError::Refused(line) => line,
+            ProtocolError::UnknownCommand(name) => format!(
+                "unknown command: GARM_COMMAND={} (GARM's commands: {})",
+                echo(&name),
+                GarmCommand::NAMES.join(", ")
+            ),
+            ProtocolError::UnsupportedVersion(version) => format!(
+                "unsupported GARM_INTERFACE_VERSION={} (supported: {})",
+                echo(&version),
+                SUPPORTED_INTERFACE_VERSIONS.join(", ")
+            ),
+            ProtocolError::Bootstrap(key, e) => {
+                let what = describe_json(&e);
+                match key {
+                    Some(key) => format!("invalid bootstrap params: `{key}`: {what}"),
+                    None => format!("invalid bootstrap params: {what}"),
+                }
+            }
+        })
+    }
+}
+
+/// serde_json's message without any value, with its position.
+fn describe_json(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&position).unwrap_or(&full);
+    let what = if e.is_syntax() || e.is_eof() {
+        // Syntax messages describe the text ("expected value", "trailing characters"), not a value.
+        crate::text::echo_max(message, 200)
+    } else {
+        crate::text::describe_serde(message, false)
+    };
+    if e.line() == 0 {
+        what
+    } else {
+        format!("{what} at line {} column {}", e.line(), e.column())
     }
 }
 
@@ -47,7 +86,7 @@ impl From<ProtocolError> for Error {
 pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
     let failed =
         |e: std::io::Error| Error::caused_by(format!("cannot write the result to stdout: {e}"), e);
-    // The whole document first, then masked by [`scrubber`] like every other writer: a server
+    // The whole document first, then masked by the command's scrubber like every other writer: a server
     // can put a secret in any field it answers (an AppInst's uri, a site name, an App's
     // environment), and a secret split across two writes would not be recognised.
     let mut document = Vec::new();
@@ -122,15 +161,7 @@ impl<W: Write> Write for Visible<W> {
 /// that it is masked before it is cut) and may be 64 KiB.
 const MAX_LINE_CHARS: usize = 4000;
 
-/// The command's scrubber. stderr is the process's, so is the scrubber of its lines: each front
-/// door hands this one to the pipeline, which gives it every secret of the command
-/// (`pipeline::protect`) and hands it on to the log writer and the client.
-pub fn scrubber() -> &'static Scrubber {
-    static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
-    SCRUBBER.get_or_init(Scrubber::new)
-}
-
-/// Writes one line to stderr: masked by [`scrubber`], then made one line of text a terminal
+/// Writes one line to stderr: masked by the command's scrubber (`pipeline::scrubber`), then made one line of text a terminal
 /// shows as it is (`text::echo_max`: control characters and bidirectional overrides
 /// escaped) and cut. A failure is ignored: stderr is where failures are reported, so there is
 /// nowhere left to report this one, and the exit code still tells the caller.

@@ -1,9 +1,12 @@
-//! Reading GARM's environment into a typed request, per interface version.
+//! GARM's environment and stdin as one typed [`Request`], per interface version, and the one
+//! table of what each command needs ([`GarmCommand::facts`]).
 
 use std::collections::HashMap;
+use std::io::Read;
 
 use base64::Engine as _;
 
+use super::bootstrap::BootstrapInstance;
 use super::error::ProtocolError;
 
 /// The GARM external-provider interface versions this binary speaks.
@@ -66,44 +69,93 @@ impl GarmCommand {
         "GetExtraSpecsJSONSchema",
     ];
 
+    /// What the command needs and who follows it up: the one table of GARM's commands.
+    pub const fn facts(self) -> Facts {
+        use GarmCommand::*;
+        let instance = Facts {
+            since_v011: false,
+            local: false,
+            stdin: false,
+            instance_id: true,
+            pool_id: false,
+            follow_up: None,
+        };
+        let local = Facts {
+            local: true,
+            instance_id: false,
+            ..instance
+        };
+        let v011 = Facts {
+            since_v011: true,
+            ..local
+        };
+        let neither = Facts {
+            instance_id: false,
+            ..instance
+        };
+        match self {
+            CreateInstance => Facts {
+                stdin: true,
+                follow_up: Some(", DeleteInstance will retry it"),
+                ..neither
+            },
+            DeleteInstance => Facts {
+                follow_up: Some("; GARM's next DeleteInstance after that removes it"),
+                ..instance
+            },
+            GetInstance | StartInstance | StopInstance => instance,
+            ListInstances => Facts {
+                pool_id: true,
+                ..neither
+            },
+            RemoveAllInstances => neither,
+            GetVersion => local,
+            GetSupportedInterfaceVersions
+            | ValidatePoolInfo
+            | GetConfigJSONSchema
+            | GetExtraSpecsJSONSchema => v011,
+        }
+    }
+
     fn parse(name: &str, version: &str) -> Result<Self, ProtocolError> {
         use serde::de::{value::Error, Deserialize, IntoDeserializer};
         if name.is_empty() {
             return Err(ProtocolError::new("GARM_COMMAND is empty"));
         }
-        let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name)).map_err(
-            |_| {
-                ProtocolError::new(format!(
-                    "unknown command: GARM_COMMAND={} (GARM's commands: {})",
-                    crate::text::echo(name),
-                    Self::NAMES.join(", ")
-                ))
-            },
-        )?;
-        if version == "v0.1.0" && cmd.is_v011_only() {
+        let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name))
+            .map_err(|_| ProtocolError::UnknownCommand(name.to_string()))?;
+        if version == "v0.1.0" && cmd.facts().since_v011 {
             return Err(ProtocolError::new(format!(
                 "{name} needs GARM_INTERFACE_VERSION=v0.1.1 (got v0.1.0)"
             )));
         }
         Ok(cmd)
     }
-
-    fn is_v011_only(self) -> bool {
-        use GarmCommand::*;
-        match self {
-            GetSupportedInterfaceVersions
-            | ValidatePoolInfo
-            | GetConfigJSONSchema
-            | GetExtraSpecsJSONSchema => true,
-            CreateInstance | DeleteInstance | GetInstance | ListInstances | RemoveAllInstances
-            | StartInstance | StopInstance | GetVersion => false,
-        }
-    }
 }
 
-/// Everything GARM told us through the environment, validated for the command at hand.
-#[derive(Debug, Clone)]
-pub struct GarmEnv {
+/// What a command needs from GARM, and what GARM does after it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// Added by interface v0.1.1.
+    pub since_v011: bool,
+    /// Answered without config, controller or Edge Connect.
+    pub local: bool,
+    /// Reads the bootstrap params on stdin.
+    pub stdin: bool,
+    /// Needs `GARM_INSTANCE_ID`.
+    pub instance_id: bool,
+    /// Needs `GARM_POOL_ID`.
+    pub pool_id: bool,
+    /// Who removes what a failure leaves behind, as the end of its line: GARM runs
+    /// DeleteInstance right after a failed CreateInstance, and again, every few seconds, after a
+    /// failed DeleteInstance.
+    pub follow_up: Option<&'static str>,
+}
+
+/// Everything GARM told us, through the environment and (for a create) stdin, validated for the
+/// command at hand.
+#[derive(Debug)]
+pub struct Request {
     /// `GARM_INTERFACE_VERSION`, one of [`SUPPORTED_INTERFACE_VERSIONS`] (v0.1.0 also when
     /// unset or empty; v0.1.1 adds extra specs in the environment and four more commands).
     pub version: &'static str,
@@ -119,9 +171,11 @@ pub struct GarmEnv {
     pub instance_id: String,
     /// Decoded `GARM_POOL_EXTRASPECS` (v0.1.1); `None` when unset, empty or `null`.
     pub pool_extra_specs: Option<serde_json::Value>,
+    /// The bootstrap params on stdin, once [`Request::read_stdin`] has read them.
+    pub bootstrap: Option<BootstrapInstance>,
 }
 
-impl GarmEnv {
+impl Request {
     /// Reads the GARM variables this provider reads from the process environment. One whose
     /// value is not UTF-8 is refused as such (not reported "not set", which would send the
     /// operator looking in the wrong place).
@@ -145,13 +199,7 @@ impl GarmEnv {
         let version = match get("GARM_INTERFACE_VERSION").as_str() {
             "" | "v0.1.0" => "v0.1.0",
             "v0.1.1" => "v0.1.1",
-            other => {
-                return Err(ProtocolError::new(format!(
-                    "unsupported GARM_INTERFACE_VERSION={} (supported: {})",
-                    crate::text::echo(other),
-                    SUPPORTED_INTERFACE_VERSIONS.join(", ")
-                )))
-            }
+            other => return Err(ProtocolError::UnsupportedVersion(other.to_string())),
         };
         if !vars.contains_key("GARM_COMMAND") {
             return Err(ProtocolError::new("GARM_COMMAND is not set"));
@@ -163,7 +211,7 @@ impl GarmEnv {
             // Pool ids are opaque (scale sets use "<name>-<uuid>" with spaces and capitals):
             // keep them byte for byte, no trimming.
             .cloned();
-        let env = GarmEnv {
+        let request = Request {
             version,
             command,
             controller_id: get("GARM_CONTROLLER_ID"),
@@ -171,42 +219,56 @@ impl GarmEnv {
             pool_id,
             instance_id: raw("GARM_INSTANCE_ID"),
             pool_extra_specs: decode_extra_specs(vars.get("GARM_POOL_EXTRASPECS"))?,
+            bootstrap: None,
         };
-        env.validate()?;
-        Ok(env)
+        request.validate()?;
+        Ok(request)
     }
 
     fn validate(&self) -> Result<(), ProtocolError> {
-        use GarmCommand::*;
-        // Every command but the version and v0.1.1's additions talks to Edge Connect.
-        if self.command != GetVersion && !self.command.is_v011_only() {
-            if self.config_file.is_empty() {
-                return Err(ProtocolError::new("GARM_PROVIDER_CONFIG_FILE is not set"));
-            }
-            if self.controller_id.is_empty() {
-                return Err(ProtocolError::new("GARM_CONTROLLER_ID is not set"));
-            }
+        let facts = self.command.facts();
+        let missing = [
+            (
+                !facts.local && self.config_file.is_empty(),
+                "GARM_PROVIDER_CONFIG_FILE",
+            ),
+            (
+                !facts.local && self.controller_id.is_empty(),
+                "GARM_CONTROLLER_ID",
+            ),
+        ];
+        if let Some((_, variable)) = missing.iter().find(|(missing, _)| *missing) {
+            return Err(ProtocolError::new(format!("{variable} is not set")));
         }
-        let no_instance = self.instance_id.trim().is_empty();
-        let missing = match self.command {
-            DeleteInstance | GetInstance | StartInstance | StopInstance => {
-                no_instance.then_some("GARM_INSTANCE_ID")
-            }
-            ListInstances => self.pool_id.is_none().then_some("GARM_POOL_ID"),
-            CreateInstance
-            | RemoveAllInstances
-            | GetVersion
-            | GetSupportedInterfaceVersions
-            | ValidatePoolInfo
-            | GetConfigJSONSchema
-            | GetExtraSpecsJSONSchema => None,
-        };
-        missing.map_or(Ok(()), |variable| {
-            let command = self.command;
-            Err(ProtocolError::new(format!(
-                "{variable} is not set ({command:?} needs it)"
-            )))
-        })
+        let needed = [
+            (
+                facts.instance_id && self.instance_id.trim().is_empty(),
+                "GARM_INSTANCE_ID",
+            ),
+            (facts.pool_id && self.pool_id.is_none(), "GARM_POOL_ID"),
+        ];
+        match needed.iter().find(|(missing, _)| *missing) {
+            Some((_, variable)) => Err(ProtocolError::new(format!(
+                "{variable} is not set ({:?} needs it)",
+                self.command
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads the bootstrap params from `reader` (stdin) when the command takes them, giving up
+    /// after `within` (what is left of the command's deadline): GARM writes the document and
+    /// closes stdin, but a wrapper that keeps it open, or feeds it a byte at a time, must not
+    /// hold the command past its deadline.
+    pub fn read_stdin(
+        &mut self,
+        reader: impl Read + Send + 'static,
+        within: std::time::Duration,
+    ) -> Result<(), ProtocolError> {
+        if self.command.facts().stdin {
+            self.bootstrap = Some(BootstrapInstance::from_reader_within(reader, within)?);
+        }
+        Ok(())
     }
 }
 
@@ -229,6 +291,11 @@ pub fn decode_extra_specs(
 mod tests {
     use super::*;
 
+    /// The line the front door makes of a refusal.
+    fn said(e: ProtocolError) -> String {
+        crate::error::Error::from(e).to_string()
+    }
+
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
             .iter()
@@ -249,23 +316,21 @@ mod tests {
 
     #[test]
     fn version_defaults_to_v010_and_rejects_unknown() {
-        let e = GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
+        let e = Request::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
         assert_eq!(e.version, "v0.1.0");
-        let err = GarmEnv::from_map(&with(&[
+        let err = Request::from_map(&with(&[
             ("GARM_COMMAND", "GetVersion"),
             ("GARM_INTERFACE_VERSION", "v9.9.9"),
         ]))
         .unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("unsupported GARM_INTERFACE_VERSION=v9.9.9"));
+        assert!(said(err).contains("unsupported GARM_INTERFACE_VERSION=v9.9.9"));
     }
 
     #[test]
     fn unknown_command_is_named() {
-        let err = GarmEnv::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
+        let err = Request::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            said(err),
             format!(
                 "unknown command: GARM_COMMAND=Frobnicate (GARM's commands: {})",
                 GarmCommand::NAMES.join(", ")
@@ -278,8 +343,8 @@ mod tests {
 
     #[test]
     fn v011_commands_need_v011() {
-        assert!(GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
-        assert!(GarmEnv::from_map(&with(&[
+        assert!(Request::from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
+        assert!(Request::from_map(&with(&[
             ("GARM_COMMAND", "GetConfigJSONSchema"),
             ("GARM_INTERFACE_VERSION", "v0.1.1")
         ]))
@@ -288,7 +353,7 @@ mod tests {
 
     #[test]
     fn delete_does_not_need_a_pool_id_in_v011() {
-        let e = GarmEnv::from_map(&with(&[
+        let e = Request::from_map(&with(&[
             ("GARM_COMMAND", "DeleteInstance"),
             ("GARM_INTERFACE_VERSION", "v0.1.1"),
             ("GARM_INSTANCE_ID", "garm-x"),
@@ -302,23 +367,20 @@ mod tests {
 
     #[test]
     fn instance_commands_need_an_instance_id() {
-        let err = GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
-        assert!(err.to_string().contains("GARM_INSTANCE_ID"));
+        let err = Request::from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
+        assert!(said(err).contains("GARM_INSTANCE_ID"));
     }
 
     #[test]
     fn missing_controller_id_is_an_error() {
         let mut m = with(&[("GARM_COMMAND", "ListInstances"), ("GARM_POOL_ID", "p")]);
         m.remove("GARM_CONTROLLER_ID");
-        assert!(GarmEnv::from_map(&m)
-            .unwrap_err()
-            .to_string()
-            .contains("GARM_CONTROLLER_ID"));
+        assert!(said(Request::from_map(&m).unwrap_err()).contains("GARM_CONTROLLER_ID"));
     }
 
     #[test]
     fn pool_ids_are_kept_verbatim() {
-        let e = GarmEnv::from_map(&with(&[
+        let e = Request::from_map(&with(&[
             ("GARM_COMMAND", "ListInstances"),
             ("GARM_POOL_ID", "My Scale Set-6B8E "),
         ]))
@@ -345,7 +407,7 @@ mod tests {
             instance in ".*",
             specs in "(|bnVsbA==|eyJmbGF2b3IiOiJ4In0=|.*)",
         ) {
-            let result = GarmEnv::from_map(&with(&[
+            let result = Request::from_map(&with(&[
                 ("GARM_COMMAND", &command),
                 ("GARM_INTERFACE_VERSION", &version),
                 ("GARM_POOL_ID", &pool),
@@ -366,9 +428,10 @@ mod tests {
                     }
                 }
                 Err(e) => {
-                    proptest::prop_assert!(e.0.contains("GARM_"), "{}", e.0);
-                    proptest::prop_assert!(!e.0.contains('\n'), "{}", e.0);
-                    proptest::prop_assert!(e.0.chars().count() <= 300, "{}", e.0);
+                    let line = said(e);
+                    proptest::prop_assert!(line.contains("GARM_"), "{}", line);
+                    proptest::prop_assert!(!line.contains('\n'), "{}", line);
+                    proptest::prop_assert!(line.chars().count() <= 300, "{}", line);
                 }
             }
         }

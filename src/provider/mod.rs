@@ -21,11 +21,12 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::extra_specs::ExtraSpecs;
 use crate::garm::BootstrapInstance;
 use crate::runner_env::RunnerVars;
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
-use wait::Deadline;
+use wait::Bound;
 
 /// One provider command, with everything it needs from GARM.
 #[derive(Debug)]
@@ -36,8 +37,9 @@ pub enum Operation {
         bootstrap: Box<BootstrapInstance>,
         /// Pool id (`GARM_POOL_ID`, else the bootstrap's `pool_id`).
         pool_id: String,
-        /// Extra specs: the bootstrap's, else the decoded `GARM_POOL_EXTRASPECS`.
-        extra_specs: Option<serde_json::Value>,
+        /// The pool's settings (the bootstrap's extra specs, else the decoded
+        /// `GARM_POOL_EXTRASPECS`), read once; a refusal is the create's, reported when it runs.
+        specs: Result<Box<ExtraSpecs>, Error>,
     },
     /// Delete a runner by provider id or GARM name (GARM's DeleteInstance): an AppInst that
     /// Edge Connect will not delete yet is reported at once, and GARM's retries do the waiting.
@@ -99,14 +101,15 @@ impl Operation {
         pool_extra_specs: Option<serde_json::Value>,
     ) -> Self {
         let pool_id = pool_id.unwrap_or_else(|| bootstrap.pool_id.clone());
-        let extra_specs = match &bootstrap.extra_specs {
-            Some(v) if !v.is_null() => Some(v.clone()),
-            _ => pool_extra_specs,
-        };
+        let specs = match &bootstrap.extra_specs {
+            Some(v) if !v.is_null() => ExtraSpecs::from_value(Some(v)),
+            _ => ExtraSpecs::from_value(pool_extra_specs.as_ref()),
+        }
+        .map(Box::new);
         Operation::Create {
             bootstrap: Box::new(bootstrap),
             pool_id,
-            extra_specs,
+            specs,
         }
     }
 
@@ -169,9 +172,8 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
-    /// The client's deadline in words when it is not the command's (a cleanup's): the bound a
-    /// wait that runs out names.
-    bound: Option<String>,
+    /// The client's deadline with the words a wait that runs out names it by.
+    bound: Bound,
     /// When the CreateApp now waiting for its answer was sent (shared with the providers made
     /// from this one): a create dropped during it leaves a request the controller may still
     /// carry out.
@@ -210,50 +212,52 @@ fn removal_order(insts: &mut [AppInst]) {
 }
 
 impl Provider {
-    /// A provider acting for `controller_id`. `environment` is the process environment, used for
-    /// values that extra specs reference by name (image pull passwords).
+    /// A provider acting for `controller_id`, its calls under `bound` (the client's deadline).
+    /// `environment` is the process environment, used for values that extra specs reference by
+    /// name (image pull passwords).
     pub fn new(
         client: Client,
         config: Config,
         controller_id: impl Into<String>,
         environment: HashMap<String, String>,
         progress: Progress,
+        bound: Bound,
     ) -> Self {
         Provider {
-            client,
+            client: client.until(bound.deadline),
             config,
             controller_id: controller_id.into(),
             environment,
             progress,
-            bound: None,
+            bound,
             create_app_in_flight: Arc::default(),
         }
     }
 
-    /// This provider with its client under `deadline` instead of the command's: a failed
-    /// create's rollback, a person's cleanup waiting for what the platform holds busy. `bound`
-    /// names that deadline in the lines of a wait that runs out.
-    pub fn until(&self, deadline: Deadline, bound: impl Into<String>) -> Provider {
+    /// This provider with its client under `bound` instead of the command's deadline: a failed
+    /// create's rollback, a person's cleanup waiting for what the platform holds busy.
+    pub fn until(&self, bound: Bound) -> Provider {
         Provider {
-            client: self.client.until(deadline),
+            client: self.client.until(bound.deadline),
             config: self.config.clone(),
             controller_id: self.controller_id.clone(),
             environment: self.environment.clone(),
             progress: self.progress.clone(),
-            bound: Some(bound.into()),
+            bound,
             create_app_in_flight: self.create_app_in_flight.clone(),
         }
     }
 
+    /// This provider under a command's deadline again, from now: a person's cleanup after a
+    /// failed create, a deploy test's.
+    pub fn anew(&self) -> Provider {
+        self.until(Bound::command(&self.config))
+    }
+
     /// The deadline of this provider's calls in words: the command's
-    /// (`edge_connect.operation_timeout_secs=…`) or the one [`Provider::until`] named.
-    pub fn bound(&self) -> String {
-        self.bound.clone().unwrap_or_else(|| {
-            format!(
-                "edge_connect.operation_timeout_secs={}s",
-                self.config.edge_connect.operation_timeout_secs
-            )
-        })
+    /// (`edge_connect.operation_timeout_secs=…`) or the one [`Provider::until`] was given.
+    pub fn bound(&self) -> &str {
+        &self.bound.label
     }
 
     /// Records that a CreateApp was sent at `sent` (`None`: its answer came).
@@ -284,11 +288,13 @@ impl Provider {
     /// This provider for cleanup after a failure or an interrupt: its client's deadline extended
     /// by [`CLEANUP_GRACE`].
     pub fn for_cleanup(&self) -> Provider {
-        let bound = format!(
-            "the cleanup grace (the command's deadline plus {} s)",
-            CLEANUP_GRACE.as_secs()
-        );
-        self.until(self.client.deadline().extended(CLEANUP_GRACE), bound)
+        self.until(Bound {
+            deadline: self.client.deadline().extended(CLEANUP_GRACE),
+            label: format!(
+                "the cleanup grace (the command's deadline plus {} s)",
+                CLEANUP_GRACE.as_secs()
+            ),
+        })
     }
 
     /// Runs one operation within the deadline of its client, its beginning and end recorded as
@@ -310,11 +316,8 @@ impl Provider {
             Operation::Create {
                 bootstrap,
                 pool_id,
-                extra_specs,
-            } => {
-                self.create(&bootstrap, &pool_id, extra_specs.as_ref())
-                    .await
-            }
+                specs,
+            } => self.create(&bootstrap, &pool_id, *specs?).await,
             Operation::Delete { instance } => self.delete(&instance, false).await,
             Operation::DeleteWaiting { instance } => self.delete(&instance, true).await,
             Operation::Get { instance } => self.get(&instance).await,

@@ -7,6 +7,26 @@ use edge_connect::{ApiError, Client};
 
 pub use edge_connect::{backoff, Deadline};
 
+/// A deadline and the words that name it in a wait that runs out: the two travel together.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    /// When everything under it ends.
+    pub deadline: Deadline,
+    /// What a person is told it is (`edge_connect.operation_timeout_secs=30s`).
+    pub label: String,
+}
+
+impl Bound {
+    /// The command's: `edge_connect.operation_timeout_secs` from now.
+    pub fn command(config: &crate::config::Config) -> Self {
+        let secs = config.edge_connect.operation_timeout_secs;
+        Bound {
+            deadline: Deadline::after(std::time::Duration::from_secs(secs)),
+            label: format!("edge_connect.operation_timeout_secs={secs}s"),
+        }
+    }
+}
+
 /// Runs an idempotent call of `client`, retrying transient failures (transport, 429, 5xx) with
 /// backoff until it succeeds, fails for good, or the client's deadline leaves no room for
 /// another attempt.
