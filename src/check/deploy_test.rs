@@ -12,15 +12,13 @@ use super::Report;
 use crate::config::Placement;
 use crate::error::Error;
 use crate::garm::{BootstrapInstance, Hidden};
-use crate::provider::{Operation, Progress, Provider};
+use crate::provider::{Operation, Provider};
 
 /// The image deployed when `--image` is not given: small, public, and it stays up.
 const DEFAULT_IMAGE: &str = "docker.io/library/nginx:1.27-alpine";
 
 /// How the deploy test cleans up after itself.
 pub(super) struct Cleanup {
-    /// Where the waits are told (each within a command's deadline from when it begins).
-    pub progress: Progress,
     /// The command that removes every runner of the deploy test now.
     pub command: String,
 }
@@ -44,7 +42,7 @@ pub(super) async fn deploy_test(
     report: &mut Report<'_>,
 ) {
     // What earlier checks left (one that was killed too), before anything new is made.
-    let earlier = leftovers::remove(&provider.anew(), Which::All, &cleanup.progress).await;
+    let earlier = leftovers::remove(&provider.anew(), Which::All).await;
     if !earlier.removed.is_empty() {
         report.pass(
             "earlier deploy tests",
@@ -105,7 +103,7 @@ pub(super) async fn deploy_test(
 /// holds it busy, and reports what it removed or what stays and how it will go.
 async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut Report<'_>) {
     let started = Instant::now();
-    let done = leftovers::remove(&provider.anew(), Which::Named(name), &cleanup.progress).await;
+    let done = leftovers::remove(&provider.anew(), Which::Named(name)).await;
     let what = format!("cleanup {name}");
     if !done.removed.is_empty() {
         report.pass(
@@ -137,12 +135,12 @@ pub(super) async fn interrupted(
     report: &mut Report<'_>,
 ) -> Error {
     let provider = provider.for_cleanup();
-    (cleanup.progress)(&format!(
+    provider.report(&format!(
         "interrupted by {signal}: removing the deploy test's runners (within {}; {signal} again stops at once)",
         provider.bound()
     ));
     let removal = tokio::select! {
-        done = leftovers::remove(&provider, Which::All, &cleanup.progress) => Some(done),
+        done = leftovers::remove(&provider, Which::All) => Some(done),
         _ = leftovers::stop_signal() => None,
     };
     let detail = match removal {

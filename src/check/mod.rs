@@ -174,7 +174,6 @@ pub fn run(
     }
     let sites = crate::provider::placement::candidates(&config, &specs, "check");
     let cleanup = deploy_test::Cleanup {
-        progress: progress.clone(),
         command: remove_all_command(config_path),
     };
     let ran = crate::pipeline::run(

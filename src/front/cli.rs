@@ -292,16 +292,13 @@ fn execute(cli: Cli) -> Result<(), Error> {
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
-    let person = Person {
-        progress: progress.clone(),
-    };
     let finished = crate::pipeline::run(
         session,
         &controller_id,
         crate::pipeline::process_environment(),
         progress,
         operation,
-        async |provider, operation| run_operation(provider, operation, &person).await,
+        async |provider, operation| run_operation(provider, operation).await,
     )?;
     let table = |views: &[RunnerView]| super::table::render(views, SystemTime::now());
     match (finished.output, format) {
@@ -329,12 +326,6 @@ fn execute(cli: Cli) -> Result<(), Error> {
     Ok(())
 }
 
-/// What a person's command needs to clean up after itself.
-struct Person {
-    /// Where the cleanup's waits are told.
-    progress: crate::provider::Progress,
-}
-
 /// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
 /// (Ctrl-C), SIGTERM or SIGHUP removes what it made; a failed `create` is followed by the
 /// DeleteInstance its rollback may have left to do (there is no GARM to run it); a `delete` of
@@ -342,7 +333,6 @@ struct Person {
 async fn run_operation(
     provider: &Provider,
     operation: Operation,
-    person: &Person,
 ) -> Result<Option<Outcome>, Error> {
     match operation {
         Operation::Create { .. } => {
@@ -356,11 +346,11 @@ async fn run_operation(
                     // of this create to remove.
                     Err(e @ Error::Duplicate(_)) => Err(e),
                     Err(e) if made_nothing(&e) => Err(e),
-                    Err(e) => Err(after_failed_create(provider, &name, e, person).await),
+                    Err(e) => Err(after_failed_create(provider, &name, e).await),
                 },
                 signal = leftovers::stop_signal() => signal,
             };
-            Err(interrupted(provider, &name, signal, person).await)
+            Err(interrupted(provider, &name, signal).await)
         }
         Operation::Start { instance } => {
             let name = instance.clone();
@@ -400,15 +390,10 @@ async fn run_operation(
 /// within a command's deadline from now) while the platform holds it busy; a signal stops the
 /// wait.
 /// Returns the error to report, naming what stays and the command that removes it.
-async fn after_failed_create(
-    provider: &Provider,
-    name: &str,
-    cause: Error,
-    person: &Person,
-) -> Error {
+async fn after_failed_create(provider: &Provider, name: &str, cause: Error) -> Error {
     let provider = provider.anew();
     let done = tokio::select! {
-        done = leftovers::remove(&provider, Which::Named(name), &person.progress) => done,
+        done = leftovers::remove(&provider, Which::Named(name)) => done,
         signal = leftovers::stop_signal() => {
             return Error::Interrupted(format!("{cause}; interrupted by {signal} while removing what is left of {name}; remove it with: delete {name}"));
         }
@@ -442,20 +427,20 @@ const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
 /// Removes what an interrupted create made, within the cleanup grace
 /// ([`Provider::for_cleanup`]); the signal again stops at once. Returns the error to report.
-async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Person) -> Error {
+async fn interrupted(provider: &Provider, name: &str, signal: &str) -> Error {
     say(&format!(
         "  … interrupted by {signal}: removing what was made of {name} ({signal} again stops at once)"
     ));
     let unanswered = provider.unanswered_create_app();
     let provider = provider.for_cleanup();
     let cleanup = async {
-        let mut done = leftovers::remove(&provider, Which::Named(name), &person.progress).await;
+        let mut done = leftovers::remove(&provider, Which::Named(name)).await;
         // A CreateApp the signal cut off may still be carried out by the controller: look again
         // until its answer would have come, and remove the App that appeared.
         let Some(until) = unanswered else {
             return done;
         };
-        (person.progress)(&format!(
+        provider.report(&format!(
             "the CreateApp of {name} was sent and not answered: looking for its App until the answer would have come (edge_connect.request_timeout_secs)"
         ));
         while done.left.is_empty()
@@ -463,7 +448,7 @@ async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Per
             && provider.client().deadline().has_room_for(LOOK_AGAIN)
         {
             tokio::time::sleep(LOOK_AGAIN).await;
-            let again = leftovers::remove(&provider, Which::Named(name), &person.progress).await;
+            let again = leftovers::remove(&provider, Which::Named(name)).await;
             done.removed.extend(again.removed);
             done.left = again.left;
         }

@@ -92,69 +92,27 @@ pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Resul
     let mut document = Vec::new();
     write(&mut document).map_err(failed)?;
     let text = String::from_utf8_lossy(&document);
-    let mut out = Visible {
-        out: std::io::stdout().lock(),
-        pending: Vec::new(),
-    };
-    out.write_all(scrubber().scrub(&text).as_bytes())
+    let mut out = std::io::stdout().lock();
+    out.write_all(visible(&scrubber().scrub(&text)).as_bytes())
         .and_then(|()| out.flush())
         .map_err(failed)
 }
 
-/// A writer that escapes terminal controls as JSON does, whatever pieces the text comes in.
-struct Visible<W: Write> {
-    out: W,
-    /// The start of a character cut at the end of the last write.
-    pending: Vec<u8>,
-}
-
-impl<W: Write> Write for Visible<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        // Printable ASCII, newlines and tabs (nearly every document) go through as they are.
-        if self.pending.is_empty()
-            && buf
-                .iter()
-                .all(|&b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
-        {
-            self.out.write_all(buf)?;
-            return Ok(buf.len());
-        }
-        self.pending.extend_from_slice(buf);
-        let bytes = std::mem::take(&mut self.pending);
-        let (text, rest) = match std::str::from_utf8(&bytes) {
-            Ok(text) => (text, &[][..]),
-            Err(e) => {
-                let (valid, rest) = bytes.split_at(e.valid_up_to());
-                let text = std::str::from_utf8(valid).unwrap_or_default();
-                match e.error_len() {
-                    // A character cut at the end: kept for the next write.
-                    None => (text, rest),
-                    // Not UTF-8 (nothing of ours writes that): passed on as it is.
-                    Some(_) => {
-                        self.out.write_all(&bytes)?;
-                        return Ok(buf.len());
-                    }
-                }
-            }
-        };
-        let mut copied = 0;
-        for (at, c) in text.char_indices() {
-            if c != '\n' && c != '\t' && crate::text::is_terminal_control(c) {
-                self.out.write_all(&text.as_bytes()[copied..at])?;
-                write!(self.out, "\\u{:04x}", c as u32)?;
-                copied = at + c.len_utf8();
-            }
-        }
-        self.out.write_all(&text.as_bytes()[copied..])?;
-        self.pending = rest.to_vec();
-        Ok(buf.len())
+/// `text` with each terminal control but newline and tab written as JSON escapes it.
+fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| c != '\n' && c != '\t' && crate::text::is_terminal_control(c);
+    // Printable ASCII, newlines and tabs (nearly every document) go through as they are.
+    if !text.chars().any(control) {
+        return text.into();
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        self.out.write_all(&pending)?;
-        self.out.flush()
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match control(c) {
+            true => out.push_str(&format!("\\u{:04x}", c as u32)),
+            false => out.push(c),
+        }
     }
+    out.into()
 }
 
 /// Longest stderr line, in characters: a server's message is kept whole by the client (so
@@ -197,25 +155,18 @@ mod tests {
     }
 
     #[test]
-    fn stdout_shows_controls_as_json_escapes_whatever_the_pieces() {
-        // ASCII controls in an ASCII-only piece too: the printable-ASCII path must not pass them.
+    fn stdout_shows_controls_as_json_escapes() {
         let text = "{\"a\":\"x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r\"}\n";
-        for piece in 1..=text.len() {
-            let mut out = Visible {
-                out: Vec::new(),
-                pending: Vec::new(),
-            };
-            for chunk in text.as_bytes().chunks(piece) {
-                out.write_all(chunk).unwrap();
-            }
-            out.flush().unwrap();
-            let written = String::from_utf8(out.out).unwrap();
-            assert_eq!(
-                written,
-                "{\"a\":\"x\\u009b2J\\u202e\\u007fü\\u001b[2J\\u000d\"}\n"
-            );
-            let value: serde_json::Value = serde_json::from_str(&written).unwrap();
-            assert_eq!(value["a"], "x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r");
-        }
+        let written = visible(text);
+        assert_eq!(
+            written,
+            "{\"a\":\"x\\u009b2J\\u202e\\u007fü\\u001b[2J\\u000d\"}\n"
+        );
+        let value: serde_json::Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(value["a"], "x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r");
+        assert!(matches!(
+            visible("{\"a\": 1}\n\t"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

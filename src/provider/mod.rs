@@ -343,7 +343,8 @@ impl Provider {
         }
     }
 
-    fn report(&self, message: &str) {
+    /// Tells `message` to whoever follows the command (a person's stderr, GARM's log).
+    pub fn report(&self, message: &str) {
         (self.progress)(message);
     }
 
