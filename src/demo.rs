@@ -101,18 +101,27 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
 async fn lifecycle(provider: &Provider, bootstrap: BootstrapInstance) -> Result<(), Error> {
     let name = bootstrap.name.clone();
     let id = || name.clone();
-    let pool = || POOL_ID.to_string();
+    let pool = || Some(POOL_ID.to_string());
     let steps = [
-        (
-            "CreateInstance",
-            Operation::create(bootstrap, Some(pool()), None),
-        ),
+        ("CreateInstance", Operation::create(bootstrap, pool(), None)),
         ("ListInstances", Operation::List { pool_id: pool() }),
         ("GetInstance", Operation::Get { instance: id() }),
-        ("StopInstance", Operation::Stop { instance: id() }),
+        (
+            "StopInstance",
+            Operation::Stop {
+                instance: id(),
+                wait: false,
+            },
+        ),
         ("GetInstance (stopped)", Operation::Get { instance: id() }),
         ("StartInstance", Operation::Start { instance: id() }),
-        ("DeleteInstance", Operation::Delete { instance: id() }),
+        (
+            "DeleteInstance",
+            Operation::Delete {
+                instance: id(),
+                wait: false,
+            },
+        ),
         ("ListInstances (empty)", Operation::List { pool_id: pool() }),
     ];
     for (title, operation) in steps {

@@ -45,40 +45,34 @@ pub struct Session {
 /// What a command was asked to do, as far as it holds secrets that [`run`] cannot find by
 /// itself: [`protect`] reads them from it, and the work gets it back.
 pub trait Asked {
-    /// The bootstrap of a create (instance token, download tokens, proxy URLs).
-    fn bootstrap(&self) -> Option<&BootstrapInstance> {
-        None
-    }
-    /// The pool's settings: the variable that holds the image pull password.
-    fn specs(&self) -> Option<&ExtraSpecs> {
-        None
-    }
+    /// A create's bootstrap (instance token, download tokens, proxy URLs) and the pool's
+    /// settings (the variable that holds the image pull password).
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>);
 }
 
 impl Asked for Operation {
-    fn bootstrap(&self) -> Option<&BootstrapInstance> {
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
         match self {
-            Operation::Create { bootstrap, .. } => Some(bootstrap),
-            _ => None,
-        }
-    }
-
-    fn specs(&self) -> Option<&ExtraSpecs> {
-        match self {
-            Operation::Create { specs, .. } => specs.as_deref().ok(),
-            _ => None,
+            Operation::Create {
+                bootstrap, specs, ..
+            } => (Some(bootstrap), specs.as_deref().ok()),
+            _ => (None, None),
         }
     }
 }
 
 impl Asked for ExtraSpecs {
-    fn specs(&self) -> Option<&ExtraSpecs> {
-        Some(self)
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
+        (None, Some(self))
     }
 }
 
 /// Nothing beyond the credentials and the environment.
-impl Asked for () {}
+impl Asked for () {
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
+        (None, None)
+    }
+}
 
 /// What finished work produced, with the Edge Connect traffic it took.
 #[derive(Debug)]
@@ -190,9 +184,9 @@ fn protect(
         .iter()
         .filter_map(|name| environment.get(*name))
         .map(Secret::new);
-    let input = asked.bootstrap().into_iter().flat_map(|b| b.secrets());
-    let pull_password = asked
-        .specs()
+    let (bootstrap, specs) = asked.inputs();
+    let input = bootstrap.into_iter().flat_map(|b| b.secrets());
+    let pull_password = specs
         .and_then(|specs| specs.image_pull_password_env.as_ref())
         .and_then(|var| environment.get(var))
         .map(Secret::new);

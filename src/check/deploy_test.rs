@@ -77,6 +77,7 @@ pub(super) async fn deploy_test(
         match provider
             .run(Operation::Delete {
                 instance: name.clone(),
+                wait: false,
             })
             .await
         {

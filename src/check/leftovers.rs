@@ -103,6 +103,7 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>) -> Removal {
             }
             let delete = Operation::Delete {
                 instance: name.clone(),
+                wait: false,
             };
             match provider.run(delete).await {
                 Ok(_) => {
@@ -128,7 +129,7 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>) -> Removal {
 /// The runners `which` names, as `list` shows them.
 async fn find(provider: &Provider, which: Which<'_>) -> Result<Vec<RunnerView>, Error> {
     let operation = match which {
-        Which::All => Operation::ListAll,
+        Which::All => Operation::List { pool_id: None },
         Which::Named(name) => Operation::Get {
             instance: name.to_string(),
         },

@@ -12,8 +12,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use edge_connect::Scrubber;
-
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::Progress;
@@ -48,7 +46,6 @@ const MAX_DETAIL_CHARS: usize = 2000;
 pub(crate) struct Report<'a> {
     out: &'a mut dyn std::io::Write,
     failed: usize,
-    scrubber: &'a Scrubber,
 }
 
 impl Report<'_> {
@@ -76,8 +73,9 @@ impl Report<'_> {
     /// it) and its detail (often the controller's text) masked, then shown as text a terminal
     /// cannot take for commands, and cut.
     fn line(&mut self, mark: char, what: &str, detail: &str) {
-        let what = crate::text::echo_max(&self.scrubber.scrub(what), MAX_DETAIL_CHARS);
-        let detail = crate::text::echo_max(&self.scrubber.scrub(detail), MAX_DETAIL_CHARS);
+        let scrubber = crate::pipeline::scrubber();
+        let what = crate::text::echo_max(&scrubber.scrub(what), MAX_DETAIL_CHARS);
+        let detail = crate::text::echo_max(&scrubber.scrub(detail), MAX_DETAIL_CHARS);
         let _ = writeln!(self.out, "{mark} {what}: {detail}");
     }
 }
@@ -85,8 +83,7 @@ impl Report<'_> {
 /// Runs every check and returns the number of failed steps (0: all good), or
 /// [`Error::Interrupted`] when SIGINT, SIGTERM or SIGHUP stopped the deploy test (after its cleanup).
 /// `extra_specs` is the content of `options.extra_specs`; `progress` receives what the deploy
-/// test's create, delete and cleanup are doing. Every line is masked by `scrubber`, the
-/// command's.
+/// test's create, delete and cleanup are doing. Every line is masked by the command's scrubber.
 pub fn run(
     config_path: &Path,
     options: &CheckOptions,
@@ -95,11 +92,7 @@ pub fn run(
     progress: Progress,
     out: &mut dyn std::io::Write,
 ) -> Result<usize, Error> {
-    let mut report = Report {
-        out,
-        failed: 0,
-        scrubber: crate::pipeline::scrubber(),
-    };
+    let mut report = Report { out, failed: 0 };
     // The commands' own path: config, logging, credentials, client, runtime.
     let (session, log) = match crate::pipeline::open(config_path) {
         Ok(opened) => {

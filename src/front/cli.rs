@@ -261,19 +261,22 @@ fn execute(cli: Cli) -> Result<(), Error> {
             Operation::create(read_bootstrap(&bootstrap)?, pool_id, None)
         }
         Command::Get { id, .. } => Operation::Get { instance: id },
-        Command::List {
-            pool_id: Some(p), ..
-        } => Operation::List { pool_id: p },
-        Command::List { pool_id: None, .. } => Operation::ListAll,
-        Command::Delete { id } => Operation::Delete { instance: id },
+        Command::List { pool_id, .. } => Operation::List { pool_id },
+        Command::Delete { id } => Operation::Delete {
+            instance: id,
+            wait: true,
+        },
         Command::RemoveAll { yes: false } => {
             return Err(Error::failed(
                 "remove-all deletes every runner of this controller; add --yes to confirm",
             ))
         }
-        Command::RemoveAll { yes: true } => Operation::RemoveAllWaiting,
+        Command::RemoveAll { yes: true } => Operation::RemoveAll { wait: true },
         Command::Start { id } => Operation::Start { instance: id },
-        Command::Stop { id } => Operation::StopWaiting { instance: id },
+        Command::Stop { id } => Operation::Stop {
+            instance: id,
+            wait: true,
+        },
     };
     let config_path = config_path()?;
     let controller_id = cli
@@ -361,28 +364,20 @@ async fn run_operation(
             Err(interrupted_start(provider, &name, signal).await)
         }
         // A person's delete waits (with progress) while the platform holds the AppInst busy.
-        Operation::Delete { instance } | Operation::DeleteWaiting { instance } => {
+        delete @ Operation::Delete { .. } => {
             // The provider's delete succeeds when nothing has the name (GARM needs that), so
             // look first to tell the person which it was.
-            let lookup = Operation::Get {
-                instance: instance.clone(),
-            };
-            match provider.run(lookup).await {
+            let instance = delete.instance().unwrap_or_default().to_string();
+            match provider.run(Operation::Get { instance }).await {
                 Err(Error::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
-                Ok(_) => provider
-                    .run(Operation::DeleteWaiting { instance })
-                    .await
-                    .map(Some),
+                Ok(_) => provider.run(delete).await.map(Some),
             }
         }
         other @ (Operation::Get { .. }
         | Operation::List { .. }
-        | Operation::ListAll
-        | Operation::RemoveAll
-        | Operation::RemoveAllWaiting
-        | Operation::Stop { .. }
-        | Operation::StopWaiting { .. }) => provider.run(other).await.map(Some),
+        | Operation::RemoveAll { .. }
+        | Operation::Stop { .. }) => provider.run(other).await.map(Some),
     }
 }
 
@@ -479,8 +474,9 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
     say(&format!(
         "  … interrupted by {signal}: stopping {name} again ({signal} again stops at once)"
     ));
-    let stop = Operation::StopWaiting {
+    let stop = Operation::Stop {
         instance: name.to_string(),
+        wait: true,
     };
     let cleanup = provider.for_cleanup();
     let stopped = tokio::select! {
@@ -529,18 +525,12 @@ fn read_json(path: &Path, what: &str, hint: &str) -> Result<(serde_json::Value, 
 fn summary(operation: &Operation) -> String {
     match operation {
         Operation::Create { bootstrap, .. } => format!("created {}", bootstrap.name),
-        Operation::Delete { instance } | Operation::DeleteWaiting { instance } => {
-            format!("deleted {instance}")
-        }
+        Operation::Delete { instance, .. } => format!("deleted {instance}"),
         Operation::Get { instance } => format!("found {instance}"),
-        Operation::List { pool_id } => format!("listed pool {pool_id}"),
-        Operation::ListAll => "listed all pools".to_string(),
-        Operation::RemoveAll | Operation::RemoveAllWaiting => {
-            "removed all runners of this controller".to_string()
-        }
+        Operation::List { pool_id: Some(p) } => format!("listed pool {p}"),
+        Operation::List { pool_id: None } => "listed all pools".to_string(),
+        Operation::RemoveAll { .. } => "removed all runners of this controller".to_string(),
         Operation::Start { instance } => format!("started {instance}"),
-        Operation::Stop { instance } | Operation::StopWaiting { instance } => {
-            format!("stopped {instance}")
-        }
+        Operation::Stop { instance, .. } => format!("stopped {instance}"),
     }
 }

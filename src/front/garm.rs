@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
-use crate::garm::env::{Facts, SUPPORTED_INTERFACE_VERSIONS};
+use crate::garm::env::{Answered, Facts, SUPPORTED_INTERFACE_VERSIONS};
 use crate::garm::{GarmCommand, Request};
 use crate::logging::LogGuard;
 use crate::provider::{Operation, Outcome};
@@ -65,8 +65,8 @@ fn fault(message: &str) {
 /// Runs the command and prints its answer; `log` receives the log guard once logging is set up.
 fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     let mut request = Request::from_process()?;
-    let facts = request.command.facts();
-    if facts.local {
+    let Facts(_, answered, follow_up) = request.command.facts();
+    if answered != Answered::ByEdgeConnect {
         let text = local_command(&request)?;
         return super::print(|out| out.write_all(text.as_bytes()));
     }
@@ -119,7 +119,12 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         operation,
         async |provider, operation| provider.run(operation).await,
     )
-    .map_err(|e| fail(follow_up(facts, e)))?;
+    .map_err(|e| match follow_up {
+        // A failure that leaves part of the runner behind says who removes it (docs/operations.md,
+        // "A runner that cannot start").
+        Some(who) if e.leaves_something() => fail(Error::left_behind(format!("{e}{who}"))),
+        _ => fail(e),
+    })?;
     // Encoded straight onto stdout: ListInstances of a large pool would otherwise hold its
     // whole JSON text in memory beside the list.
     super::print(|out| match &finished.output {
@@ -130,16 +135,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     .map_err(fail)
 }
 
-/// A failure that leaves part of the runner behind ([`Error::left_behind`]) says who removes it
-/// (docs/operations.md, "A runner that cannot start").
-fn follow_up(facts: Facts, e: Error) -> Error {
-    match facts.follow_up {
-        Some(who) if e.leaves_something() => Error::left_behind(format!("{e}{who}")),
-        _ => e,
-    }
-}
-
-/// The answer of a command answered without config or Edge Connect ([`Facts::local`]).
+/// The answer of a command answered without config or Edge Connect ([`Answered`]).
 fn local_command(request: &Request) -> Result<String, Error> {
     let json = |v: serde_json::Value| v.to_string();
     Ok(match request.command {
@@ -176,14 +172,20 @@ fn operation(request: Request) -> Result<Operation, Error> {
             })?;
             Operation::create(bootstrap, request.pool_id, request.pool_extra_specs)
         }
-        GarmCommand::DeleteInstance => Operation::Delete { instance },
+        GarmCommand::DeleteInstance => Operation::Delete {
+            instance,
+            wait: false,
+        },
         GarmCommand::GetInstance => Operation::Get { instance },
         GarmCommand::ListInstances => Operation::List {
-            pool_id: request.pool_id.unwrap_or_default(),
+            pool_id: request.pool_id,
         },
         GarmCommand::StartInstance => Operation::Start { instance },
-        GarmCommand::StopInstance => Operation::Stop { instance },
-        GarmCommand::RemoveAllInstances => Operation::RemoveAll,
+        GarmCommand::StopInstance => Operation::Stop {
+            instance,
+            wait: false,
+        },
+        GarmCommand::RemoveAllInstances => Operation::RemoveAll { wait: false },
         local => {
             return Err(Error::failed(format!(
                 "{local:?} is not an instance command"

@@ -1,7 +1,5 @@
 //! The bootstrap parameters GARM writes on stdin for `CreateInstance`.
 
-use std::io::Read;
-
 use base64::Engine as _;
 use serde::Deserialize;
 
@@ -139,37 +137,6 @@ impl BootstrapInstance {
         std::iter::once(&self.instance_token)
             .chain(tools.filter_map(|t| t.temp_download_token.as_ref()))
             .chain(proxy.flat_map(|p| p.http_proxy.iter().chain(&p.https_proxy)))
-    }
-
-    /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap document from `reader`
-    /// (stdin), giving up after `within` (the command's deadline,
-    /// `edge_connect.operation_timeout_secs`): GARM writes the document and closes stdin, but a
-    /// wrapper that keeps it open, or feeds it a byte at a time, must not hold the command past
-    /// its deadline. The reading thread is left blocked in `read`; the process ends with the
-    /// error.
-    pub fn from_reader_within(
-        reader: impl Read + Send + 'static,
-        within: std::time::Duration,
-    ) -> Result<Self, ProtocolError> {
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut raw = Vec::new();
-            let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
-            let _ = sender.send(match read {
-                Err(e) => Err(ProtocolError::new(format!(
-                    "cannot read bootstrap params: {e}"
-                ))),
-                Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(
-                    format!("bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"),
-                )),
-                Ok(_) => Self::from_slice(&raw),
-            });
-        });
-        receiver.recv_timeout(within).unwrap_or_else(|_| {
-            Err(ProtocolError::new(
-                "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
-            ))
-        })
     }
 
     /// Parses the bootstrap document.
@@ -380,46 +347,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// A reader that never answers (stdin held open by a caller that writes nothing).
-    struct Silent(std::sync::mpsc::Receiver<()>);
-
-    impl Read for Silent {
-        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
-            let _ = self.0.recv();
-            Ok(0)
-        }
-    }
-
-    #[test]
-    fn a_reader_that_never_ends_is_refused_at_the_deadline() {
-        let (_held, never) = std::sync::mpsc::channel();
-        let err = BootstrapInstance::from_reader_within(
-            Silent(never),
-            std::time::Duration::from_millis(50),
-        )
-        .unwrap_err();
-        assert_eq!(
-            said(err),
-            "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
-        );
-        let done = BootstrapInstance::from_reader_within(
-            std::io::Cursor::new(minimal("").into_bytes()),
-            std::time::Duration::from_secs(60),
-        )
-        .unwrap();
-        assert_eq!(done.name, "garm-abc");
-    }
-
-    #[test]
-    fn oversized_input_is_refused() {
-        let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
-        let err = BootstrapInstance::from_reader_within(
-            std::io::Cursor::new(big),
-            std::time::Duration::from_secs(60),
-        )
-        .unwrap_err();
-        assert!(said(err).contains("exceed"));
     }
 }

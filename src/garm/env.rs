@@ -6,7 +6,7 @@ use std::io::Read;
 
 use base64::Engine as _;
 
-use super::bootstrap::BootstrapInstance;
+use super::bootstrap::{BootstrapInstance, MAX_BOOTSTRAP_BYTES};
 use super::error::ProtocolError;
 
 /// The GARM external-provider interface versions this binary speaks.
@@ -72,48 +72,18 @@ impl GarmCommand {
     /// What the command needs and who follows it up: the one table of GARM's commands.
     pub const fn facts(self) -> Facts {
         use GarmCommand::*;
-        let instance = Facts {
-            since_v011: false,
-            local: false,
-            stdin: false,
-            instance_id: true,
-            pool_id: false,
-            follow_up: None,
-        };
-        let local = Facts {
-            local: true,
-            instance_id: false,
-            ..instance
-        };
-        let v011 = Facts {
-            since_v011: true,
-            ..local
-        };
-        let neither = Facts {
-            instance_id: false,
-            ..instance
-        };
+        use {Answered::*, Needs::*};
         match self {
-            CreateInstance => Facts {
-                stdin: true,
-                follow_up: Some(", DeleteInstance will retry it"),
-                ..neither
-            },
-            DeleteInstance => Facts {
-                follow_up: Some("; GARM's next DeleteInstance after that removes it"),
-                ..instance
-            },
-            GetInstance | StartInstance | StopInstance => instance,
-            ListInstances => Facts {
-                pool_id: true,
-                ..neither
-            },
-            RemoveAllInstances => neither,
-            GetVersion => local,
+            CreateInstance => Facts(Stdin, ByEdgeConnect, Some(", DeleteInstance will retry it")),
+            DeleteInstance => Facts(InstanceId, ByEdgeConnect, Some(DELETE_FOLLOW_UP)),
+            GetInstance | StartInstance | StopInstance => Facts(InstanceId, ByEdgeConnect, None),
+            ListInstances => Facts(PoolId, ByEdgeConnect, None),
+            RemoveAllInstances => Facts(Nothing, ByEdgeConnect, None),
+            GetVersion => Facts(Nothing, Locally, None),
             GetSupportedInterfaceVersions
             | ValidatePoolInfo
             | GetConfigJSONSchema
-            | GetExtraSpecsJSONSchema => v011,
+            | GetExtraSpecsJSONSchema => Facts(Nothing, LocallySinceV011, None),
         }
     }
 
@@ -124,7 +94,7 @@ impl GarmCommand {
         }
         let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name))
             .map_err(|_| ProtocolError::UnknownCommand(name.to_string()))?;
-        if version == "v0.1.0" && cmd.facts().since_v011 {
+        if version == "v0.1.0" && matches!(cmd.facts().1, Answered::LocallySinceV011) {
             return Err(ProtocolError::new(format!(
                 "{name} needs GARM_INTERFACE_VERSION=v0.1.1 (got v0.1.0)"
             )));
@@ -133,23 +103,36 @@ impl GarmCommand {
     }
 }
 
-/// What a command needs from GARM, and what GARM does after it fails.
+/// What a command needs from GARM, who answers it, and who removes what a failure of it
+/// leaves behind (as the end of its line: GARM runs DeleteInstance right after a failed
+/// CreateInstance, and again, every few seconds, after a failed DeleteInstance).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Facts {
-    /// Added by interface v0.1.1.
-    pub since_v011: bool,
-    /// Answered without config, controller or Edge Connect.
-    pub local: bool,
-    /// Reads the bootstrap params on stdin.
-    pub stdin: bool,
-    /// Needs `GARM_INSTANCE_ID`.
-    pub instance_id: bool,
-    /// Needs `GARM_POOL_ID`.
-    pub pool_id: bool,
-    /// Who removes what a failure leaves behind, as the end of its line: GARM runs
-    /// DeleteInstance right after a failed CreateInstance, and again, every few seconds, after a
-    /// failed DeleteInstance.
-    pub follow_up: Option<&'static str>,
+pub struct Facts(pub Needs, pub Answered, pub Option<&'static str>);
+
+const DELETE_FOLLOW_UP: &str = "; GARM's next DeleteInstance after that removes it";
+
+/// The one input a command needs beyond the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// The bootstrap params on stdin.
+    Stdin,
+    /// `GARM_INSTANCE_ID`.
+    InstanceId,
+    /// `GARM_POOL_ID`.
+    PoolId,
+    /// Nothing more.
+    Nothing,
+}
+
+/// Who answers a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answered {
+    /// The provider through Edge Connect, with its config, for a controller.
+    ByEdgeConnect,
+    /// The provider alone.
+    Locally,
+    /// The provider alone, and only in interface v0.1.1.
+    LocallySinceV011,
 }
 
 /// Everything GARM told us, through the environment and (for a create) stdin, validated for the
@@ -226,48 +209,59 @@ impl Request {
     }
 
     fn validate(&self) -> Result<(), ProtocolError> {
-        let facts = self.command.facts();
-        let missing = [
-            (
-                !facts.local && self.config_file.is_empty(),
-                "GARM_PROVIDER_CONFIG_FILE",
-            ),
-            (
-                !facts.local && self.controller_id.is_empty(),
-                "GARM_CONTROLLER_ID",
-            ),
-        ];
-        if let Some((_, variable)) = missing.iter().find(|(missing, _)| *missing) {
-            return Err(ProtocolError::new(format!("{variable} is not set")));
+        let Facts(needs, answered, _) = self.command.facts();
+        if answered == Answered::ByEdgeConnect {
+            if self.config_file.is_empty() {
+                return Err(ProtocolError::new("GARM_PROVIDER_CONFIG_FILE is not set"));
+            }
+            if self.controller_id.is_empty() {
+                return Err(ProtocolError::new("GARM_CONTROLLER_ID is not set"));
+            }
         }
-        let needed = [
-            (
-                facts.instance_id && self.instance_id.trim().is_empty(),
-                "GARM_INSTANCE_ID",
-            ),
-            (facts.pool_id && self.pool_id.is_none(), "GARM_POOL_ID"),
-        ];
-        match needed.iter().find(|(missing, _)| *missing) {
-            Some((_, variable)) => Err(ProtocolError::new(format!(
-                "{variable} is not set ({:?} needs it)",
-                self.command
-            ))),
-            None => Ok(()),
-        }
+        let missing = match needs {
+            Needs::InstanceId if self.instance_id.trim().is_empty() => "GARM_INSTANCE_ID",
+            Needs::PoolId if self.pool_id.is_none() => "GARM_POOL_ID",
+            _ => return Ok(()),
+        };
+        let command = self.command;
+        Err(ProtocolError::new(format!(
+            "{missing} is not set ({command:?} needs it)"
+        )))
     }
 
-    /// Reads the bootstrap params from `reader` (stdin) when the command takes them, giving up
-    /// after `within` (what is left of the command's deadline): GARM writes the document and
-    /// closes stdin, but a wrapper that keeps it open, or feeds it a byte at a time, must not
-    /// hold the command past its deadline.
+    /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap params from `reader`
+    /// (stdin) when the command takes them, giving up after `within` (what is left of the
+    /// command's deadline): GARM writes the document and closes stdin, but a wrapper that keeps
+    /// it open, or feeds it a byte at a time, must not hold the command past its deadline. The
+    /// reading thread is left blocked in `read`; the process ends with the error.
     pub fn read_stdin(
         &mut self,
         reader: impl Read + Send + 'static,
         within: std::time::Duration,
     ) -> Result<(), ProtocolError> {
-        if self.command.facts().stdin {
-            self.bootstrap = Some(BootstrapInstance::from_reader_within(reader, within)?);
+        if self.command.facts().0 != Needs::Stdin {
+            return Ok(());
         }
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut raw = Vec::new();
+            let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
+            let _ = sender.send(match read {
+                Err(e) => Err(ProtocolError::new(format!(
+                    "cannot read bootstrap params: {e}"
+                ))),
+                Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(
+                    format!("bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"),
+                )),
+                Ok(_) => BootstrapInstance::from_slice(&raw),
+            });
+        });
+        let read = receiver.recv_timeout(within).unwrap_or_else(|_| {
+            Err(ProtocolError::new(
+                "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
+            ))
+        });
+        self.bootstrap = Some(read?);
         Ok(())
     }
 }
@@ -394,6 +388,51 @@ mod tests {
         let v = decode_extra_specs(Some(&b64)).unwrap().unwrap();
         assert_eq!(v["flavor"], "EU.large");
         assert!(decode_extra_specs(Some(&"!!".to_string())).is_err());
+    }
+
+    /// A create's request, its stdin not read yet.
+    fn create() -> Request {
+        Request::from_map(&with(&[("GARM_COMMAND", "CreateInstance")])).unwrap()
+    }
+
+    /// A reader that never answers (stdin held open by a caller that writes nothing).
+    struct Silent(std::sync::mpsc::Receiver<()>);
+
+    impl Read for Silent {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_reader_that_never_ends_is_refused_at_the_deadline() {
+        let (_held, never) = std::sync::mpsc::channel();
+        let err = create()
+            .read_stdin(Silent(never), std::time::Duration::from_millis(50))
+            .unwrap_err();
+        assert_eq!(
+            said(err),
+            "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
+        );
+        let mut done = create();
+        let bootstrap = br#"{"name":"garm-abc","image":"runner:1"}"#;
+        let reader = std::io::Cursor::new(bootstrap.to_vec());
+        done.read_stdin(reader, std::time::Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(done.bootstrap.map(|b| b.name).as_deref(), Some("garm-abc"));
+    }
+
+    #[test]
+    fn oversized_input_is_refused() {
+        let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
+        let err = create()
+            .read_stdin(
+                std::io::Cursor::new(big),
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap_err();
+        assert!(said(err).contains("exceed"));
     }
 
     proptest::proptest! {

@@ -376,10 +376,8 @@ impl Provider {
             let result = {
                 let mut progress = |p: Progress<'_>| {
                     heard.store(true, Ordering::Relaxed);
-                    self.report(p.line());
-                    if let Progress::Pods(_, pods) = &p {
-                        watch.observe(pods);
-                    }
+                    self.report(p.line);
+                    watch.observe(&p.pods);
                 };
                 let call = self.client.create_app_inst(request, &mut progress);
                 // With another site to try, a site that says nothing at all within

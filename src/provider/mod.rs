@@ -41,52 +41,45 @@ pub enum Operation {
         /// `GARM_POOL_EXTRASPECS`), read once; a refusal is the create's, reported when it runs.
         specs: Result<Box<ExtraSpecs>, Error>,
     },
-    /// Delete a runner by provider id or GARM name (GARM's DeleteInstance): an AppInst that
-    /// Edge Connect will not delete yet is reported at once, and GARM's retries do the waiting.
+    /// Delete a runner by provider id or GARM name. An AppInst that Edge Connect will not delete
+    /// yet is waited for within the deadline, with progress, when `wait` (a person's delete);
+    /// otherwise (GARM's DeleteInstance) it is reported at once, and GARM's retries wait.
     Delete {
         /// `GARM_INSTANCE_ID`.
         instance: String,
-    },
-    /// Delete a runner for a person: an AppInst that Edge Connect will not delete yet is waited
-    /// for within the deadline, with progress.
-    DeleteWaiting {
-        /// Provider id or GARM name.
-        instance: String,
+        /// Wait while the platform holds an AppInst busy.
+        wait: bool,
     },
     /// Show one runner.
     Get {
         /// `GARM_INSTANCE_ID`.
         instance: String,
     },
-    /// Show the runners of one pool of this controller.
+    /// Show the runners of one pool of this controller (`GARM_POOL_ID`), or of every pool (CLI).
     List {
         /// `GARM_POOL_ID`.
-        pool_id: String,
+        pool_id: Option<String>,
     },
-    /// Show the runners of every pool of this controller (CLI).
-    ListAll,
-    /// Delete every runner of this controller (GARM's RemoveAllInstances): an AppInst that Edge
-    /// Connect will not delete yet is reported at once, everything else removed.
-    RemoveAll,
-    /// Delete every runner of this controller for a person: an AppInst that Edge Connect will
-    /// not delete yet is waited for within the deadline, the runners that run removed first.
-    RemoveAllWaiting,
+    /// Delete every runner of this controller, the runners that run first; an AppInst that Edge
+    /// Connect will not delete yet is waited for when `wait` (a person's remove-all), else
+    /// (GARM's RemoveAllInstances) reported at once, everything else removed.
+    RemoveAll {
+        /// Wait while the platform holds an AppInst busy.
+        wait: bool,
+    },
     /// Redeploy a stopped runner.
     Start {
         /// `GARM_INSTANCE_ID`.
         instance: String,
     },
-    /// Remove a runner's AppInst, keeping its App (GARM's StopInstance): an AppInst that Edge
-    /// Connect will not delete yet is reported at once, after the one that runs is removed.
+    /// Remove a runner's AppInst, keeping its App; an AppInst that Edge Connect will not delete
+    /// yet is waited for when `wait` (a person's stop), else (GARM's StopInstance) reported at
+    /// once, after the one that runs is removed.
     Stop {
         /// `GARM_INSTANCE_ID`.
         instance: String,
-    },
-    /// Stop a runner for a person: an AppInst that Edge Connect will not delete yet is waited
-    /// for within the deadline, after the one that runs is removed.
-    StopWaiting {
-        /// Provider id or GARM name.
-        instance: String,
+        /// Wait while the platform holds an AppInst busy.
+        wait: bool,
     },
 }
 
@@ -117,19 +110,12 @@ impl Operation {
     fn metrics_labels(&self) -> (&'static str, String) {
         match self {
             Operation::Create { pool_id, .. } => ("CreateInstance", pool_id.clone()),
-            Operation::Delete { .. } | Operation::DeleteWaiting { .. } => {
-                ("DeleteInstance", String::new())
-            }
+            Operation::Delete { .. } => ("DeleteInstance", String::new()),
             Operation::Get { .. } => ("GetInstance", String::new()),
-            Operation::List { pool_id } => ("ListInstances", pool_id.clone()),
-            Operation::ListAll => ("ListInstances", String::new()),
-            Operation::RemoveAll | Operation::RemoveAllWaiting => {
-                ("RemoveAllInstances", String::new())
-            }
+            Operation::List { pool_id } => ("ListInstances", pool_id.clone().unwrap_or_default()),
+            Operation::RemoveAll { .. } => ("RemoveAllInstances", String::new()),
             Operation::Start { .. } => ("StartInstance", String::new()),
-            Operation::Stop { .. } | Operation::StopWaiting { .. } => {
-                ("StopInstance", String::new())
-            }
+            Operation::Stop { .. } => ("StopInstance", String::new()),
         }
     }
 
@@ -137,16 +123,11 @@ impl Operation {
     pub fn instance(&self) -> Option<&str> {
         match self {
             Operation::Create { bootstrap, .. } => Some(&bootstrap.name),
-            Operation::Delete { instance }
-            | Operation::DeleteWaiting { instance }
+            Operation::Delete { instance, .. }
             | Operation::Get { instance }
             | Operation::Start { instance }
-            | Operation::Stop { instance }
-            | Operation::StopWaiting { instance } => Some(instance),
-            Operation::List { .. }
-            | Operation::ListAll
-            | Operation::RemoveAll
-            | Operation::RemoveAllWaiting => None,
+            | Operation::Stop { instance, .. } => Some(instance),
+            Operation::List { .. } | Operation::RemoveAll { .. } => None,
         }
     }
 }
@@ -318,16 +299,12 @@ impl Provider {
                 pool_id,
                 specs,
             } => self.create(&bootstrap, &pool_id, *specs?).await,
-            Operation::Delete { instance } => self.delete(&instance, false).await,
-            Operation::DeleteWaiting { instance } => self.delete(&instance, true).await,
+            Operation::Delete { instance, wait } => self.delete(&instance, wait).await,
             Operation::Get { instance } => self.get(&instance).await,
-            Operation::List { pool_id } => self.list(Some(&pool_id)).await,
-            Operation::ListAll => self.list(None).await,
-            Operation::RemoveAll => self.remove_all(false).await,
-            Operation::RemoveAllWaiting => self.remove_all(true).await,
+            Operation::List { pool_id } => self.list(pool_id.as_deref()).await,
+            Operation::RemoveAll { wait } => self.remove_all(wait).await,
             Operation::Start { instance } => self.start(&instance).await,
-            Operation::Stop { instance } => self.stop(&instance, false).await,
-            Operation::StopWaiting { instance } => self.stop(&instance, true).await,
+            Operation::Stop { instance, wait } => self.stop(&instance, wait).await,
         }
     }
 

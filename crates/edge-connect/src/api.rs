@@ -48,8 +48,8 @@ impl Client {
         self.show(Rpc::ShowApp, &app).await
     }
 
-    /// `CreateAppInst`, its stream read to the end; its progress goes to `progress`, each line
-    /// read (the CRM's pod status lines as the pods they name).
+    /// `CreateAppInst`, its stream read to the end; each progress line goes to `progress`, read
+    /// (the CRM's pod status lines with the pods they name).
     pub async fn create_app_inst(
         &self,
         inst: &NewAppInst,
@@ -64,7 +64,7 @@ impl Client {
         key: &AppInstKey,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
-        let progress = &mut |p: Progress<'_>| progress(p.line());
+        let progress = &mut |p: Progress<'_>| progress(p.line);
         self.operation(Rpc::DeleteAppInst, &json!({ "key": key }), progress)
             .await
     }

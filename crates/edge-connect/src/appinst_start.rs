@@ -3,38 +3,19 @@
 //! do with them; this module only reads the controller's words
 //! (docs/edge-connect-behaviours.md B12, B13, B22).
 
-/// True when a stream's last progress line is the one of a CreateAppInst stream that created
-/// the AppInst (main `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends
-/// without it (and without an error result, e.g. `Failed to get progress messages. Please use
-/// ShowAppInst …`, `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
-pub(crate) fn created(last: &str) -> bool {
-    last == "Created AppInst successfully"
-}
+/// The last progress line of a CreateAppInst stream that created the AppInst (main
+/// `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends without it (and
+/// without an error result, e.g. `Failed to get progress messages. Please use ShowAppInst …`,
+/// `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
+pub(crate) const CREATED: &str = "Created AppInst successfully";
 
-/// One progress line of an AppInst operation, as the client read it.
+/// A progress line of an AppInst operation, as the client read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress<'a> {
-    /// A CRM status line: the line, and the pods it names ([`pod_statuses`]).
-    Pods(&'a str, Vec<PodStatus<'a>>),
-    /// Any other line.
-    Said(&'a str),
-}
-
-impl<'a> Progress<'a> {
-    /// A line of the stream, read.
-    pub(crate) fn of(line: &'a str) -> Self {
-        match pod_statuses(line) {
-            pods if pods.is_empty() => Progress::Said(line),
-            pods => Progress::Pods(line, pods),
-        }
-    }
-
+pub struct Progress<'a> {
     /// The line as the controller wrote it.
-    pub fn line(&self) -> &'a str {
-        match self {
-            Progress::Pods(line, _) | Progress::Said(line) => line,
-        }
-    }
+    pub line: &'a str,
+    /// The pods it names when it is a CRM status line ([`pod_statuses`]), else none.
+    pub pods: Vec<PodStatus<'a>>,
 }
 
 /// What a container reason is about, for the message that names what to check.
@@ -287,13 +268,6 @@ mod tests {
         let failed =
             pod_statuses("Invalid pod state, pod p: Pending (0/1), container c: Unschedulable");
         assert_eq!(failed[0].not_running, [("c", "Unschedulable")]);
-        // The stream's lines as the provider gets them.
-        assert_eq!(Progress::of(line), Progress::Pods(line, pod_statuses(line)));
-        let said = Progress::of("Creating App Inst");
-        assert_eq!(
-            (said.line(), said),
-            ("Creating App Inst", Progress::Said("Creating App Inst"))
-        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use futures_util::stream::{self, Stream, TryStreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::appinst_start::{created, Progress};
+use crate::appinst_start::{pod_statuses, Progress, CREATED};
 use crate::client::Client;
 use crate::error::ApiError;
 use crate::lines::Lines;
@@ -113,7 +113,11 @@ impl Client {
                 continue;
             };
             tracing::debug!(rpc = rpc.name(), message, "progress");
-            progress(Progress::of(&message));
+            let pods = pod_statuses(&message);
+            progress(Progress {
+                line: &message,
+                pods,
+            });
             if message.starts_with("Timed out while work still in progress") {
                 timed_out = Some(message.clone());
             }
@@ -121,7 +125,7 @@ impl Client {
         }
         Ok(match timed_out {
             Some(message) => StreamEnd::StillInProgress(message),
-            None if created(&last) => StreamEnd::Created,
+            None if last == CREATED => StreamEnd::Created,
             None => StreamEnd::Completed(last),
         })
     }

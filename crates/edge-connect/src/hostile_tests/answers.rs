@@ -148,7 +148,7 @@ async fn a_quiet_app_inst_stream_is_not_closed_before_the_deadline() {
     };
     let mut seen = Vec::new();
     let end = c
-        .create_app_inst(&inst, &mut |p| seen.push(p.line().to_string()))
+        .create_app_inst(&inst, &mut |p| seen.push(p.line.to_string()))
         .await
         .unwrap();
     assert_eq!(end, crate::StreamEnd::Created);
