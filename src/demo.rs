@@ -72,9 +72,7 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
         indent(&config.to_toml())
     ));
 
-    // Its own scrubber: the demo prints on stdout, with the simulator's throw-away credentials.
-    let scrubber = edge_connect::Scrubber::new();
-    let session = crate::pipeline::open(&config_path, &scrubber)?;
+    let (session, _log) = crate::pipeline::open(&config_path)?;
     // The example a person would pass to `create --bootstrap`: a GitHub JIT runner.
     let bootstrap =
         BootstrapInstance::from_slice(include_bytes!("../examples/bootstrap-github-jit.json"))?;
@@ -84,15 +82,13 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
         Arc::new(move |m: &str| line(&format!("    … [{name}] {m}")))
     };
     // The user's EDP_EDGE_CONNECT_* must not replace the simulator's credentials.
-    let secrets = crate::pipeline::Secrets::none(&scrubber);
     let finished = crate::pipeline::run(
-        session.config,
-        session.deadline,
-        secrets,
+        session,
         CONTROLLER_ID,
         HashMap::new(),
         progress,
-        async |provider| lifecycle(provider, bootstrap).await,
+        (),
+        async |provider, ()| lifecycle(provider, bootstrap).await,
     )?;
     line(&format!(
         "✓ demo finished: {} Edge Connect requests, {} login(s); the simulator is empty again",
@@ -105,18 +101,27 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
 async fn lifecycle(provider: &Provider, bootstrap: BootstrapInstance) -> Result<(), Error> {
     let name = bootstrap.name.clone();
     let id = || name.clone();
-    let pool = || POOL_ID.to_string();
+    let pool = || Some(POOL_ID.to_string());
     let steps = [
-        (
-            "CreateInstance",
-            Operation::create(bootstrap, Some(pool()), None),
-        ),
+        ("CreateInstance", Operation::create(bootstrap, pool(), None)),
         ("ListInstances", Operation::List { pool_id: pool() }),
         ("GetInstance", Operation::Get { instance: id() }),
-        ("StopInstance", Operation::Stop { instance: id() }),
+        (
+            "StopInstance",
+            Operation::Stop {
+                instance: id(),
+                wait: false,
+            },
+        ),
         ("GetInstance (stopped)", Operation::Get { instance: id() }),
         ("StartInstance", Operation::Start { instance: id() }),
-        ("DeleteInstance", Operation::Delete { instance: id() }),
+        (
+            "DeleteInstance",
+            Operation::Delete {
+                instance: id(),
+                wait: false,
+            },
+        ),
         ("ListInstances (empty)", Operation::List { pool_id: pool() }),
     ];
     for (title, operation) in steps {

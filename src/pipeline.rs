@@ -7,68 +7,70 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use edge_connect::token_cache::TokenCache;
-use edge_connect::{Client, Credentials, Deadline, Scrubber, Secret};
+use edge_connect::{Client, Credentials, Scrubber, Secret};
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
+use crate::garm::BootstrapInstance;
 use crate::logging::LogGuard;
+use crate::provider::wait::Bound;
 use crate::provider::{Operation, Progress, Provider};
 
-/// A loaded config with its logging installed. Keep the log guard alive until the process
-/// ends: dropping it flushes the log file.
+/// The command's one scrubber. A process runs one command, and its writers are the process's
+/// (stderr, stdout, the log): every writer masks with this one, and [`run`] gives it every
+/// secret of the command ([`protect`]) and hands it to the client.
+pub fn scrubber() -> &'static Scrubber {
+    static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
+    SCRUBBER.get_or_init(Scrubber::new)
+}
+
+/// A loaded config, and the command's deadline.
 pub struct Session {
     /// The validated provider config.
     pub config: Config,
-    /// Flushes the log file on drop.
-    pub log: LogGuard,
-    /// The command's deadline (`operation_timeout_secs` from when the config was read): reading
-    /// GARM's stdin, every Edge Connect call, retry and wait take their budget from it.
-    pub deadline: Deadline,
-    /// The command's scrubber, the log writer's: [`run`] gives it the command's secrets.
-    pub scrubber: Scrubber,
+    /// The command's deadline (`operation_timeout_secs` from when the config was read) and its
+    /// words: reading GARM's stdin, every Edge Connect call, retry and wait take their budget
+    /// from it.
+    pub bound: Bound,
     /// One warning per retired key the config holds: logged, and each front door shows it on
     /// stderr as well (the CLI as a line of its own, GARM mode in a failure's one line).
     pub retired: Vec<String>,
 }
 
-/// The secrets of what a command was asked to do, which [`run`] cannot find by itself, and the
-/// scrubber that is to mask them: the one its writers share ([`Session::scrubber`]).
-pub struct Secrets {
-    /// The scrubber of the command's writers.
-    pub scrubber: Scrubber,
-    /// The bootstrap's secrets for a create (instance token, download tokens, proxy URLs).
-    pub input: Vec<Secret>,
-    /// The pool's extra specs: the variable that holds the image pull password.
-    pub extra_specs: Option<serde_json::Value>,
+/// What a command was asked to do, as far as it holds secrets that [`run`] cannot find by
+/// itself: [`protect`] reads them from it, and the work gets it back.
+pub trait Asked {
+    /// A create's bootstrap (instance token, download tokens, proxy URLs) and the pool's
+    /// settings (the variable that holds the image pull password).
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>);
 }
 
-impl Secrets {
-    /// Those of `operation` (a create's bootstrap and extra specs; the other commands have none).
-    pub fn of(scrubber: &Scrubber, operation: &Operation) -> Self {
-        let mut secrets = Self::none(scrubber);
-        if let Operation::Create {
-            bootstrap,
-            extra_specs,
-            ..
-        } = operation
-        {
-            secrets.input = bootstrap.secrets().cloned().collect();
-            secrets.extra_specs = extra_specs.clone();
+impl Asked for Operation {
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
+        match self {
+            Operation::Create {
+                bootstrap, specs, ..
+            } => (Some(bootstrap), specs.as_deref().ok()),
+            _ => (None, None),
         }
-        secrets
     }
+}
 
-    /// None beyond the credentials and the environment.
-    pub fn none(scrubber: &Scrubber) -> Self {
-        Secrets {
-            scrubber: scrubber.clone(),
-            input: Vec::new(),
-            extra_specs: None,
-        }
+impl Asked for ExtraSpecs {
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
+        (None, Some(self))
+    }
+}
+
+/// Nothing beyond the credentials and the environment.
+impl Asked for () {
+    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
+        (None, None)
     }
 }
 
@@ -84,14 +86,13 @@ pub struct Finished<T> {
 }
 
 /// Loads and validates the config file and installs logging as it says, its lines masked by
-/// `scrubber`. A retired key in the config is logged as a warning (and otherwise ignored) once
-/// logging is there to say it.
-pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
+/// the command's [`scrubber`]. A retired key in the config is logged as a warning (and
+/// otherwise ignored) once logging is there to say it. Keep the log guard alive until the
+/// process ends: dropping it flushes the log file.
+pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let config = Config::load(config_file)?;
-    let deadline = Deadline::after(Duration::from_secs(
-        config.edge_connect.operation_timeout_secs,
-    ));
-    let mut log = crate::logging::init(&config, scrubber.clone());
+    let bound = Bound::command(&config);
+    let mut log = crate::logging::init(&config, scrubber().clone());
     let mut retired = Vec::new();
     // The variable lets a deployment add the metrics sidecar without editing the config file
     // (deploy/kubernetes/metrics); GARM passes it on with the EDP_EDGE_CONNECT_ prefix.
@@ -112,40 +113,44 @@ pub fn open(config_file: &Path, scrubber: &Scrubber) -> Result<Session, Error> {
         let all = earlier.into_iter().chain(retired.iter().cloned());
         log.warning = Some(all.collect::<Vec<_>>().join("; ").into_boxed_str());
     }
-    Ok(Session {
+    let session = Session {
         config,
-        log,
-        deadline,
-        scrubber: scrubber.clone(),
+        bound,
         retired,
-    })
+    };
+    Ok((session, log))
 }
 
-/// Runs `work` for `controller_id` with a provider built from `config`: credentials (the
-/// credentials file, overridden by `EDP_EDGE_CONNECT_*` in `environment`), every secret of the
-/// command given to its scrubber ([`protect`]), the client with the token cache, the provider.
-/// `environment` also supplies what extra specs name (image pull passwords). Logs the requests
-/// and logins whether the work succeeded or not.
-pub fn run<T>(
-    config: Config,
-    deadline: Deadline,
-    secrets: Secrets,
+/// Runs `work` on what was `asked`, for `controller_id`, with a provider built from the
+/// session: credentials (the credentials file, overridden by `EDP_EDGE_CONNECT_*` in
+/// `environment`), every secret of the command given to its scrubber ([`protect`]), the client
+/// with the token cache and the command's deadline, the provider. `environment` also supplies
+/// what extra specs name (image pull passwords). Logs the requests and logins whether the work
+/// succeeded or not.
+pub fn run<A: Asked, T>(
+    session: Session,
     controller_id: &str,
     environment: HashMap<String, String>,
     progress: Progress,
-    work: impl AsyncFnOnce(&Provider) -> Result<T, Error>,
+    asked: A,
+    work: impl AsyncFnOnce(&Provider, A) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
+    let Session { config, bound, .. } = session;
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
-    protect(&secrets, &credentials, &environment)?;
+    protect(&asked, &credentials, &environment)?;
     let cache = token_cache(&config, &environment, &credentials);
-    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
-        .with_retry_report(progress.clone())
-        .with_call_report(crate::metrics::rpc_reporter())
-        .with_token_cache(cache)
-        .with_scrubber(secrets.scrubber);
-    let provider = Provider::new(client, config, controller_id, environment, progress);
-    let output = block_on(work(&provider));
+    let client = Client::new(
+        &config.edge_connect.client_options(),
+        credentials,
+        bound.deadline,
+    )?
+    .with_retry_report(progress.clone())
+    .with_call_report(crate::metrics::rpc_reporter())
+    .with_token_cache(cache)
+    .with_scrubber(scrubber().clone());
+    let provider = Provider::new(client, config, controller_id, environment, progress, bound);
+    let output = block_on(work(&provider, asked));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
     tracing::info!(requests, logins, "done");
     output.map(|output| Finished {
@@ -171,7 +176,7 @@ pub fn run<T>(
 /// readers never quote a value: `Secret` refuses a wrong type without it, parse errors name the
 /// key and position only (`config::credentials`, `garm::bootstrap`).
 fn protect(
-    secrets: &Secrets,
+    asked: &impl Asked,
     credentials: &Credentials,
     environment: &HashMap<String, String>,
 ) -> Result<(), Error> {
@@ -179,21 +184,21 @@ fn protect(
         .iter()
         .filter_map(|name| environment.get(*name))
         .map(Secret::new);
-    let pull_password = ExtraSpecs::from_value(secrets.extra_specs.as_ref())
-        .ok()
-        .and_then(|specs| specs.image_pull_password_env)
-        .and_then(|var| environment.get(&var))
+    let (bootstrap, specs) = asked.inputs();
+    let input = bootstrap.into_iter().flat_map(|b| b.secrets());
+    let pull_password = specs
+        .and_then(|specs| specs.image_pull_password_env.as_ref())
+        .and_then(|var| environment.get(var))
         .map(Secret::new);
     let all: Vec<Secret> = std::iter::once(credentials.password.clone())
         .chain(proxies)
-        .chain(secrets.input.iter().cloned())
+        .chain(input.map(|hidden| Secret::new(hidden.expose())))
         .chain(pull_password)
         .collect();
-    secrets
-        .scrubber
+    scrubber()
         .protect(&all)
         .map_err(|e| Error::caused_by(e.to_string(), e))?;
-    tracing::debug!(masked = secrets.scrubber.len(), "secrets protected");
+    tracing::debug!(masked = scrubber().len(), "secrets protected");
     Ok(())
 }
 

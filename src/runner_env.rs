@@ -185,7 +185,7 @@ pub fn runner_env(
     set(ENV_OS_TYPE, &bootstrap.os_type);
     set(ENV_OS_ARCH, &bootstrap.arch);
     set("RUNNER_NAME", &bootstrap.name);
-    let forge = bootstrap.forge_type();
+    let forge = forge_type(bootstrap.instance_token.expose()).unwrap_or("github");
     set("FORGE_TYPE", forge);
     set("FORGE_URL", &bootstrap.repo_url);
     // A GitHub registration URL names the base URL and the entity.
@@ -230,8 +230,10 @@ pub fn runner_env(
         if !tool.sha256_checksum.is_empty() {
             set("RUNNER_DOWNLOAD_SHA256", &tool.sha256_checksum);
         }
-        if let Some(token) = tool.temp_download_token.as_ref().filter(|t| !t.is_empty()) {
-            secret.insert("RUNNER_DOWNLOAD_TOKEN".to_string(), token.clone());
+        if let Some(token) = tool.temp_download_token.as_ref().map(|t| t.expose()) {
+            if !token.is_empty() {
+                secret.insert("RUNNER_DOWNLOAD_TOKEN".to_string(), Secret::new(token));
+            }
         }
     }
     if let Some(pem) = bootstrap.ca_bundle_pem() {
@@ -252,14 +254,28 @@ pub fn runner_env(
             ("HTTP_PROXY", "http_proxy", &proxy.http_proxy),
             ("HTTPS_PROXY", "https_proxy", &proxy.https_proxy),
         ] {
-            if let Some(v) = value.as_ref().filter(|v| !v.is_empty()) {
-                secret.insert(upper.to_string(), v.clone());
-                secret.insert(lower.to_string(), v.clone());
+            if let Some(v) = value.as_ref().map(|v| v.expose()).filter(|v| !v.is_empty()) {
+                secret.insert(upper.to_string(), Secret::new(v));
+                secret.insert(lower.to_string(), Secret::new(v));
             }
         }
     }
-    secret.insert("BEARER_TOKEN".to_string(), bootstrap.instance_token.clone());
+    let token = Secret::new(bootstrap.instance_token.expose());
+    secret.insert("BEARER_TOKEN".to_string(), token);
     RunnerEnv { plain, secret }
+}
+
+/// The forge the instance token says this runner is for (`github` or `gitea`), from its
+/// `forge_type` claim. The token is read, not verified: only GARM can verify it, and it only
+/// tells which bootstrap flavour the container must follow.
+fn forge_type(token: &str) -> Option<&'static str> {
+    let claims = edge_connect::jwt::unverified_claims(token)?;
+    let forge = claims.get("forge_type")?.as_str()?.to_ascii_lowercase();
+    match forge.as_str() {
+        "github" => Some("github"),
+        "gitea" | "forgejo" => Some("gitea"),
+        _ => None,
+    }
 }
 
 /// `zone:ORG/NAME` or `cloudlet:ORG/NAME`.
@@ -300,6 +316,15 @@ mod tests {
         let doc = serde_json::json!({"name": "garm-a", "image": "runner:1", "repo_url": repo_url});
         let bootstrap = BootstrapInstance::from_slice(doc.to_string().as_bytes()).unwrap();
         runner_env(&bootstrap, "c", "p", &[], &BTreeMap::new(), false).plain
+    }
+
+    #[test]
+    fn forge_type_is_read_from_the_token_payload() {
+        use base64::Engine as _;
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(r#"{"forge_type":"gitea","name":"x"}"#);
+        assert_eq!(forge_type(&format!("h.{payload}.s")), Some("gitea"));
+        assert_eq!(forge_type("garbage"), None);
     }
 
     #[test]

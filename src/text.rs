@@ -1,8 +1,8 @@
 //! Text that reaches an operator: echoed input made safe for one line, parse errors reworded so
 //! they never repeat a value that may be secret, and local files read without surprises.
 //!
-//! A leaf module: it imports nothing of the crate, so the protocol layer ([`crate::garm`]) can use
-//! it without depending on the provider above it.
+//! It imports nothing of the crate, so every layer can use it; the protocol layer does not (it
+//! is a leaf): the front door words what GARM sent.
 
 use std::io::Read;
 #[cfg(unix)]

@@ -5,28 +5,20 @@
 //! leaves, killed or failing, the next one finds and removes before it deploys; a cleanup the
 //! create could not finish is the check's own DeleteInstance to do, and it waits for it.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::leftovers::{self, Which};
 use super::Report;
 use crate::config::Placement;
 use crate::error::Error;
-use crate::garm::BootstrapInstance;
-use crate::provider::wait::Deadline;
-use crate::provider::{Operation, Progress, Provider};
-use edge_connect::Secret;
+use crate::garm::{BootstrapInstance, Hidden};
+use crate::provider::{Operation, Provider};
 
 /// The image deployed when `--image` is not given: small, public, and it stays up.
 const DEFAULT_IMAGE: &str = "docker.io/library/nginx:1.27-alpine";
 
 /// How the deploy test cleans up after itself.
 pub(super) struct Cleanup {
-    /// Where the waits are told.
-    pub progress: Progress,
-    /// How long an AppInst the platform holds busy is waited for (the command's own timeout).
-    pub wait: Duration,
-    /// That bound in words, for the progress lines.
-    pub bound: String,
     /// The command that removes every runner of the deploy test now.
     pub command: String,
 }
@@ -50,12 +42,7 @@ pub(super) async fn deploy_test(
     report: &mut Report<'_>,
 ) {
     // What earlier checks left (one that was killed too), before anything new is made.
-    let earlier = leftovers::remove(
-        &provider.until(Deadline::after(cleanup.wait), &cleanup.bound),
-        Which::All,
-        &cleanup.progress,
-    )
-    .await;
+    let earlier = leftovers::remove(&provider.anew(), Which::All).await;
     if !earlier.removed.is_empty() {
         report.pass(
             "earlier deploy tests",
@@ -90,6 +77,7 @@ pub(super) async fn deploy_test(
         match provider
             .run(Operation::Delete {
                 instance: name.clone(),
+                wait: false,
             })
             .await
         {
@@ -116,12 +104,7 @@ pub(super) async fn deploy_test(
 /// holds it busy, and reports what it removed or what stays and how it will go.
 async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut Report<'_>) {
     let started = Instant::now();
-    let done = leftovers::remove(
-        &provider.until(Deadline::after(cleanup.wait), &cleanup.bound),
-        Which::Named(name),
-        &cleanup.progress,
-    )
-    .await;
+    let done = leftovers::remove(&provider.anew(), Which::Named(name)).await;
     let what = format!("cleanup {name}");
     if !done.removed.is_empty() {
         report.pass(
@@ -153,12 +136,12 @@ pub(super) async fn interrupted(
     report: &mut Report<'_>,
 ) -> Error {
     let provider = provider.for_cleanup();
-    (cleanup.progress)(&format!(
+    provider.report(&format!(
         "interrupted by {signal}: removing the deploy test's runners (within {}; {signal} again stops at once)",
         provider.bound()
     ));
     let removal = tokio::select! {
-        done = leftovers::remove(&provider, Which::All, &cleanup.progress) => Some(done),
+        done = leftovers::remove(&provider, Which::All) => Some(done),
         _ = leftovers::stop_signal() => None,
     };
     let detail = match removal {
@@ -207,7 +190,7 @@ fn throwaway(
         repo_url: "https://garm-check.invalid/none".to_string(),
         metadata_url: "https://garm-check.invalid/api/v1/metadata".to_string(),
         callback_url: "https://garm-check.invalid/api/v1/callbacks".to_string(),
-        instance_token: Secret::new("not-a-token"),
+        instance_token: Hidden::new("not-a-token"),
         extra_specs: Some(serde_json::Value::Object(specs)),
         ..BootstrapInstance::default()
     }

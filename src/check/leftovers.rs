@@ -13,7 +13,7 @@ use edge_connect::AppInstState;
 
 use crate::error::Error;
 use crate::provider::status::RunnerView;
-use crate::provider::{Operation, Outcome, Progress, Provider};
+use crate::provider::{Operation, Outcome, Provider};
 
 /// How often a runner the platform holds busy is looked at again (two Show calls each time,
 /// as often as the provider's own waits poll).
@@ -44,7 +44,7 @@ pub(crate) struct Removal {
 /// `provider`'s client (named in the progress lines as [`Provider::bound`] says). A delete that
 /// fails while nothing holds the runner busy is final: that runner is left and described with
 /// the refusal.
-pub(crate) async fn remove(provider: &Provider, which: Which<'_>, progress: &Progress) -> Removal {
+pub(crate) async fn remove(provider: &Provider, which: Which<'_>) -> Removal {
     let bound = provider.bound();
     let mut done = Removal::default();
     let mut failed: BTreeMap<String, String> = BTreeMap::new();
@@ -74,7 +74,7 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>, progress: &Pro
                 match announced.get(&name) {
                     Some((told, at)) if *told == view.state && at.elapsed() < RETELL => {}
                     Some((told, _)) if *told == view.state => {
-                        progress(&format!(
+                        provider.report(&format!(
                             "{} still {state} after {} s; waiting, at most {bound}",
                             parts(&view),
                             started.elapsed().as_secs()
@@ -82,7 +82,7 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>, progress: &Pro
                         announced.insert(name, (view.state.clone(), Instant::now()));
                     }
                     _ => {
-                        progress(&format!(
+                        provider.report(&format!(
                             "{} is {state}: Edge Connect deletes it only once that ends (a site whose CRM runs on the edge keeps a runner that cannot start Creating for up to 15 minutes); waiting, at most {bound}",
                             parts(&view)
                         ));
@@ -103,10 +103,11 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>, progress: &Pro
             }
             let delete = Operation::Delete {
                 instance: name.clone(),
+                wait: false,
             };
             match provider.run(delete).await {
                 Ok(_) => {
-                    progress(&format!("removed {}", parts(&view)));
+                    provider.report(&format!("removed {}", parts(&view)));
                     done.removed.push(name);
                 }
                 Err(e) => {
@@ -128,7 +129,7 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>, progress: &Pro
 /// The runners `which` names, as `list` shows them.
 async fn find(provider: &Provider, which: Which<'_>) -> Result<Vec<RunnerView>, Error> {
     let operation = match which {
-        Which::All => Operation::ListAll,
+        Which::All => Operation::List { pool_id: None },
         Which::Named(name) => Operation::Get {
             instance: name.to_string(),
         },

@@ -12,8 +12,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use edge_connect::Scrubber;
-
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::Progress;
@@ -48,7 +46,6 @@ const MAX_DETAIL_CHARS: usize = 2000;
 pub(crate) struct Report<'a> {
     out: &'a mut dyn std::io::Write,
     failed: usize,
-    scrubber: &'a Scrubber,
 }
 
 impl Report<'_> {
@@ -76,8 +73,9 @@ impl Report<'_> {
     /// it) and its detail (often the controller's text) masked, then shown as text a terminal
     /// cannot take for commands, and cut.
     fn line(&mut self, mark: char, what: &str, detail: &str) {
-        let what = crate::text::echo_max(&self.scrubber.scrub(what), MAX_DETAIL_CHARS);
-        let detail = crate::text::echo_max(&self.scrubber.scrub(detail), MAX_DETAIL_CHARS);
+        let scrubber = crate::pipeline::scrubber();
+        let what = crate::text::echo_max(&scrubber.scrub(what), MAX_DETAIL_CHARS);
+        let detail = crate::text::echo_max(&scrubber.scrub(detail), MAX_DETAIL_CHARS);
         let _ = writeln!(self.out, "{mark} {what}: {detail}");
     }
 }
@@ -85,31 +83,25 @@ impl Report<'_> {
 /// Runs every check and returns the number of failed steps (0: all good), or
 /// [`Error::Interrupted`] when SIGINT, SIGTERM or SIGHUP stopped the deploy test (after its cleanup).
 /// `extra_specs` is the content of `options.extra_specs`; `progress` receives what the deploy
-/// test's create, delete and cleanup are doing. Every line is masked by `scrubber`, the
-/// command's.
+/// test's create, delete and cleanup are doing. Every line is masked by the command's scrubber.
 pub fn run(
     config_path: &Path,
     options: &CheckOptions,
     extra_specs: Option<&serde_json::Value>,
     environment: &HashMap<String, String>,
-    scrubber: &Scrubber,
     progress: Progress,
     out: &mut dyn std::io::Write,
 ) -> Result<usize, Error> {
-    let mut report = Report {
-        out,
-        failed: 0,
-        scrubber,
-    };
+    let mut report = Report { out, failed: 0 };
     // The commands' own path: config, logging, credentials, client, runtime.
-    let session = match crate::pipeline::open(config_path, scrubber) {
-        Ok(s) => {
+    let (session, log) = match crate::pipeline::open(config_path) {
+        Ok(opened) => {
             let mut line = format!("{} parses and validates", config_path.display());
-            for warning in &s.retired {
+            for warning in &opened.0.retired {
                 line.push_str(&format!("; {warning}"));
             }
             report.pass("config", line);
-            s
+            opened
         }
         Err(e) => {
             report.fail("config", e.to_string());
@@ -174,25 +166,16 @@ pub fn run(
         check_image(image, &mut report);
     }
     let sites = crate::provider::placement::candidates(&config, &specs, "check");
-    let timeout = config.edge_connect.operation_timeout_secs;
     let cleanup = deploy_test::Cleanup {
-        progress: progress.clone(),
-        wait: std::time::Duration::from_secs(timeout),
-        bound: format!("edge_connect.operation_timeout_secs={timeout}s"),
         command: remove_all_command(config_path),
     };
-    let secrets = crate::pipeline::Secrets {
-        extra_specs: extra_specs.cloned(),
-        ..crate::pipeline::Secrets::none(scrubber)
-    };
     let ran = crate::pipeline::run(
-        config.clone(),
-        session.deadline,
-        secrets,
+        session,
         CHECK_CONTROLLER,
         environment.clone(),
         progress,
-        async |provider| {
+        specs,
+        async |provider, specs| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
             if !options.deploy_test {
                 return Ok(());
@@ -222,7 +205,7 @@ pub fn run(
             }
         },
     );
-    drop(session);
+    drop(log);
     match ran {
         Err(e @ Error::Interrupted(_)) => Err(e),
         Err(e) => {

@@ -14,7 +14,6 @@ use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
 use crate::provider::status::RunnerView;
-use crate::provider::wait::Deadline;
 use crate::provider::{Operation, Outcome, Provider};
 
 use super::say;
@@ -250,7 +249,6 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 &options,
                 extra_specs.as_ref(),
                 &crate::pipeline::process_environment(),
-                super::scrubber(),
                 progress,
                 &mut std::io::stdout(),
             )?;
@@ -263,19 +261,22 @@ fn execute(cli: Cli) -> Result<(), Error> {
             Operation::create(read_bootstrap(&bootstrap)?, pool_id, None)
         }
         Command::Get { id, .. } => Operation::Get { instance: id },
-        Command::List {
-            pool_id: Some(p), ..
-        } => Operation::List { pool_id: p },
-        Command::List { pool_id: None, .. } => Operation::ListAll,
-        Command::Delete { id } => Operation::Delete { instance: id },
+        Command::List { pool_id, .. } => Operation::List { pool_id },
+        Command::Delete { id } => Operation::Delete {
+            instance: id,
+            wait: true,
+        },
         Command::RemoveAll { yes: false } => {
             return Err(Error::failed(
                 "remove-all deletes every runner of this controller; add --yes to confirm",
             ))
         }
-        Command::RemoveAll { yes: true } => Operation::RemoveAllWaiting,
+        Command::RemoveAll { yes: true } => Operation::RemoveAll { wait: true },
         Command::Start { id } => Operation::Start { instance: id },
-        Command::Stop { id } => Operation::StopWaiting { instance: id },
+        Command::Stop { id } => Operation::Stop {
+            instance: id,
+            wait: true,
+        },
     };
     let config_path = config_path()?;
     let controller_id = cli
@@ -283,37 +284,24 @@ fn execute(cli: Cli) -> Result<(), Error> {
         .filter(|c| !c.is_empty())
         .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
     // Kept to the end: dropping the log guard flushes the log file.
-    let crate::pipeline::Session {
-        config,
-        log,
-        deadline,
-        scrubber,
-        retired,
-    } = crate::pipeline::open(&config_path, super::scrubber())?;
+    let (session, log) = crate::pipeline::open(&config_path)?;
     // Not only in the log: a person reads stderr. (Without a log file, logging's own warning
     // already went there.)
     if log.file {
-        for warning in &retired {
+        for warning in &session.retired {
             say(&format!("warning: {warning}"));
         }
     }
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
-    let wait = config.edge_connect.operation_timeout_secs;
-    let person = Person {
-        progress: progress.clone(),
-        wait,
-    };
-    let secrets = crate::pipeline::Secrets::of(&scrubber, &operation);
     let finished = crate::pipeline::run(
-        config,
-        deadline,
-        secrets,
+        session,
         &controller_id,
         crate::pipeline::process_environment(),
         progress,
-        async |provider| run_operation(provider, operation, &person).await,
+        operation,
+        async |provider, operation| run_operation(provider, operation).await,
     )?;
     let table = |views: &[RunnerView]| super::table::render(views, SystemTime::now());
     match (finished.output, format) {
@@ -341,15 +329,6 @@ fn execute(cli: Cli) -> Result<(), Error> {
     Ok(())
 }
 
-/// What a person's command needs to clean up after itself.
-struct Person {
-    /// Where the cleanup's waits are told.
-    progress: crate::provider::Progress,
-    /// `edge_connect.operation_timeout_secs`: how long a cleanup waits for an AppInst the
-    /// platform holds busy.
-    wait: u64,
-}
-
 /// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
 /// (Ctrl-C), SIGTERM or SIGHUP removes what it made; a failed `create` is followed by the
 /// DeleteInstance its rollback may have left to do (there is no GARM to run it); a `delete` of
@@ -357,7 +336,6 @@ struct Person {
 async fn run_operation(
     provider: &Provider,
     operation: Operation,
-    person: &Person,
 ) -> Result<Option<Outcome>, Error> {
     match operation {
         Operation::Create { .. } => {
@@ -371,11 +349,11 @@ async fn run_operation(
                     // of this create to remove.
                     Err(e @ Error::Duplicate(_)) => Err(e),
                     Err(e) if made_nothing(&e) => Err(e),
-                    Err(e) => Err(after_failed_create(provider, &name, e, person).await),
+                    Err(e) => Err(after_failed_create(provider, &name, e).await),
                 },
                 signal = leftovers::stop_signal() => signal,
             };
-            Err(interrupted(provider, &name, signal, person).await)
+            Err(interrupted(provider, &name, signal).await)
         }
         Operation::Start { instance } => {
             let name = instance.clone();
@@ -386,44 +364,31 @@ async fn run_operation(
             Err(interrupted_start(provider, &name, signal).await)
         }
         // A person's delete waits (with progress) while the platform holds the AppInst busy.
-        Operation::Delete { instance } | Operation::DeleteWaiting { instance } => {
+        delete @ Operation::Delete { .. } => {
             // The provider's delete succeeds when nothing has the name (GARM needs that), so
             // look first to tell the person which it was.
-            let lookup = Operation::Get {
-                instance: instance.clone(),
-            };
-            match provider.run(lookup).await {
+            let instance = delete.instance().unwrap_or_default().to_string();
+            match provider.run(Operation::Get { instance }).await {
                 Err(Error::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
-                Ok(_) => provider
-                    .run(Operation::DeleteWaiting { instance })
-                    .await
-                    .map(Some),
+                Ok(_) => provider.run(delete).await.map(Some),
             }
         }
         other @ (Operation::Get { .. }
         | Operation::List { .. }
-        | Operation::ListAll
-        | Operation::RemoveAll
-        | Operation::RemoveAllWaiting
-        | Operation::Stop { .. }
-        | Operation::StopWaiting { .. }) => provider.run(other).await.map(Some),
+        | Operation::RemoveAll { .. }
+        | Operation::Stop { .. }) => provider.run(other).await.map(Some),
     }
 }
 
 /// After a failed `create`: removes what its rollback left of `name`, waiting (with progress,
-/// within `operation_timeout_secs`) while the platform holds it busy; a signal stops the wait.
+/// within a command's deadline from now) while the platform holds it busy; a signal stops the
+/// wait.
 /// Returns the error to report, naming what stays and the command that removes it.
-async fn after_failed_create(
-    provider: &Provider,
-    name: &str,
-    cause: Error,
-    person: &Person,
-) -> Error {
-    let bound = format!("edge_connect.operation_timeout_secs={}s", person.wait);
-    let provider = provider.until(Deadline::after(Duration::from_secs(person.wait)), bound);
+async fn after_failed_create(provider: &Provider, name: &str, cause: Error) -> Error {
+    let provider = provider.anew();
     let done = tokio::select! {
-        done = leftovers::remove(&provider, Which::Named(name), &person.progress) => done,
+        done = leftovers::remove(&provider, Which::Named(name)) => done,
         signal = leftovers::stop_signal() => {
             return Error::Interrupted(format!("{cause}; interrupted by {signal} while removing what is left of {name}; remove it with: delete {name}"));
         }
@@ -457,20 +422,20 @@ const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
 /// Removes what an interrupted create made, within the cleanup grace
 /// ([`Provider::for_cleanup`]); the signal again stops at once. Returns the error to report.
-async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Person) -> Error {
+async fn interrupted(provider: &Provider, name: &str, signal: &str) -> Error {
     say(&format!(
         "  … interrupted by {signal}: removing what was made of {name} ({signal} again stops at once)"
     ));
     let unanswered = provider.unanswered_create_app();
     let provider = provider.for_cleanup();
     let cleanup = async {
-        let mut done = leftovers::remove(&provider, Which::Named(name), &person.progress).await;
+        let mut done = leftovers::remove(&provider, Which::Named(name)).await;
         // A CreateApp the signal cut off may still be carried out by the controller: look again
         // until its answer would have come, and remove the App that appeared.
         let Some(until) = unanswered else {
             return done;
         };
-        (person.progress)(&format!(
+        provider.report(&format!(
             "the CreateApp of {name} was sent and not answered: looking for its App until the answer would have come (edge_connect.request_timeout_secs)"
         ));
         while done.left.is_empty()
@@ -478,7 +443,7 @@ async fn interrupted(provider: &Provider, name: &str, signal: &str, person: &Per
             && provider.client().deadline().has_room_for(LOOK_AGAIN)
         {
             tokio::time::sleep(LOOK_AGAIN).await;
-            let again = leftovers::remove(&provider, Which::Named(name), &person.progress).await;
+            let again = leftovers::remove(&provider, Which::Named(name)).await;
             done.removed.extend(again.removed);
             done.left = again.left;
         }
@@ -509,8 +474,9 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
     say(&format!(
         "  … interrupted by {signal}: stopping {name} again ({signal} again stops at once)"
     ));
-    let stop = Operation::StopWaiting {
+    let stop = Operation::Stop {
         instance: name.to_string(),
+        wait: true,
     };
     let cleanup = provider.for_cleanup();
     let stopped = tokio::select! {
@@ -528,8 +494,15 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
 /// Reads a bootstrap file: GARM's bootstrap JSON, each failure named with the file.
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let hint = "; it must be GARM's bootstrap JSON, see examples/";
-    BootstrapInstance::from_slice(read_json(path, "bootstrap file", hint)?.1.as_bytes())
-        .map_err(|e| Error::failed(format!("bootstrap file {}: {e}", path.display())))
+    BootstrapInstance::from_slice(read_json(path, "bootstrap file", hint)?.1.as_bytes()).map_err(
+        |e| {
+            Error::failed(format!(
+                "bootstrap file {}: {}",
+                path.display(),
+                Error::from(e)
+            ))
+        },
+    )
 }
 
 /// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,
@@ -552,18 +525,12 @@ fn read_json(path: &Path, what: &str, hint: &str) -> Result<(serde_json::Value, 
 fn summary(operation: &Operation) -> String {
     match operation {
         Operation::Create { bootstrap, .. } => format!("created {}", bootstrap.name),
-        Operation::Delete { instance } | Operation::DeleteWaiting { instance } => {
-            format!("deleted {instance}")
-        }
+        Operation::Delete { instance, .. } => format!("deleted {instance}"),
         Operation::Get { instance } => format!("found {instance}"),
-        Operation::List { pool_id } => format!("listed pool {pool_id}"),
-        Operation::ListAll => "listed all pools".to_string(),
-        Operation::RemoveAll | Operation::RemoveAllWaiting => {
-            "removed all runners of this controller".to_string()
-        }
+        Operation::List { pool_id: Some(p) } => format!("listed pool {p}"),
+        Operation::List { pool_id: None } => "listed all pools".to_string(),
+        Operation::RemoveAll { .. } => "removed all runners of this controller".to_string(),
         Operation::Start { instance } => format!("started {instance}"),
-        Operation::Stop { instance } | Operation::StopWaiting { instance } => {
-            format!("stopped {instance}")
-        }
+        Operation::Stop { instance, .. } => format!("stopped {instance}"),
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
-use crate::garm::env::{GarmCommand, GarmEnv, SUPPORTED_INTERFACE_VERSIONS};
-use crate::garm::BootstrapInstance;
+use crate::garm::env::{Answered, Facts, SUPPORTED_INTERFACE_VERSIONS};
+use crate::garm::{GarmCommand, Request};
 use crate::logging::LogGuard;
 use crate::provider::{Operation, Outcome};
 
@@ -58,27 +58,28 @@ pub fn run() -> u8 {
 /// The one stderr line GARM keeps: secrets masked, control characters escaped, length bounded.
 fn fault(message: &str) {
     // Scrubbed before it is cut, so that no secret is left half-shown at the cut.
-    let message = super::scrubber().scrub(message);
+    let message = crate::pipeline::scrubber().scrub(message);
     super::say(&crate::text::echo_max(message.trim_end(), MAX_FAULT_CHARS));
 }
 
 /// Runs the command and prints its answer; `log` receives the log guard once logging is set up.
 fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
-    let env = GarmEnv::from_process()?;
-    if let Some(text) = local_command(&env)? {
+    let mut request = Request::from_process()?;
+    let Facts(_, answered, follow_up) = request.command.facts();
+    if answered != Answered::ByEdgeConnect {
+        let text = local_command(&request)?;
         return super::print(|out| out.write_all(text.as_bytes()));
     }
-    let scrubber = super::scrubber();
-    let session = crate::pipeline::open(Path::new(&env.config_file), scrubber)?;
-    let log_file = log.insert(session.log).file;
+    let (session, guard) = crate::pipeline::open(Path::new(&request.config_file))?;
+    let log_file = log.insert(guard).file;
     // Every line of this command carries command, instance, pool and controller. The instance
     // of a create is only known once stdin is read, so it is recorded then.
     let span = tracing::info_span!(
         "garm",
-        command = ?env.command,
+        command = ?request.command,
         instance = tracing::field::Empty,
-        pool = env.pool_id.as_deref().unwrap_or(""),
-        controller = %env.controller_id,
+        pool = request.pool_id.as_deref().unwrap_or(""),
+        controller = %request.controller_id,
     );
     let _entered = span.enter();
     let fail = |e: Error| {
@@ -90,7 +91,13 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     };
 
     // stdin is read under the command's one deadline, not a budget of its own.
-    let operation = operation(&env, session.deadline.remaining()).map_err(fail)?;
+    let within = session.bound.deadline.remaining();
+    request
+        .read_stdin(std::io::stdin(), within)
+        .map_err(|e| fail(e.into()))?;
+    // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
+    let (version, controller_id) = (request.version, request.controller_id.clone());
+    let operation = operation(request).map_err(fail)?;
     span.record(
         "instance",
         // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
@@ -99,23 +106,25 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
             256,
         )),
     );
-    // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
-    tracing::info!(interface = env.version, "start");
+    tracing::info!(interface = version, "start");
 
     let progress: crate::provider::Progress =
         Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
     // The pipeline logs the requests and logins the command took.
-    let secrets = crate::pipeline::Secrets::of(scrubber, &operation);
     let finished = crate::pipeline::run(
-        session.config,
-        session.deadline,
-        secrets,
-        &env.controller_id,
+        session,
+        &controller_id,
         crate::pipeline::process_environment(),
         progress,
-        async |provider| provider.run(operation).await,
+        operation,
+        async |provider, operation| provider.run(operation).await,
     )
-    .map_err(|e| fail(garm_follows_up(env.command, e)))?;
+    .map_err(|e| match follow_up {
+        // A failure that leaves part of the runner behind says who removes it (docs/operations.md,
+        // "A runner that cannot start").
+        Some(who) if e.leaves_something() => fail(Error::left_behind(format!("{e}{who}"))),
+        _ => fail(e),
+    })?;
     // Encoded straight onto stdout: ListInstances of a large pool would otherwise hold its
     // whole JSON text in memory beside the list.
     super::print(|out| match &finished.output {
@@ -126,34 +135,10 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     .map_err(fail)
 }
 
-/// A failure that leaves part of the runner behind ([`Error::left_behind`]) says who removes it:
-/// GARM runs DeleteInstance right after a failed CreateInstance, and again, every few seconds,
-/// after a failed DeleteInstance (docs/operations.md, "A runner that cannot start").
-fn garm_follows_up(command: GarmCommand, e: Error) -> Error {
-    if !e.leaves_something() {
-        return e;
-    }
-    let who = match command {
-        GarmCommand::CreateInstance => ", DeleteInstance will retry it",
-        GarmCommand::DeleteInstance => "; GARM's next DeleteInstance after that removes it",
-        GarmCommand::GetInstance
-        | GarmCommand::ListInstances
-        | GarmCommand::RemoveAllInstances
-        | GarmCommand::StartInstance
-        | GarmCommand::StopInstance
-        | GarmCommand::GetVersion
-        | GarmCommand::GetSupportedInterfaceVersions
-        | GarmCommand::GetConfigJSONSchema
-        | GarmCommand::GetExtraSpecsJSONSchema
-        | GarmCommand::ValidatePoolInfo => return e,
-    };
-    Error::left_behind(format!("{e}{who}"))
-}
-
-/// Commands answered without config or Edge Connect.
-fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
+/// The answer of a command answered without config or Edge Connect ([`Answered`]).
+fn local_command(request: &Request) -> Result<String, Error> {
     let json = |v: serde_json::Value| v.to_string();
-    Ok(Some(match env.command {
+    Ok(match request.command {
         GarmCommand::GetVersion => crate::VERSION.to_string(),
         GarmCommand::GetSupportedInterfaceVersions => {
             json(serde_json::json!(SUPPORTED_INTERFACE_VERSIONS))
@@ -161,47 +146,47 @@ fn local_command(env: &GarmEnv) -> Result<Option<String>, Error> {
         GarmCommand::GetConfigJSONSchema => json(Config::json_schema()?),
         GarmCommand::GetExtraSpecsJSONSchema => json(ExtraSpecs::json_schema()?),
         GarmCommand::ValidatePoolInfo => {
-            let specs = ExtraSpecs::from_value(env.pool_extra_specs.as_ref())?;
+            let specs = ExtraSpecs::from_value(request.pool_extra_specs.as_ref())?;
             // The operator's prefix for pull password variables is in the config.
-            if specs.image_pull_password_env.is_some() && !env.config_file.is_empty() {
-                let config = Config::load(Path::new(&env.config_file))?;
+            if specs.image_pull_password_env.is_some() && !request.config_file.is_empty() {
+                let config = Config::load(Path::new(&request.config_file))?;
                 specs.check_pull_password_env(config.image_pull_password_env_prefix.as_deref())?;
             }
             String::new()
         }
-        GarmCommand::CreateInstance
-        | GarmCommand::DeleteInstance
-        | GarmCommand::GetInstance
-        | GarmCommand::ListInstances
-        | GarmCommand::RemoveAllInstances
-        | GarmCommand::StartInstance
-        | GarmCommand::StopInstance => return Ok(None),
-    }))
+        instance => {
+            return Err(Error::failed(format!(
+                "{instance:?} is not a local command"
+            )))
+        }
+    })
 }
 
-/// The operation for an instance command (reads stdin for CreateInstance, for at most
-/// `stdin_within`).
-fn operation(env: &GarmEnv, stdin_within: std::time::Duration) -> Result<Operation, Error> {
-    let instance = env.instance_id.clone();
-    Ok(match env.command {
-        GarmCommand::CreateInstance => Operation::create(
-            BootstrapInstance::from_reader_within(std::io::stdin(), stdin_within)?,
-            env.pool_id.clone(),
-            env.pool_extra_specs.clone(),
-        ),
-        GarmCommand::DeleteInstance => Operation::Delete { instance },
+/// The operation of an instance command, with the bootstrap params a create read from stdin.
+fn operation(request: Request) -> Result<Operation, Error> {
+    let instance = request.instance_id;
+    Ok(match request.command {
+        GarmCommand::CreateInstance => {
+            let bootstrap = request.bootstrap.ok_or_else(|| {
+                Error::failed("no bootstrap params on stdin (CreateInstance needs GARM's JSON)")
+            })?;
+            Operation::create(bootstrap, request.pool_id, request.pool_extra_specs)
+        }
+        GarmCommand::DeleteInstance => Operation::Delete {
+            instance,
+            wait: false,
+        },
         GarmCommand::GetInstance => Operation::Get { instance },
         GarmCommand::ListInstances => Operation::List {
-            pool_id: env.pool_id.clone().unwrap_or_default(),
+            pool_id: request.pool_id,
         },
-        GarmCommand::RemoveAllInstances => Operation::RemoveAll,
         GarmCommand::StartInstance => Operation::Start { instance },
-        GarmCommand::StopInstance => Operation::Stop { instance },
-        local @ (GarmCommand::GetVersion
-        | GarmCommand::GetSupportedInterfaceVersions
-        | GarmCommand::ValidatePoolInfo
-        | GarmCommand::GetConfigJSONSchema
-        | GarmCommand::GetExtraSpecsJSONSchema) => {
+        GarmCommand::StopInstance => Operation::Stop {
+            instance,
+            wait: false,
+        },
+        GarmCommand::RemoveAllInstances => Operation::RemoveAll { wait: false },
+        local => {
             return Err(Error::failed(format!(
                 "{local:?} is not an instance command"
             )))

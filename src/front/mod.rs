@@ -7,12 +7,10 @@
 //! would turn a clean exit code into 101.
 
 use std::io::Write;
-use std::sync::OnceLock;
-
-use edge_connect::Scrubber;
 
 use crate::error::Error;
 use crate::garm::{exit, ProtocolError};
+use crate::pipeline::scrubber;
 
 pub mod cli;
 pub mod garm;
@@ -32,10 +30,51 @@ pub fn exit_code(e: &Error) -> u8 {
     }
 }
 
-/// GARM's input was not what the protocol promises: a failure with that one line.
+/// GARM's input was not what the protocol promises: a failure with that one line, which echoes
+/// what GARM sent as one short line and words a parse error without the value it refused (the
+/// bootstrap holds the instance token, proxy credentials and download tokens).
 impl From<ProtocolError> for Error {
     fn from(e: ProtocolError) -> Self {
-        Error::caused_by(e.to_string(), e)
+        use crate::garm::{env::SUPPORTED_INTERFACE_VERSIONS, GarmCommand};
+        use crate::text::echo;
+        Error::failed(match e {
+            ProtocolError::Refused(line) => line,
+            ProtocolError::UnknownCommand(name) => format!(
+                "unknown command: GARM_COMMAND={} (GARM's commands: {})",
+                echo(&name),
+                GarmCommand::NAMES.join(", ")
+            ),
+            ProtocolError::UnsupportedVersion(version) => format!(
+                "unsupported GARM_INTERFACE_VERSION={} (supported: {})",
+                echo(&version),
+                SUPPORTED_INTERFACE_VERSIONS.join(", ")
+            ),
+            ProtocolError::Bootstrap(key, e) => {
+                let what = describe_json(&e);
+                match key {
+                    Some(key) => format!("invalid bootstrap params: `{key}`: {what}"),
+                    None => format!("invalid bootstrap params: {what}"),
+                }
+            }
+        })
+    }
+}
+
+/// serde_json's message without any value, with its position.
+fn describe_json(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&position).unwrap_or(&full);
+    let what = if e.is_syntax() || e.is_eof() {
+        // Syntax messages describe the text ("expected value", "trailing characters"), not a value.
+        crate::text::echo_max(message, 200)
+    } else {
+        crate::text::describe_serde(message, false)
+    };
+    if e.line() == 0 {
+        what
+    } else {
+        format!("{what} at line {} column {}", e.line(), e.column())
     }
 }
 
@@ -47,90 +86,40 @@ impl From<ProtocolError> for Error {
 pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
     let failed =
         |e: std::io::Error| Error::caused_by(format!("cannot write the result to stdout: {e}"), e);
-    // The whole document first, then masked by [`scrubber`] like every other writer: a server
+    // The whole document first, then masked by the command's scrubber like every other writer: a server
     // can put a secret in any field it answers (an AppInst's uri, a site name, an App's
     // environment), and a secret split across two writes would not be recognised.
     let mut document = Vec::new();
     write(&mut document).map_err(failed)?;
     let text = String::from_utf8_lossy(&document);
-    let mut out = Visible {
-        out: std::io::stdout().lock(),
-        pending: Vec::new(),
-    };
-    out.write_all(scrubber().scrub(&text).as_bytes())
+    let mut out = std::io::stdout().lock();
+    out.write_all(visible(&scrubber().scrub(&text)).as_bytes())
         .and_then(|()| out.flush())
         .map_err(failed)
 }
 
-/// A writer that escapes terminal controls as JSON does, whatever pieces the text comes in.
-struct Visible<W: Write> {
-    out: W,
-    /// The start of a character cut at the end of the last write.
-    pending: Vec<u8>,
-}
-
-impl<W: Write> Write for Visible<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        // Printable ASCII, newlines and tabs (nearly every document) go through as they are.
-        if self.pending.is_empty()
-            && buf
-                .iter()
-                .all(|&b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
-        {
-            self.out.write_all(buf)?;
-            return Ok(buf.len());
-        }
-        self.pending.extend_from_slice(buf);
-        let bytes = std::mem::take(&mut self.pending);
-        let (text, rest) = match std::str::from_utf8(&bytes) {
-            Ok(text) => (text, &[][..]),
-            Err(e) => {
-                let (valid, rest) = bytes.split_at(e.valid_up_to());
-                let text = std::str::from_utf8(valid).unwrap_or_default();
-                match e.error_len() {
-                    // A character cut at the end: kept for the next write.
-                    None => (text, rest),
-                    // Not UTF-8 (nothing of ours writes that): passed on as it is.
-                    Some(_) => {
-                        self.out.write_all(&bytes)?;
-                        return Ok(buf.len());
-                    }
-                }
-            }
-        };
-        let mut copied = 0;
-        for (at, c) in text.char_indices() {
-            if c != '\n' && c != '\t' && crate::text::is_terminal_control(c) {
-                self.out.write_all(&text.as_bytes()[copied..at])?;
-                write!(self.out, "\\u{:04x}", c as u32)?;
-                copied = at + c.len_utf8();
-            }
-        }
-        self.out.write_all(&text.as_bytes()[copied..])?;
-        self.pending = rest.to_vec();
-        Ok(buf.len())
+/// `text` with each terminal control but newline and tab written as JSON escapes it.
+fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| c != '\n' && c != '\t' && crate::text::is_terminal_control(c);
+    // Printable ASCII, newlines and tabs (nearly every document) go through as they are.
+    if !text.chars().any(control) {
+        return text.into();
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        self.out.write_all(&pending)?;
-        self.out.flush()
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match control(c) {
+            true => out.push_str(&format!("\\u{:04x}", c as u32)),
+            false => out.push(c),
+        }
     }
+    out.into()
 }
 
 /// Longest stderr line, in characters: a server's message is kept whole by the client (so
 /// that it is masked before it is cut) and may be 64 KiB.
 const MAX_LINE_CHARS: usize = 4000;
 
-/// The command's scrubber. stderr is the process's, so is the scrubber of its lines: each front
-/// door hands this one to the pipeline, which gives it every secret of the command
-/// (`pipeline::protect`) and hands it on to the log writer and the client.
-pub fn scrubber() -> &'static Scrubber {
-    static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
-    SCRUBBER.get_or_init(Scrubber::new)
-}
-
-/// Writes one line to stderr: masked by [`scrubber`], then made one line of text a terminal
+/// Writes one line to stderr: masked by the command's scrubber (`pipeline::scrubber`), then made one line of text a terminal
 /// shows as it is (`text::echo_max`: control characters and bidirectional overrides
 /// escaped) and cut. A failure is ignored: stderr is where failures are reported, so there is
 /// nowhere left to report this one, and the exit code still tells the caller.
@@ -166,25 +155,18 @@ mod tests {
     }
 
     #[test]
-    fn stdout_shows_controls_as_json_escapes_whatever_the_pieces() {
-        // ASCII controls in an ASCII-only piece too: the printable-ASCII path must not pass them.
+    fn stdout_shows_controls_as_json_escapes() {
         let text = "{\"a\":\"x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r\"}\n";
-        for piece in 1..=text.len() {
-            let mut out = Visible {
-                out: Vec::new(),
-                pending: Vec::new(),
-            };
-            for chunk in text.as_bytes().chunks(piece) {
-                out.write_all(chunk).unwrap();
-            }
-            out.flush().unwrap();
-            let written = String::from_utf8(out.out).unwrap();
-            assert_eq!(
-                written,
-                "{\"a\":\"x\\u009b2J\\u202e\\u007fü\\u001b[2J\\u000d\"}\n"
-            );
-            let value: serde_json::Value = serde_json::from_str(&written).unwrap();
-            assert_eq!(value["a"], "x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r");
-        }
+        let written = visible(text);
+        assert_eq!(
+            written,
+            "{\"a\":\"x\\u009b2J\\u202e\\u007fü\\u001b[2J\\u000d\"}\n"
+        );
+        let value: serde_json::Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(value["a"], "x\u{9b}2J\u{202e}\u{7f}ü\u{1b}[2J\r");
+        assert!(matches!(
+            visible("{\"a\": 1}\n\t"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -1,12 +1,51 @@
 //! The bootstrap parameters GARM writes on stdin for `CreateInstance`.
 
-use std::io::Read;
-
 use base64::Engine as _;
 use serde::Deserialize;
 
 use super::error::ProtocolError;
-use edge_connect::Secret;
+
+/// A value GARM sends that must not be shown (a token, a proxy URL with its password): `Debug`
+/// prints `***`. The pipeline gives each to the command's scrubber before anything is written.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Hidden(String);
+
+impl<'de> Deserialize<'de> for Hidden {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde_json::Value;
+        // serde's own "invalid type: integer `424242`" would quote the value: name its type.
+        let what = match Value::deserialize(deserializer)? {
+            Value::String(s) => return Ok(Hidden(s)),
+            Value::Bool(_) => "a boolean",
+            Value::Number(n) if n.is_f64() => "a number",
+            Value::Number(_) => "an integer",
+            Value::Null => "nothing",
+            Value::Array(_) => "a list",
+            Value::Object(_) => "a table",
+        };
+        Err(serde::de::Error::custom(format!(
+            "expected a string for a secret, got {what} (value not shown)"
+        )))
+    }
+}
+
+impl Hidden {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Hidden(value.into())
+    }
+
+    /// The value, for the one place that hands it on.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Hidden {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
 
 /// Upper bound for stdin. Real bootstrap documents are a few KiB (tools list, extra specs with
 /// GARM's install template); anything far larger is not GARM talking to us.
@@ -27,47 +66,16 @@ pub struct RunnerTool {
     /// SHA-256 of the download (GitHub only).
     pub sha256_checksum: String,
     /// Short-lived token for private downloads (GHES).
-    pub temp_download_token: Option<Secret>,
-}
-
-/// A parse error by field and position, never by value: the bootstrap holds the instance token,
-/// proxy credentials and download tokens, and serde's "invalid type" messages quote the value
-/// they refused (`invalid type: string "http://user:pass@proxy", expected struct ProxyConfig`).
-fn describe(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
-    let key = e.path().to_string();
-    let what = describe_json(e.inner());
-    if key == "." || e.inner().is_syntax() || e.inner().is_eof() {
-        what
-    } else {
-        format!("`{key}`: {what}")
-    }
-}
-
-/// serde_json's message without any value, with its position.
-fn describe_json(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let position = format!(" at line {} column {}", e.line(), e.column());
-    let message = full.strip_suffix(&position).unwrap_or(&full);
-    let what = if e.is_syntax() || e.is_eof() {
-        // Syntax messages describe the text ("expected value", "trailing characters"), not a value.
-        crate::text::echo_max(message, 200)
-    } else {
-        crate::text::describe_serde(message, false)
-    };
-    if e.line() == 0 {
-        what
-    } else {
-        format!("{what} at line {} column {}", e.line(), e.column())
-    }
+    pub temp_download_token: Option<Hidden>,
 }
 
 /// Proxy settings of the pool (`proxy_config`, GARM main only). Values may embed credentials.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ProxyConfig {
     /// Proxy for plain HTTP.
-    pub http_proxy: Option<Secret>,
+    pub http_proxy: Option<Hidden>,
     /// Proxy for HTTPS.
-    pub https_proxy: Option<Secret>,
+    pub https_proxy: Option<Hidden>,
     /// Hosts that bypass the proxy.
     pub no_proxy: Option<String>,
 }
@@ -93,7 +101,7 @@ pub struct BootstrapInstance {
     pub metadata_url: String,
     /// JWT that authenticates this runner to GARM for this create attempt.
     #[serde(rename = "instance-token")]
-    pub instance_token: Secret,
+    pub instance_token: Hidden,
     /// Pool extra specs plus GARM's injected keys. Absent means `{}`.
     pub extra_specs: Option<serde_json::Value>,
     /// Runner group (GitHub).
@@ -123,43 +131,12 @@ pub struct BootstrapInstance {
 impl BootstrapInstance {
     /// Every secret the document holds: the instance token, each tool's download token, the
     /// proxy URLs (which may carry a password).
-    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
+    pub fn secrets(&self) -> impl Iterator<Item = &Hidden> {
         let tools = self.tools.iter().flatten();
         let proxy = self.proxy_config.iter();
         std::iter::once(&self.instance_token)
             .chain(tools.filter_map(|t| t.temp_download_token.as_ref()))
             .chain(proxy.flat_map(|p| p.http_proxy.iter().chain(&p.https_proxy)))
-    }
-
-    /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap document from `reader`
-    /// (stdin), giving up after `within` (the command's deadline,
-    /// `edge_connect.operation_timeout_secs`): GARM writes the document and closes stdin, but a
-    /// wrapper that keeps it open, or feeds it a byte at a time, must not hold the command past
-    /// its deadline. The reading thread is left blocked in `read`; the process ends with the
-    /// error.
-    pub fn from_reader_within(
-        reader: impl Read + Send + 'static,
-        within: std::time::Duration,
-    ) -> Result<Self, ProtocolError> {
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut raw = Vec::new();
-            let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
-            let _ = sender.send(match read {
-                Err(e) => Err(ProtocolError::new(format!(
-                    "cannot read bootstrap params: {e}"
-                ))),
-                Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(
-                    format!("bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"),
-                )),
-                Ok(_) => Self::from_slice(&raw),
-            });
-        });
-        receiver.recv_timeout(within).unwrap_or_else(|_| {
-            Err(ProtocolError::new(
-                "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
-            ))
-        })
     }
 
     /// Parses the bootstrap document.
@@ -172,11 +149,12 @@ impl BootstrapInstance {
         let mut json = serde_json::Deserializer::from_slice(raw);
         let parsed: BootstrapInstance =
             serde_path_to_error::deserialize(&mut json).map_err(|e| {
-                ProtocolError::new(format!("invalid bootstrap params: {}", describe(&e)))
+                let key = e.path().to_string();
+                let e = e.into_inner();
+                let text = key == "." || e.is_syntax() || e.is_eof();
+                ProtocolError::Bootstrap((!text).then_some(key), e)
             })?;
-        json.end().map_err(|e| {
-            ProtocolError::new(format!("invalid bootstrap params: {}", describe_json(&e)))
-        })?;
+        json.end().map_err(|e| ProtocolError::Bootstrap(None, e))?;
         parsed.validate()?;
         Ok(parsed)
     }
@@ -224,14 +202,6 @@ impl BootstrapInstance {
         (!pem.trim().is_empty()).then_some(pem)
     }
 
-    /// The forge the instance token says this runner is for (`github` or `gitea`).
-    ///
-    /// The token is read, not verified: only GARM can verify it, and it only tells us which
-    /// bootstrap flavour the container must follow. Defaults to `github`.
-    pub fn forge_type(&self) -> &'static str {
-        forge_type_from_token(self.instance_token.expose()).unwrap_or("github")
-    }
-
     /// The runner download matching the pool's OS and architecture, if GARM offered one.
     pub fn matching_tool(&self) -> Option<&RunnerTool> {
         let os = normalise_os(&self.os_type);
@@ -240,17 +210,6 @@ impl BootstrapInstance {
             .as_deref()?
             .iter()
             .find(|t| normalise_os(&t.os) == os && normalise_arch(&t.architecture) == arch)
-    }
-}
-
-/// Reads the `forge_type` claim of a JWT without verifying its signature.
-pub fn forge_type_from_token(token: &str) -> Option<&'static str> {
-    let claims = edge_connect::jwt::unverified_claims(token)?;
-    let forge = claims.get("forge_type")?.as_str()?.to_ascii_lowercase();
-    match forge.as_str() {
-        "github" => Some("github"),
-        "gitea" | "forgejo" => Some("gitea"),
-        _ => None,
     }
 }
 
@@ -275,24 +234,26 @@ fn normalise_arch(arch: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// The line the front door makes of a refusal.
+    fn said(e: ProtocolError) -> String {
+        crate::error::Error::from(e).to_string()
+    }
+
     fn minimal(extra: &str) -> String {
         format!(r#"{{"name":"garm-abc","image":"runner:1"{extra}}}"#)
     }
 
     #[test]
     fn empty_stdin_is_rejected() {
-        let err = BootstrapInstance::from_slice(b"").unwrap_err();
-        assert!(err.to_string().contains("no bootstrap params"), "{err}");
+        let err = said(BootstrapInstance::from_slice(b"").unwrap_err());
+        assert!(err.contains("no bootstrap params"), "{err}");
         assert!(BootstrapInstance::from_slice(b"  \n").is_err());
     }
 
     #[test]
     fn invalid_json_is_rejected() {
-        let err = BootstrapInstance::from_slice(b"{not json").unwrap_err();
-        assert!(
-            err.to_string().starts_with("invalid bootstrap params"),
-            "{err}"
-        );
+        let err = said(BootstrapInstance::from_slice(b"{not json").unwrap_err());
+        assert!(err.starts_with("invalid bootstrap params"), "{err}");
     }
 
     #[test]
@@ -319,18 +280,7 @@ mod tests {
         assert_eq!(b.ca_bundle_pem().as_deref(), Some(pem));
         let err = BootstrapInstance::from_slice(minimal(r#","ca-cert-bundle":"%%%""#).as_bytes())
             .unwrap_err();
-        assert!(err.to_string().contains("ca-cert-bundle"));
-    }
-
-    #[test]
-    fn forge_type_is_read_from_the_token_payload() {
-        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(r#"{"forge_type":"gitea","name":"x"}"#);
-        assert_eq!(
-            forge_type_from_token(&format!("h.{payload}.s")),
-            Some("gitea")
-        );
-        assert_eq!(forge_type_from_token("garbage"), None);
+        assert!(said(err).contains("ca-cert-bundle"));
     }
 
     #[test]
@@ -357,11 +307,12 @@ mod tests {
                     proptest::prop_assert!(!b.image.trim().is_empty());
                 }
                 Err(e) => {
+                    let e = said(e);
                     proptest::prop_assert!(
-                        e.0.starts_with("invalid bootstrap params") || e.0.starts_with("no bootstrap params"),
-                        "{}", e.0
+                        e.starts_with("invalid bootstrap params") || e.starts_with("no bootstrap params"),
+                        "{}", e
                     );
-                    proptest::prop_assert!(!e.0.contains('\n') && e.0.chars().count() <= 400, "{}", e.0);
+                    proptest::prop_assert!(!e.contains('\n') && e.chars().count() <= 400, "{}", e);
                 }
             }
         }
@@ -386,55 +337,15 @@ mod tests {
                     proptest::prop_assert_eq!(b.ca_cert_bundle.as_deref(), Some(bundle.as_str()));
                 }
                 Err(e) => {
-                    let named = ["`name`", "`image`", "`ca-cert-bundle`"].iter().any(|f| e.0.contains(f));
-                    proptest::prop_assert!(named, "{}", e.0);
-                    proptest::prop_assert!(!e.0.contains(&token), "{}", e.0);
+                    let e = said(e);
+                    let named = ["`name`", "`image`", "`ca-cert-bundle`"].iter().any(|f| e.contains(f));
+                    proptest::prop_assert!(named, "{}", e);
+                    proptest::prop_assert!(!e.contains(&token), "{}", e);
                     if name.trim().is_empty() {
-                        proptest::prop_assert!(e.0.contains("`name`"), "{}", e.0);
+                        proptest::prop_assert!(e.contains("`name`"), "{}", e);
                     }
                 }
             }
         }
-    }
-
-    /// A reader that never answers (stdin held open by a caller that writes nothing).
-    struct Silent(std::sync::mpsc::Receiver<()>);
-
-    impl Read for Silent {
-        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
-            let _ = self.0.recv();
-            Ok(0)
-        }
-    }
-
-    #[test]
-    fn a_reader_that_never_ends_is_refused_at_the_deadline() {
-        let (_held, never) = std::sync::mpsc::channel();
-        let err = BootstrapInstance::from_reader_within(
-            Silent(never),
-            std::time::Duration::from_millis(50),
-        )
-        .unwrap_err();
-        assert_eq!(
-            err.0,
-            "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
-        );
-        let done = BootstrapInstance::from_reader_within(
-            std::io::Cursor::new(minimal("").into_bytes()),
-            std::time::Duration::from_secs(60),
-        )
-        .unwrap();
-        assert_eq!(done.name, "garm-abc");
-    }
-
-    #[test]
-    fn oversized_input_is_refused() {
-        let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
-        let err = BootstrapInstance::from_reader_within(
-            std::io::Cursor::new(big),
-            std::time::Duration::from_secs(60),
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("exceed"), "{err}");
     }
 }

@@ -1,9 +1,12 @@
-//! Reading GARM's environment into a typed request, per interface version.
+//! GARM's environment and stdin as one typed [`Request`], per interface version, and the one
+//! table of what each command needs ([`GarmCommand::facts`]).
 
 use std::collections::HashMap;
+use std::io::Read;
 
 use base64::Engine as _;
 
+use super::bootstrap::{BootstrapInstance, MAX_BOOTSTRAP_BYTES};
 use super::error::ProtocolError;
 
 /// The GARM external-provider interface versions this binary speaks.
@@ -66,44 +69,76 @@ impl GarmCommand {
         "GetExtraSpecsJSONSchema",
     ];
 
+    /// What the command needs and who follows it up: the one table of GARM's commands.
+    pub const fn facts(self) -> Facts {
+        use GarmCommand::*;
+        use {Answered::*, Needs::*};
+        match self {
+            CreateInstance => Facts(Stdin, ByEdgeConnect, Some(", DeleteInstance will retry it")),
+            DeleteInstance => Facts(InstanceId, ByEdgeConnect, Some(DELETE_FOLLOW_UP)),
+            GetInstance | StartInstance | StopInstance => Facts(InstanceId, ByEdgeConnect, None),
+            ListInstances => Facts(PoolId, ByEdgeConnect, None),
+            RemoveAllInstances => Facts(Nothing, ByEdgeConnect, None),
+            GetVersion => Facts(Nothing, Locally, None),
+            GetSupportedInterfaceVersions
+            | ValidatePoolInfo
+            | GetConfigJSONSchema
+            | GetExtraSpecsJSONSchema => Facts(Nothing, LocallySinceV011, None),
+        }
+    }
+
     fn parse(name: &str, version: &str) -> Result<Self, ProtocolError> {
         use serde::de::{value::Error, Deserialize, IntoDeserializer};
         if name.is_empty() {
             return Err(ProtocolError::new("GARM_COMMAND is empty"));
         }
-        let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name)).map_err(
-            |_| {
-                ProtocolError::new(format!(
-                    "unknown command: GARM_COMMAND={} (GARM's commands: {})",
-                    crate::text::echo(name),
-                    Self::NAMES.join(", ")
-                ))
-            },
-        )?;
-        if version == "v0.1.0" && cmd.is_v011_only() {
+        let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name))
+            .map_err(|_| ProtocolError::UnknownCommand(name.to_string()))?;
+        if version == "v0.1.0" && matches!(cmd.facts().1, Answered::LocallySinceV011) {
             return Err(ProtocolError::new(format!(
                 "{name} needs GARM_INTERFACE_VERSION=v0.1.1 (got v0.1.0)"
             )));
         }
         Ok(cmd)
     }
-
-    fn is_v011_only(self) -> bool {
-        use GarmCommand::*;
-        match self {
-            GetSupportedInterfaceVersions
-            | ValidatePoolInfo
-            | GetConfigJSONSchema
-            | GetExtraSpecsJSONSchema => true,
-            CreateInstance | DeleteInstance | GetInstance | ListInstances | RemoveAllInstances
-            | StartInstance | StopInstance | GetVersion => false,
-        }
-    }
 }
 
-/// Everything GARM told us through the environment, validated for the command at hand.
-#[derive(Debug, Clone)]
-pub struct GarmEnv {
+/// What a command needs from GARM, who answers it, and who removes what a failure of it
+/// leaves behind (as the end of its line: GARM runs DeleteInstance right after a failed
+/// CreateInstance, and again, every few seconds, after a failed DeleteInstance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts(pub Needs, pub Answered, pub Option<&'static str>);
+
+const DELETE_FOLLOW_UP: &str = "; GARM's next DeleteInstance after that removes it";
+
+/// The one input a command needs beyond the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// The bootstrap params on stdin.
+    Stdin,
+    /// `GARM_INSTANCE_ID`.
+    InstanceId,
+    /// `GARM_POOL_ID`.
+    PoolId,
+    /// Nothing more.
+    Nothing,
+}
+
+/// Who answers a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answered {
+    /// The provider through Edge Connect, with its config, for a controller.
+    ByEdgeConnect,
+    /// The provider alone.
+    Locally,
+    /// The provider alone, and only in interface v0.1.1.
+    LocallySinceV011,
+}
+
+/// Everything GARM told us, through the environment and (for a create) stdin, validated for the
+/// command at hand.
+#[derive(Debug)]
+pub struct Request {
     /// `GARM_INTERFACE_VERSION`, one of [`SUPPORTED_INTERFACE_VERSIONS`] (v0.1.0 also when
     /// unset or empty; v0.1.1 adds extra specs in the environment and four more commands).
     pub version: &'static str,
@@ -119,9 +154,11 @@ pub struct GarmEnv {
     pub instance_id: String,
     /// Decoded `GARM_POOL_EXTRASPECS` (v0.1.1); `None` when unset, empty or `null`.
     pub pool_extra_specs: Option<serde_json::Value>,
+    /// The bootstrap params on stdin, once [`Request::read_stdin`] has read them.
+    pub bootstrap: Option<BootstrapInstance>,
 }
 
-impl GarmEnv {
+impl Request {
     /// Reads the GARM variables this provider reads from the process environment. One whose
     /// value is not UTF-8 is refused as such (not reported "not set", which would send the
     /// operator looking in the wrong place).
@@ -145,13 +182,7 @@ impl GarmEnv {
         let version = match get("GARM_INTERFACE_VERSION").as_str() {
             "" | "v0.1.0" => "v0.1.0",
             "v0.1.1" => "v0.1.1",
-            other => {
-                return Err(ProtocolError::new(format!(
-                    "unsupported GARM_INTERFACE_VERSION={} (supported: {})",
-                    crate::text::echo(other),
-                    SUPPORTED_INTERFACE_VERSIONS.join(", ")
-                )))
-            }
+            other => return Err(ProtocolError::UnsupportedVersion(other.to_string())),
         };
         if !vars.contains_key("GARM_COMMAND") {
             return Err(ProtocolError::new("GARM_COMMAND is not set"));
@@ -163,7 +194,7 @@ impl GarmEnv {
             // Pool ids are opaque (scale sets use "<name>-<uuid>" with spaces and capitals):
             // keep them byte for byte, no trimming.
             .cloned();
-        let env = GarmEnv {
+        let request = Request {
             version,
             command,
             controller_id: get("GARM_CONTROLLER_ID"),
@@ -171,15 +202,15 @@ impl GarmEnv {
             pool_id,
             instance_id: raw("GARM_INSTANCE_ID"),
             pool_extra_specs: decode_extra_specs(vars.get("GARM_POOL_EXTRASPECS"))?,
+            bootstrap: None,
         };
-        env.validate()?;
-        Ok(env)
+        request.validate()?;
+        Ok(request)
     }
 
     fn validate(&self) -> Result<(), ProtocolError> {
-        use GarmCommand::*;
-        // Every command but the version and v0.1.1's additions talks to Edge Connect.
-        if self.command != GetVersion && !self.command.is_v011_only() {
+        let Facts(needs, answered, _) = self.command.facts();
+        if answered == Answered::ByEdgeConnect {
             if self.config_file.is_empty() {
                 return Err(ProtocolError::new("GARM_PROVIDER_CONFIG_FILE is not set"));
             }
@@ -187,26 +218,51 @@ impl GarmEnv {
                 return Err(ProtocolError::new("GARM_CONTROLLER_ID is not set"));
             }
         }
-        let no_instance = self.instance_id.trim().is_empty();
-        let missing = match self.command {
-            DeleteInstance | GetInstance | StartInstance | StopInstance => {
-                no_instance.then_some("GARM_INSTANCE_ID")
-            }
-            ListInstances => self.pool_id.is_none().then_some("GARM_POOL_ID"),
-            CreateInstance
-            | RemoveAllInstances
-            | GetVersion
-            | GetSupportedInterfaceVersions
-            | ValidatePoolInfo
-            | GetConfigJSONSchema
-            | GetExtraSpecsJSONSchema => None,
+        let missing = match needs {
+            Needs::InstanceId if self.instance_id.trim().is_empty() => "GARM_INSTANCE_ID",
+            Needs::PoolId if self.pool_id.is_none() => "GARM_POOL_ID",
+            _ => return Ok(()),
         };
-        missing.map_or(Ok(()), |variable| {
-            let command = self.command;
-            Err(ProtocolError::new(format!(
-                "{variable} is not set ({command:?} needs it)"
-            )))
-        })
+        let command = self.command;
+        Err(ProtocolError::new(format!(
+            "{missing} is not set ({command:?} needs it)"
+        )))
+    }
+
+    /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap params from `reader`
+    /// (stdin) when the command takes them, giving up after `within` (what is left of the
+    /// command's deadline): GARM writes the document and closes stdin, but a wrapper that keeps
+    /// it open, or feeds it a byte at a time, must not hold the command past its deadline. The
+    /// reading thread is left blocked in `read`; the process ends with the error.
+    pub fn read_stdin(
+        &mut self,
+        reader: impl Read + Send + 'static,
+        within: std::time::Duration,
+    ) -> Result<(), ProtocolError> {
+        if self.command.facts().0 != Needs::Stdin {
+            return Ok(());
+        }
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut raw = Vec::new();
+            let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
+            let _ = sender.send(match read {
+                Err(e) => Err(ProtocolError::new(format!(
+                    "cannot read bootstrap params: {e}"
+                ))),
+                Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(
+                    format!("bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"),
+                )),
+                Ok(_) => BootstrapInstance::from_slice(&raw),
+            });
+        });
+        let read = receiver.recv_timeout(within).unwrap_or_else(|_| {
+            Err(ProtocolError::new(
+                "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
+            ))
+        });
+        self.bootstrap = Some(read?);
+        Ok(())
     }
 }
 
@@ -229,6 +285,11 @@ pub fn decode_extra_specs(
 mod tests {
     use super::*;
 
+    /// The line the front door makes of a refusal.
+    fn said(e: ProtocolError) -> String {
+        crate::error::Error::from(e).to_string()
+    }
+
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
             .iter()
@@ -249,23 +310,21 @@ mod tests {
 
     #[test]
     fn version_defaults_to_v010_and_rejects_unknown() {
-        let e = GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
+        let e = Request::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
         assert_eq!(e.version, "v0.1.0");
-        let err = GarmEnv::from_map(&with(&[
+        let err = Request::from_map(&with(&[
             ("GARM_COMMAND", "GetVersion"),
             ("GARM_INTERFACE_VERSION", "v9.9.9"),
         ]))
         .unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("unsupported GARM_INTERFACE_VERSION=v9.9.9"));
+        assert!(said(err).contains("unsupported GARM_INTERFACE_VERSION=v9.9.9"));
     }
 
     #[test]
     fn unknown_command_is_named() {
-        let err = GarmEnv::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
+        let err = Request::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            said(err),
             format!(
                 "unknown command: GARM_COMMAND=Frobnicate (GARM's commands: {})",
                 GarmCommand::NAMES.join(", ")
@@ -278,8 +337,8 @@ mod tests {
 
     #[test]
     fn v011_commands_need_v011() {
-        assert!(GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
-        assert!(GarmEnv::from_map(&with(&[
+        assert!(Request::from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
+        assert!(Request::from_map(&with(&[
             ("GARM_COMMAND", "GetConfigJSONSchema"),
             ("GARM_INTERFACE_VERSION", "v0.1.1")
         ]))
@@ -288,7 +347,7 @@ mod tests {
 
     #[test]
     fn delete_does_not_need_a_pool_id_in_v011() {
-        let e = GarmEnv::from_map(&with(&[
+        let e = Request::from_map(&with(&[
             ("GARM_COMMAND", "DeleteInstance"),
             ("GARM_INTERFACE_VERSION", "v0.1.1"),
             ("GARM_INSTANCE_ID", "garm-x"),
@@ -302,23 +361,20 @@ mod tests {
 
     #[test]
     fn instance_commands_need_an_instance_id() {
-        let err = GarmEnv::from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
-        assert!(err.to_string().contains("GARM_INSTANCE_ID"));
+        let err = Request::from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
+        assert!(said(err).contains("GARM_INSTANCE_ID"));
     }
 
     #[test]
     fn missing_controller_id_is_an_error() {
         let mut m = with(&[("GARM_COMMAND", "ListInstances"), ("GARM_POOL_ID", "p")]);
         m.remove("GARM_CONTROLLER_ID");
-        assert!(GarmEnv::from_map(&m)
-            .unwrap_err()
-            .to_string()
-            .contains("GARM_CONTROLLER_ID"));
+        assert!(said(Request::from_map(&m).unwrap_err()).contains("GARM_CONTROLLER_ID"));
     }
 
     #[test]
     fn pool_ids_are_kept_verbatim() {
-        let e = GarmEnv::from_map(&with(&[
+        let e = Request::from_map(&with(&[
             ("GARM_COMMAND", "ListInstances"),
             ("GARM_POOL_ID", "My Scale Set-6B8E "),
         ]))
@@ -334,6 +390,51 @@ mod tests {
         assert!(decode_extra_specs(Some(&"!!".to_string())).is_err());
     }
 
+    /// A create's request, its stdin not read yet.
+    fn create() -> Request {
+        Request::from_map(&with(&[("GARM_COMMAND", "CreateInstance")])).unwrap()
+    }
+
+    /// A reader that never answers (stdin held open by a caller that writes nothing).
+    struct Silent(std::sync::mpsc::Receiver<()>);
+
+    impl Read for Silent {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_reader_that_never_ends_is_refused_at_the_deadline() {
+        let (_held, never) = std::sync::mpsc::channel();
+        let err = create()
+            .read_stdin(Silent(never), std::time::Duration::from_millis(50))
+            .unwrap_err();
+        assert_eq!(
+            said(err),
+            "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
+        );
+        let mut done = create();
+        let bootstrap = br#"{"name":"garm-abc","image":"runner:1"}"#;
+        let reader = std::io::Cursor::new(bootstrap.to_vec());
+        done.read_stdin(reader, std::time::Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(done.bootstrap.map(|b| b.name).as_deref(), Some("garm-abc"));
+    }
+
+    #[test]
+    fn oversized_input_is_refused() {
+        let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
+        let err = create()
+            .read_stdin(
+                std::io::Cursor::new(big),
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap_err();
+        assert!(said(err).contains("exceed"));
+    }
+
     proptest::proptest! {
         /// Any environment gives either a request holding exactly what was sent, or one line
         /// that names the GARM variable at fault and echoes at most 64 characters of it.
@@ -345,7 +446,7 @@ mod tests {
             instance in ".*",
             specs in "(|bnVsbA==|eyJmbGF2b3IiOiJ4In0=|.*)",
         ) {
-            let result = GarmEnv::from_map(&with(&[
+            let result = Request::from_map(&with(&[
                 ("GARM_COMMAND", &command),
                 ("GARM_INTERFACE_VERSION", &version),
                 ("GARM_POOL_ID", &pool),
@@ -366,12 +467,13 @@ mod tests {
                     }
                 }
                 Err(e) => {
-                    proptest::prop_assert!(e.0.contains("GARM_"), "{}", e.0);
-                    proptest::prop_assert!(!e.0.contains('\n'), "{}", e.0);
+                    let line = said(e);
+                    proptest::prop_assert!(line.contains("GARM_"), "{}", line);
+                    proptest::prop_assert!(!line.contains('\n'), "{}", line);
                     // The variable's echo is at most 64 characters of it, each escaped to at
                     // most 10 (`\u{10ffff}`); an unknown command adds the list of GARM's commands.
-                    let without_list = e.0.split(" (GARM's commands: ").next().unwrap_or_default();
-                    proptest::prop_assert!(without_list.chars().count() <= 100 + 64 * 10, "{}", e.0);
+                    let without_list = line.split(" (GARM's commands: ").next().unwrap_or_default();
+                    proptest::prop_assert!(without_list.chars().count() <= 100 + 64 * 10, "{}", line);
                 }
             }
         }

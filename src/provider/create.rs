@@ -6,7 +6,7 @@ use super::delete::Busy;
 use super::deploy::{Held, HELD_PATIENCE};
 use super::placement::{self, Target};
 use super::status::RunnerView;
-use super::wait::{retry_transient, Deadline};
+use super::wait::{retry_transient, Bound, Deadline};
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
@@ -27,10 +27,9 @@ impl Provider {
         &self,
         bootstrap: &BootstrapInstance,
         pool_id: &str,
-        extra_specs: Option<&serde_json::Value>,
+        specs: ExtraSpecs,
     ) -> Result<Outcome, Error> {
         // Everything that can be refused locally is refused before the first API call.
-        let specs = ExtraSpecs::from_value(extra_specs)?;
         let name = edge_name(&bootstrap.name);
         let sites = placement::candidates(&self.config, &specs, &bootstrap.name);
         let app = self.new_app(bootstrap, pool_id, &specs, &name, &sites)?;
@@ -114,8 +113,10 @@ impl Provider {
         };
         let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
-            let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
-            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
+            let bounded = self.until(Bound {
+                deadline: Deadline::after(START_FAILURE_ROLLBACK),
+                label: format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs()),
+            });
             (bounded, Busy::Report { patience })
         } else {
             (self.for_cleanup(), Busy::Wait)

@@ -5,14 +5,15 @@
 
 use std::time::Duration;
 
-use edge_connect::appinst_start::{self, StartProblem};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use edge_connect::appinst_start::{self, Progress, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
 use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
 use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
 use super::start_watch::{start_watch, StartFailure};
-use super::wait::backoff;
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
@@ -235,9 +236,7 @@ impl Provider {
                     }
                     return Attempt::Refused(self.refused_after_start(app_key, name, why).await);
                 }
-                Ok(Ok(StreamEnd::Completed(last))) if appinst_start::created(&last) => {
-                    return Attempt::Placed
-                }
+                Ok(Ok(StreamEnd::Created)) => return Attempt::Placed,
                 Ok(Err(e))
                     if !matches!(e.kind, ApiErrorKind::Transport | ApiErrorKind::Unreachable) =>
                 {
@@ -369,19 +368,18 @@ impl Provider {
         let key = &request.app_key;
         let deployment = appinst_start::deployment_name(&key.name, &key.version);
         let (mut watch, mut verdict) = start_watch(deployment, grace, failover);
-        let client = &self.client;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let heard = std::sync::atomic::AtomicBool::new(false);
-            let quiet_bound = Duration::from_secs(self.config.edge_connect.request_timeout_secs);
+        let quiet_bound = Duration::from_secs(self.config.edge_connect.request_timeout_secs);
+        // One CreateAppInst, `Err` when it was refused before its stream started (429, 5xx as
+        // the HTTP status): nothing was made, and it may be sent again.
+        let attempt = async || {
+            let heard = AtomicBool::new(false);
             let result = {
-                let mut progress = |m: &str| {
-                    heard.store(true, std::sync::atomic::Ordering::Relaxed);
-                    self.report(m);
-                    watch.observe(m);
+                let mut progress = |p: Progress<'_>| {
+                    heard.store(true, Ordering::Relaxed);
+                    self.report(p.line);
+                    watch.observe(&p.pods);
                 };
-                let call = client.create_app_inst(request, &mut progress);
+                let call = self.client.create_app_inst(request, &mut progress);
                 // With another site to try, a site that says nothing at all within
                 // request_timeout_secs is given up: the controller sends its placement lines
                 // within moments (main `pkg/controller/appinst_api.go:637-771`), and only the
@@ -389,7 +387,7 @@ impl Provider {
                 let silent = async {
                     if failover {
                         tokio::time::sleep(quiet_bound).await;
-                        if !heard.load(std::sync::atomic::Ordering::Relaxed) {
+                        if !heard.load(Ordering::Relaxed) {
                             return;
                         }
                     }
@@ -399,45 +397,43 @@ impl Provider {
                     biased;
                     // Closing the stream makes a central CRM's controller undo the create
                     // (docs/edge-connect-behaviours.md B7); the rollback then waits for that.
-                    failure = verdict.reason() => return Err(failure),
-                    () = silent => return Err(StartFailure::Silent),
+                    failure = verdict.reason() => return Ok(Err(failure)),
+                    () = silent => return Ok(Err(StartFailure::Silent)),
                     result = call => result,
                 }
             };
             if let Some(failure) = verdict.decided() {
-                return Err(failure);
+                return Ok(Err(failure));
             }
-            match result {
+            Ok(match result {
                 // The deadline ended the stream while no node had taken the pod.
                 Err(e) if e.kind == ApiErrorKind::Transport && verdict.unplaced() => {
                     tracing::warn!(error = %e, "CreateAppInst ended with the pod still unplaced");
-                    return Err(StartFailure::NeverPlaced { crm_gave_up: false });
+                    Err(StartFailure::NeverPlaced { crm_gave_up: false })
                 }
                 // The CRM stops waiting after 15 minutes and calls the AppInst Ready whatever
                 // its pod does (B12): one no node took is no runner.
-                Ok(StreamEnd::Completed(last))
-                    if appinst_start::created(&last) && verdict.unplaced() =>
-                {
-                    return Err(StartFailure::NeverPlaced { crm_gave_up: true });
+                Ok(StreamEnd::Created) if verdict.unplaced() => {
+                    Err(StartFailure::NeverPlaced { crm_gave_up: true })
                 }
                 // Likewise a container still failing when the CRM stopped waiting.
-                Ok(StreamEnd::Completed(ref last)) if appinst_start::created(last) => {
-                    return match verdict.failing() {
-                        Some(failure) => Err(failure),
-                        None => Ok(result),
-                    };
+                Ok(StreamEnd::Created) => verdict.failing().map_or(Ok(result), Err),
+                Err(e) if e.is_transient() && matches!(e.answer, Answer::Status(_)) => {
+                    return Err(e)
                 }
-                Err(e)
-                    if e.is_transient()
-                        && matches!(e.answer, Answer::Status(_))
-                        && self.client.deadline().has_room_for(backoff(attempt)) =>
-                {
-                    tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                other => return Ok(other),
+                other => Ok(other),
+            })
+        };
+        let again = |e: ApiError, attempt| match e.retry_pause(attempt, self.client.deadline()) {
+            Some(pause) => {
+                tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");
+                Ok(pause)
             }
-        }
+            None => Err(Ok(Err(e))),
+        };
+        edge_connect::retry(attempt, again)
+            .await
+            .unwrap_or_else(|end| end)
     }
 
     /// Deletes the AppInsts that deploy the App `app_key` (found by the App, B24), those named

@@ -21,11 +21,12 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::extra_specs::ExtraSpecs;
 use crate::garm::BootstrapInstance;
 use crate::runner_env::RunnerVars;
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
-use wait::Deadline;
+use wait::Bound;
 
 /// One provider command, with everything it needs from GARM.
 #[derive(Debug)]
@@ -36,55 +37,49 @@ pub enum Operation {
         bootstrap: Box<BootstrapInstance>,
         /// Pool id (`GARM_POOL_ID`, else the bootstrap's `pool_id`).
         pool_id: String,
-        /// Extra specs: the bootstrap's, else the decoded `GARM_POOL_EXTRASPECS`.
-        extra_specs: Option<serde_json::Value>,
+        /// The pool's settings (the bootstrap's extra specs, else the decoded
+        /// `GARM_POOL_EXTRASPECS`), read once; a refusal is the create's, reported when it runs.
+        specs: Result<Box<ExtraSpecs>, Error>,
     },
-    /// Delete a runner by provider id or GARM name (GARM's DeleteInstance): an AppInst that
-    /// Edge Connect will not delete yet is reported at once, and GARM's retries do the waiting.
+    /// Delete a runner by provider id or GARM name. An AppInst that Edge Connect will not delete
+    /// yet is waited for within the deadline, with progress, when `wait` (a person's delete);
+    /// otherwise (GARM's DeleteInstance) it is reported at once, and GARM's retries wait.
     Delete {
         /// `GARM_INSTANCE_ID`.
         instance: String,
-    },
-    /// Delete a runner for a person: an AppInst that Edge Connect will not delete yet is waited
-    /// for within the deadline, with progress.
-    DeleteWaiting {
-        /// Provider id or GARM name.
-        instance: String,
+        /// Wait while the platform holds an AppInst busy.
+        wait: bool,
     },
     /// Show one runner.
     Get {
         /// `GARM_INSTANCE_ID`.
         instance: String,
     },
-    /// Show the runners of one pool of this controller.
+    /// Show the runners of one pool of this controller (`GARM_POOL_ID`), or of every pool (CLI).
     List {
         /// `GARM_POOL_ID`.
-        pool_id: String,
+        pool_id: Option<String>,
     },
-    /// Show the runners of every pool of this controller (CLI).
-    ListAll,
-    /// Delete every runner of this controller (GARM's RemoveAllInstances): an AppInst that Edge
-    /// Connect will not delete yet is reported at once, everything else removed.
-    RemoveAll,
-    /// Delete every runner of this controller for a person: an AppInst that Edge Connect will
-    /// not delete yet is waited for within the deadline, the runners that run removed first.
-    RemoveAllWaiting,
+    /// Delete every runner of this controller, the runners that run first; an AppInst that Edge
+    /// Connect will not delete yet is waited for when `wait` (a person's remove-all), else
+    /// (GARM's RemoveAllInstances) reported at once, everything else removed.
+    RemoveAll {
+        /// Wait while the platform holds an AppInst busy.
+        wait: bool,
+    },
     /// Redeploy a stopped runner.
     Start {
         /// `GARM_INSTANCE_ID`.
         instance: String,
     },
-    /// Remove a runner's AppInst, keeping its App (GARM's StopInstance): an AppInst that Edge
-    /// Connect will not delete yet is reported at once, after the one that runs is removed.
+    /// Remove a runner's AppInst, keeping its App; an AppInst that Edge Connect will not delete
+    /// yet is waited for when `wait` (a person's stop), else (GARM's StopInstance) reported at
+    /// once, after the one that runs is removed.
     Stop {
         /// `GARM_INSTANCE_ID`.
         instance: String,
-    },
-    /// Stop a runner for a person: an AppInst that Edge Connect will not delete yet is waited
-    /// for within the deadline, after the one that runs is removed.
-    StopWaiting {
-        /// Provider id or GARM name.
-        instance: String,
+        /// Wait while the platform holds an AppInst busy.
+        wait: bool,
     },
 }
 
@@ -99,14 +94,15 @@ impl Operation {
         pool_extra_specs: Option<serde_json::Value>,
     ) -> Self {
         let pool_id = pool_id.unwrap_or_else(|| bootstrap.pool_id.clone());
-        let extra_specs = match &bootstrap.extra_specs {
-            Some(v) if !v.is_null() => Some(v.clone()),
-            _ => pool_extra_specs,
-        };
+        let specs = match &bootstrap.extra_specs {
+            Some(v) if !v.is_null() => ExtraSpecs::from_value(Some(v)),
+            _ => ExtraSpecs::from_value(pool_extra_specs.as_ref()),
+        }
+        .map(Box::new);
         Operation::Create {
             bootstrap: Box::new(bootstrap),
             pool_id,
-            extra_specs,
+            specs,
         }
     }
 
@@ -114,19 +110,12 @@ impl Operation {
     fn metrics_labels(&self) -> (&'static str, String) {
         match self {
             Operation::Create { pool_id, .. } => ("CreateInstance", pool_id.clone()),
-            Operation::Delete { .. } | Operation::DeleteWaiting { .. } => {
-                ("DeleteInstance", String::new())
-            }
+            Operation::Delete { .. } => ("DeleteInstance", String::new()),
             Operation::Get { .. } => ("GetInstance", String::new()),
-            Operation::List { pool_id } => ("ListInstances", pool_id.clone()),
-            Operation::ListAll => ("ListInstances", String::new()),
-            Operation::RemoveAll | Operation::RemoveAllWaiting => {
-                ("RemoveAllInstances", String::new())
-            }
+            Operation::List { pool_id } => ("ListInstances", pool_id.clone().unwrap_or_default()),
+            Operation::RemoveAll { .. } => ("RemoveAllInstances", String::new()),
             Operation::Start { .. } => ("StartInstance", String::new()),
-            Operation::Stop { .. } | Operation::StopWaiting { .. } => {
-                ("StopInstance", String::new())
-            }
+            Operation::Stop { .. } => ("StopInstance", String::new()),
         }
     }
 
@@ -134,16 +123,11 @@ impl Operation {
     pub fn instance(&self) -> Option<&str> {
         match self {
             Operation::Create { bootstrap, .. } => Some(&bootstrap.name),
-            Operation::Delete { instance }
-            | Operation::DeleteWaiting { instance }
+            Operation::Delete { instance, .. }
             | Operation::Get { instance }
             | Operation::Start { instance }
-            | Operation::Stop { instance }
-            | Operation::StopWaiting { instance } => Some(instance),
-            Operation::List { .. }
-            | Operation::ListAll
-            | Operation::RemoveAll
-            | Operation::RemoveAllWaiting => None,
+            | Operation::Stop { instance, .. } => Some(instance),
+            Operation::List { .. } | Operation::RemoveAll { .. } => None,
         }
     }
 }
@@ -169,9 +153,8 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
-    /// The client's deadline in words when it is not the command's (a cleanup's): the bound a
-    /// wait that runs out names.
-    bound: Option<String>,
+    /// The client's deadline with the words a wait that runs out names it by.
+    bound: Bound,
     /// When the CreateApp now waiting for its answer was sent (shared with the providers made
     /// from this one): a create dropped during it leaves a request the controller may still
     /// carry out.
@@ -210,50 +193,52 @@ fn removal_order(insts: &mut [AppInst]) {
 }
 
 impl Provider {
-    /// A provider acting for `controller_id`. `environment` is the process environment, used for
-    /// values that extra specs reference by name (image pull passwords).
+    /// A provider acting for `controller_id`, its calls under `bound` (the client's deadline).
+    /// `environment` is the process environment, used for values that extra specs reference by
+    /// name (image pull passwords).
     pub fn new(
         client: Client,
         config: Config,
         controller_id: impl Into<String>,
         environment: HashMap<String, String>,
         progress: Progress,
+        bound: Bound,
     ) -> Self {
         Provider {
-            client,
+            client: client.until(bound.deadline),
             config,
             controller_id: controller_id.into(),
             environment,
             progress,
-            bound: None,
+            bound,
             create_app_in_flight: Arc::default(),
         }
     }
 
-    /// This provider with its client under `deadline` instead of the command's: a failed
-    /// create's rollback, a person's cleanup waiting for what the platform holds busy. `bound`
-    /// names that deadline in the lines of a wait that runs out.
-    pub fn until(&self, deadline: Deadline, bound: impl Into<String>) -> Provider {
+    /// This provider with its client under `bound` instead of the command's deadline: a failed
+    /// create's rollback, a person's cleanup waiting for what the platform holds busy.
+    pub fn until(&self, bound: Bound) -> Provider {
         Provider {
-            client: self.client.until(deadline),
+            client: self.client.until(bound.deadline),
             config: self.config.clone(),
             controller_id: self.controller_id.clone(),
             environment: self.environment.clone(),
             progress: self.progress.clone(),
-            bound: Some(bound.into()),
+            bound,
             create_app_in_flight: self.create_app_in_flight.clone(),
         }
     }
 
+    /// This provider under a command's deadline again, from now: a person's cleanup after a
+    /// failed create, a deploy test's.
+    pub fn anew(&self) -> Provider {
+        self.until(Bound::command(&self.config))
+    }
+
     /// The deadline of this provider's calls in words: the command's
-    /// (`edge_connect.operation_timeout_secs=…`) or the one [`Provider::until`] named.
-    pub fn bound(&self) -> String {
-        self.bound.clone().unwrap_or_else(|| {
-            format!(
-                "edge_connect.operation_timeout_secs={}s",
-                self.config.edge_connect.operation_timeout_secs
-            )
-        })
+    /// (`edge_connect.operation_timeout_secs=…`) or the one [`Provider::until`] was given.
+    pub fn bound(&self) -> &str {
+        &self.bound.label
     }
 
     /// Records that a CreateApp was sent at `sent` (`None`: its answer came).
@@ -284,11 +269,13 @@ impl Provider {
     /// This provider for cleanup after a failure or an interrupt: its client's deadline extended
     /// by [`CLEANUP_GRACE`].
     pub fn for_cleanup(&self) -> Provider {
-        let bound = format!(
-            "the cleanup grace (the command's deadline plus {} s)",
-            CLEANUP_GRACE.as_secs()
-        );
-        self.until(self.client.deadline().extended(CLEANUP_GRACE), bound)
+        self.until(Bound {
+            deadline: self.client.deadline().extended(CLEANUP_GRACE),
+            label: format!(
+                "the cleanup grace (the command's deadline plus {} s)",
+                CLEANUP_GRACE.as_secs()
+            ),
+        })
     }
 
     /// Runs one operation within the deadline of its client, its beginning and end recorded as
@@ -310,21 +297,14 @@ impl Provider {
             Operation::Create {
                 bootstrap,
                 pool_id,
-                extra_specs,
-            } => {
-                self.create(&bootstrap, &pool_id, extra_specs.as_ref())
-                    .await
-            }
-            Operation::Delete { instance } => self.delete(&instance, false).await,
-            Operation::DeleteWaiting { instance } => self.delete(&instance, true).await,
+                specs,
+            } => self.create(&bootstrap, &pool_id, *specs?).await,
+            Operation::Delete { instance, wait } => self.delete(&instance, wait).await,
             Operation::Get { instance } => self.get(&instance).await,
-            Operation::List { pool_id } => self.list(Some(&pool_id)).await,
-            Operation::ListAll => self.list(None).await,
-            Operation::RemoveAll => self.remove_all(false).await,
-            Operation::RemoveAllWaiting => self.remove_all(true).await,
+            Operation::List { pool_id } => self.list(pool_id.as_deref()).await,
+            Operation::RemoveAll { wait } => self.remove_all(wait).await,
             Operation::Start { instance } => self.start(&instance).await,
-            Operation::Stop { instance } => self.stop(&instance, false).await,
-            Operation::StopWaiting { instance } => self.stop(&instance, true).await,
+            Operation::Stop { instance, wait } => self.stop(&instance, wait).await,
         }
     }
 
@@ -340,7 +320,8 @@ impl Provider {
         }
     }
 
-    fn report(&self, message: &str) {
+    /// Tells `message` to whoever follows the command (a person's stderr, GARM's log).
+    pub fn report(&self, message: &str) {
         (self.progress)(message);
     }
 

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use edge_connect::appinst_start::{lasting, pod_of, pod_statuses, starting_normally};
+use edge_connect::appinst_start::{lasting, pod_of, starting_normally, PodStatus};
 use tokio::sync::watch;
 
 /// Why the runner does not start, as the status lines said it.
@@ -107,11 +107,11 @@ pub(super) fn start_watch(
 }
 
 impl StartWatch {
-    /// Takes one progress line of the stream.
-    pub(super) fn observe(&mut self, message: &str) {
+    /// Takes the pods of one status line of the stream.
+    pub(super) fn observe(&mut self, pods: &[PodStatus<'_>]) {
         let now = Instant::now();
-        let ours: Vec<_> = pod_statuses(message)
-            .into_iter()
+        let ours: Vec<_> = pods
+            .iter()
             .filter(|p| pod_of(p.pod, &self.deployment))
             .collect();
         if ours.is_empty() {
@@ -243,6 +243,14 @@ impl Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use edge_connect::appinst_start::pod_statuses;
+
+    impl StartWatch {
+        /// Takes a line as the client reads it.
+        fn see(&mut self, line: &str) {
+            self.observe(&pod_statuses(line));
+        }
+    }
 
     const DEPLOYMENT: &str = "r1-deployment";
     const PULL: &str =
@@ -272,9 +280,9 @@ mod tests {
     #[tokio::test]
     async fn a_back_off_is_a_verdict_at_once() {
         let (mut watch, mut verdict) = new_watch(3_600_000, false);
-        watch.observe(CREATING);
+        watch.see(CREATING);
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
-        watch.observe(BACKOFF);
+        watch.see(BACKOFF);
         assert_eq!(verdict.reason().await, container("ImagePullBackOff"));
     }
 
@@ -289,7 +297,7 @@ mod tests {
             let line = PULL.replace("ErrImagePull", reason);
             let (mut watch, mut verdict) = new_watch(50, false);
             let started = Instant::now();
-            watch.observe(&line);
+            watch.see(&line);
             assert_eq!(verdict.decided(), None, "{reason}");
             assert_eq!(verdict.reason().await, container(reason));
             assert!(started.elapsed() >= Duration::from_millis(50));
@@ -297,10 +305,10 @@ mod tests {
         // Error, then something else, then Error again: it keeps terminating.
         let (mut watch, verdict) = new_watch(3_600_000, false);
         let error = PULL.replace("ErrImagePull", "Error");
-        watch.observe(&error);
-        watch.observe(&PULL.replace("ErrImagePull", "Completed"));
+        watch.see(&error);
+        watch.see(&PULL.replace("ErrImagePull", "Completed"));
         assert_eq!(verdict.decided(), None);
-        watch.observe(&error);
+        watch.see(&error);
         assert_eq!(verdict.decided(), Some(container("Error")));
     }
 
@@ -312,8 +320,8 @@ mod tests {
             "x-6d4f9-x7k2p",
             "r1-deployment-6d4f9",
         ] {
-            watch.observe(&BACKOFF.replace("r1-deployment-6d4f9-x7k2p", other));
-            watch.observe(&UNPLACED.replace("r1-deployment-6d4f9-x7k2p", other));
+            watch.see(&BACKOFF.replace("r1-deployment-6d4f9-x7k2p", other));
+            watch.see(&UNPLACED.replace("r1-deployment-6d4f9-x7k2p", other));
         }
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
         let both = format!(
@@ -321,20 +329,20 @@ mod tests {
             BACKOFF.replace("r1-deployment-6d4f9-x7k2p", "other-1-2"),
             &CREATING["Status: ".len()..]
         );
-        watch.observe(&both);
+        watch.see(&both);
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
     }
 
     #[test]
     fn an_unplaced_pod_counts_only_where_another_site_can_be_tried() {
         let (mut watch, verdict) = new_watch(30_000, false);
-        watch.observe(UNPLACED);
+        watch.see(UNPLACED);
         assert_eq!(pending(&verdict), None);
         assert!(verdict.unplaced());
         let (mut watch, verdict) = new_watch(30_000, true);
-        watch.observe(UNPLACED);
+        watch.see(UNPLACED);
         assert_eq!(pending(&verdict), Some(StartFailure::Unplaced));
-        watch.observe(CREATING);
+        watch.see(CREATING);
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
         assert!(!verdict.unplaced());
     }
@@ -342,16 +350,16 @@ mod tests {
     #[test]
     fn a_container_that_starts_normally_again_is_forgiven() {
         let (mut watch, verdict) = new_watch(30_000, false);
-        watch.observe(PULL);
+        watch.see(PULL);
         assert_eq!(pending(&verdict), Some(container("ErrImagePull")));
-        watch.observe(CREATING);
+        watch.see(CREATING);
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
-        watch.observe(PULL);
-        watch.observe("Status: pod r1-deployment-6d4f9-x7k2p: Running (1/1), ");
+        watch.see(PULL);
+        watch.see("Status: pod r1-deployment-6d4f9-x7k2p: Running (1/1), ");
         assert_eq!((verdict.decided(), pending(&verdict)), (None, None));
         // Progress lines that are not pod statuses change nothing.
-        watch.observe(PULL);
-        watch.observe("Creating App Inst");
+        watch.see(PULL);
+        watch.see("Creating App Inst");
         assert_eq!(pending(&verdict), Some(container("ErrImagePull")));
     }
 }

@@ -98,13 +98,7 @@ impl Provider {
             _ => 4,
         };
         let app_inst = runner.app_insts.into_iter().min_by_key(rank);
-        let (status, fault) = garm_status(app_inst.as_ref());
-        // The controller's text, masked once for both: GARM's provider_fault and the table.
-        let fault = self
-            .client()
-            .scrubber()
-            .scrub(&fault.unwrap_or_default())
-            .into_owned();
+        let (status, fault) = masked_status(app_inst.as_ref(), self.client().scrubber());
         let (site, state, created_at, address) = match app_inst {
             Some(i) => (
                 i.cloudlet()
@@ -148,7 +142,7 @@ impl Provider {
             status,
             provider_fault: None,
         }
-        .with_fault(&fault, self.client().scrubber());
+        .with_fault(&fault);
         RunnerView {
             instance,
             pool: runner.vars.pool_id,
@@ -160,9 +154,52 @@ impl Provider {
     }
 }
 
+/// [`garm_status`] with the controller's text masked by `scrubber`, once for both of its
+/// readers: GARM's `provider_fault` (where base64 would hide a secret from any later look) and
+/// the table's fault.
+fn masked_status(
+    app_inst: Option<&AppInst>,
+    scrubber: &edge_connect::Scrubber,
+) -> (InstanceStatus, String) {
+    let (status, fault) = garm_status(app_inst);
+    (
+        status,
+        scrubber.scrub(&fault.unwrap_or_default()).into_owned(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fault_is_scrubbed_before_it_is_encoded() {
+        use base64::Engine as _;
+        let failed = inst(
+            "CreateError",
+            &["pull refused: Authorization: Bearer abcdefghijklmnopqrstuvwxyz"],
+        );
+        let (_, fault) = masked_status(Some(&failed), &edge_connect::Scrubber::new());
+        let instance = ProviderInstance {
+            provider_id: "garm-a".into(),
+            name: "garm-a".into(),
+            os_type: String::new(),
+            os_name: String::new(),
+            os_version: String::new(),
+            os_arch: String::new(),
+            addresses: vec![],
+            status: InstanceStatus::Error,
+            provider_fault: None,
+        }
+        .with_fault(&fault);
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(instance.provider_fault.unwrap_or_default())
+            .unwrap();
+        assert_eq!(
+            decoded,
+            b"CreateError: pull refused: Authorization: Bearer ***"
+        );
+    }
 
     fn inst(state: &str, errors: &[&str]) -> AppInst {
         AppInst {

@@ -5,7 +5,8 @@
 //! simulator's `leaf` row: usable by every layer); a name the crate root re-exports counts as
 //! the module it comes from. So the modules form no cycle (leaves that use each other are
 //! checked for one too), and a document cannot drift from its code: a module missing from the
-//! table, a row for a module that is gone, or an import that points up fails here.
+//! table, a row for a module that is gone, or an import that points up fails here. A leaf of the
+//! provider (`garm/`, the protocol) uses no module of a layer and nothing of the client crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -111,6 +112,20 @@ fn named_modules(text: &str, root_file: bool) -> Vec<String> {
     found
 }
 
+/// Whether code (comments aside) names the client crate, `edge_connect::`.
+fn uses_the_client(text: &str) -> bool {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .any(|l| {
+            l.match_indices("edge_connect::").any(|(pos, _)| {
+                !l[..pos]
+                    .chars()
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+}
+
 /// What a crate root (`lib.rs`) says about its modules: the module each re-exported name comes
 /// from (`pub use error::{ApiError, ApiErrorKind};`), and the modules compiled for tests only.
 #[derive(Default)]
@@ -203,6 +218,9 @@ fn disagreements(src: &Path, layers: &Layers, doc: &str) -> Vec<String> {
         let text = fs::read_to_string(file).expect("source is readable");
         // Unit tests may reach anywhere.
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        if layers.leaves.contains(&top) && uses_the_client(code) {
+            wrong.push(format!("{} (a leaf) uses the client crate", rel.display()));
+        }
         for name in named_modules(code, rel.components().count() == 1) {
             let module = root.reexported.get(&name).cloned().unwrap_or(name);
             let Some(&theirs) = layers.of.get(&module) else {
@@ -316,4 +334,30 @@ fn an_import_that_points_up_is_found() {
         Some("clock → reqlog → clock")
     );
     assert_eq!(cycle(&uses(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+}
+
+#[test]
+fn a_leaf_that_uses_a_layer_or_the_client_is_found() {
+    let dir = std::env::temp_dir().join(format!("layers-leaf-{}", std::process::id()));
+    let src = dir.join("src");
+    fs::create_dir_all(&src).expect("a temporary directory");
+    fs::write(src.join("lib.rs"), "mod garm;\nmod text;\n").expect("lib.rs");
+    fs::write(src.join("text.rs"), "pub fn echo() {}\n").expect("text.rs");
+    let garm = "use crate::text::echo;\nuse edge_connect::Secret;\n// edge_connect::in_a_comment\n";
+    fs::write(src.join("garm.rs"), garm).expect("garm.rs");
+    let rows = [
+        "| leaf | `garm/` | the protocol |",
+        "| 0 | `text.rs` | escaping |",
+    ];
+    let layers = table(rows.iter().map(|r| r.to_string()), "the test's table");
+    let wrong = disagreements(&src, &layers, "the test's table");
+    let _ = fs::remove_dir_all(&dir);
+    assert_eq!(
+        wrong,
+        [
+            "garm.rs (a leaf) uses the client crate",
+            "garm.rs (layer 0) uses crate::text (layer 0)",
+        ]
+    );
+    assert!(!uses_the_client("let x = not_edge_connect::y;"));
 }

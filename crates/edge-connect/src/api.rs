@@ -4,6 +4,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use crate::appinst_start::Progress;
 use crate::client::Client;
 use crate::error::ApiError;
 use crate::models::{App, AppInst, AppInstKey, AppKey, Flavor, NewApp, NewAppInst, Site, SiteRef};
@@ -47,11 +48,12 @@ impl Client {
         self.show(Rpc::ShowApp, &app).await
     }
 
-    /// `CreateAppInst`, its stream read to the end; progress messages go to `progress`.
+    /// `CreateAppInst`, its stream read to the end; each progress line goes to `progress`, read
+    /// (the CRM's pod status lines with the pods they name).
     pub async fn create_app_inst(
         &self,
         inst: &NewAppInst,
-        progress: &mut (dyn FnMut(&str) + Send),
+        progress: &mut (dyn FnMut(Progress<'_>) + Send),
     ) -> Result<StreamEnd, ApiError> {
         self.operation(Rpc::CreateAppInst, inst, progress).await
     }
@@ -62,6 +64,7 @@ impl Client {
         key: &AppInstKey,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
+        let progress = &mut |p: Progress<'_>| progress(p.line);
         self.operation(Rpc::DeleteAppInst, &json!({ "key": key }), progress)
             .await
     }

@@ -3,12 +3,19 @@
 //! do with them; this module only reads the controller's words
 //! (docs/edge-connect-behaviours.md B12, B13, B22).
 
-/// True when a stream's last progress line is the one of a CreateAppInst stream that created
-/// the AppInst (main `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends
-/// without it (and without an error result, e.g. `Failed to get progress messages. Please use
-/// ShowAppInst …`, `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
-pub fn created(last: &str) -> bool {
-    last == "Created AppInst successfully"
+/// The last progress line of a CreateAppInst stream that created the AppInst (main
+/// `pkg/controller/appinst_api.go:1290, 1297, 1331`). A stream that ends without it (and
+/// without an error result, e.g. `Failed to get progress messages. Please use ShowAppInst …`,
+/// `api/edgeproto/appinst.pb.go:9692`) did not say whether the AppInst exists.
+pub(crate) const CREATED: &str = "Created AppInst successfully";
+
+/// A progress line of an AppInst operation, as the client read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress<'a> {
+    /// The line as the controller wrote it.
+    pub line: &'a str,
+    /// The pods it names when it is a CRM status line ([`pod_statuses`]), else none.
+    pub pods: Vec<PodStatus<'a>>,
 }
 
 /// What a container reason is about, for the message that names what to check.

@@ -34,9 +34,9 @@ impl Client {
         };
         url.set_path(&format!("{}{path}", url.path().trim_end_matches('/')));
         let started = Instant::now();
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
+        // A failed attempt is `Ok` with the connection's error while the host could not be
+        // reached (worth another attempt), `Err` with the call's error otherwise.
+        let attempt = async || {
             self.shared.requests.fetch_add(1, Ordering::Relaxed);
             let mut request = self.shared.http.post(url.clone()).json(body);
             if let Some(token) = token {
@@ -44,19 +44,18 @@ impl Client {
             }
             let sent = Instant::now();
             let e = match headers.run(rpc, "the answer", request.send()).await {
-                Ok(Ok(response)) => return self.answer(rpc, &url, response, started).await,
-                Err(timeout) => {
-                    self.report_call(rpc, None, sent.elapsed());
-                    return Err(timeout);
+                Ok(Ok(response)) => {
+                    return self.answer(rpc, &url, response, started).await.map_err(Err)
                 }
-                Ok(Err(e)) => {
-                    self.report_call(rpc, None, sent.elapsed());
-                    if !crate::transport::is_unreachable(&e) {
-                        return Err(crate::transport::request_error(rpc, &e));
-                    }
-                    e
-                }
+                Err(timeout) => Err(timeout),
+                Ok(Err(e)) if crate::transport::is_unreachable(&e) => Ok(e),
+                Ok(Err(e)) => Err(crate::transport::request_error(rpc, &e)),
             };
+            self.report_call(rpc, None, sent.elapsed());
+            Err(e)
+        };
+        let again = |e: Result<reqwest::Error, ApiError>, attempts| {
+            let e = e?;
             let since = match self.shared.unreachable_since.lock() {
                 Ok(mut since) => *since.get_or_insert_with(Instant::now),
                 Err(_) => Instant::now(),
@@ -65,7 +64,7 @@ impl Client {
             let message = crate::transport::transport_message(&e);
             let detail = message.strip_prefix("cannot connect: ").unwrap_or(&message);
             let left = self.shared.options.connect_retry.saturating_sub(spent);
-            let pause = crate::deadline::backoff(attempt).min(left);
+            let pause = crate::deadline::backoff(attempts).min(left);
             let bound = if left.is_zero() {
                 "edge_connect.connect_retry_secs"
             } else if !self.deadline.has_room_for(pause) {
@@ -81,10 +80,11 @@ impl Client {
             self.tell(&format!(
                 "retrying {rpc}: cannot connect to {} (attempt {})",
                 self.destination(),
-                attempt + 1
+                attempts + 1
             ));
-            tokio::time::sleep(pause).await;
-        }
+            Ok(pause)
+        };
+        crate::deadline::retry(attempt, again).await
     }
 
     /// An answer that came: a 200 is returned, a redirect refused, any other status is the

@@ -1,4 +1,4 @@
-//! The one deadline of a command, and the backoff between retries.
+//! The one deadline of a command, the backoff between retries, and the one retry loop.
 //!
 //! A [`Client`](crate::Client) is built with the command's [`Deadline`]: every call it makes,
 //! every retry and login inside a call, and every wait for an answer ends by it. Extra time (a
@@ -64,6 +64,24 @@ pub fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(base_ms / 2 + jitter)
 }
 
+/// Runs `attempt` until it succeeds or `again` ends it: told each failure and how many attempts
+/// were made, `again` gives the pause before the next attempt, or the error to return (each
+/// caller decides which failures are worth another attempt within its deadline). The one retry
+/// loop of the client and the provider.
+pub async fn retry<T, E, F>(
+    mut attempt: impl AsyncFnMut() -> Result<T, E>,
+    mut again: impl FnMut(E, u32) -> Result<Duration, F>,
+) -> Result<T, F> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match attempt().await {
+            Ok(done) => return Ok(done),
+            Err(e) => tokio::time::sleep(again(e, attempts)?).await,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +112,27 @@ mod tests {
         assert!(grace.remaining() > Duration::from_secs(59));
         let far = Deadline::after(Duration::from_secs(600));
         assert!(far.extended(Duration::from_secs(60)).end >= far.end + Duration::from_secs(60));
+    }
+
+    #[tokio::test]
+    async fn retry_pauses_as_told_and_ends_with_the_error_it_is_given() {
+        let mut calls = 0;
+        let result: Result<(), String> = retry(
+            async || {
+                calls += 1;
+                Err(calls)
+            },
+            |n, attempts| {
+                assert_eq!(n, attempts);
+                if n < 3 {
+                    Ok(Duration::ZERO)
+                } else {
+                    Err(format!("gave up after {n}"))
+                }
+            },
+        )
+        .await;
+        assert_eq!(result.unwrap_err(), "gave up after 3");
+        assert_eq!(calls, 3);
     }
 }

@@ -5,7 +5,9 @@
 //! text into a kind the provider can act on.
 
 use std::fmt;
+use std::time::Duration;
 
+use crate::deadline::{backoff, Deadline};
 use crate::rpc::Rpc;
 
 /// What went wrong, as far as the provider's decisions go.
@@ -218,6 +220,14 @@ impl ApiError {
             self.kind,
             ApiErrorKind::Transport | ApiErrorKind::RateLimited | ApiErrorKind::Server
         )
+    }
+
+    /// The pause before attempt `attempts + 1` of a call that failed with this error: a
+    /// [`backoff`] for a transient failure while `deadline` leaves room for it and one more
+    /// try; `None` otherwise (for [`retry`](crate::deadline::retry)).
+    pub fn retry_pause(&self, attempts: u32, deadline: Deadline) -> Option<Duration> {
+        let pause = backoff(attempts);
+        (self.is_transient() && deadline.has_room_for(pause)).then_some(pause)
     }
 }
 

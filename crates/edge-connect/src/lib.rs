@@ -34,7 +34,7 @@ mod transport;
 
 pub use api::MAX_COLLECTED;
 pub use client::{CallReport, Client, RetryReport};
-pub use deadline::{backoff, Deadline};
+pub use deadline::{backoff, retry, Deadline};
 pub use error::{Answer, ApiError, ApiErrorKind, Subject};
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use rpc::Rpc;

@@ -29,25 +29,18 @@ impl Client {
     /// backoff within the deadline, and an unreachable host for `connect_retry`; a refused login
     /// (wrong credentials, two-factor authentication required) is final at once.
     async fn login_retrying(&self) -> Result<Secret, ApiError> {
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            match self.login_attempt(true).await {
-                Err(e) if e.is_transient() => {
-                    let pause = crate::deadline::backoff(attempt);
-                    if !self.deadline.has_room_for(pause) {
-                        return Err(e);
-                    }
-                    self.tell(&format!(
-                        "retrying login: {} (attempt {})",
-                        e.message,
-                        attempt + 1
-                    ));
-                    tokio::time::sleep(pause).await;
-                }
-                other => return other,
+        let again = |e: ApiError, attempts| match e.retry_pause(attempts, self.deadline) {
+            Some(pause) => {
+                self.tell(&format!(
+                    "retrying login: {} (attempt {})",
+                    e.message,
+                    attempts + 1
+                ));
+                Ok(pause)
             }
-        }
+            None => Err(e),
+        };
+        crate::deadline::retry(async || self.login_attempt(true).await, again).await
     }
 
     async fn login_attempt(&self, retry_unreachable: bool) -> Result<Secret, ApiError> {

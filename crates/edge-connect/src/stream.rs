@@ -8,6 +8,7 @@ use futures_util::stream::{self, Stream, TryStreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::appinst_start::{pod_statuses, Progress, CREATED};
 use crate::client::Client;
 use crate::error::ApiError;
 use crate::lines::Lines;
@@ -16,7 +17,9 @@ use crate::rpc::Rpc;
 /// How a streamed AppInst operation ended without an error trailer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEnd {
-    /// The stream ended normally; the last progress message is kept.
+    /// A CreateAppInst stream ended with the line that says the AppInst was created.
+    Created,
+    /// The stream ended otherwise; the last progress message is kept.
     Completed(String),
     /// The MC gave up waiting (`Timed out while work still in progress ...`): the work may still
     /// finish, so the caller must look at the object's state.
@@ -68,9 +71,9 @@ impl<T: DeserializeOwned + Send + 'static> Stream for Show<T> {
     }
 }
 
-/// A progress line of an AppInst operation.
+/// A progress line of an AppInst operation, as sent.
 #[derive(Deserialize)]
-struct Progress {
+struct ProgressLine {
     #[serde(default)]
     message: Option<String>,
 }
@@ -87,7 +90,7 @@ impl Client {
         Ok(Show::new(rpc, Lines::new(rpc, response, wait)))
     }
 
-    /// A streamed AppInst operation: progress messages go to `progress` as they arrive; a
+    /// A streamed AppInst operation: progress lines go to `progress` as they arrive, read; a
     /// `result` trailer becomes an error.
     ///
     /// Silence does not end the stream: the controller runs the work under the request, and a
@@ -98,19 +101,23 @@ impl Client {
         &self,
         rpc: Rpc,
         object: &impl Serialize,
-        progress: &mut (dyn FnMut(&str) + Send),
+        progress: &mut (dyn FnMut(Progress<'_>) + Send),
     ) -> Result<StreamEnd, ApiError> {
         let wait = self.wait(false);
         let response = self.send(rpc, object, wait).await?;
         let mut lines = Lines::new(rpc, response, wait);
         let mut last = String::new();
         let mut timed_out = None;
-        while let Some(line) = lines.next::<Progress>().await? {
+        while let Some(line) = lines.next::<ProgressLine>().await? {
             let Some(message) = line.message else {
                 continue;
             };
             tracing::debug!(rpc = rpc.name(), message, "progress");
-            progress(&message);
+            let pods = pod_statuses(&message);
+            progress(Progress {
+                line: &message,
+                pods,
+            });
             if message.starts_with("Timed out while work still in progress") {
                 timed_out = Some(message.clone());
             }
@@ -118,6 +125,7 @@ impl Client {
         }
         Ok(match timed_out {
             Some(message) => StreamEnd::StillInProgress(message),
+            None if last == CREATED => StreamEnd::Created,
             None => StreamEnd::Completed(last),
         })
     }

@@ -148,13 +148,10 @@ async fn a_quiet_app_inst_stream_is_not_closed_before_the_deadline() {
     };
     let mut seen = Vec::new();
     let end = c
-        .create_app_inst(&inst, &mut |m: &str| seen.push(m.to_string()))
+        .create_app_inst(&inst, &mut |p| seen.push(p.line.to_string()))
         .await
         .unwrap();
-    assert_eq!(
-        end,
-        crate::StreamEnd::Completed("Created AppInst successfully".into())
-    );
+    assert_eq!(end, crate::StreamEnd::Created);
     // A Show answer that goes as quiet is cut by the silence bound.
     let server = Server::start(|path, _| match path {
         "/api/v1/login" => token_reply(),
