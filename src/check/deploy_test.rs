@@ -132,6 +132,7 @@ async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut
 pub(super) async fn interrupted(
     provider: &Provider,
     signal: &str,
+    signals: &mut super::leftovers::StopSignals,
     cleanup: &Cleanup,
     report: &mut Report<'_>,
 ) -> Error {
@@ -142,7 +143,7 @@ pub(super) async fn interrupted(
     ));
     let removal = tokio::select! {
         done = leftovers::remove(&provider, Which::All) => Some(done),
-        _ = leftovers::stop_signal() => None,
+        _ = signals.next() => None,
     };
     let detail = match removal {
         Some(done) if done.left.is_empty() => {

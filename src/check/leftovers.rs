@@ -169,24 +169,46 @@ fn parts(view: &RunnerView) -> String {
     }
 }
 
-/// Resolves on the first SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal closed, an ssh
-/// session dropped), naming it. Until it is first polled the signals keep their default action;
-/// from then on they only wake it.
-pub(crate) async fn stop_signal() -> &'static str {
-    use tokio::signal::unix::{signal, Signal, SignalKind};
-    let watch = |kind: SignalKind| signal(kind).ok();
-    let (mut term, mut hup) = (watch(SignalKind::terminate()), watch(SignalKind::hangup()));
-    async fn next(s: Option<&mut Signal>) -> Option<()> {
-        match s {
-            Some(s) => s.recv().await,
-            None => std::future::pending().await,
+/// The signals that stop a person's command: SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal
+/// closed, an ssh session dropped). Watched from [`StopSignals::watch`] on, before the work they
+/// stop begins, and kept by the same value through its cleanup: a signal that comes while
+/// nothing awaits it (say, right after "… again stops at once" was printed) is held for the
+/// next [`StopSignals::next`], never lost. Before `watch` the signals keep their default action.
+pub(crate) struct StopSignals {
+    watched: [(Option<tokio::signal::unix::Signal>, &'static str); 3],
+}
+
+impl StopSignals {
+    pub(crate) fn watch() -> Self {
+        use tokio::signal::unix::{signal, SignalKind};
+        let watch = |kind: SignalKind, name| (signal(kind).ok(), name);
+        StopSignals {
+            watched: [
+                watch(SignalKind::interrupt(), "SIGINT"),
+                watch(SignalKind::terminate(), "SIGTERM"),
+                watch(SignalKind::hangup(), "SIGHUP"),
+            ],
         }
     }
-    tokio::select! {
-        Ok(()) = tokio::signal::ctrl_c() => "SIGINT",
-        Some(()) = next(term.as_mut()) => "SIGTERM",
-        Some(()) = next(hup.as_mut()) => "SIGHUP",
-        // None of them can be watched: nothing ever stops the command but a kill.
-        else => std::future::pending().await,
+
+    /// The name of the next signal. None of them can be watched: nothing ever stops the
+    /// command but a kill, so this never resolves.
+    pub(crate) async fn next(&mut self) -> &'static str {
+        let [int, term, hup] = &mut self.watched;
+        async fn next(
+            watched: &mut (Option<tokio::signal::unix::Signal>, &'static str),
+        ) -> &'static str {
+            if let Some(signal) = watched.0.as_mut() {
+                if signal.recv().await.is_some() {
+                    return watched.1;
+                }
+            }
+            std::future::pending().await
+        }
+        tokio::select! {
+            name = next(int) => name,
+            name = next(term) => name,
+            name = next(hup) => name,
+        }
     }
 }

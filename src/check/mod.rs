@@ -193,15 +193,21 @@ pub fn run(
                 &cleanup,
                 &mut report,
             );
+            let mut signals = leftovers::StopSignals::watch();
             let stopped = tokio::select! {
                 () = test => None,
-                signal = leftovers::stop_signal() => Some(signal),
+                signal = signals.next() => Some(signal),
             };
             match stopped {
                 None => Ok(()),
-                Some(signal) => {
-                    Err(deploy_test::interrupted(provider, signal, &cleanup, &mut report).await)
-                }
+                Some(signal) => Err(deploy_test::interrupted(
+                    provider,
+                    signal,
+                    &mut signals,
+                    &cleanup,
+                    &mut report,
+                )
+                .await),
             }
         },
     );

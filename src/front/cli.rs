@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::check::leftovers::{self, Which};
+use crate::check::leftovers::{self, StopSignals, Which};
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
@@ -342,26 +342,29 @@ async fn run_operation(
             let name = operation.instance().unwrap_or_default().to_string();
             // Dropping the create future stops it where it is; what it made is removed by
             // name, as GARM's DeleteInstance would, including an AppInst still creating.
-            let signal = tokio::select! {
-                result = provider.run(operation) => return match result {
-                    Ok(outcome) => Ok(Some(outcome)),
-                    // The name is another runner's, or nothing reached Edge Connect: nothing
-                    // of this create to remove.
-                    Err(e @ Error::Duplicate(_)) => Err(e),
-                    Err(e) if made_nothing(&e) => Err(e),
-                    Err(e) => Err(after_failed_create(provider, &name, e).await),
-                },
-                signal = leftovers::stop_signal() => signal,
+            let mut signals = StopSignals::watch();
+            let stopped = tokio::select! {
+                result = provider.run(operation) => Ok(result),
+                signal = signals.next() => Err(signal),
             };
-            Err(interrupted(provider, &name, signal).await)
+            match stopped {
+                Ok(Ok(outcome)) => Ok(Some(outcome)),
+                // The name is another runner's, or nothing reached Edge Connect: nothing of
+                // this create to remove.
+                Ok(Err(e @ Error::Duplicate(_))) => Err(e),
+                Ok(Err(e)) if made_nothing(&e) => Err(e),
+                Ok(Err(e)) => Err(after_failed_create(provider, &name, e, &mut signals).await),
+                Err(signal) => Err(interrupted(provider, &name, signal, &mut signals).await),
+            }
         }
         Operation::Start { instance } => {
             let name = instance.clone();
+            let mut signals = StopSignals::watch();
             let signal = tokio::select! {
                 result = provider.run(Operation::Start { instance }) => return result.map(Some),
-                signal = leftovers::stop_signal() => signal,
+                signal = signals.next() => signal,
             };
-            Err(interrupted_start(provider, &name, signal).await)
+            Err(interrupted_start(provider, &name, signal, &mut signals).await)
         }
         // A person's delete waits (with progress) while the platform holds the AppInst busy.
         delete @ Operation::Delete { .. } => {
@@ -385,11 +388,16 @@ async fn run_operation(
 /// within a command's deadline from now) while the platform holds it busy; a signal stops the
 /// wait.
 /// Returns the error to report, naming what stays and the command that removes it.
-async fn after_failed_create(provider: &Provider, name: &str, cause: Error) -> Error {
+async fn after_failed_create(
+    provider: &Provider,
+    name: &str,
+    cause: Error,
+    signals: &mut StopSignals,
+) -> Error {
     let provider = provider.anew();
     let done = tokio::select! {
         done = leftovers::remove(&provider, Which::Named(name)) => done,
-        signal = leftovers::stop_signal() => {
+        signal = signals.next() => {
             return Error::Interrupted(format!("{cause}; interrupted by {signal} while removing what is left of {name}; remove it with: delete {name}"));
         }
     };
@@ -422,7 +430,12 @@ const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
 /// Removes what an interrupted create made, within the cleanup grace
 /// ([`Provider::for_cleanup`]); the signal again stops at once. Returns the error to report.
-async fn interrupted(provider: &Provider, name: &str, signal: &str) -> Error {
+async fn interrupted(
+    provider: &Provider,
+    name: &str,
+    signal: &str,
+    signals: &mut StopSignals,
+) -> Error {
     say(&format!(
         "  … interrupted by {signal}: removing what was made of {name} ({signal} again stops at once)"
     ));
@@ -451,7 +464,7 @@ async fn interrupted(provider: &Provider, name: &str, signal: &str) -> Error {
     };
     let done = tokio::select! {
         done = cleanup => Some(done),
-        _ = leftovers::stop_signal() => None,
+        _ = signals.next() => None,
     };
     Error::Interrupted(match done {
         Some(done) if done.left.is_empty() => {
@@ -470,7 +483,12 @@ async fn interrupted(provider: &Provider, name: &str, signal: &str) -> Error {
 /// Removes the AppInst an interrupted `start` was deploying (the App stays, as a stopped
 /// runner's does), within the cleanup grace ([`Provider::for_cleanup`]); the signal again
 /// stops at once.
-async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Error {
+async fn interrupted_start(
+    provider: &Provider,
+    name: &str,
+    signal: &str,
+    signals: &mut StopSignals,
+) -> Error {
     say(&format!(
         "  … interrupted by {signal}: stopping {name} again ({signal} again stops at once)"
     ));
@@ -481,7 +499,7 @@ async fn interrupted_start(provider: &Provider, name: &str, signal: &str) -> Err
     let cleanup = provider.for_cleanup();
     let stopped = tokio::select! {
         result = cleanup.run(stop) => result.map(|_| ()).map_err(|e| e.to_string()),
-        _ = leftovers::stop_signal() => Err("interrupted again".to_string()),
+        _ = signals.next() => Err("interrupted again".to_string()),
     };
     Error::Interrupted(match stopped {
         Ok(()) => format!("interrupted; {name} is stopped"),
