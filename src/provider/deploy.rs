@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use edge_connect::appinst_start::{self, Progress, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
-use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
+use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, Retries, StreamEnd, Subject};
 
 use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
@@ -424,13 +424,15 @@ impl Provider {
                 other => Ok(other),
             })
         };
-        let again = |e: ApiError, attempt| match e.retry_pause(attempt, self.client.deadline()) {
-            Some(pause) => {
-                tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying");
-                Ok(pause)
-            }
-            None => Err(Ok(Err(e))),
-        };
+        let mut retries = Retries::within(self.client.deadline());
+        let again =
+            |e: ApiError, attempt| {
+                retries
+                .after(e, attempt, |e, _| {
+                    tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying")
+                })
+                .map_err(|e| Ok(Err(e)))
+            };
         edge_connect::retry(attempt, again)
             .await
             .unwrap_or_else(|end| end)

@@ -1,7 +1,7 @@
 //! Waiting, in one place: the command's deadline and retries with backoff for idempotent Edge
 //! Connect calls.
 
-use edge_connect::{ApiError, Client};
+use edge_connect::{ApiError, Client, Retries};
 
 pub use edge_connect::Deadline;
 
@@ -36,17 +36,16 @@ pub async fn retry_transient<T>(
     edge_connect::retry(call, transient(client.deadline(), what)).await
 }
 
-/// [`ApiError::retry_pause`], each retry logged with what is retried.
+/// [`Retries`] within `deadline`, each retry logged with what is retried.
 fn transient(
     deadline: Deadline,
     what: &str,
 ) -> impl FnMut(ApiError, u32) -> Result<std::time::Duration, ApiError> + '_ {
+    let mut retries = Retries::within(deadline);
     move |e, attempt| {
-        let Some(wait) = e.retry_pause(attempt, deadline) else {
-            return Err(e);
-        };
-        tracing::warn!(call = what, attempt, wait_ms = wait.as_millis() as u64, error = %e, "transient failure, retrying");
-        Ok(wait)
+        retries.after(e, attempt, |e, wait| {
+            tracing::warn!(call = what, attempt, wait_ms = wait.as_millis() as u64, error = %e, "transient failure, retrying");
+        })
     }
 }
 

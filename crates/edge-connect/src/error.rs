@@ -221,13 +221,48 @@ impl ApiError {
             ApiErrorKind::Transport | ApiErrorKind::RateLimited | ApiErrorKind::Server
         )
     }
+}
 
-    /// The pause before attempt `attempts + 1` of a call that failed with this error: a
-    /// [`backoff`] for a transient failure while `deadline` leaves room for it and one more
-    /// try; `None` otherwise (for [`retry`](crate::deadline::retry)).
-    pub fn retry_pause(&self, attempts: u32, deadline: Deadline) -> Option<Duration> {
+/// The failures of a call retried within a deadline ([`retry`](crate::deadline::retry)): the
+/// pause before each next attempt, or the error that ends them. A transient failure (transport,
+/// 429, 5xx) is tried again after a [`backoff`] while the deadline leaves room for the pause; any
+/// other ends it. An attempt the deadline cut off after an earlier failure ends with that
+/// earlier failure: it says what went wrong, while the cut says only that time ran out, and
+/// whether the last attempt is cut depends on how fast the machine was (docs/reliability.md,
+/// the first row of its table).
+#[derive(Debug)]
+pub struct Retries {
+    deadline: Deadline,
+    earlier: Option<ApiError>,
+}
+
+impl Retries {
+    /// Retries that end by `deadline`.
+    pub fn within(deadline: Deadline) -> Self {
+        Retries {
+            deadline,
+            earlier: None,
+        }
+    }
+
+    /// The pause before attempt `attempts + 1` after `failure` (told to `tell` first), or the
+    /// error to end with.
+    pub fn after(
+        &mut self,
+        failure: ApiError,
+        attempts: u32,
+        tell: impl FnOnce(&ApiError, Duration),
+    ) -> Result<Duration, ApiError> {
+        if self.deadline.expired() {
+            return Err(self.earlier.take().unwrap_or(failure));
+        }
         let pause = backoff(attempts);
-        (self.is_transient() && deadline.has_room_for(pause)).then_some(pause)
+        if !failure.is_transient() || !self.deadline.has_room_for(pause) {
+            return Err(failure);
+        }
+        tell(&failure, pause);
+        self.earlier = Some(failure);
+        Ok(pause)
     }
 }
 
@@ -291,6 +326,30 @@ impl std::error::Error for ApiError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attempt_the_deadline_cut_off_ends_with_the_failure_before_it() {
+        let mut retries = Retries::within(Deadline::after(Duration::from_secs(60)));
+        let server = ApiError::from_status(Rpc::ShowApp, 500, "Internal error reading apps");
+        let mut told = 0;
+        assert!(retries.after(server, 1, |_, _| told += 1).is_ok());
+        assert_eq!(told, 1);
+        // The next attempt runs into the deadline.
+        retries.deadline = Deadline::after(Duration::ZERO);
+        let cut = ApiError::transport(Rpc::ShowApp, "the command's deadline was reached");
+        let end = retries.after(cut, 2, |_, _| told += 1).unwrap_err();
+        assert_eq!(end.message, "Internal error reading apps");
+        assert_eq!(told, 1);
+        // Without an earlier failure the cut is what there is to say.
+        let mut first = Retries::within(Deadline::after(Duration::ZERO));
+        let cut = ApiError::transport(Rpc::ShowApp, "the command's deadline was reached");
+        let end = first.after(cut, 1, |_, _| {}).unwrap_err();
+        assert_eq!(end.message, "the command's deadline was reached");
+        // A final failure is never retried.
+        let mut final_ = Retries::within(Deadline::after(Duration::from_secs(60)));
+        let refused = ApiError::from_status(Rpc::ShowApp, 400, "bad request");
+        assert!(final_.after(refused, 1, |_, _| {}).is_err());
+    }
 
     #[test]
     fn classifies_the_masters_400_messages() {

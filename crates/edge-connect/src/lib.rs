@@ -35,7 +35,7 @@ mod transport;
 pub use api::MAX_COLLECTED;
 pub use client::{CallReport, Client, RetryReport};
 pub use deadline::{backoff, retry, Deadline};
-pub use error::{Answer, ApiError, ApiErrorKind, Subject};
+pub use error::{Answer, ApiError, ApiErrorKind, Retries, Subject};
 pub use options::{ClientOptions, Credentials, SetupError, DEFAULT_CONNECT_RETRY};
 pub use rpc::Rpc;
 pub use scrub::{Scrubber, TooManySecrets, MAX_PROTECTED_BYTES, MIN_SECRET_CHARS};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::client::Client;
-use crate::error::ApiError;
+use crate::error::{ApiError, Retries};
 use crate::rpc::Rpc;
 use crate::secret::Secret;
 use crate::token_cache::LoginLock;
@@ -29,16 +29,15 @@ impl Client {
     /// backoff within the deadline, and an unreachable host for `connect_retry`; a refused login
     /// (wrong credentials, two-factor authentication required) is final at once.
     async fn login_retrying(&self) -> Result<Secret, ApiError> {
-        let again = |e: ApiError, attempts| match e.retry_pause(attempts, self.deadline) {
-            Some(pause) => {
+        let mut retries = Retries::within(self.deadline);
+        let again = |e: ApiError, attempts| {
+            retries.after(e, attempts, |e, _| {
                 self.tell(&format!(
                     "retrying login: {} (attempt {})",
                     e.message,
                     attempts + 1
-                ));
-                Ok(pause)
-            }
-            None => Err(e),
+                ))
+            })
         };
         crate::deadline::retry(async || self.login_attempt(true).await, again).await
     }
