@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
@@ -56,8 +56,71 @@ pub struct TooManySecrets {
 struct Patterns {
     /// Every protected value, sorted and without repeats, with `+` written as a space ([`fold`]).
     values: Vec<Vec<u8>>,
-    /// One automaton for all of `values`.
-    matcher: Option<AhoCorasick>,
+    /// How `values` are searched for, made by the first scrub after they changed: a command
+    /// learns its secrets in steps (the config's, then the session token) and often writes
+    /// nothing in between.
+    matcher: OnceLock<Matcher>,
+}
+
+/// Values up to this many, each at most [`FEW_BYTES`] long, are searched for one by one
+/// (`memmem`): nothing to build, where an automaton for one password and one session token
+/// cost a quarter of a GetInstance's instructions to build. More take one automaton, one pass
+/// per copy whatever their number.
+const FEW_VALUES: usize = 8;
+/// See [`FEW_VALUES`]; it also bounds what a search one by one may cost where a text repeats
+/// a periodic secret (each match is looked for again from the next byte).
+const FEW_BYTES: usize = 4096;
+
+/// How the protected values are searched for.
+enum Matcher {
+    /// A few values, each on its own.
+    Each(Vec<memchr::memmem::Finder<'static>>),
+    /// Many values, one automaton.
+    Automaton(AhoCorasick),
+    /// Values past the automaton's own limits (which the bound keeps far away): nothing of a
+    /// text is let through.
+    Unsearchable,
+}
+
+impl Matcher {
+    fn new(values: &[Vec<u8>]) -> Matcher {
+        if values.len() <= FEW_VALUES && values.iter().all(|v| v.len() <= FEW_BYTES) {
+            let each = values
+                .iter()
+                .map(|v| memchr::memmem::Finder::new(v).into_owned());
+            return Matcher::Each(each.collect());
+        }
+        AhoCorasick::builder()
+            // Not the DFA the builder picks for few patterns: building one for a 64 KiB secret
+            // takes minutes; the contiguous NFA takes milliseconds and a third of the memory.
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .match_kind(MatchKind::Standard)
+            .build(values)
+            .map_or(Matcher::Unsearchable, Matcher::Automaton)
+    }
+
+    /// Calls `found` with every span of `haystack` that is a value, overlapping ones too: of two
+    /// secrets that overlap in the text, both are masked whole.
+    fn find(&self, haystack: &[u8], mut found: impl FnMut(Range<usize>)) {
+        match self {
+            Matcher::Each(finders) => {
+                for finder in finders {
+                    let mut from = 0;
+                    while let Some(at) = finder.find(&haystack[from..]) {
+                        let start = from + at;
+                        found(start..start + finder.needle().len());
+                        from = start + 1;
+                    }
+                }
+            }
+            Matcher::Automaton(automaton) => {
+                for m in automaton.find_overlapping_iter(haystack) {
+                    found(m.start()..m.end());
+                }
+            }
+            Matcher::Unsearchable => found(0..haystack.len()),
+        }
+    }
 }
 
 impl Scrubber {
@@ -110,21 +173,12 @@ impl Scrubber {
         if bound.is_some_and(|max| bytes > max) {
             return Err(TooManySecrets { bytes });
         }
-        if values == patterns.values {
-            return Ok(());
+        if values != patterns.values {
+            *patterns = Patterns {
+                values,
+                matcher: OnceLock::new(),
+            };
         }
-        let matcher = AhoCorasick::builder()
-            // Not the DFA the builder picks for few patterns: building one for a 64 KiB secret
-            // takes minutes; the contiguous NFA takes milliseconds and a third of the memory.
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .match_kind(MatchKind::Standard)
-            .build(&values)
-            // Only a pattern set past the automaton's own limits fails, far beyond the bound.
-            .map_err(|_| TooManySecrets { bytes })?;
-        *patterns = Patterns {
-            values,
-            matcher: Some(matcher),
-        };
         Ok(())
     }
 
@@ -175,7 +229,8 @@ impl std::fmt::Debug for Scrubber {
 impl Patterns {
     /// Adds to `found` the spans of `view`'s text where a secret, a bearer token or a JWT is.
     fn find(&self, view: &View<'_>, found: &mut Vec<Range<usize>>) {
-        if let Some(matcher) = &self.matcher {
+        if !self.values.is_empty() && !view.bytes.is_empty() {
+            let matcher = self.matcher.get_or_init(|| Matcher::new(&self.values));
             let folded;
             let haystack = if view.bytes.contains(&b'+') {
                 folded = fold(&view.bytes);
@@ -183,10 +238,7 @@ impl Patterns {
             } else {
                 &view.bytes[..]
             };
-            // Overlapping: of two secrets that overlap in the text, both are masked whole.
-            for m in matcher.find_overlapping_iter(haystack) {
-                found.push(view.origin(m.start()..m.end()));
-            }
+            matcher.find(haystack, |r| found.push(view.origin(r)));
         }
         let lower = view.bytes.to_ascii_lowercase();
         for (marker, span) in [("bearer", bearer_token as Shape), ("eyj", jwt)] {
@@ -636,6 +688,53 @@ mod tests {
     }
 
     #[test]
+    fn the_matcher_is_made_once_by_the_first_scrub_after_secrets_change() {
+        let s = scrubber(&["config-password"]);
+        s.protect_token(&Secret::new("session-token-9c1e"));
+        assert!(s.read().matcher.get().is_none(), "made before any scrub");
+        assert_eq!(s.scrub("a session-token-9c1e b"), "a *** b");
+        let made = s.read().matcher.get().map(|m| m as *const Matcher);
+        assert!(made.is_some());
+        assert_eq!(s.scrub("config-password"), MASK);
+        let again = s.read().matcher.get().map(|m| m as *const Matcher);
+        assert_eq!(made, again, "made again without a new secret");
+        s.protect_token(&Secret::new("session-token-9c1e"));
+        assert!(
+            s.read().matcher.get().is_some(),
+            "a known secret dropped it"
+        );
+        s.protect_token(&Secret::new("renewed-token-5d2a"));
+        assert!(
+            s.read().matcher.get().is_none(),
+            "a new secret kept the old one"
+        );
+        assert_eq!(s.scrub("renewed-token-5d2a config-password"), "*** ***");
+    }
+
+    #[test]
+    fn few_values_are_searched_one_by_one_and_many_by_one_automaton() {
+        let few: Vec<String> = (0..FEW_VALUES).map(|i| format!("value-{i}-x")).collect();
+        let many: Vec<String> = (0..=FEW_VALUES).map(|i| format!("value-{i}-x")).collect();
+        let long = "y".repeat(FEW_BYTES + 1);
+        for (values, one_by_one) in [
+            (few.iter().map(String::as_str).collect::<Vec<_>>(), true),
+            (many.iter().map(String::as_str).collect(), false),
+            (vec![long.as_str()], false),
+        ] {
+            let s = scrubber(&values);
+            let text = format!("<{}>", values.join("|"));
+            let expected = format!("<{}>", vec![MASK; values.len()].join("|"));
+            assert_eq!(s.scrub(&text), expected);
+            let kind = s
+                .read()
+                .matcher
+                .get()
+                .map(|m| matches!(m, Matcher::Each(_)));
+            assert_eq!(kind, Some(one_by_one), "{} values", values.len());
+        }
+    }
+
+    #[test]
     fn clones_share_what_is_protected() {
         let s = Scrubber::new();
         let writer = s.clone();
@@ -679,7 +778,14 @@ mod tests {
                 _ => url(&all_unicode_escapes(&secret, true)),
             };
             let out = s.scrub(&format!("{before}{wire}{after}")).into_owned();
-            proptest::prop_assert_eq!(out, format!("{before}{MASK}{after}"));
+            proptest::prop_assert_eq!(&out, &format!("{before}{MASK}{after}"));
+            // The same through the automaton that more values take.
+            let fillers: Vec<String> = (0..FEW_VALUES).map(|i| format!("filler-{i}-§")).collect();
+            let mut values: Vec<&str> = fillers.iter().map(String::as_str).collect();
+            values.push(&secret);
+            let many = scrubber(&values);
+            let through_automaton = many.scrub(&format!("{before}{wire}{after}")).into_owned();
+            proptest::prop_assert_eq!(through_automaton, out);
         }
     }
 }
