@@ -23,7 +23,7 @@ impl Client {
 
     /// `DeleteApp` (key only).
     pub async fn delete_app(&self, key: &AppKey) -> Result<(), ApiError> {
-        self.unary(Rpc::DeleteApp, &json!({ "key": key })).await
+        self.unary(Rpc::DeleteApp, &KeyOnly { key }).await
     }
 
     /// `ShowApp` of the Apps whose key matches `filter` (empty parts are wildcards) and whose
@@ -62,7 +62,7 @@ impl Client {
         key: &AppInstKey,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
-        self.operation(Rpc::DeleteAppInst, &json!({ "key": key }), progress)
+        self.operation(Rpc::DeleteAppInst, &KeyOnly { key }, progress)
             .await
     }
 
@@ -119,6 +119,12 @@ impl Client {
     ) -> Result<Vec<T>, ApiError> {
         self.show(rpc, filter).await?.collect(MAX_COLLECTED).await
     }
+}
+
+/// The body of a delete: `{"key": ...}`.
+#[derive(Serialize)]
+struct KeyOnly<'a, K> {
+    key: &'a K,
 }
 
 /// A key filter of the parts that are set (an empty string would match only empty names).

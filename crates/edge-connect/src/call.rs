@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
-use serde_json::{json, Value};
 
 use crate::client::{host_port, Client};
 use crate::error::{Answer, ApiError};
@@ -22,29 +22,29 @@ impl Client {
     pub(crate) async fn post(
         &self,
         rpc: Rpc,
-        body: &Value,
+        body: bytes::Bytes,
         token: Option<&Secret>,
         retry_unreachable: bool,
         headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
-        let mut url = self.shared.base.clone();
-        let path = match rpc {
-            Rpc::Login => "/api/v1/login".to_string(),
-            _ => format!("/api/v1/auth/ctrl/{rpc}"),
-        };
-        url.set_path(&format!("{}{path}", url.path().trim_end_matches('/')));
+        let url = self.url_of(rpc);
         let started = Instant::now();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             self.shared.requests.fetch_add(1, Ordering::Relaxed);
-            let mut request = self.shared.http.post(url.clone()).json(body);
+            let mut request = self
+                .shared
+                .http
+                .post(url.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
             if let Some(token) = token {
                 request = request.bearer_auth(token.expose());
             }
             let sent = Instant::now();
             let e = match headers.run(rpc, "the answer", request.send()).await {
-                Ok(Ok(response)) => return self.answer(rpc, &url, response, started).await,
+                Ok(Ok(response)) => return self.answer(rpc, url, response, started).await,
                 Err(timeout) => {
                     self.report_call(rpc, None, sent.elapsed());
                     return Err(timeout);
@@ -144,12 +144,22 @@ impl Client {
         object: &impl Serialize,
         headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
-        let body = json!({ "region": self.shared.options.region, rpc.wrapper(): object });
+        let body = json_body(
+            rpc,
+            &Wrapped {
+                region: &self.shared.options.region,
+                wrapper: rpc.wrapper(),
+                object,
+            },
+        )?;
         let token = self.token(None).await?;
-        match self.post(rpc, &body, Some(&token), true, headers).await {
+        match self
+            .post(rpc, body.clone(), Some(&token), true, headers)
+            .await
+        {
             Err(e) if e.answer == Answer::Status(401) => {
                 let token = self.token(Some(&token)).await?;
-                self.post(rpc, &body, Some(&token), true, headers).await
+                self.post(rpc, body, Some(&token), true, headers).await
             }
             other => other,
         }
@@ -160,5 +170,29 @@ impl Client {
         let wait = self.wait(true);
         let response = self.send(rpc, object, wait).await?;
         read_body(response, rpc, wait, MAX_UNARY_BODY, &mut Vec::new()).await
+    }
+}
+
+/// A request body as JSON, serialised once for all attempts of the call.
+pub(crate) fn json_body(rpc: Rpc, body: &impl Serialize) -> Result<bytes::Bytes, ApiError> {
+    serde_json::to_vec(body)
+        .map(bytes::Bytes::from)
+        .map_err(|e| ApiError::protocol(rpc, format!("cannot write the request: {e}")))
+}
+
+/// `{"region": ..., "<wrapper>": object}`, written straight from the object (no JSON tree
+/// between).
+struct Wrapped<'a, T> {
+    region: &'a str,
+    wrapper: &'static str,
+    object: &'a T,
+}
+
+impl<T: Serialize> Serialize for Wrapped<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("region", self.region)?;
+        map.serialize_entry(self.wrapper, self.object)?;
+        map.end()
     }
 }
