@@ -158,8 +158,10 @@ impl Scrubber {
         for secret in secrets {
             let value = secret.expose();
             values.push(fold(value.as_bytes()));
-            if let Some(password) = reqwest::Url::parse(value)
-                .ok()
+            // Only a URL with `@` has a password (a session token has none: no parse for it).
+            if let Some(password) = Some(value)
+                .filter(|v| v.contains('@'))
+                .and_then(|v| reqwest::Url::parse(v).ok())
                 .and_then(|u| u.password().map(String::from))
             {
                 let decoded = percent_encoding::percent_decode_str(&password).collect::<Vec<u8>>();
