@@ -242,11 +242,8 @@ impl Patterns {
             };
             matcher.find(haystack, |r| found.push(view.origin(r)));
         }
-        let lower = view.bytes.to_ascii_lowercase();
         for (marker, span) in [("bearer", bearer_token as Shape), ("eyj", jwt)] {
-            shapes(&view.bytes, &lower, marker, span, |r| {
-                found.push(view.origin(r))
-            });
+            shapes(&view.bytes, marker, span, |r| found.push(view.origin(r)));
         }
     }
 }
@@ -443,17 +440,19 @@ fn mask(text: &str, mut found: Vec<Range<usize>>) -> Cow<'_, str> {
 type Shape = fn(&[u8], usize) -> Option<Range<usize>>;
 
 /// Calls `found` with each span that `span(bytes, at)` finds at an occurrence `at` of `marker`
-/// (ASCII, lower case) in `lower` (`bytes` in lower case).
-fn shapes(
-    bytes: &[u8],
-    lower: &[u8],
-    marker: &str,
-    span: Shape,
-    mut found: impl FnMut(Range<usize>),
-) {
+/// (ASCII, lower case) in `bytes`, in any case. Found without a lower-case copy of the text:
+/// that copy was most of what a log line without secrets cost to scrub.
+fn shapes(bytes: &[u8], marker: &str, span: Shape, mut found: impl FnMut(Range<usize>)) {
+    let marker = marker.as_bytes();
+    let (lower, upper) = (marker[0], marker[0].to_ascii_uppercase());
     let mut search = 0;
-    while let Some(at) = memchr::memmem::find(&lower[search..], marker.as_bytes()) {
+    while let Some(at) = memchr::memchr2(lower, upper, &bytes[search..]) {
         let at = search + at;
+        search = at + 1;
+        let here = bytes.get(at..at + marker.len());
+        if !here.is_some_and(|h| h.eq_ignore_ascii_case(marker)) {
+            continue;
+        }
         search = at + marker.len();
         if let Some(masked) = span(bytes, at) {
             search = masked.end;
