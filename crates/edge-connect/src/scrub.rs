@@ -5,11 +5,11 @@
 //!
 //! What a server echoes is not under our control, nor the encoding it echoes it in. Instead of
 //! listing every spelling of every secret, the scrubber decodes its own copy of the text (JSON
-//! escapes, `%XX`), layer by layer, finds the secrets as they are in each decoded copy with one
-//! multi-pattern pass, and masks the part of the text each one came from. So a password written
-//! wholly as `\uXXXX` escapes, or URL-encoded after JSON escaping, is found as surely as the raw
-//! one, and a thousand secrets cost one pass per copy. docs/reliability.md lists what is covered
-//! and what is not.
+//! escapes, `%XX`), layer by layer, finds the secrets as they are in each decoded copy (a few
+//! one by one, more with one multi-pattern pass), and masks the part of the text each one came
+//! from. So a password written wholly as `\uXXXX` escapes, or URL-encoded after JSON escaping,
+//! is found as surely as the raw one, and a thousand secrets cost one pass per copy.
+//! docs/reliability.md lists what is covered and what is not.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -25,7 +25,7 @@ use crate::secret::Secret;
 pub const MIN_SECRET_CHARS: usize = 4;
 
 /// Most bytes of secrets one command protects (every value, plus the password of each proxy URL).
-/// The matcher takes about 13 bytes per byte of secret (measured: 0.85 MB for one 64 KiB
+/// The automaton of many values takes about 13 bytes per byte of secret (0.85 MB for one 64 KiB
 /// secret), so this bounds it near 14 MB; real commands hold a few KiB (a thousand download
 /// tokens are 40 KB). Past it [`Scrubber::protect`] refuses, and the command with it: nothing is
 /// sent unprotected.
