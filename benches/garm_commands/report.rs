@@ -558,7 +558,12 @@ pub(crate) fn issue29(
         "{}\n",
         match &baseline_label {
             Some(l) =>
-                format!("Baseline: the build of {l}, measured in this run, in the same iterations."),
+                format!("Baseline: the build of {l}, measured in this run, in the same iterations. \
+                    \"This build\" here is the bench-profile build (dynamically linked, glibc's \
+                    allocator, no LTO); issue 29 set its rows against a baseline built the same way \
+                    (1159113, bench profile). Against a static musl baseline, as in issue 38's run, \
+                    the instruction and peak RSS rows compare unlike builds: issue 38's section \
+                    above compares the shipped binary with it."),
             None =>
                 "No baseline build was given (`GARM_BENCH_BASELINE`): only this build's figures."
                     .to_string(),
