@@ -11,7 +11,7 @@ use crate::client::{host_port, Client};
 use crate::error::{Answer, ApiError};
 use crate::rpc::Rpc;
 use crate::secret::Secret;
-use crate::transport::{read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
+use crate::transport::{json_body, read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
 
 impl Client {
     /// One POST of `rpc` (the login, or `/api/v1/auth/ctrl/<rpc>` with `token`), retried (when
@@ -171,13 +171,6 @@ impl Client {
         let response = self.send(rpc, object, wait).await?;
         read_body(response, rpc, wait, MAX_UNARY_BODY, &mut Vec::new()).await
     }
-}
-
-/// A request body as JSON, serialised once for all attempts of the call.
-pub(crate) fn json_body(rpc: Rpc, body: &impl Serialize) -> Result<bytes::Bytes, ApiError> {
-    serde_json::to_vec(body)
-        .map(bytes::Bytes::from)
-        .map_err(|e| ApiError::protocol(rpc, format!("cannot write the request: {e}")))
 }
 
 /// `{"region": ..., "<wrapper>": object}`, written straight from the object (no JSON tree

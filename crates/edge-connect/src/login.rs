@@ -51,7 +51,7 @@ impl Client {
     }
 
     async fn login_attempt(&self, retry_unreachable: bool) -> Result<Secret, ApiError> {
-        let body = crate::call::json_body(
+        let body = crate::transport::json_body(
             Rpc::Login,
             &json!({
                 "username": self.shared.credentials.username,
