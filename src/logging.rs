@@ -12,16 +12,17 @@
 //! In GARM mode stderr belongs to the front door alone: GARM stores it as the runner's fault,
 //! and it must be exactly one line. Nothing is logged to stderr there.
 
+use std::borrow::Cow;
 use std::io::Write;
 #[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::EnvFilter;
 
 use edge_connect::Scrubber;
 
@@ -57,17 +58,26 @@ struct Cleaned<W> {
 
 /// One formatted record as it may be written: secrets masked, control characters escaped so
 /// that a field such as an instance name with a newline cannot start a fake log line; the
-/// record's own final newline is kept.
-fn clean(record: &[u8], scrubber: &Scrubber) -> Vec<u8> {
-    let text = scrubber
-        .scrub(&String::from_utf8_lossy(record))
-        .into_owned();
+/// record's own final newline is kept. A record of printable ASCII with nothing to mask (most
+/// of them) is written as it came, uncopied.
+fn clean<'r>(record: &'r [u8], scrubber: &Scrubber) -> Cow<'r, [u8]> {
+    let text = match String::from_utf8_lossy(record) {
+        Cow::Borrowed(text) => scrubber.scrub(text),
+        Cow::Owned(text) => Cow::Owned(scrubber.scrub(&text).into_owned()),
+    };
     let body = text.strip_suffix('\n');
-    let mut out = crate::text::one_line(body.unwrap_or(&text));
+    let line = body.unwrap_or(&text);
+    if line.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        return match text {
+            Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+            Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+        };
+    }
+    let mut out = crate::text::one_line(line);
     if body.is_some() {
         out.push('\n');
     }
-    out.into_bytes()
+    Cow::Owned(out.into_bytes())
 }
 
 impl<W: Write> Write for Cleaned<W> {
@@ -188,11 +198,19 @@ where
 {
     // Our crates (the provider and its Edge Connect client) at the configured level;
     // dependencies (hyper, rustls) only at warn, so the log holds provider events and never raw
-    // HTTP traffic. The variant names are tracing's level names.
-    let level = format!("{level:?}").to_ascii_lowercase();
-    let filter = EnvFilter::new(format!(
-        "warn,garm_provider_edge_connect={level},edge_connect={level}"
-    ));
+    // HTTP traffic. Targets, not EnvFilter: the same prefixes without a regex engine, which
+    // would be a fifth of the binary for three fixed directives.
+    let level = match level {
+        LogLevel::Error => LevelFilter::ERROR,
+        LogLevel::Warn => LevelFilter::WARN,
+        LogLevel::Info => LevelFilter::INFO,
+        LogLevel::Debug => LevelFilter::DEBUG,
+        LogLevel::Trace => LevelFilter::TRACE,
+    };
+    let filter = Targets::new()
+        .with_default(LevelFilter::WARN)
+        .with_target("garm_provider_edge_connect", level)
+        .with_target("edge_connect", level);
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(false)
@@ -215,8 +233,15 @@ mod tests {
     #[test]
     fn records_keep_their_final_newline_only() {
         let s = edge_connect::Scrubber::new();
-        let clean = |r: &[u8]| super::clean(r, &s);
+        let clean = |r: &[u8]| super::clean(r, &s).into_owned();
         assert_eq!(clean(b"plain line\n"), b"plain line\n");
+        assert!(matches!(
+            super::clean(b"plain line\n", &s),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(clean("bidi \u{202e}x\n".as_bytes()), b"bidi \\u{202e}x\n");
+        assert_eq!(clean(b"tab\tx\n"), b"tab\\tx\n");
+        assert_eq!(clean(b"bad \xff\n"), "bad \u{fffd}\n".as_bytes());
         assert_eq!(
             clean(b"instance=a\nFAKE line\n"),
             b"instance=a\\nFAKE line\n"

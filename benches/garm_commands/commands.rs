@@ -41,6 +41,7 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
         list: Samples::default(),
         delete: Samples::default(),
     };
+    let curl = curl();
     // Iteration 0 warms up (token cache, page cache, the thin client's two connections) and is
     // not recorded. Everything of one iteration runs back to back, so that a ratio of two figures
     // of one iteration compares them under the same load of the (shared) machine.
@@ -73,6 +74,32 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
         let (limit_delete, _) = world.replay(&delete.traffic.rounds)?;
         ensure!(!world.has_app(&name), "replayed DeleteInstance left {name}");
 
+        // As processes: the minimal client, then curl, each through the same four commands.
+        let base = world.relay.url();
+        let as_processes = |send: &dyn Fn(&Rounds) -> Result<Duration>| -> Result<[Duration; 4]> {
+            let create_wall = send(&create.traffic.rounds)?;
+            ensure!(
+                world.has_app_inst(&name),
+                "a replayed CreateInstance did not create {name}"
+            );
+            let get_wall = send(&get.traffic.rounds)?;
+            let list_wall = send(&list.traffic.rounds)?;
+            let delete_wall = send(&delete.traffic.rounds)?;
+            ensure!(
+                !world.has_app(&name),
+                "a replayed DeleteInstance left {name}"
+            );
+            Ok([create_wall, get_wall, list_wall, delete_wall])
+        };
+        let minimal = as_processes(&|rounds| minimal_client_run(world.dir(), &base, rounds))?;
+        let curl = match &curl {
+            Some(curl) => Some(as_processes(&|rounds| {
+                curl_run(curl, world.dir(), &base, rounds)
+            })?),
+            None => None,
+        };
+        world.relay.take();
+
         if record {
             r.version.add_proc(&version);
             r.create.record(&create, "CreateInstance")?;
@@ -87,6 +114,12 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
             r.list.add_limit(limit_list);
             r.delete.add_limit(limit_delete);
             r.delete.add_limit_min(limit_delete_min);
+            for (i, samples) in [&mut r.create, &mut r.get, &mut r.list, &mut r.delete]
+                .into_iter()
+                .enumerate()
+            {
+                samples.add_processes(minimal[i], curl.map(|c| c[i]));
+            }
             r.delete.min_rounds = Some(minimal_delete.len());
         }
         ensure!(

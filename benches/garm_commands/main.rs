@@ -7,7 +7,9 @@
 //!
 //! ```text
 //! provider process ──► counting relay ──► simulator (latency 0 or 20 ms per call)
-//! thin client (reqwest, warm) ──┘
+//! thin client (reqwest, warm) ──┤
+//! minimal client process ───────┤
+//! curl, one process per round ──┘
 //! ```
 //!
 //! The provider is started as GARM starts it (bare environment, `GARM_*` only, cwd `/`) by a small
@@ -24,12 +26,12 @@
 //! | module | job |
 //! |---|---|
 //! | `relay` | the counting TCP relay (timing and bytes, no HTTP parsing) |
-//! | `thin_client` | captured requests, round trips, the reqwest replay |
+//! | `thin_client` | captured requests, round trips, their replay: thin client, minimal client, curl |
 //! | `process` | the launcher, `wait4` (CPU time, peak RSS) |
 //! | `valgrind` | instruction counts (cachegrind without cache simulation) |
 //! | `world` | a simulator, a relay and a provider config; one measured command; seeding |
 //! | `stats` | medians and samples |
-//! | `commands`, `scale`, `burst`, `remove_all`, `binary` | the steps |
+//! | `commands`, `scale`, `burst`, `remove_all`, `instructions`, `binary` | the steps |
 //! | `machine`, `report` | the header and BENCHMARKS.md |
 //!
 //! `GARM_BENCH_BASELINE=<provider binary>` (and `GARM_BENCH_BASELINE_LABEL`) measures another
@@ -42,6 +44,7 @@
 mod binary;
 mod burst;
 mod commands;
+mod instructions;
 mod machine;
 mod process;
 mod relay;
@@ -82,6 +85,7 @@ mod prelude {
     pub(crate) use crate::binary::*;
     pub(crate) use crate::burst::*;
     pub(crate) use crate::commands::*;
+    pub(crate) use crate::instructions::*;
     pub(crate) use crate::machine::*;
     pub(crate) use crate::process::*;
     pub(crate) use crate::relay::*;
@@ -174,8 +178,15 @@ fn main() {
 }
 
 fn run() -> Result<()> {
-    if std::env::args().nth(1).as_deref() == Some("--launch") {
-        return launcher();
+    match std::env::args().nth(1).as_deref() {
+        Some("--launch") => return launcher(),
+        Some("--minimal-client") => {
+            let file = std::env::args()
+                .nth(2)
+                .ok_or_else(|| anyhow!("--minimal-client FILE"))?;
+            return minimal_client(Path::new(&file));
+        }
+        _ => {}
     }
     let mut quick = false;
     for arg in std::env::args().skip(1) {
@@ -250,6 +261,11 @@ fn run() -> Result<()> {
         "  RemoveAll step done ({:.0} s)",
         started.elapsed().as_secs_f64()
     );
+    let instructions = instructions_step(&runtime, work.path(), &plan)?;
+    eprintln!(
+        "  instructions step done ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
     let binary = binary_step(&plan, work.path())?;
 
     let results = Results {
@@ -258,6 +274,7 @@ fn run() -> Result<()> {
         foreign,
         burst,
         remove_all,
+        instructions,
         binary,
     };
     let report = render(&machine, &plan, &results, started.elapsed());

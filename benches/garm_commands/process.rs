@@ -9,8 +9,11 @@ use crate::prelude::*;
 // exec the kernel records the old address space's high-water mark as the child's. Started from
 // this process, which holds the simulator and its 10,000-object inventories, every provider
 // would "use" hundreds of MB. So providers are started by a launcher: this same executable
-// re-run with `--launch`, which does nothing but spawn and reap them. Its own high-water mark
-// (a few MB, reported) is then the floor below which RSS figures cannot go.
+// re-run with `--launch`, which does nothing but spawn and reap them. And the launcher forks
+// rather than lends its address space (std's spawn uses vfork semantics, which would make the
+// launcher's whole high-water mark the child's, about 4 MB): a forked copy counts only the
+// pages it copied, the launcher's private memory. A child that exits at once measures that
+// floor (reported), below which RSS figures cannot go.
 
 /// A finished provider process.
 pub(crate) struct Proc {
@@ -53,7 +56,7 @@ pub(crate) struct JobResult {
 
 #[derive(Serialize, Deserialize)]
 pub(crate) struct LaunchReply {
-    /// The launcher's own peak RSS when it started the jobs: the floor of `max_rss_kb`.
+    /// The peak RSS of a fork of the launcher that exits at once: the floor of `max_rss_kb`.
     pub(crate) launcher_hwm_kb: u64,
     pub(crate) results: Vec<JobResult>,
 }
@@ -65,7 +68,7 @@ pub(crate) fn launcher() -> Result<()> {
         .read_to_string(&mut text)
         .context("launcher: reading the request")?;
     let request: LaunchRequest = serde_json::from_str(&text).context("launcher: request")?;
-    let launcher_hwm_kb = own_hwm_kb();
+    let launcher_hwm_kb = fork_floor_kb()?;
     let mut started = Vec::with_capacity(request.jobs.len());
     for job in &request.jobs {
         let input = match &job.stdin {
@@ -86,6 +89,11 @@ pub(crate) fn launcher() -> Result<()> {
             .stdout(Stdio::from(create(&job.stdout)?))
             .stderr(Stdio::from(create(&job.stderr)?))
             .envs(job.vars.iter().map(|(k, v)| (k, v)));
+        // SAFETY: the hook does nothing; it is there because std forks (instead of spawning with
+        // a borrowed address space) when a pre_exec hook is set.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || Ok(()));
+        }
         let start = Instant::now();
         let child = command
             .spawn()
@@ -125,19 +133,19 @@ pub(crate) fn launcher() -> Result<()> {
     Ok(())
 }
 
-/// This process's peak RSS (`VmHWM`, which belongs to the address space, not the process's
-/// history), in KiB.
-pub(crate) fn own_hwm_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+/// What a fork of this process starts with, in KiB: the peak RSS of a child that exits at once,
+/// the floor of every child's figure.
+pub(crate) fn fork_floor_kb() -> Result<u64> {
+    // SAFETY: the launcher has one thread (nothing has started another), so the child may run
+    // anything; it runs only _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: ends the child without running anything of the parent's.
+        unsafe { libc::_exit(0) };
+    }
+    ensure!(pid > 0, "fork: {}", io::Error::last_os_error());
+    let (_, _, usage) = wait4(pid)?;
+    Ok(usage.ru_maxrss.max(0) as u64)
 }
 
 /// Waits for `pid` (or any child with -1): its pid, exit status and resource usage.

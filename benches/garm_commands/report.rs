@@ -161,6 +161,7 @@ pub(crate) struct Results {
     pub(crate) foreign: ForeignResults,
     pub(crate) burst: BurstResults,
     pub(crate) remove_all: RemoveAllResults,
+    pub(crate) instructions: Option<InstructionResults>,
     pub(crate) binary: BinaryResults,
 }
 
@@ -176,6 +177,7 @@ pub(crate) fn render(
         foreign,
         burst,
         remove_all,
+        instructions,
         binary,
     } = results;
     let mut out = String::new();
@@ -213,7 +215,7 @@ pub(crate) fn render(
     );
     let _ = writeln!(
         out,
-        "| peak RSS floor | {:.1} MB: the launcher's own high-water mark, which the kernel counts into its children's (see the source) |",
+        "| peak RSS floor | {:.1} MB: what a fork of the launcher starts with (a child that exits at once), which the kernel counts into every child's (see the source) |",
         LAUNCHER_HWM_KB.load(Ordering::Relaxed) as f64 / 1024.0
     );
     let _ = writeln!(
@@ -232,6 +234,7 @@ pub(crate) fn render(
         plan.runs, plan.cold_runs, plan.scale_runs
     );
 
+    out.push_str(&issue38(commands, instructions.as_ref(), binary));
     out.push_str(&issue29(commands, scale, foreign, remove_all));
     out.push_str(&summary(commands, scale, burst));
 
@@ -241,9 +244,12 @@ pub(crate) fn render(
         let _ = writeln!(out, "## Per command, simulator latency {lat} ms per call\n");
         let _ = writeln!(
             out,
-            "| command | calls | round trips (min) | wall ms | thin client ms | provider / thin | CPU ms | peak RSS MB | sent | received | connections | logins | calls in order |"
+            "| command | calls | round trips (min) | wall ms | thin client ms | provider / thin | minimal client ms | provider / minimal | curl ms | provider / curl | CPU ms | peak RSS MB | sent | received | connections | logins | calls in order |"
         );
-        let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+        let _ = writeln!(
+            out,
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+        );
         let rows: [(&str, &Samples); 7] = [
             ("GetVersion (floor)", &c.version),
             ("CreateInstance, empty token cache", &c.cold_create),
@@ -265,10 +271,16 @@ pub(crate) fn render(
             } else {
                 (format!("{limit:.1}"), format!("{:.2}×", median(&s.ratio)))
             };
+            let anchor = |walls: &[f64], ratios: &[f64]| match walls.is_empty() {
+                true => "– | –".to_string(),
+                false => format!("{:.1} | {:.2}×", median(walls), median(ratios)),
+            };
             let _ = writeln!(
                 out,
-                "| {name} | {} | {rt} | {wall:.1} | {limit_text} | {ratio_text} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
+                "| {name} | {} | {rt} | {wall:.1} | {limit_text} | {ratio_text} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
                 s.requests,
+                anchor(&s.minimal, &s.ratio_minimal),
+                anchor(&s.curl, &s.ratio_curl),
                 median(&s.cpu),
                 median(&s.rss_mb),
                 if s.sent.is_empty() { "–".into() } else { kb(median(&s.sent)) },
@@ -280,7 +292,7 @@ pub(crate) fn render(
             if !s.limit_min.is_empty() {
                 let _ = writeln!(
                     out,
-                    "| ↳ DeleteInstance vs. minimum round trips | | {} | {wall:.1} | {:.1} | {:.2}× | | | | | | | thin client without the Show round |",
+                    "| ↳ DeleteInstance vs. minimum round trips | | {} | {wall:.1} | {:.1} | {:.2}× | | | | | | | | | | | thin client without the Show round |",
                     s.min_rounds.unwrap_or(0),
                     median(&s.limit_min),
                     median(&s.ratio_min),
@@ -546,7 +558,12 @@ pub(crate) fn issue29(
         "{}\n",
         match &baseline_label {
             Some(l) =>
-                format!("Baseline: the build of {l}, measured in this run, in the same iterations."),
+                format!("Baseline: the build of {l}, measured in this run, in the same iterations. \
+                    \"This build\" here is the bench-profile build (dynamically linked, glibc's \
+                    allocator, no LTO); issue 29 set its rows against a baseline built the same way \
+                    (1159113, bench profile). Against a static musl baseline, as in issue 38's run, \
+                    the instruction and peak RSS rows compare unlike builds: issue 38's section \
+                    above compares the shipped binary with it."),
             None =>
                 "No baseline build was given (`GARM_BENCH_BASELINE`): only this build's figures."
                     .to_string(),
@@ -707,6 +724,186 @@ pub(crate) fn scale_memory_and_instructions(scale: &ScaleResults) -> String {
     out
 }
 
+/// Issue 38's targets: each command at the floor of a minimal client, instructions against the
+/// baseline build, a binary under 6 MB; and the instruction counts of every build measured.
+pub(crate) fn issue38(
+    commands: &[CommandResults],
+    instructions: Option<&InstructionResults>,
+    binary: &BinaryResults,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## Against the targets of issue 38
+"
+    );
+    let baseline = instructions.and_then(InstructionResults::baseline);
+    let shipped = instructions.and_then(InstructionResults::shipped);
+    let _ = writeln!(
+        out,
+        "Instructions and peak RSS of the shipped binary (release profile, static musl) against {} measured in this run (step \"Instructions per command\" below); wall times of the bench-profile build against the minimal client at {} ms.\n",
+        baseline.map_or("no baseline (GARM_BENCH_BASELINE unset)".to_string(), |b| format!("the baseline `{}` ({})", b.label, shown(&b.path))),
+        REAL_LATENCY.as_millis()
+    );
+    let _ = writeln!(out, "| target | baseline | this build | | |");
+    let _ = writeln!(out, "|---|--:|--:|--:|---|");
+    let pair = |name: &str, of: fn(&InstructionRow) -> f64, bound: f64| -> String {
+        match (baseline, shipped) {
+            (Some(b), Some(s)) => {
+                let r = of(s) / of(b);
+                format!(
+                    "| {name}: instructions ≤ {bound}× the baseline's | {} | {} | {r:.2}× | {} |",
+                    thousands(of(b)),
+                    thousands(of(s)),
+                    verdict(r <= bound)
+                )
+            }
+            _ => format!("| {name}: instructions ≤ {bound}× the baseline's | – | – | – | not measured (needs the shipped binary and a baseline) |"),
+        }
+    };
+    let runners = instructions.map_or(0, |i| i.remove_all_runners);
+    let listed = instructions.map_or((0, 0), |i| (i.listed, i.list_size));
+    let _ = writeln!(out, "{}", pair("CreateInstance", |r| r.create as f64, 0.65));
+    let _ = writeln!(out, "{}", pair("GetInstance", |r| r.get as f64, 0.65));
+    let _ = writeln!(
+        out,
+        "{}",
+        pair(
+            &format!("ListInstances of {} among {}", listed.0, listed.1),
+            |r| r.list as f64,
+            1.0
+        )
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        pair(
+            &format!("RemoveAllInstances of {runners}"),
+            |r| r.remove_all as f64,
+            1.0
+        )
+    );
+    let per_runner = |r: &InstructionRow| r.remove_all_per_runner(runners);
+    let _ = writeln!(
+        out,
+        "{}",
+        match (baseline, shipped) {
+            (Some(b), Some(s)) => {
+                let r = per_runner(s) / per_runner(b);
+                format!(
+                    "| RemoveAllInstances: instructions per runner ≤ 0.6× the baseline's | {} | {} | {r:.2}× | {} |",
+                    thousands(per_runner(b)),
+                    thousands(per_runner(s)),
+                    verdict(r <= 0.6)
+                )
+            }
+            _ => "| RemoveAllInstances: instructions per runner ≤ 0.6× the baseline's | – | – | – | not measured |".to_string(),
+        }
+    );
+    match shipped {
+        Some(s) => {
+            let rss = median(&s.get_rss_mb);
+            let _ = writeln!(
+                out,
+                "| GetInstance: peak RSS ≤ 4.5 MB | {} | {rss:.1} MB | | {} |",
+                baseline.map_or("–".to_string(), |b| format!(
+                    "{:.1} MB",
+                    median(&b.get_rss_mb)
+                )),
+                verdict(rss <= 4.5)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "| GetInstance: peak RSS ≤ 4.5 MB | – | – | | not measured (no shipped binary) |"
+            );
+        }
+    }
+    match &binary.shipped {
+        Some((_, size, _, _)) => {
+            let _ = writeln!(
+                out,
+                "| shipped binary ≤ 6,000,000 bytes | {} | {} | | {} |",
+                baseline
+                    .and_then(|b| std::fs::metadata(&b.path).ok())
+                    .map_or("–".to_string(), |m| thousands(m.len() as f64)),
+                thousands(*size as f64),
+                verdict(*size <= 6_000_000)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "| shipped binary ≤ 6,000,000 bytes | – | – | | not built |"
+            );
+        }
+    }
+    if let Some(real) = commands.iter().find(|c| c.latency == REAL_LATENCY) {
+        for (name, s) in [("CreateInstance", &real.create), ("GetInstance", &real.get)] {
+            let r = median(&s.ratio_minimal);
+            let _ = writeln!(
+                out,
+                "| {name}: wall ≤ 1.0× the minimal client at {} ms | {:.1} ms (minimal client) | {:.1} ms | {r:.2}× | {} |",
+                REAL_LATENCY.as_millis(),
+                median(&s.minimal),
+                median(&s.wall),
+                verdict(r <= 1.0)
+            );
+        }
+    }
+    out.push('\n');
+    if let Some(i) = instructions {
+        let _ = writeln!(
+            out,
+            "### Instructions per command (latency 0 ms, a cached token)\n"
+        );
+        let _ = writeln!(
+            out,
+            "| build | CreateInstance | GetInstance | DeleteInstance | RemoveAll of none | RemoveAll of {} | per runner | ListInstances of {} among {} | GetInstance peak RSS MB |",
+            i.remove_all_runners, i.listed, i.list_size
+        );
+        let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+        for r in &i.rows {
+            let _ = writeln!(
+                out,
+                "| {} (`{}`) | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+                r.label,
+                shown(&r.path),
+                thousands(r.create as f64),
+                thousands(r.get as f64),
+                thousands(r.delete as f64),
+                thousands(r.remove_all_none as f64),
+                thousands(r.remove_all as f64),
+                thousands(r.remove_all_per_runner(i.remove_all_runners)),
+                thousands(r.list as f64),
+                median(&r.get_rss_mb),
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `1234567.8` as `1,234,568`.
+fn thousands(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".to_string();
+    }
+    let digits = format!("{:.0}", x.abs());
+    let mut grouped = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(d);
+    }
+    if x < 0.0 {
+        grouped.insert(0, '-');
+    }
+    grouped
+}
+
 /// RemoveAllInstances in latency units.
 pub(crate) fn remove_all_section(r: &RemoveAllResults) -> String {
     let mut out = String::new();
@@ -746,14 +943,23 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
 
 - **wall ms**: from the start of the provider process to its exit as seen by `wait4`, i.e. what
   GARM waits for. **CPU ms** (user + system) and **peak RSS** come from the same `wait4`. Peak RSS
-  cannot be lower than the "peak RSS floor" above (the kernel counts the starting process's
-  high-water mark into the child's); GetVersion sits just above it.
+  cannot be lower than the "peak RSS floor" above (the kernel counts the pages a forked child
+  starts with into its figure); GetVersion sits just above it.
 - **thin client**: a reqwest client inside the benchmark that sends *exactly* the provider's
   requests (captured on the wire: same paths, bodies and token), with the same parallelism, over
   connections that are already open and with the token already in hand. It is the limit of what
   any client could do with those calls. **provider / thin** is the median of the per-iteration
   ratios (both measured back to back): what the provider adds (process start, config and
   credentials, TCP connects, JSON, logging, exit).
+- **minimal client**: this benchmark's executable started again as a process
+  (`--minimal-client`), as the provider is started (bare environment, cwd `/`, through the same
+  launcher), that builds a reqwest client with rustls (the provider's HTTP and TLS stack) on a
+  single-threaded runtime and sends the same captured requests with the same parallelism over
+  new connections, then exits. It does nothing else: no config, no credentials, no token cache,
+  no logging, no output. Its wall time is the floor of a provider process; **provider /
+  minimal** is what the provider adds to it (median of per-iteration ratios).
+- **curl**: the same requests sent by `curl`, one process per round trip (`--parallel` for
+  the calls of a round), as a shell script would; its time is the sum of those processes'.
 - **GetInstance without log_file**: the same command with `log_file` left out of the config (the
   provider then logs warnings to stderr only), to show what logging to a file costs per process.
 - **round trips**: calls whose request → answer intervals overlap on the wire count as one round
@@ -780,9 +986,14 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
 - **instructions**: every instruction the provider process executes (start, config, both Show
   answers, output, exit), counted by valgrind's cachegrind without its cache simulation. Unlike
   times they hardly depend on the load of the machine, so small differences are real.
-- **baseline**: another build of the provider (`GARM_BENCH_BASELINE`), here the commit before the
-  work of issue 29, in the same iterations as this build, so that before and after come from one
-  run.
+- **baseline**: another build of the provider (`GARM_BENCH_BASELINE`), built the way the
+  image builds the provider (static musl, release profile), in the same iterations as this build,
+  so that before and after come from one run.
+- **Instructions per command**: each build's commands under cachegrind, at 0 ms per call, each
+  with its own token cache warmed first (a count that included a login is refused). RemoveAll
+  per runner is RemoveAll of the runners less RemoveAll of none, divided by their number. The
+  targets of issue 38 compare the shipped binary (the one the image carries) with the baseline,
+  both static musl builds; the bench-profile build is listed for reference only.
 - **RemoveAllInstances**: the inventory is that many runners of this controller, each with a
   Ready AppInst; latency units are the wall time divided by the simulator's latency per call.
   The floor is 3: the Show round, then DeleteAppInst and DeleteApp of every runner at once.

@@ -42,6 +42,12 @@ pub(crate) struct Samples {
     pub(crate) limit_min: Vec<f64>,
     pub(crate) ratio_min: Vec<f64>,
     pub(crate) min_rounds: Option<usize>,
+    /// The minimal client process with the same calls, and provider wall / its wall per run.
+    pub(crate) minimal: Vec<f64>,
+    pub(crate) ratio_minimal: Vec<f64>,
+    /// curl, one process per round, and provider wall / its wall per run.
+    pub(crate) curl: Vec<f64>,
+    pub(crate) ratio_curl: Vec<f64>,
 }
 
 impl Samples {
@@ -56,6 +62,18 @@ impl Samples {
         self.limit.push(ms(limit));
         if let Some(wall) = self.wall.last() {
             self.ratio.push(wall / ms(limit));
+        }
+    }
+
+    /// The minimal client's and curl's times for the provider run added last.
+    pub(crate) fn add_processes(&mut self, minimal: Duration, curl: Option<Duration>) {
+        if let Some(wall) = self.wall.last().copied() {
+            self.minimal.push(ms(minimal));
+            self.ratio_minimal.push(wall / ms(minimal));
+            if let Some(curl) = curl {
+                self.curl.push(ms(curl));
+                self.ratio_curl.push(wall / ms(curl));
+            }
         }
     }
 

@@ -1,11 +1,14 @@
-//! The thin client: the provider's captured requests, grouped into round trips, and their replay
-//! with reqwest over warm connections (the limit any client could reach with those calls).
+//! The provider's captured requests, grouped into round trips, and their replay: by the thin
+//! client (reqwest over warm connections, in this process: the limit any client could reach with
+//! those calls), by the minimal client (a process started as the provider is, with the same
+//! HTTP and TLS stack: the floor a provider process can reach) and by curl (one process per
+//! round, as a shell script would send them).
 
 #[allow(unused_imports)]
 use crate::prelude::*;
 
 /// One HTTP request as the provider sent it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct HttpRequest {
     pub(crate) method: String,
     pub(crate) path: String,
@@ -67,7 +70,7 @@ impl HttpRequest {
 
 /// The calls of one command, grouped into sequential round trips: calls in flight together cost
 /// one round trip.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Rounds(pub(crate) Vec<Vec<HttpRequest>>);
 
 /// The RPC names of each round, sorted within the round: what stays the same from run to run.
@@ -241,4 +244,112 @@ pub(crate) async fn send(http: &reqwest::Client, base: &str, request: &HttpReque
         String::from_utf8_lossy(&body[..body.len().min(300)])
     );
     Ok(())
+}
+
+/// What the minimal client process is to send, and where.
+#[derive(Serialize, Deserialize)]
+struct MinimalJob {
+    base: String,
+    rounds: Rounds,
+}
+
+/// The minimal client's side: this executable run with `--minimal-client FILE` does nothing
+/// else before it sends the rounds in FILE as [`replay`] does, with the provider's HTTP and TLS
+/// stack (reqwest with rustls, a client built in the process, new connections, a
+/// single-threaded runtime), and exits. Its wall time, measured like a provider's, is what any
+/// process that sends those requests pays: the floor of the provider's.
+pub(crate) fn minimal_client(file: &Path) -> Result<()> {
+    let job: MinimalJob = serde_json::from_slice(
+        &std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?,
+    )
+    .context("minimal client job")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("minimal client: runtime")?;
+    let http = reqwest::Client::builder()
+        .use_rustls_tls()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("minimal client: HTTP client")?;
+    runtime.block_on(replay(&http, &job.base, &job.rounds))?;
+    Ok(())
+}
+
+/// Runs the minimal client on `rounds` as a process (through the launcher, as providers run):
+/// its wall time from start to exit.
+pub(crate) fn minimal_client_run(dir: &Path, base: &str, rounds: &Rounds) -> Result<Duration> {
+    let file = dir.join("minimal-client.json");
+    let job = MinimalJob {
+        base: base.to_string(),
+        rounds: rounds.clone(),
+    };
+    std::fs::write(&file, serde_json::to_vec(&job)?)
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    let me = std::env::current_exe().context("cannot find the benchmark's own executable")?;
+    let args = ["--minimal-client".to_string(), file.display().to_string()];
+    let proc = run_provider(&me, &args, dir, &[], None)?;
+    ensure!(
+        proc.code == 0,
+        "the minimal client exited {}: {}",
+        proc.code,
+        proc.stderr.trim()
+    );
+    Ok(proc.wall)
+}
+
+/// curl on PATH, if any.
+pub(crate) fn curl() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("curl"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Sends `rounds` with `curl`: one process per round, its calls in parallel (`--parallel`), the
+/// rounds one after the other, as a shell script would. The sum of the processes' wall times.
+pub(crate) fn curl_run(curl: &Path, dir: &Path, base: &str, rounds: &Rounds) -> Result<Duration> {
+    let mut total = Duration::ZERO;
+    for (r, round) in rounds.0.iter().enumerate() {
+        let mut args = vec![
+            "--silent".to_string(),
+            "--show-error".to_string(),
+            "--fail".to_string(),
+            "--parallel".to_string(),
+            "--parallel-immediate".to_string(),
+        ];
+        for (c, request) in round.iter().enumerate() {
+            if c > 0 {
+                args.push("--next".to_string());
+            }
+            let body = dir.join(format!("curl-{r}-{c}.body"));
+            std::fs::write(&body, &request.body)
+                .with_context(|| format!("cannot write {}", body.display()))?;
+            args.extend([
+                "--request".to_string(),
+                request.method.clone(),
+                "--output".to_string(),
+                "/dev/null".to_string(),
+                "--data-binary".to_string(),
+                format!("@{}", body.display()),
+            ]);
+            for (name, value) in &request.headers {
+                let own = ["host", "content-length", "connection"];
+                if !own.iter().any(|o| name.eq_ignore_ascii_case(o)) {
+                    args.extend(["--header".to_string(), format!("{name}: {value}")]);
+                }
+            }
+            args.push(format!("{base}{}", request.path));
+        }
+        let proc = run_provider(curl, &args, dir, &[], None)?;
+        ensure!(
+            proc.code == 0,
+            "curl exited {}: {}",
+            proc.code,
+            proc.stderr.trim()
+        );
+        total += proc.wall;
+    }
+    Ok(total)
 }

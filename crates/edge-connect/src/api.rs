@@ -24,7 +24,7 @@ impl Client {
 
     /// `DeleteApp` (key only).
     pub async fn delete_app(&self, key: &AppKey) -> Result<(), ApiError> {
-        self.unary(Rpc::DeleteApp, &json!({ "key": key })).await
+        self.unary(Rpc::DeleteApp, &KeyOnly { key }).await
     }
 
     /// `ShowApp` of the Apps whose key matches `filter` (empty parts are wildcards) and whose
@@ -65,7 +65,7 @@ impl Client {
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamEnd, ApiError> {
         let progress = &mut |p: Progress<'_>| progress(p.line);
-        self.operation(Rpc::DeleteAppInst, &json!({ "key": key }), progress)
+        self.operation(Rpc::DeleteAppInst, &KeyOnly { key }, progress)
             .await
     }
 
@@ -122,6 +122,12 @@ impl Client {
     ) -> Result<Vec<T>, ApiError> {
         self.show(rpc, filter).await?.collect(MAX_COLLECTED).await
     }
+}
+
+/// The body of a delete: `{"key": ...}`.
+#[derive(Serialize)]
+struct KeyOnly<'a, K> {
+    key: &'a K,
 }
 
 /// A key filter of the parts that are set (an empty string would match only empty names).

@@ -4,14 +4,14 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
-use serde_json::{json, Value};
 
 use crate::client::{host_port, Client};
 use crate::error::{Answer, ApiError};
 use crate::rpc::Rpc;
 use crate::secret::Secret;
-use crate::transport::{read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
+use crate::transport::{json_body, read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
 
 impl Client {
     /// One POST of `rpc` (the login, or `/api/v1/auth/ctrl/<rpc>` with `token`), retried (when
@@ -22,30 +22,30 @@ impl Client {
     pub(crate) async fn post(
         &self,
         rpc: Rpc,
-        body: &Value,
+        body: bytes::Bytes,
         token: Option<&Secret>,
         retry_unreachable: bool,
         headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
-        let mut url = self.shared.base.clone();
-        let path = match rpc {
-            Rpc::Login => "/api/v1/login".to_string(),
-            _ => format!("/api/v1/auth/ctrl/{rpc}"),
-        };
-        url.set_path(&format!("{}{path}", url.path().trim_end_matches('/')));
+        let url = self.url_of(rpc);
         let started = Instant::now();
         // A failed attempt is `Ok` with the connection's error while the host could not be
         // reached (worth another attempt), `Err` with the call's error otherwise.
         let attempt = async || {
             self.shared.requests.fetch_add(1, Ordering::Relaxed);
-            let mut request = self.shared.http.post(url.clone()).json(body);
+            let mut request = self
+                .shared
+                .http
+                .post(url.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
             if let Some(token) = token {
                 request = request.bearer_auth(token.expose());
             }
             let sent = Instant::now();
             let e = match headers.run(rpc, "the answer", request.send()).await {
                 Ok(Ok(response)) => {
-                    return self.answer(rpc, &url, response, started).await.map_err(Err)
+                    return self.answer(rpc, url, response, started).await.map_err(Err)
                 }
                 Err(timeout) => Err(timeout),
                 Ok(Err(e)) if crate::transport::is_unreachable(&e) => Ok(e),
@@ -144,12 +144,22 @@ impl Client {
         object: &impl Serialize,
         headers: Wait,
     ) -> Result<reqwest::Response, ApiError> {
-        let body = json!({ "region": self.shared.options.region, rpc.wrapper(): object });
+        let body = json_body(
+            rpc,
+            &Wrapped {
+                region: &self.shared.options.region,
+                wrapper: rpc.wrapper(),
+                object,
+            },
+        )?;
         let token = self.token(None).await?;
-        match self.post(rpc, &body, Some(&token), true, headers).await {
+        match self
+            .post(rpc, body.clone(), Some(&token), true, headers)
+            .await
+        {
             Err(e) if e.answer == Answer::Status(401) => {
                 let token = self.token(Some(&token)).await?;
-                self.post(rpc, &body, Some(&token), true, headers).await
+                self.post(rpc, body, Some(&token), true, headers).await
             }
             other => other,
         }
@@ -160,5 +170,22 @@ impl Client {
         let wait = self.wait(true);
         let response = self.send(rpc, object, wait).await?;
         read_body(response, rpc, wait, MAX_UNARY_BODY, &mut Vec::new()).await
+    }
+}
+
+/// `{"region": ..., "<wrapper>": object}`, written straight from the object (no JSON tree
+/// between).
+struct Wrapped<'a, T> {
+    region: &'a str,
+    wrapper: &'static str,
+    object: &'a T,
+}
+
+impl<T: Serialize> Serialize for Wrapped<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("region", self.region)?;
+        map.serialize_entry(self.wrapper, self.object)?;
+        map.end()
     }
 }

@@ -2,7 +2,7 @@
 //! counters) and its deadline.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
@@ -56,6 +56,9 @@ pub(crate) struct Shared {
     pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
     pub(crate) logins: AtomicUsize,
     pub(crate) requests: AtomicUsize,
+    /// The URL of each RPC, by [`Rpc::index`], made at its first call: a RemoveAll posts
+    /// hundreds of times to two URLs, and making one is a parse.
+    pub(crate) urls: [OnceLock<reqwest::Url>; Rpc::COUNT],
 }
 
 fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
@@ -169,6 +172,7 @@ impl Client {
                 refused_login: std::sync::Mutex::new(None),
                 logins: AtomicUsize::new(0),
                 requests: AtomicUsize::new(0),
+                urls: Default::default(),
             }),
             store: None,
             report: None,
@@ -248,6 +252,20 @@ impl Client {
     /// The configured region.
     pub fn region(&self) -> &str {
         &self.shared.options.region
+    }
+
+    /// The URL `rpc` is posted to: the login's, or `/api/v1/auth/ctrl/<rpc>`, under the
+    /// configured URL's path.
+    pub(crate) fn url_of(&self, rpc: Rpc) -> &reqwest::Url {
+        self.shared.urls[rpc.index()].get_or_init(|| {
+            let mut url = self.shared.base.clone();
+            let path = match rpc {
+                Rpc::Login => "/api/v1/login".to_string(),
+                _ => format!("/api/v1/auth/ctrl/{rpc}"),
+            };
+            url.set_path(&format!("{}{path}", url.path().trim_end_matches('/')));
+            url
+        })
     }
 
     /// Bounds for reading an answer: the silence bound (if `silence`) and the deadline.

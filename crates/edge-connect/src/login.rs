@@ -43,13 +43,16 @@ impl Client {
     }
 
     async fn login_attempt(&self, retry_unreachable: bool) -> Result<Secret, ApiError> {
-        let body = json!({
-            "username": self.shared.credentials.username,
-            "password": self.shared.credentials.password.expose(),
-        });
+        let body = crate::transport::json_body(
+            Rpc::Login,
+            &json!({
+                "username": self.shared.credentials.username,
+                "password": self.shared.credentials.password.expose(),
+            }),
+        )?;
         let wait = self.wait(true);
         let response = self
-            .post(Rpc::Login, &body, None, retry_unreachable, wait)
+            .post(Rpc::Login, body, None, retry_unreachable, wait)
             .await?;
         let mut bytes = Vec::new();
         read_body(response, Rpc::Login, wait, MAX_UNARY_BODY, &mut bytes).await?;

@@ -31,6 +31,26 @@ pub enum Rpc {
 }
 
 impl Rpc {
+    /// How many RPCs there are: the numbers of [`Rpc::index`].
+    pub(crate) const COUNT: usize = 11;
+
+    /// A number of its own below [`Rpc::COUNT`] (a new RPC takes the next one, and COUNT grows).
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Rpc::Login => 0,
+            Rpc::CreateApp => 1,
+            Rpc::DeleteApp => 2,
+            Rpc::ShowApp => 3,
+            Rpc::CreateAppInst => 4,
+            Rpc::DeleteAppInst => 5,
+            Rpc::ShowAppInst => 6,
+            Rpc::ShowZone => 7,
+            Rpc::ShowCloudlet => 8,
+            Rpc::ShowFlavor => 9,
+            Rpc::ShowFlavorsForZone => 10,
+        }
+    }
+
     /// The name as in the URL (`login` for the login).
     pub fn name(self) -> &'static str {
         match self {

@@ -5,15 +5,15 @@
 //!
 //! What a server echoes is not under our control, nor the encoding it echoes it in. Instead of
 //! listing every spelling of every secret, the scrubber decodes its own copy of the text (JSON
-//! escapes, `%XX`), layer by layer, finds the secrets as they are in each decoded copy with one
-//! multi-pattern pass, and masks the part of the text each one came from. So a password written
-//! wholly as `\uXXXX` escapes, or URL-encoded after JSON escaping, is found as surely as the raw
-//! one, and a thousand secrets cost one pass per copy. docs/reliability.md lists what is covered
-//! and what is not.
+//! escapes, `%XX`), layer by layer, finds the secrets as they are in each decoded copy (a few
+//! one by one, more with one multi-pattern pass), and masks the part of the text each one came
+//! from. So a password written wholly as `\uXXXX` escapes, or URL-encoded after JSON escaping,
+//! is found as surely as the raw one, and a thousand secrets cost one pass per copy.
+//! docs/reliability.md lists what is covered and what is not.
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
@@ -25,7 +25,7 @@ use crate::secret::Secret;
 pub const MIN_SECRET_CHARS: usize = 4;
 
 /// Most bytes of secrets one command protects (every value, plus the password of each proxy URL).
-/// The matcher takes about 13 bytes per byte of secret (measured: 0.85 MB for one 64 KiB
+/// The automaton of many values takes about 13 bytes per byte of secret (0.85 MB for one 64 KiB
 /// secret), so this bounds it near 14 MB; real commands hold a few KiB (a thousand download
 /// tokens are 40 KB). Past it [`Scrubber::protect`] refuses, and the command with it: nothing is
 /// sent unprotected.
@@ -56,8 +56,71 @@ pub struct TooManySecrets {
 struct Patterns {
     /// Every protected value, sorted and without repeats, with `+` written as a space ([`fold`]).
     values: Vec<Vec<u8>>,
-    /// One automaton for all of `values`.
-    matcher: Option<AhoCorasick>,
+    /// How `values` are searched for, made by the first scrub after they changed: a command
+    /// learns its secrets in steps (the config's, then the session token) and often writes
+    /// nothing in between.
+    matcher: OnceLock<Matcher>,
+}
+
+/// Values up to this many, each at most [`FEW_BYTES`] long, are searched for one by one
+/// (`memmem`): nothing to build, where an automaton for one password and one session token
+/// cost a quarter of a GetInstance's instructions to build. More take one automaton, one pass
+/// per copy whatever their number.
+const FEW_VALUES: usize = 8;
+/// See [`FEW_VALUES`]; it also bounds what a search one by one may cost where a text repeats
+/// a periodic secret (each match is looked for again from the next byte).
+const FEW_BYTES: usize = 4096;
+
+/// How the protected values are searched for.
+enum Matcher {
+    /// A few values, each on its own.
+    Each(Vec<memchr::memmem::Finder<'static>>),
+    /// Many values, one automaton.
+    Automaton(AhoCorasick),
+    /// Values past the automaton's own limits (which the bound keeps far away): nothing of a
+    /// text is let through.
+    Unsearchable,
+}
+
+impl Matcher {
+    fn new(values: &[Vec<u8>]) -> Matcher {
+        if values.len() <= FEW_VALUES && values.iter().all(|v| v.len() <= FEW_BYTES) {
+            let each = values
+                .iter()
+                .map(|v| memchr::memmem::Finder::new(v).into_owned());
+            return Matcher::Each(each.collect());
+        }
+        AhoCorasick::builder()
+            // Not the DFA the builder picks for few patterns: building one for a 64 KiB secret
+            // takes minutes; the contiguous NFA takes milliseconds and a third of the memory.
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .match_kind(MatchKind::Standard)
+            .build(values)
+            .map_or(Matcher::Unsearchable, Matcher::Automaton)
+    }
+
+    /// Calls `found` with every span of `haystack` that is a value, overlapping ones too: of two
+    /// secrets that overlap in the text, both are masked whole.
+    fn find(&self, haystack: &[u8], mut found: impl FnMut(Range<usize>)) {
+        match self {
+            Matcher::Each(finders) => {
+                for finder in finders {
+                    let mut from = 0;
+                    while let Some(at) = finder.find(&haystack[from..]) {
+                        let start = from + at;
+                        found(start..start + finder.needle().len());
+                        from = start + 1;
+                    }
+                }
+            }
+            Matcher::Automaton(automaton) => {
+                for m in automaton.find_overlapping_iter(haystack) {
+                    found(m.start()..m.end());
+                }
+            }
+            Matcher::Unsearchable => found(0..haystack.len()),
+        }
+    }
 }
 
 impl Scrubber {
@@ -95,8 +158,10 @@ impl Scrubber {
         for secret in secrets {
             let value = secret.expose();
             values.push(fold(value.as_bytes()));
-            if let Some(password) = reqwest::Url::parse(value)
-                .ok()
+            // Only a URL with `@` has a password (a session token has none: no parse for it).
+            if let Some(password) = Some(value)
+                .filter(|v| v.contains('@'))
+                .and_then(|v| reqwest::Url::parse(v).ok())
                 .and_then(|u| u.password().map(String::from))
             {
                 let decoded = percent_encoding::percent_decode_str(&password).collect::<Vec<u8>>();
@@ -110,21 +175,12 @@ impl Scrubber {
         if bound.is_some_and(|max| bytes > max) {
             return Err(TooManySecrets { bytes });
         }
-        if values == patterns.values {
-            return Ok(());
+        if values != patterns.values {
+            *patterns = Patterns {
+                values,
+                matcher: OnceLock::new(),
+            };
         }
-        let matcher = AhoCorasick::builder()
-            // Not the DFA the builder picks for few patterns: building one for a 64 KiB secret
-            // takes minutes; the contiguous NFA takes milliseconds and a third of the memory.
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .match_kind(MatchKind::Standard)
-            .build(&values)
-            // Only a pattern set past the automaton's own limits fails, far beyond the bound.
-            .map_err(|_| TooManySecrets { bytes })?;
-        *patterns = Patterns {
-            values,
-            matcher: Some(matcher),
-        };
         Ok(())
     }
 
@@ -175,7 +231,8 @@ impl std::fmt::Debug for Scrubber {
 impl Patterns {
     /// Adds to `found` the spans of `view`'s text where a secret, a bearer token or a JWT is.
     fn find(&self, view: &View<'_>, found: &mut Vec<Range<usize>>) {
-        if let Some(matcher) = &self.matcher {
+        if !self.values.is_empty() && !view.bytes.is_empty() {
+            let matcher = self.matcher.get_or_init(|| Matcher::new(&self.values));
             let folded;
             let haystack = if view.bytes.contains(&b'+') {
                 folded = fold(&view.bytes);
@@ -183,16 +240,10 @@ impl Patterns {
             } else {
                 &view.bytes[..]
             };
-            // Overlapping: of two secrets that overlap in the text, both are masked whole.
-            for m in matcher.find_overlapping_iter(haystack) {
-                found.push(view.origin(m.start()..m.end()));
-            }
+            matcher.find(haystack, |r| found.push(view.origin(r)));
         }
-        let lower = view.bytes.to_ascii_lowercase();
         for (marker, span) in [("bearer", bearer_token as Shape), ("eyj", jwt)] {
-            shapes(&view.bytes, &lower, marker, span, |r| {
-                found.push(view.origin(r))
-            });
+            shapes(&view.bytes, marker, span, |r| found.push(view.origin(r)));
         }
     }
 }
@@ -389,17 +440,19 @@ fn mask(text: &str, mut found: Vec<Range<usize>>) -> Cow<'_, str> {
 type Shape = fn(&[u8], usize) -> Option<Range<usize>>;
 
 /// Calls `found` with each span that `span(bytes, at)` finds at an occurrence `at` of `marker`
-/// (ASCII, lower case) in `lower` (`bytes` in lower case).
-fn shapes(
-    bytes: &[u8],
-    lower: &[u8],
-    marker: &str,
-    span: Shape,
-    mut found: impl FnMut(Range<usize>),
-) {
+/// (ASCII, lower case) in `bytes`, in any case. Found without a lower-case copy of the text:
+/// that copy was most of what a log line without secrets cost to scrub.
+fn shapes(bytes: &[u8], marker: &str, span: Shape, mut found: impl FnMut(Range<usize>)) {
+    let marker = marker.as_bytes();
+    let (lower, upper) = (marker[0], marker[0].to_ascii_uppercase());
     let mut search = 0;
-    while let Some(at) = memchr::memmem::find(&lower[search..], marker.as_bytes()) {
+    while let Some(at) = memchr::memchr2(lower, upper, &bytes[search..]) {
         let at = search + at;
+        search = at + 1;
+        let here = bytes.get(at..at + marker.len());
+        if !here.is_some_and(|h| h.eq_ignore_ascii_case(marker)) {
+            continue;
+        }
         search = at + marker.len();
         if let Some(masked) = span(bytes, at) {
             search = masked.end;
@@ -636,6 +689,53 @@ mod tests {
     }
 
     #[test]
+    fn the_matcher_is_made_once_by_the_first_scrub_after_secrets_change() {
+        let s = scrubber(&["config-password"]);
+        s.protect_token(&Secret::new("session-token-9c1e"));
+        assert!(s.read().matcher.get().is_none(), "made before any scrub");
+        assert_eq!(s.scrub("a session-token-9c1e b"), "a *** b");
+        let made = s.read().matcher.get().map(|m| m as *const Matcher);
+        assert!(made.is_some());
+        assert_eq!(s.scrub("config-password"), MASK);
+        let again = s.read().matcher.get().map(|m| m as *const Matcher);
+        assert_eq!(made, again, "made again without a new secret");
+        s.protect_token(&Secret::new("session-token-9c1e"));
+        assert!(
+            s.read().matcher.get().is_some(),
+            "a known secret dropped it"
+        );
+        s.protect_token(&Secret::new("renewed-token-5d2a"));
+        assert!(
+            s.read().matcher.get().is_none(),
+            "a new secret kept the old one"
+        );
+        assert_eq!(s.scrub("renewed-token-5d2a config-password"), "*** ***");
+    }
+
+    #[test]
+    fn few_values_are_searched_one_by_one_and_many_by_one_automaton() {
+        let few: Vec<String> = (0..FEW_VALUES).map(|i| format!("value-{i}-x")).collect();
+        let many: Vec<String> = (0..=FEW_VALUES).map(|i| format!("value-{i}-x")).collect();
+        let long = "y".repeat(FEW_BYTES + 1);
+        for (values, one_by_one) in [
+            (few.iter().map(String::as_str).collect::<Vec<_>>(), true),
+            (many.iter().map(String::as_str).collect(), false),
+            (vec![long.as_str()], false),
+        ] {
+            let s = scrubber(&values);
+            let text = format!("<{}>", values.join("|"));
+            let expected = format!("<{}>", vec![MASK; values.len()].join("|"));
+            assert_eq!(s.scrub(&text), expected);
+            let kind = s
+                .read()
+                .matcher
+                .get()
+                .map(|m| matches!(m, Matcher::Each(_)));
+            assert_eq!(kind, Some(one_by_one), "{} values", values.len());
+        }
+    }
+
+    #[test]
     fn clones_share_what_is_protected() {
         let s = Scrubber::new();
         let writer = s.clone();
@@ -679,7 +779,14 @@ mod tests {
                 _ => url(&all_unicode_escapes(&secret, true)),
             };
             let out = s.scrub(&format!("{before}{wire}{after}")).into_owned();
-            proptest::prop_assert_eq!(out, format!("{before}{MASK}{after}"));
+            proptest::prop_assert_eq!(&out, &format!("{before}{MASK}{after}"));
+            // The same through the automaton that more values take.
+            let fillers: Vec<String> = (0..FEW_VALUES).map(|i| format!("filler-{i}-§")).collect();
+            let mut values: Vec<&str> = fillers.iter().map(String::as_str).collect();
+            values.push(&secret);
+            let many = scrubber(&values);
+            let through_automaton = many.scrub(&format!("{before}{wire}{after}")).into_owned();
+            proptest::prop_assert_eq!(through_automaton, out);
         }
     }
 }

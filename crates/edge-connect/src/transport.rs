@@ -108,6 +108,13 @@ pub(crate) async fn next_chunk(
         })
 }
 
+/// A request body as JSON, serialised once for all attempts of the call.
+pub(crate) fn json_body(rpc: Rpc, body: &impl serde::Serialize) -> Result<bytes::Bytes, ApiError> {
+    serde_json::to_vec(body)
+        .map(bytes::Bytes::from)
+        .map_err(|e| ApiError::protocol(rpc, format!("cannot write the request: {e}")))
+}
+
 /// The `message` of an error body, or a stand-in naming the status. (Every [`ApiError`] makes
 /// its message one clean, bounded line.)
 pub(crate) fn error_message(body: &[u8], status: u16) -> String {

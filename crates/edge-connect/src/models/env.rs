@@ -20,9 +20,11 @@ pub(super) struct Env {
 impl Env {
     /// The value of the first string entry named `name` (as in a map built from the object).
     pub(super) fn get(&self, name: &str) -> Option<&str> {
+        // Compared as bytes: a name's bytes equal only where the whole name does, and slicing
+        // `text` as a str would check character boundaries at every entry of every lookup.
         let mut start = 0;
         for &(name_end, value_end) in &self.ends {
-            if self.text.get(start..name_end) == Some(name) {
+            if self.text.as_bytes().get(start..name_end) == Some(name.as_bytes()) {
                 return self.text.get(name_end..value_end);
             }
             start = value_end;
