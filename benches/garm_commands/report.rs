@@ -5,12 +5,24 @@ use crate::prelude::*;
 
 /// A path inside the repository as a relative one, so the report does not depend on where the
 /// checkout is.
+/// `path` as the report shows it: relative to this repository, or, for a build elsewhere (the
+/// baseline's checkout), from its `target` directory on: the report is committed, and no path of
+/// the machine it ran on belongs in it.
 pub(crate) fn shown(path: &Path) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    if let Ok(inside) = path.strip_prefix(root) {
+        return inside.display().to_string();
+    }
+    let parts: Vec<_> = path.components().collect();
+    match parts.iter().rposition(|c| c.as_os_str() == "target") {
+        Some(at) => format!(
+            "<its checkout>/{}",
+            parts[at..].iter().collect::<std::path::PathBuf>().display()
+        ),
+        None => path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+    }
 }
 
 pub(crate) fn kb(bytes: f64) -> String {
