@@ -2,11 +2,13 @@
 # API service, on a unix socket in a temporary directory and exports GARM_TEST_DOCKER_HOST for the
 # runner image's test against a real daemon (tests/it/runner_entrypoint.rs,
 # dind_entrypoint_runs_a_container_step_and_a_build_step_against_a_real_daemon). Installs what is
-# missing from Debian's packages: podman, busybox-static (the test's base image is its binary, as
-# nothing can be pulled) and a Docker CLI. Nothing is written outside the temporary directory.
+# missing from Debian's packages: podman, runc (the runtime named below; Debian's podman pulls in
+# crun only), busybox-static (the test's base image is its binary, as nothing can be pulled) and a
+# Docker CLI. Nothing is written outside the temporary directory.
 
 garm_docker_need=()
 command -v podman >/dev/null 2>&1 || garm_docker_need+=(podman)
+command -v runc >/dev/null 2>&1 || garm_docker_need+=(runc)
 dpkg -s busybox-static >/dev/null 2>&1 || garm_docker_need+=(busybox-static)
 if ! command -v docker >/dev/null 2>&1; then
   # Debian 13 ships the CLI alone as docker-cli; Debian 12 only inside docker.io.
