@@ -54,13 +54,30 @@ impl Client {
             self.report_call(rpc, None, sent.elapsed());
             Err(e)
         };
+        // Why the host could not be reached, for an attempt the deadline cuts off after it: that
+        // says what went wrong, the cut only that time ran out (as `Retries` does for answers).
+        let mut earlier: Option<String> = None;
         let again = |e: Result<reqwest::Error, ApiError>, attempts| {
-            let e = e?;
             let since = match self.shared.unreachable_since.lock() {
                 Ok(mut since) => *since.get_or_insert_with(Instant::now),
                 Err(_) => Instant::now(),
             };
             let spent = since.elapsed();
+            let e = match (e, earlier.take()) {
+                (Ok(e), _) => e,
+                (Err(_cut), Some(detail)) if retry_unreachable && self.deadline.expired() => {
+                    let bound = "the command's deadline, edge_connect.operation_timeout_secs";
+                    let destination = self.destination();
+                    let tried = Some((spent, bound));
+                    return Err(ApiError::host_unreachable(
+                        rpc,
+                        &destination,
+                        &detail,
+                        tried,
+                    ));
+                }
+                (Err(e), _) => return Err(e),
+            };
             let message = crate::transport::transport_message(&e);
             let detail = message.strip_prefix("cannot connect: ").unwrap_or(&message);
             let left = self.shared.options.connect_retry.saturating_sub(spent);
@@ -82,6 +99,7 @@ impl Client {
                 self.destination(),
                 attempts + 1
             ));
+            earlier = Some(detail.to_string());
             Ok(pause)
         };
         crate::deadline::retry(attempt, again).await

@@ -280,3 +280,45 @@ async fn a_session_token_that_is_no_jwt_is_masked_once_learnt() {
         "Edge Connect ShowApp (HTTP 400): token *** is not valid here"
     );
 }
+
+#[tokio::test]
+async fn an_attempt_the_deadline_cuts_off_after_a_refused_connection_names_the_refusal() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    // The first attempt is refused; before the next one a listener that never answers takes
+    // the port, so the deadline, not the connect bound or the silence bound, ends that attempt.
+    let listener = Arc::new(Mutex::new(None::<std::net::TcpListener>));
+    let slot = listener.clone();
+    let options = crate::ClientOptions {
+        request_timeout: std::time::Duration::from_secs(30),
+        connect_retry: std::time::Duration::from_secs(60),
+        ..options(&format!("http://127.0.0.1:{port}"))
+    };
+    let credentials = Credentials {
+        username: "u".into(),
+        password: Secret::new(PASSWORD),
+    };
+    let deadline = Deadline::after(std::time::Duration::from_secs(2));
+    let c = Client::new(&options, credentials, deadline)
+        .unwrap()
+        .with_retry_report(Arc::new(move |_: &str| {
+            let mut slot = slot.lock().unwrap();
+            if slot.is_none() {
+                *slot = std::net::TcpListener::bind(("127.0.0.1", port)).ok();
+            }
+        }));
+    let e = apps(&c).await.unwrap_err();
+    assert!(listener.lock().unwrap().is_some(), "the port was taken");
+    assert_eq!(e.kind, ApiErrorKind::Unreachable, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("edge_connect.operation_timeout_secs"),
+        "{text}"
+    );
+}
