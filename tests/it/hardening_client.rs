@@ -4,7 +4,6 @@
 //! run is bounded by a watchdog; the assertions are on exit codes, one-line messages, what the
 //! servers received, and that no secret reached stdout, stderr or the log.
 
-use std::net::TcpListener;
 use std::ops::Deref;
 use std::time::Duration;
 
@@ -279,11 +278,7 @@ fn refused_and_two_factor_logins_are_final() {
 
 #[test]
 fn an_unreachable_url_fails_fast_naming_the_host() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (_reserved, port) = crate::support::refusing_port();
     let s = Setup::new(
         &format!("http://127.0.0.1:{port}"),
         "request_timeout_secs = 1\noperation_timeout_secs = 4\n",

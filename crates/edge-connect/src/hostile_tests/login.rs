@@ -144,10 +144,7 @@ async fn refused_and_two_factor_logins_are_final() {
 
 #[tokio::test]
 async fn an_unreachable_host_fails_after_the_connect_bound_naming_it() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let (_reserved, port) = refusing_port();
     let reports = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = reports.clone();
     // A long deadline: the 1 s connect bound, not the deadline, ends it.
@@ -214,10 +211,7 @@ async fn a_name_that_does_not_resolve_fails_after_the_connect_bound() {
 
 #[tokio::test]
 async fn the_diagnostic_login_is_one_attempt() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let (_reserved, port) = refusing_port();
     let c = client(&format!("http://127.0.0.1:{port}"));
     let e = c.login().await.unwrap_err();
     assert_eq!(e.kind, ApiErrorKind::Unreachable);
@@ -321,4 +315,16 @@ async fn an_attempt_the_deadline_cuts_off_after_a_refused_connection_names_the_r
         text.contains("edge_connect.operation_timeout_secs"),
         "{text}"
     );
+}
+
+/// A loopback port that refuses connections while the socket lives: bound, never listening. A
+/// port bound and closed again can be taken by a server of another test before the client
+/// connects.
+fn refusing_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (socket, port)
 }
