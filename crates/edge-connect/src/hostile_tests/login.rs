@@ -277,13 +277,13 @@ async fn a_session_token_that_is_no_jwt_is_masked_once_learnt() {
 
 #[tokio::test]
 async fn an_attempt_the_deadline_cuts_off_after_a_refused_connection_names_the_refusal() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    // The first attempt is refused; before the next one a listener that never answers takes
-    // the port, so the deadline, not the connect bound or the silence bound, ends that attempt.
-    let listener = Arc::new(Mutex::new(None::<std::net::TcpListener>));
+    // The first attempt is refused by a socket bound and not yet listening; before the next one
+    // the same socket starts listening and never accepts, so the deadline, not the connect bound
+    // or the silence bound, ends that attempt. The port is held throughout: no other test's
+    // server can take it.
+    let (socket, port) = refusing_port();
+    let socket = Arc::new(Mutex::new(Some(socket)));
+    let listener = Arc::new(Mutex::new(None::<tokio::net::TcpListener>));
     let slot = listener.clone();
     let options = crate::ClientOptions {
         request_timeout: std::time::Duration::from_secs(30),
@@ -298,13 +298,12 @@ async fn an_attempt_the_deadline_cuts_off_after_a_refused_connection_names_the_r
     let c = Client::new(&options, credentials, deadline)
         .unwrap()
         .with_retry_report(Arc::new(move |_: &str| {
-            let mut slot = slot.lock().unwrap();
-            if slot.is_none() {
-                *slot = std::net::TcpListener::bind(("127.0.0.1", port)).ok();
+            if let Some(socket) = socket.lock().unwrap().take() {
+                *slot.lock().unwrap() = socket.listen(1).ok();
             }
         }));
     let e = apps(&c).await.unwrap_err();
-    assert!(listener.lock().unwrap().is_some(), "the port was taken");
+    assert!(listener.lock().unwrap().is_some(), "the socket listens");
     assert_eq!(e.kind, ApiErrorKind::Unreachable, "{e}");
     let text = e.to_string();
     assert!(
