@@ -278,7 +278,7 @@ fn refused_and_two_factor_logins_are_final() {
 
 #[test]
 fn an_unreachable_url_fails_fast_naming_the_host() {
-    let (_reserved, port) = crate::support::refusing_port();
+    let (_reserved, port) = hostile_server::refusing_port();
     let s = Setup::new(
         &format!("http://127.0.0.1:{port}"),
         "request_timeout_secs = 1\noperation_timeout_secs = 4\n",

@@ -138,7 +138,7 @@ fn the_log_file_is_private_never_followed_and_only_a_regular_file() {
 #[test]
 fn create_against_an_unreachable_edge_connect_fails_fast_and_rolls_nothing_back() {
     let w = World::new();
-    let (_reserved, closed) = crate::support::refusing_port();
+    let (_reserved, closed) = hostile_server::refusing_port();
     w.edit_config(|t| {
         in_edge_connect(
             &t.replace(&w.sim.url(), &format!("http://127.0.0.1:{closed}")),

@@ -381,18 +381,6 @@ fn names(objects: Vec<serde_json::Value>) -> Vec<String> {
 }
 
 /// Values that must never be printed or logged.
-/// A loopback port that refuses connections for as long as the returned socket lives: bound, never
-/// listening. A port bound and closed again can be taken by any test server of another test (or
-/// another suite) before the provider connects, which then answers instead of refusing.
-pub fn refusing_port() -> (tokio::net::TcpSocket, u16) {
-    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
-    socket
-        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .expect("bind a loopback port");
-    let port = socket.local_addr().expect("its address").port();
-    (socket, port)
-}
-
 pub fn secrets() -> Vec<&'static str> {
     vec![PASSWORD, "proxy-pass", "c2lnbmF0dXJlLW5vdC12ZXJpZmllZA"]
 }
