@@ -381,6 +381,18 @@ fn names(objects: Vec<serde_json::Value>) -> Vec<String> {
 }
 
 /// Values that must never be printed or logged.
+/// Asserts that `text` holds `part`, showing the text when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, part: &str) {
+    assert!(text.contains(part), "{part:?} is not in: {text}");
+}
+
+/// Asserts that `text` starts with `start`, showing the text when it does not.
+#[track_caller]
+pub fn assert_starts(text: &str, start: &str) {
+    assert!(text.starts_with(start), "{start:?} does not start: {text}");
+}
+
 pub fn secrets() -> Vec<&'static str> {
     vec![PASSWORD, "proxy-pass", "c2lnbmF0dXJlLW5vdC12ZXJpZmllZA"]
 }
