@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use edge_connect::models::vcpus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -148,17 +149,6 @@ impl Resources {
                 Ok((runner, Some(sidecar)))
             }
         }
-    }
-}
-
-/// Thousandths of a vCPU as a person writes them (`1.5`).
-fn vcpus(milli: u64) -> String {
-    let fraction = format!("{:03}", milli % 1000);
-    let fraction = fraction.trim_end_matches('0');
-    if fraction.is_empty() {
-        (milli / 1000).to_string()
-    } else {
-        format!("{}.{fraction}", milli / 1000)
     }
 }
 

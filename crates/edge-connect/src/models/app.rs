@@ -97,12 +97,16 @@ fn udec64<S: serde::Serializer>(milli: &u64, s: S) -> Result<S::Ok, S::Error> {
     if milli.is_multiple_of(1000) {
         s.serialize_u64(milli / 1000)
     } else {
-        let fraction = format!("{:03}", milli % 1000);
-        s.serialize_str(&format!(
-            "{}.{}",
-            milli / 1000,
-            fraction.trim_end_matches('0')
-        ))
+        s.serialize_str(&vcpus(*milli))
+    }
+}
+
+/// Thousandths of a vCPU as the controller's decimal string and a person write them (`1.5`).
+pub fn vcpus(milli: u64) -> String {
+    let fraction = format!("{:03}", milli % 1000);
+    match fraction.trim_end_matches('0') {
+        "" => (milli / 1000).to_string(),
+        fraction => format!("{}.{fraction}", milli / 1000),
     }
 }
 

@@ -20,7 +20,7 @@ mod env;
 mod site;
 
 pub use app::{
-    env_vars_yaml, parse_env_vars_yaml, App, ConfigFile, KubernetesResources, NewApp,
+    env_vars_yaml, parse_env_vars_yaml, vcpus, App, ConfigFile, KubernetesResources, NewApp,
     NodePoolResources,
 };
 pub use app_inst::{AppInst, NewAppInst};
