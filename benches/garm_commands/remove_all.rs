@@ -6,6 +6,7 @@
 use crate::prelude::*;
 
 /// One binary's RemoveAll runs.
+#[derive(Default)]
 pub(crate) struct RemoveAllRow {
     pub(crate) label: String,
     pub(crate) runners: usize,
@@ -37,11 +38,7 @@ pub(crate) fn remove_all_step(
         .map(|(label, _)| RemoveAllRow {
             label: label.clone(),
             runners: plan.remove_all_runners,
-            units: Vec::new(),
-            wall: Vec::new(),
-            cpu: Vec::new(),
-            requests: 0,
-            connections: 0,
+            ..RemoveAllRow::default()
         })
         .collect();
     for _ in 0..plan.remove_all_runs {
