@@ -1,6 +1,5 @@
 //! Steps 1-3: every GARM command, against the thin client, at 0 and 20 ms per call.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 #[derive(Default)]

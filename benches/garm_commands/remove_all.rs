@@ -2,7 +2,6 @@
 //! divided by the per-call latency): how far from the floor of 3 (Show, DeleteAppInst,
 //! DeleteApp) the provider's concurrency keeps it.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// One binary's RemoveAll runs.

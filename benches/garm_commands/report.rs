@@ -1,6 +1,5 @@
 //! BENCHMARKS.md: the targets, the tables and how to read them.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// A path inside the repository as a relative one, so the report does not depend on where the

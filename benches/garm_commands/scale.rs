@@ -2,7 +2,6 @@
 //! instructions, for the provider and, when one is given, a baseline binary in the same
 //! iterations.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// One inventory size.

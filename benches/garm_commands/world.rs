@@ -1,7 +1,6 @@
 //! A simulator, a relay and a provider config (the tests' own, `support::Provider`): one GARM
 //! command run and measured.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 pub(crate) struct World {
