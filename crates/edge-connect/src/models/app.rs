@@ -10,12 +10,11 @@ use super::{AppKey, FlavorKey};
 
 /// `ConfigFile` (`{kind, config}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ConfigFile {
     /// `envVarsYaml`, `helmCustomizationYaml`, ...
-    #[serde(default)]
     pub kind: String,
     /// The content.
-    #[serde(default)]
     pub config: String,
 }
 
@@ -139,18 +138,15 @@ impl std::fmt::Debug for NewApp {
 /// An App as ShowApp returns it, reduced to what is read back: its key, its environment (see
 /// [`App::env`]) and its image pull user. Everything else of the line is skipped, not copied.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct App {
     /// Key.
-    #[serde(default)]
     pub key: AppKey,
     /// Plain environment (its string entries; `None` when the server shows no `env_vars`).
-    #[serde(default)]
     env_vars: Option<Env>,
     /// Config files (where the environment is when it is delivered as envVarsYaml).
-    #[serde(default)]
     configs: Vec<ConfigFile>,
     /// Image pull user (servers from 2025-10-17 on; older ones drop it).
-    #[serde(default)]
     pub username: String,
 }
 
