@@ -22,7 +22,6 @@ pub struct ConfigFile {
 /// values.
 #[derive(Clone, Serialize)]
 pub struct NewApp {
-    /// Key.
     pub key: AppKey,
     /// Always `Docker` for runner images.
     pub image_type: &'static str,
@@ -140,7 +139,6 @@ impl std::fmt::Debug for NewApp {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct App {
-    /// Key.
     pub key: AppKey,
     /// Plain environment (its string entries; `None` when the server shows no `env_vars`).
     env_vars: Option<Env>,

@@ -26,7 +26,6 @@ pub struct NewAppInst {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct AppInst {
-    /// Key.
     pub key: AppInstKey,
     /// Deployed App (absent in the oldest shape).
     pub app_key: Option<AppKey>,

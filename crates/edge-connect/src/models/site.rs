@@ -28,7 +28,6 @@ impl Flavor {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Site {
-    /// Key.
     pub key: SiteRef,
     /// The zone a Gen3 cloudlet belongs to (empty for zones and on Gen2).
     pub zone: String,
