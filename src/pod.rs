@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use edge_connect::models::vcpus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -71,16 +72,12 @@ pub struct Share {
     pub memory: u64,
 }
 
-/// The least a runner container and a Docker daemon get of a pool's size.
+/// The least a runner container and a sidecar's daemon (Docker or BuildKit) get of a pool's size.
 const RUNNER_MIN: Share = Share {
     milli_cpu: 250,
     memory: 256,
 };
-const DIND_MIN: Share = Share {
-    milli_cpu: 250,
-    memory: 512,
-};
-const BUILDKIT_MIN: Share = Share {
+const SIDECAR_MIN: Share = Share {
     milli_cpu: 250,
     memory: 512,
 };
@@ -122,11 +119,6 @@ impl Resources {
                 Ok((total, None))
             }
             DockerMode::Dind | DockerMode::Buildkit => {
-                let sidecar_min = if mode == DockerMode::Dind {
-                    DIND_MIN
-                } else {
-                    BUILDKIT_MIN
-                };
                 let runner = Share {
                     milli_cpu: total.milli_cpu / 2,
                     memory: total.memory / 2,
@@ -135,12 +127,12 @@ impl Resources {
                     milli_cpu: total.milli_cpu - runner.milli_cpu,
                     memory: total.memory - runner.memory,
                 };
-                let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(sidecar_min.milli_cpu);
-                let need_memory = 2 * RUNNER_MIN.memory.max(sidecar_min.memory);
+                let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(SIDECAR_MIN.milli_cpu);
+                let need_memory = 2 * RUNNER_MIN.memory.max(SIDECAR_MIN.memory);
                 if runner.milli_cpu < RUNNER_MIN.milli_cpu
-                    || sidecar.milli_cpu < sidecar_min.milli_cpu
+                    || sidecar.milli_cpu < SIDECAR_MIN.milli_cpu
                     || runner.memory < RUNNER_MIN.memory
-                    || sidecar.memory < sidecar_min.memory
+                    || sidecar.memory < SIDECAR_MIN.memory
                 {
                     return Err(format!(
                         "resources: cpu {} and memory {} MB do not fit the runner (at least cpu {}, memory {} MB) and {} (at least cpu {}, memory {} MB), which share the pod half and half: give at least cpu {} and memory {need_memory} MB",
@@ -149,25 +141,14 @@ impl Resources {
                         vcpus(RUNNER_MIN.milli_cpu),
                         RUNNER_MIN.memory,
                         mode.sidecar(),
-                        vcpus(sidecar_min.milli_cpu),
-                        sidecar_min.memory,
+                        vcpus(SIDECAR_MIN.milli_cpu),
+                        SIDECAR_MIN.memory,
                         vcpus(need_cpu),
                     ));
                 }
                 Ok((runner, Some(sidecar)))
             }
         }
-    }
-}
-
-/// Thousandths of a vCPU as a person writes them (`1.5`).
-fn vcpus(milli: u64) -> String {
-    let fraction = format!("{:03}", milli % 1000);
-    let fraction = fraction.trim_end_matches('0');
-    if fraction.is_empty() {
-        (milli / 1000).to_string()
-    } else {
-        format!("{}.{fraction}", milli / 1000)
     }
 }
 

@@ -5,7 +5,6 @@
 //! is a leaf): the front door words what GARM sent.
 
 use std::io::Read;
-#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -271,7 +270,6 @@ fn unexpected_in_words(unexpected: &str, show_value: bool) -> String {
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<String, String> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
-    #[cfg(unix)]
     options.custom_flags(libc::O_NONBLOCK);
     let file = open_regular(path, &options).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
@@ -302,13 +300,9 @@ pub fn not_regular(meta: &std::fs::Metadata) -> Option<std::io::Error> {
     let kind = [
         (t.is_dir(), "a directory"),
         (t.is_symlink(), "a symbolic link"),
-        #[cfg(unix)]
         (t.is_fifo(), "a FIFO"),
-        #[cfg(unix)]
         (t.is_char_device(), "a character device"),
-        #[cfg(unix)]
         (t.is_block_device(), "a block device"),
-        #[cfg(unix)]
         (t.is_socket(), "a socket"),
     ]
     .into_iter()

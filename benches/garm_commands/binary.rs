@@ -1,6 +1,5 @@
 //! Step 6: the binary's size and start-up.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 pub(crate) struct BinaryResults {

@@ -1,6 +1,5 @@
 //! Step 5: many CreateInstance processes at once.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 pub(crate) struct BurstRow {

@@ -1,8 +1,8 @@
 //! Steps 1-3: every GARM command, against the thin client, at 0 and 20 ms per call.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
+#[derive(Default)]
 pub(crate) struct CommandResults {
     pub(crate) latency: Duration,
     pub(crate) version: Samples,
@@ -33,13 +33,7 @@ impl CommandResults {
 pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults> {
     let mut r = CommandResults {
         latency: world.latency,
-        version: Samples::default(),
-        cold_create: Samples::default(),
-        create: Samples::default(),
-        get: Samples::default(),
-        get_without_log: Samples::default(),
-        list: Samples::default(),
-        delete: Samples::default(),
+        ..CommandResults::default()
     };
     let curl = curl();
     // Iteration 0 warms up (token cache, page cache, the thin client's two connections) and is

@@ -4,7 +4,6 @@
 //! Counts hardly depend on the load of the machine, so builds measured one after the other
 //! compare.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// One build's counts.

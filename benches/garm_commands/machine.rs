@@ -1,6 +1,5 @@
 //! The machine and the date, for the report's header.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 pub(crate) struct Machine {

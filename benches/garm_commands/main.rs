@@ -209,6 +209,7 @@ fn run() -> Result<()> {
             .collect::<Result<_>>()?;
     }
     let started = Instant::now();
+    let done = |step: &str| eprintln!("  {step} done ({:.0} s)", started.elapsed().as_secs_f64());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("bench-io")
@@ -227,45 +228,26 @@ fn run() -> Result<()> {
     let real = World::start(&runtime, work.path(), REAL_LATENCY, Shapes::new())?;
     let real_results = command_step(&real, &plan)?;
     drop(real);
-    eprintln!(
-        "  per-command step at {} ms done ({:.0} s)",
-        REAL_LATENCY.as_millis(),
-        started.elapsed().as_secs_f64()
-    );
+    done(&format!(
+        "per-command step at {} ms",
+        REAL_LATENCY.as_millis()
+    ));
     let shapes = real_results.shapes();
     let zero = World::start(&runtime, work.path(), Duration::ZERO, shapes.clone())?;
     let zero_results = command_step(&zero, &plan)?;
     drop(zero);
-    eprintln!(
-        "  per-command step at 0 ms done ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    );
+    done("per-command step at 0 ms");
     let commands = [zero_results, real_results];
     let scale = scale_step(&runtime, work.path(), &plan, &shapes)?;
-    eprintln!(
-        "  scale step done ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    );
+    done("scale step");
     let foreign = foreign_step(&runtime, work.path(), &plan, &shapes)?;
-    eprintln!(
-        "  foreign Apps step done ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    );
+    done("foreign Apps step");
     let burst = burst_step(&runtime, work.path(), &plan)?;
-    eprintln!(
-        "  concurrency step done ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    );
+    done("concurrency step");
     let remove_all = remove_all_step(&runtime, work.path(), &plan)?;
-    eprintln!(
-        "  RemoveAll step done ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    );
+    done("RemoveAll step");
     let instructions = instructions_step(&runtime, work.path(), &plan)?;
-    eprintln!(
-        "  instructions step done ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    );
+    done("instructions step");
     let binary = binary_step(&plan, work.path())?;
 
     let results = Results {

@@ -1,7 +1,6 @@
 //! Provider processes, started by a launcher and reaped with `wait4` (CPU time and peak RSS), and
 //! run under valgrind for instruction counts.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 // Peak RSS needs care. Linux's ru_maxrss of a child is the maximum over the child's whole life,

@@ -1,7 +1,6 @@
 //! The counting relay: a TCP relay on 127.0.0.1 in front of the simulator that times every
 //! request → answer exchange and counts the bytes both ways, without parsing HTTP.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// Locks a mutex; a panicked relay task must not stop the measurement of the others.

@@ -2,10 +2,10 @@
 //! divided by the per-call latency): how far from the floor of 3 (Show, DeleteAppInst,
 //! DeleteApp) the provider's concurrency keeps it.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// One binary's RemoveAll runs.
+#[derive(Default)]
 pub(crate) struct RemoveAllRow {
     pub(crate) label: String,
     pub(crate) runners: usize,
@@ -37,11 +37,7 @@ pub(crate) fn remove_all_step(
         .map(|(label, _)| RemoveAllRow {
             label: label.clone(),
             runners: plan.remove_all_runners,
-            units: Vec::new(),
-            wall: Vec::new(),
-            cpu: Vec::new(),
-            requests: 0,
-            connections: 0,
+            ..RemoveAllRow::default()
         })
         .collect();
     for _ in 0..plan.remove_all_runs {

@@ -1,6 +1,5 @@
 //! BENCHMARKS.md: the targets, the tables and how to read them.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// A path inside the repository as a relative one, so the report does not depend on where the
@@ -77,12 +76,13 @@ pub(crate) fn summary(
 |---|---|---|"
     );
     if let Some(real) = commands.iter().find(|c| c.latency == REAL_LATENCY) {
-        for (name, s) in [
+        let four = [
             ("CreateInstance", &real.create),
             ("GetInstance", &real.get),
             ("ListInstances", &real.list),
             ("DeleteInstance", &real.delete),
-        ] {
+        ];
+        for (name, s) in four {
             let r = median(&s.ratio);
             let _ = writeln!(
                 out,
@@ -91,12 +91,7 @@ pub(crate) fn summary(
                 verdict(r <= 1.3)
             );
         }
-        for (name, s) in [
-            ("CreateInstance", &real.create),
-            ("GetInstance", &real.get),
-            ("ListInstances", &real.list),
-            ("DeleteInstance", &real.delete),
-        ] {
+        for (name, s) in four {
             if let Some(min) = min_round_trips(name) {
                 let _ = writeln!(
                     out,
@@ -532,24 +527,23 @@ pub(crate) mod before {
     ];
 }
 
-fn mb(x: f64) -> String {
+/// `x` as `shown` writes it, or `–` where it was not measured.
+fn finite(x: f64, shown: impl Fn(f64) -> String) -> String {
     if x.is_finite() {
-        format!("{x:.1} MB")
+        shown(x)
     } else {
         "–".to_string()
     }
+}
+
+fn mb(x: f64) -> String {
+    finite(x, |x| format!("{x:.1} MB"))
 }
 
 fn mega(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:.0} M", x / 1e6)
-    } else {
-        "–".to_string()
-    }
+    finite(x, |x| format!("{:.0} M", x / 1e6))
 }
 
-/// Issue 19's targets (no regression of the redesign): the figures before, a baseline build in
-/// this run (when measured) and this build, side by side.
 /// Issue 29's targets (Show narrowed on the server), and the command shapes and RemoveAll bound
 /// kept from earlier issues: this build against the baseline build measured in this run.
 pub(crate) fn issue29(
@@ -684,11 +678,7 @@ pub(crate) fn issue29(
 }
 
 fn times(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.2}×")
-    } else {
-        "–".to_string()
-    }
+    finite(x, |x| format!("{x:.2}×"))
 }
 
 /// ListInstances peak RSS and instructions per size, this build against the baseline.

@@ -2,10 +2,10 @@
 //! instructions, for the provider and, when one is given, a baseline binary in the same
 //! iterations.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// One inventory size.
+#[derive(Default)]
 pub(crate) struct ScaleRow {
     pub(crate) size: usize,
     pub(crate) pool: usize,
@@ -61,12 +61,9 @@ pub(crate) fn scale_step(
         let mut row = ScaleRow {
             size,
             pool: per_pool,
-            list: Samples::default(),
-            instructions: Vec::new(),
             baseline: baseline.as_ref().map(|_| Samples::default()),
-            baseline_instructions: Vec::new(),
-            own_received: Vec::new(),
             seed_time,
+            ..ScaleRow::default()
         };
         // At the largest size the shipped binary runs too, in the same iterations.
         let mut shipped_here = if size == largest {

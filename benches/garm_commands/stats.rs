@@ -1,6 +1,5 @@
 //! Medians and the samples of one command.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 pub(crate) fn ms(d: Duration) -> f64 {

@@ -4,7 +4,6 @@
 //! HTTP and TLS stack: the floor a provider process can reach) and by curl (one process per
 //! round, as a shell script would send them).
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 /// One HTTP request as the provider sent it.

@@ -2,7 +2,6 @@
 //! simulation, which counts every instruction the process executes (`I refs`) at a fraction of
 //! callgrind's cost. Unlike times, the count hardly depends on the load of a shared machine.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 static GRINDS: AtomicUsize = AtomicUsize::new(0);

@@ -1,7 +1,6 @@
 //! A simulator, a relay and a provider config (the tests' own, `support::Provider`): one GARM
 //! command run and measured.
 
-#[allow(unused_imports)]
 use crate::prelude::*;
 
 pub(crate) struct World {
@@ -171,23 +170,17 @@ impl World {
     }
 
     pub(crate) fn get(&self, name: &str) -> Result<Measured> {
-        let run = self.garm("GetInstance", &[("GARM_INSTANCE_ID", name)], None)?;
-        let out: Value = serde_json::from_str(&run.proc.stdout)
-            .with_context(|| format!("GetInstance stdout: {:?}", run.proc.stdout))?;
-        ensure!(out["name"] == name, "GetInstance answered {out}");
-        Ok(run)
+        self.get_with(&self.provider.config, name)
     }
 
     /// GetInstance with the config without `log_file`: what logging to a file costs.
     pub(crate) fn get_without_log(&self, name: &str) -> Result<Measured> {
-        let run = self.garm_with(
-            Path::new(PROVIDER),
-            &[],
-            &self.config_without_log,
-            "GetInstance",
-            &[("GARM_INSTANCE_ID", name)],
-            None,
-        )?;
+        self.get_with(&self.config_without_log, name)
+    }
+
+    fn get_with(&self, config: &Path, name: &str) -> Result<Measured> {
+        let vars = [("GARM_INSTANCE_ID", name)];
+        let run = self.garm_with(Path::new(PROVIDER), &[], config, "GetInstance", &vars, None)?;
         let out: Value = serde_json::from_str(&run.proc.stdout)
             .with_context(|| format!("GetInstance stdout: {:?}", run.proc.stdout))?;
         ensure!(out["name"] == name, "GetInstance answered {out}");

@@ -209,27 +209,21 @@ impl Metrics {
     /// The series of `name` with `values`, when it exists or there is room for it.
     fn slot(&mut self, name: &'static str, values: &[&str]) -> Option<&mut f64> {
         let key = series_key(def(name).labels, values);
-        let full = self.series >= MAX_SERIES;
-        let metric = self.values.entry(name.to_string()).or_default();
-        if !metric.contains_key(&key) {
-            if full {
-                *self
-                    .values
-                    .entry("series_dropped_total".into())
-                    .or_default()
-                    .entry(String::new())
-                    .or_default() += 1.0;
-                return None;
-            }
-            self.series += 1;
+        let room = self.room(has(&self.values, name, &key));
+        let metric = room.then(|| self.values.entry(name.into()).or_default())?;
+        Some(metric.entry(key).or_default())
+    }
+
+    /// Whether a series may be written: a known one, or a new one within [`MAX_SERIES`] (then
+    /// counted); a new one past it is counted as dropped.
+    fn room(&mut self, known: bool) -> bool {
+        if known || self.series < MAX_SERIES {
+            self.series += usize::from(!known);
+            return true;
         }
-        Some(
-            self.values
-                .entry(name.to_string())
-                .or_default()
-                .entry(key)
-                .or_default(),
-        )
+        let dropped = self.values.entry("series_dropped_total".into());
+        *dropped.or_default().entry(String::new()).or_default() += 1.0;
+        false
     }
 
     fn add(&mut self, name: &'static str, values: &[&str], by: f64) {
@@ -250,14 +244,8 @@ impl Metrics {
             return;
         };
         let key = series_key(d.labels, values);
-        let full = self.series >= MAX_SERIES;
-        let metric = self.histograms.entry(name.to_string()).or_default();
-        if !metric.contains_key(&key) {
-            if full {
-                self.add("series_dropped_total", &[], 1.0);
-                return;
-            }
-            self.series += 1;
+        if !self.room(has(&self.histograms, name, &key)) {
+            return;
         }
         let h = self
             .histograms
@@ -311,6 +299,11 @@ impl Metrics {
         }
         out
     }
+}
+
+/// Whether `metrics` has the series `key` of `name`.
+fn has<T>(metrics: &BTreeMap<String, BTreeMap<String, T>>, name: &str, key: &str) -> bool {
+    metrics.get(name).is_some_and(|m| m.contains_key(key))
 }
 
 /// `{key}`, or nothing for a metric without labels.

@@ -65,11 +65,8 @@ impl Consumer {
         consumer.metrics = saved.metrics;
         if let Ok(mut file) = File::open(events) {
             let mut hash = Sha256::new();
-            let copied = std::io::copy(
-                &mut (&mut file).take(saved.consumed),
-                &mut HashWriter(&mut hash),
-            )
-            .map_err(|e| format!("cannot read {}: {e}", events.display()))?;
+            let copied = std::io::copy(&mut (&mut file).take(saved.consumed), &mut hash)
+                .map_err(|e| format!("cannot read {}: {e}", events.display()))?;
             if copied == saved.consumed && hex(&hash) == saved.sha256 {
                 consumer.offset = copied;
                 consumer.hash = hash;
@@ -120,7 +117,7 @@ impl Consumer {
         if len > self.offset {
             let mut rest = file;
             rest.seek(SeekFrom::Start(self.offset))?;
-            std::io::copy(&mut rest, &mut HashWriter(&mut self.hash))?;
+            std::io::copy(&mut rest, &mut self.hash)?;
             self.offset = len;
             self.metrics.skipped();
         }
@@ -206,19 +203,6 @@ impl Consumer {
 
 fn hex(hash: &Sha256) -> String {
     format!("{:x}", hash.clone().finalize())
-}
-
-/// Feeds what is written into a hash.
-struct HashWriter<'a>(&'a mut Sha256);
-
-impl Write for HashWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -144,20 +144,13 @@ impl Provider {
                     return Ok(());
                 }
                 Attempt::Refused(refusal) => refusal,
-                // A runner that does not start on the last site after others refused it: every
-                // site is named, the first cause first.
-                Attempt::Failed(mut failure) if failure.start_failure && !tried.is_empty() => {
-                    tried.push(format!("{site}: {}", failure.error));
-                    failure.error = Error::failed(format!(
-                        "no site could take the AppInst ({} tried): {}",
-                        tried.len(),
-                        tried.join("; ")
-                    ));
-                    held.append(&mut failure.held);
-                    failure.held = held;
-                    return Err(failure);
-                }
                 Attempt::Failed(mut failure) => {
+                    // A runner that does not start on the last site after others refused it:
+                    // every site is named, the first cause first.
+                    if failure.start_failure && !tried.is_empty() {
+                        tried.push(format!("{site}: {}", failure.error));
+                        failure.error = no_site(&tried);
+                    }
                     held.append(&mut failure.held);
                     failure.held = held;
                     return Err(failure);
@@ -181,11 +174,7 @@ impl Provider {
         }
         let start_failure = !held.is_empty();
         let error = if tried.len() > 1 {
-            Error::failed(format!(
-                "no site could take the AppInst ({} tried): {}",
-                tried.len(),
-                tried.join("; ")
-            ))
+            no_site(&tried)
         } else {
             match last {
                 Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
@@ -234,7 +223,11 @@ impl Provider {
                     if !refused {
                         return Attempt::Failed(DeployFailure::start(Error::failed(why)));
                     }
-                    return Attempt::Refused(self.refused_after_start(app_key, name, why).await);
+                    return Attempt::Refused(Refusal {
+                        why,
+                        api: None,
+                        held: self.clean_site(app_key, name).await,
+                    });
                 }
                 Ok(Ok(StreamEnd::Created)) => return Attempt::Placed,
                 Ok(Err(e))
@@ -328,13 +321,7 @@ impl Provider {
             if accepted {
                 // The refusal came as a stream result: the AppInst may exist on this site. A
                 // cleanup that fails follows the refusal in the message, never replaces it.
-                let busy = Busy::Report {
-                    patience: HELD_PATIENCE,
-                };
-                if let Err(cleanup) = self
-                    .remove_app_insts_of(app_key, Some(name), &[], busy)
-                    .await
-                {
+                if let Some(cleanup) = self.clean_site(app_key, name).await {
                     // Known to stay: the rollback names it after the cause and does not ask
                     // for the delete just refused again.
                     let mut failure = DeployFailure::start(Error::failed(why));
@@ -468,23 +455,16 @@ impl Provider {
         }
     }
 
-    /// A site whose stream was closed because the runner does not start there: its AppInst
-    /// (`name`) is removed if Edge Connect lets it go within [`HELD_PATIENCE`], so that the
-    /// next site can be tried with the same name; one still held then is left, and the next
-    /// site is tried under a second name.
-    async fn refused_after_start(&self, app_key: &AppKey, name: &str, why: String) -> Refusal {
+    /// A site that did not take the runner: its AppInst (`name`) is removed if Edge Connect
+    /// lets it go within [`HELD_PATIENCE`], so that the next site can be tried with the same
+    /// name; why one is still held then (it is left, and the next site is tried under a second
+    /// name).
+    async fn clean_site(&self, app_key: &AppKey, name: &str) -> Option<Error> {
         let busy = Busy::Report {
             patience: HELD_PATIENCE,
         };
-        let held = self
-            .remove_app_insts_of(app_key, Some(name), &[], busy)
-            .await
-            .err();
-        Refusal {
-            why,
-            api: None,
-            held,
-        }
+        let removed = self.remove_app_insts_of(app_key, Some(name), &[], busy);
+        removed.await.err()
     }
 
     /// The message for a runner that does not start on `site`, and whether it is a refusal of
@@ -584,6 +564,14 @@ impl Provider {
             ))),
         }
     }
+}
+
+/// The failure of a runner no site took: every site tried, with its cause.
+fn no_site(tried: &[String]) -> Error {
+    let (n, causes) = (tried.len(), tried.join("; "));
+    Error::failed(format!(
+        "no site could take the AppInst ({n} tried): {causes}"
+    ))
 }
 
 /// One line naming the image, the site, the reason and what to check.

@@ -137,26 +137,18 @@ impl StartWatch {
                     continue;
                 }
                 let key = (pod.pod.to_string(), container.to_string());
-                match self.failing.get_mut(&key) {
-                    None => {
-                        self.failing.insert(
-                            key,
-                            Failing {
-                                last: reason.to_string(),
-                                shown: vec![reason.to_string()],
-                                since: now,
-                            },
-                        );
+                let f = self.failing.entry(key).or_insert_with(|| Failing {
+                    last: reason.to_string(),
+                    shown: vec![reason.to_string()],
+                    since: now,
+                });
+                if f.last != reason {
+                    if f.shown.iter().any(|r| r == reason) {
+                        // It keeps failing the same way: kubelet tried again.
+                        verdict.get_or_insert_with(|| failure(container, reason));
                     }
-                    Some(f) if f.last != reason => {
-                        if f.shown.iter().any(|r| r == reason) {
-                            // It keeps failing the same way: kubelet tried again.
-                            verdict.get_or_insert_with(|| failure(container, reason));
-                        }
-                        f.shown.push(reason.to_string());
-                        f.last = reason.to_string();
-                    }
-                    Some(_) => {}
+                    f.shown.push(reason.to_string());
+                    f.last = reason.to_string();
                 }
                 if lasting(reason) {
                     verdict.get_or_insert_with(|| failure(container, reason));

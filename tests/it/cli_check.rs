@@ -232,7 +232,7 @@ fn unknown_flavor_lists_the_flavors() {
 #[test]
 fn unreachable_url() {
     let w = World::new();
-    let (_reserved, port) = crate::support::refusing_port();
+    let (_reserved, port) = hostile_server::refusing_port();
     let url = w.sim.url();
     replace_in_config(&w, &url, &format!("http://127.0.0.1:{port}"));
     let (code, out) = check(&w, &[]);

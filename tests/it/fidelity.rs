@@ -142,11 +142,7 @@ fn a_server_that_drops_env_vars_leaves_nothing_and_each_create_finds_out_anew() 
     // conclusion from its own answer.
     let again = w.create("bootstrap-github-jit.json", "garm-old2", POOL, &[]);
     assert_eq!(again.code, 1);
-    assert!(
-        again.stderr.contains("drops App env_vars"),
-        "{}",
-        again.stderr
-    );
+    assert_has(&again.stderr, "drops App env_vars");
     assert_eq!(w.calls("CreateApp"), 2);
     assert_eq!(
         w.calls("CreateAppInst"),
@@ -195,11 +191,7 @@ fn a_server_that_drops_pull_credentials_leaves_nothing() {
         Some(&v.to_string()),
     );
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        r.stderr.contains("drops App image pull credentials"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "drops App image pull credentials");
     assert!(!r.stderr.contains("pull-secret"));
     w.assert_nothing_left();
 }
@@ -387,11 +379,7 @@ fn a_federated_gen2_cloudlet_is_created_on_and_deleted_with_its_federation() {
     // Without the federation the controller does not know the cloudlet; nothing is left.
     let r = w.create("bootstrap-github-jit.json", "garm-fed0", POOL, &[]);
     assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("Specified Cloudlet not found"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "Specified Cloudlet not found");
     w.assert_nothing_left();
 
     let text = std::fs::read_to_string(&w.config).expect("config");

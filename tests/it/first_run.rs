@@ -3,7 +3,7 @@
 
 use hostile_server::{token_reply, Server as Fake, Step};
 
-use crate::support::{in_edge_connect, Run, World, CONTROLLER, POOL};
+use crate::support::{assert_has, assert_starts, in_edge_connect, Run, World, CONTROLLER, POOL};
 
 /// The CLI with `args`, the world's config and controller, a bare environment.
 fn person(w: &World, args: &[&str]) -> Run {
@@ -21,11 +21,7 @@ fn retired_keys_are_warned_about_on_stderr_too() {
     let warning = "edge_connect.remove_all_concurrency is retired and ignored (";
     let r = person(&w, &["list"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stderr.starts_with(&format!("warning: {warning}")),
-        "{}",
-        r.stderr
-    );
+    assert_starts(&r.stderr, &format!("warning: {warning}"));
     // `check` says it on its config line.
     let c = person(&w, &["check"]);
     assert!(
@@ -81,11 +77,7 @@ fn https_to_a_plain_http_port_is_explained_in_words() {
     assert!(!line.contains("InvalidContentType"), "{line}");
     assert!(!line.contains("ca_bundle"), "{line}");
     let c = person(&w, &["check"]);
-    assert!(
-        c.stdout.contains("answered in plain HTTP, not TLS"),
-        "{}",
-        c.stdout
-    );
+    assert_has(&c.stdout, "answered in plain HTTP, not TLS");
     assert!(!c.stdout.contains("ca_bundle"), "{}", c.stdout);
 }
 
@@ -116,11 +108,7 @@ fn an_unknown_garm_command_lists_the_commands() {
     let w = World::new();
     let r = w.garm("ListInstance", &[], None);
     assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.starts_with("unknown command: GARM_COMMAND=ListInstance (GARM's commands: CreateInstance, DeleteInstance, GetInstance, ListInstances,"),
-        "{}",
-        r.stderr
-    );
+    assert_starts(&r.stderr, "unknown command: GARM_COMMAND=ListInstance (GARM's commands: CreateInstance, DeleteInstance, GetInstance, ListInstances,");
 }
 
 /// docs/operations.md shows GARM mode as `env -i` commands: run as written (the config, the

@@ -266,11 +266,7 @@ fn huge_or_binary_stdin_is_refused_without_a_panic() {
         Some(&[0xff, 0xfe, 0x00, 0x7b, 0x80]),
     );
     assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.starts_with("invalid bootstrap params"),
-        "{}",
-        r.stderr
-    );
+    assert_starts(&r.stderr, "invalid bootstrap params");
     no_create_calls(&w);
 }
 

@@ -255,11 +255,7 @@ fn create_of_an_existing_name_exits_31_and_touches_nothing() {
     let again = w.create("bootstrap-gitea.json", "garm-dup", POOL, &[]);
     assert_eq!(again.code, 31, "{}", again.stderr);
     assert_eq!(again.stdout, "");
-    assert!(
-        again.stderr.contains("garm-dup already exists"),
-        "{}",
-        again.stderr
-    );
+    assert_has(&again.stderr, "garm-dup already exists");
     assert_eq!(w.app("garm-dup"), before, "the existing App is untouched");
     assert_eq!(w.app_inst_names(), vec!["garm-dup"]);
     w.assert_no_secrets(&[&again]);

@@ -11,7 +11,7 @@ use std::time::Duration;
 pub(crate) use hostile_server::{head, reply, token_reply, Server as Fake, Step};
 
 use crate::support::{
-    self, fixture_with, write_mode, Provider, World, CONTROLLER, PASSWORD, POOL, USER,
+    self, assert_has, fixture_with, write_mode, Provider, World, CONTROLLER, PASSWORD, POOL, USER,
 };
 
 /// What a well-behaved controller with no Apps answers.
@@ -278,7 +278,7 @@ fn refused_and_two_factor_logins_are_final() {
 
 #[test]
 fn an_unreachable_url_fails_fast_naming_the_host() {
-    let (_reserved, port) = crate::support::refusing_port();
+    let (_reserved, port) = hostile_server::refusing_port();
     let s = Setup::new(
         &format!("http://127.0.0.1:{port}"),
         "request_timeout_secs = 1\noperation_timeout_secs = 4\n",
@@ -294,11 +294,7 @@ fn an_unreachable_url_fails_fast_naming_the_host() {
         assert!(line.contains("the command's deadline"), "{command}: {line}");
         s.assert_no_secrets(&[&r]);
     }
-    assert!(
-        s.log_text().contains("retrying login: cannot connect to"),
-        "{}",
-        s.log_text()
-    );
+    assert_has(&s.log_text(), "retrying login: cannot connect to");
 }
 
 #[test]
@@ -361,11 +357,7 @@ fn a_url_with_credentials_is_refused_without_echoing_them() {
     let s = Setup::new(&url, "");
     let r = s.garm("ListInstances", &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(
-        one_line(&r).contains("must not contain a user name or password"),
-        "{}",
-        r.stderr
-    );
+    assert_has(one_line(&r), "must not contain a user name or password");
     assert!(server.seen().is_empty());
     s.assert_no_secrets(&[&r]);
 }

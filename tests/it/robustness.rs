@@ -138,7 +138,7 @@ fn the_log_file_is_private_never_followed_and_only_a_regular_file() {
 #[test]
 fn create_against_an_unreachable_edge_connect_fails_fast_and_rolls_nothing_back() {
     let w = World::new();
-    let (_reserved, closed) = crate::support::refusing_port();
+    let (_reserved, closed) = hostile_server::refusing_port();
     w.edit_config(|t| {
         in_edge_connect(
             &t.replace(&w.sim.url(), &format!("http://127.0.0.1:{closed}")),
@@ -150,11 +150,7 @@ fn create_against_an_unreachable_edge_connect_fails_fast_and_rolls_nothing_back(
     let took = started.elapsed();
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.starts_with("Edge Connect login: cannot connect"),
-        "{}",
-        r.stderr
-    );
+    assert_starts(&r.stderr, "Edge Connect login: cannot connect");
     assert!(!r.stderr.contains("cleanup"), "{}", r.stderr);
     assert!(!w.log_text().contains("rolled back"), "{}", w.log_text());
     // It ended at the connect bound, not at the deadline plus the rollback grace (the old
@@ -701,11 +697,7 @@ fn the_demo_names_the_instance_and_no_path_it_removes() {
         "{}",
         r.stdout
     );
-    assert!(
-        r.stdout.contains("\n▶ CreateInstance garm-7hq2kx0d3mzt\n"),
-        "{}",
-        r.stdout
-    );
+    assert_has(&r.stdout, "\n▶ CreateInstance garm-7hq2kx0d3mzt\n");
     let progress: Vec<&str> = r.stdout.lines().filter(|l| l.contains(" … ")).collect();
     assert!(!progress.is_empty(), "{}", r.stdout);
     for l in progress {

@@ -14,6 +14,7 @@
 //! missing, naming the tool.
 
 use crate::runner_harness::*;
+use crate::support::assert_has;
 use sha2::Digest as _;
 
 /// Declares an entrypoint test, in the manner of ripgrep's `rgtest!`: a tokio
@@ -367,11 +368,7 @@ entrypoint_test!(github_download_with_wrong_checksum_reports_failed, async {
         ]
     );
     assert_messages_clean(&w.garm);
-    assert!(
-        last_status_message(&w.garm).contains("RUNNER_DOWNLOAD_SHA256"),
-        "{}",
-        last_status_message(&w.garm)
-    );
+    assert_has(&last_status_message(&w.garm), "RUNNER_DOWNLOAD_SHA256");
     // Nothing was unpacked or run, and the registration token was not spent.
     assert!(!w.sandbox.home.join("config.sh").exists());
     assert_eq!(w.sandbox.argv("run"), None);
@@ -946,11 +943,7 @@ entrypoint_test!(registration_output_is_relayed_without_the_token, async {
         "{}",
         run.stderr
     );
-    assert!(
-        last_status_message(&w.garm).contains("[registration token]"),
-        "{}",
-        last_status_message(&w.garm)
-    );
+    assert_has(&last_status_message(&w.garm), "[registration token]");
 });
 
 // ---------------------------------------------------------------------------

@@ -242,11 +242,7 @@ fn each_extra_spec_changes_the_request() {
     let before = w.sim.request_log().len();
     let r = create_with_specs(&w, "garm-specs5", specs, &[]);
     assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("EDP_EDGE_CONNECT_REGISTRY_PASSWORD"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "EDP_EDGE_CONNECT_REGISTRY_PASSWORD");
     assert_eq!(w.sim.request_log().len(), before);
 
     let list = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
@@ -470,11 +466,7 @@ fn validate_pool_info_checks_the_pools_container_without_the_config() {
     }
     let r = validate_pool(&w, &json!({"deployment": "swarm"}));
     assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.starts_with("invalid extra_specs: deployment: "),
-        "{}",
-        r.stderr
-    );
+    assert_starts(&r.stderr, "invalid extra_specs: deployment: ");
 }
 
 #[test]

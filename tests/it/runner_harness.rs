@@ -1578,6 +1578,20 @@ pub struct SubCommand {
     pub flags: &'static [Flag],
 }
 
+const fn sub(
+    name: &'static str,
+    short: &'static str,
+    max_args: usize,
+    flags: &'static [Flag],
+) -> SubCommand {
+    SubCommand {
+        name,
+        short,
+        max_args,
+        flags,
+    }
+}
+
 /// A runner program's command line, as far as the entrypoint uses it.
 pub struct Cli {
     pub program: &'static str,
@@ -1649,24 +1663,9 @@ const FORGEJO_EARLY_12: Cli = Cli {
     root_takes_event_arg: true,
     persistent: &[CONFIG],
     subcommands: &[
-        SubCommand {
-            name: "register",
-            short: "register with a forge",
-            max_args: 0,
-            flags: &REGISTER_BASE,
-        },
-        SubCommand {
-            name: "daemon",
-            short: "poll for jobs",
-            max_args: 1,
-            flags: &[],
-        },
-        SubCommand {
-            name: "one-job",
-            short: "run a single job",
-            max_args: 1,
-            flags: &[],
-        },
+        sub("register", "register with a forge", 0, &REGISTER_BASE),
+        sub("daemon", "poll for jobs", 1, &[]),
+        sub("one-job", "run a single job", 1, &[]),
     ],
 };
 
@@ -1682,24 +1681,9 @@ const FORGEJO_12_8: Cli = Cli {
     root_takes_event_arg: true,
     persistent: &[CONFIG],
     subcommands: &[
-        SubCommand {
-            name: "register",
-            short: "register with a forge",
-            max_args: 0,
-            flags: &REGISTER_EPHEMERAL,
-        },
-        SubCommand {
-            name: "daemon",
-            short: "poll for jobs",
-            max_args: 1,
-            flags: &[],
-        },
-        SubCommand {
-            name: "one-job",
-            short: "run a single job",
-            max_args: 1,
-            flags: &[WAIT],
-        },
+        sub("register", "register with a forge", 0, &REGISTER_EPHEMERAL),
+        sub("daemon", "poll for jobs", 1, &[]),
+        sub("one-job", "run a single job", 1, &[WAIT]),
     ],
 };
 
@@ -1735,24 +1719,14 @@ const FORGEJO_13: Cli = Cli {
     root_takes_event_arg: true,
     persistent: &[CONFIG],
     subcommands: &[
-        SubCommand {
-            name: "register",
-            short: "register with a forge (deprecated)",
-            max_args: 0,
-            flags: &REGISTER_EPHEMERAL,
-        },
-        SubCommand {
-            name: "daemon",
-            short: "poll for jobs",
-            max_args: 1,
-            flags: &FORGEJO_13_CONNECTION,
-        },
-        SubCommand {
-            name: "one-job",
-            short: "run a single job",
-            max_args: 1,
-            flags: &FORGEJO_13_ONE_JOB,
-        },
+        sub(
+            "register",
+            "register with a forge (deprecated)",
+            0,
+            &REGISTER_EPHEMERAL,
+        ),
+        sub("daemon", "poll for jobs", 1, &FORGEJO_13_CONNECTION),
+        sub("one-job", "run a single job", 1, &FORGEJO_13_ONE_JOB),
     ],
 };
 
@@ -1768,18 +1742,13 @@ const ACT_RUNNER_0_2_13: Cli = Cli {
     root_takes_event_arg: true,
     persistent: &[CONFIG],
     subcommands: &[
-        SubCommand {
-            name: "register",
-            short: "register with a forge",
-            max_args: 0,
-            flags: &REGISTER_EPHEMERAL,
-        },
-        SubCommand {
-            name: "daemon",
-            short: "poll for jobs",
-            max_args: 0,
-            flags: &[switch("once", "exit after one job")],
-        },
+        sub("register", "register with a forge", 0, &REGISTER_EPHEMERAL),
+        sub(
+            "daemon",
+            "poll for jobs",
+            0,
+            &[switch("once", "exit after one job")],
+        ),
     ],
 };
 

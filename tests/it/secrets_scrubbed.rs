@@ -8,7 +8,7 @@ use std::net::{TcpListener, TcpStream};
 
 use edge_connect_sim::{self as sim, SimConfig};
 
-use crate::support::{fixture_with, run, Run, Site, World, POOL, USER};
+use crate::support::{assert_has, assert_starts, fixture_with, run, Run, Site, World, POOL, USER};
 
 /// The Edge Connect password: a quote, a backslash, non-ASCII and Go's escaped characters.
 const PASSWORD: &str = "pä\"ss\\wörd&<>-7319xq";
@@ -587,11 +587,7 @@ fn more_secrets_than_can_be_masked_refuse_the_command_before_any_request() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stdout, "");
     // 300 tokens of 4,100 bytes, the password and the instance token.
-    assert!(
-        r.stderr.starts_with("the command holds 12304"),
-        "{}",
-        r.stderr
-    );
+    assert_starts(&r.stderr, "the command holds 12304");
     assert!(
         r.stderr.ends_with(" bytes of secrets, more than the 1048576 bytes whose masking in output can be guaranteed; nothing was sent (fewer or shorter tokens in the bootstrap, or a shorter proxy URL)\n"),
         "{}",
@@ -675,9 +671,5 @@ fn a_password_shorter_than_eight_characters_is_refused_naming_the_minimum() {
     let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("credentials_file "), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("has 3 characters; at least 8"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "has 3 characters; at least 8");
 }

@@ -85,12 +85,9 @@ fn a_failed_pull_that_does_not_clear_counts_after_the_grace() {
     let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
     let r = setup.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        one_line(&r).starts_with(&format!(
-            "image {IMAGE} cannot be pulled on TelekomOP/Munich (ErrImagePull): "
-        )),
-        "{}",
-        r.stderr
+    assert_starts(
+        one_line(&r),
+        &format!("image {IMAGE} cannot be pulled on TelekomOP/Munich (ErrImagePull): "),
     );
     assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
 }
@@ -106,12 +103,9 @@ fn a_crashing_runner_fails_fast() {
         let setup = Setup::new(&fake.url(), "");
         let r = setup.garm("CreateInstance", &[]);
         assert_eq!(r.code, 1, "{}", r.stdout);
-        assert!(
-            one_line(&r).starts_with(&format!(
-                "the container of image {IMAGE} {words} on TelekomOP/Munich ({reason}): "
-            )),
-            "{}",
-            r.stderr
+        assert_starts(
+            one_line(&r),
+            &format!("the container of image {IMAGE} {words} on TelekomOP/Munich ({reason}): "),
         );
         assert_eq!(fake.count(&format!("{CTRL}DeleteApp")), 1);
     }
@@ -137,11 +131,7 @@ fn an_unschedulable_runner_moves_to_the_next_site() {
         .inject(Fault::stream_error("CreateAppInst", 3, UNSCHEDULABLE).times(2));
     let r = w.create_image("garm-us2", IMAGE, Some(zones(&["Munich", "Berlin"])));
     assert_eq!(r.code, 1);
-    assert!(
-        one_line(&r).contains("zone TelekomOP/Munich: the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): "),
-        "{}",
-        r.stderr
-    );
+    assert_has(one_line(&r), "zone TelekomOP/Munich: the runner cannot be scheduled on TelekomOP/Munich (Unschedulable): ");
     assert_eq!(w.app_names(), vec!["garm-us1"]);
 }
 
@@ -160,12 +150,9 @@ fn a_docker_pull_failure_names_the_image() {
     ));
     let r = w.create("bootstrap-github-jit.json", "garm-dk1", POOL, &[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        one_line(&r).starts_with(&format!(
-            "image {IMAGE} cannot be pulled on TelekomOP/Munich ("
-        )),
-        "{}",
-        r.stderr
+    assert_starts(
+        one_line(&r),
+        &format!("image {IMAGE} cannot be pulled on TelekomOP/Munich ("),
     );
     assert!(r.stderr.contains("manifest unknown"), "{}", r.stderr);
     w.assert_nothing_left();
@@ -187,11 +174,7 @@ fn a_pod_no_node_takes_is_waited_for_up_to_the_deadline_on_one_site() {
     let r = setup.garm("CreateInstance", &[]);
     let took = started.elapsed();
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        one_line(&r).starts_with("no node of TelekomOP/Munich took the runner's pod within edge_connect.operation_timeout_secs=6s (Pending (0/0)): "),
-        "{}",
-        r.stderr
-    );
+    assert_starts(one_line(&r), "no node of TelekomOP/Munich took the runner's pod within edge_connect.operation_timeout_secs=6s (Pending (0/0)): ");
     assert!(took >= Duration::from_secs(6), "{took:?}");
 }
 
@@ -221,12 +204,9 @@ fn a_container_that_keeps_terminating_fails_after_the_grace() {
     let setup = Setup::new(&fake.url(), "start_failure_grace_secs = 1");
     let r = setup.garm("CreateInstance", &[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        one_line(&r).starts_with(&format!(
-            "the container of image {IMAGE} keeps crashing on TelekomOP/Munich (Error): "
-        )),
-        "{}",
-        r.stderr
+    assert_starts(
+        one_line(&r),
+        &format!("the container of image {IMAGE} keeps crashing on TelekomOP/Munich (Error): "),
     );
 }
 
@@ -351,11 +331,7 @@ fn a_pod_no_node_took_is_no_runner_when_the_crm_stops_waiting() {
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 1");
     let r = w.create_image("garm-never1", IMAGE, None);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        one_line(&r).starts_with("no node of TelekomOP/Munich took the runner's pod before the site's CRM stopped waiting for it (Pending (0/0)): "),
-        "{}",
-        r.stderr
-    );
+    assert_starts(one_line(&r), "no node of TelekomOP/Munich took the runner's pod before the site's CRM stopped waiting for it (Pending (0/0)): ");
     w.assert_nothing_left();
 
     // A container still failing then, before its grace passed, likewise.
@@ -364,13 +340,7 @@ fn a_pod_no_node_took_is_no_runner_when_the_crm_stops_waiting() {
     let w = World::with_sim(config, Site::Zone, "start_failure_grace_secs = 60");
     let r = w.create_image("garm-never2", IMAGE, None);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        one_line(&r).starts_with(&format!(
-            "the container of image {IMAGE} keeps crashing on TelekomOP/Munich (RunContainerError): "
-        )),
-        "{}",
-        r.stderr
-    );
+    assert_starts(one_line(&r), &format!("the container of image {IMAGE} keeps crashing on TelekomOP/Munich (RunContainerError): "));
 }
 
 #[test]
@@ -555,11 +525,7 @@ fn on_the_simulators_crm_a_crashing_image_fails_fast() {
     let w = World::with_sim(crm(&["Munich"], true), Site::Zone, "");
     let r = w.create_image("garm-crash1", "ghcr.io/example-org/garm-runner:crash", None);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        one_line(&r).starts_with("the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (CrashLoopBackOff): "),
-        "{}",
-        r.stderr
-    );
+    assert_starts(one_line(&r), "the container of image ghcr.io/example-org/garm-runner:crash keeps crashing on TelekomOP/Munich (CrashLoopBackOff): ");
     w.assert_nothing_left();
 }
 

@@ -381,16 +381,16 @@ fn names(objects: Vec<serde_json::Value>) -> Vec<String> {
 }
 
 /// Values that must never be printed or logged.
-/// A loopback port that refuses connections for as long as the returned socket lives: bound, never
-/// listening. A port bound and closed again can be taken by any test server of another test (or
-/// another suite) before the provider connects, which then answers instead of refusing.
-pub fn refusing_port() -> (tokio::net::TcpSocket, u16) {
-    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
-    socket
-        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .expect("bind a loopback port");
-    let port = socket.local_addr().expect("its address").port();
-    (socket, port)
+/// Asserts that `text` holds `part`, showing the text when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, part: &str) {
+    assert!(text.contains(part), "{part:?} is not in: {text}");
+}
+
+/// Asserts that `text` starts with `start`, showing the text when it does not.
+#[track_caller]
+pub fn assert_starts(text: &str, start: &str) {
+    assert!(text.starts_with(start), "{start:?} does not start: {text}");
 }
 
 pub fn secrets() -> Vec<&'static str> {

@@ -6,7 +6,7 @@ use edge_connect_sim::{Fault, FaultKind};
 
 use crate::cli_table::cli;
 use crate::secrets_scrubbed::{refusal, world, Request};
-use crate::support::{fixture_with, Run, World, POOL};
+use crate::support::{assert_has, fixture_with, Run, World, POOL};
 
 /// A window title (OSC 0), a hyperlink (OSC 8), clear screen and cursor home (CSI), a carriage
 /// return drawing a fake success line, C1 CSI and OSC, a right-to-left override and isolate,
@@ -123,9 +123,5 @@ fn a_zone_name_from_the_extra_specs_file_is_shown_as_text() {
     let r = cli(&w, &["check", "--extra-specs", specs.to_str().unwrap()]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert_text_only("check --extra-specs", &r);
-    assert!(
-        r.stdout.contains(&format!("✗ zone TelekomOP/{SHOWN}")),
-        "{}",
-        r.stdout
-    );
+    assert_has(&r.stdout, &format!("✗ zone TelekomOP/{SHOWN}"));
 }

@@ -8,47 +8,26 @@ use std::fmt;
 pub enum Rpc {
     /// `POST /api/v1/login`.
     Login,
-    /// `CreateApp`.
     CreateApp,
-    /// `DeleteApp`.
     DeleteApp,
-    /// `ShowApp`.
     ShowApp,
-    /// `CreateAppInst`.
     CreateAppInst,
-    /// `DeleteAppInst`.
     DeleteAppInst,
-    /// `ShowAppInst`.
     ShowAppInst,
     /// `ShowZone` (Gen3 only).
     ShowZone,
-    /// `ShowCloudlet`.
     ShowCloudlet,
-    /// `ShowFlavor`.
     ShowFlavor,
-    /// `ShowFlavorsForZone`.
     ShowFlavorsForZone,
 }
 
 impl Rpc {
-    /// How many RPCs there are: the numbers of [`Rpc::index`].
-    pub(crate) const COUNT: usize = 11;
+    /// How many RPCs there are: the numbers of [`Rpc::index`] (the last one's, plus one).
+    pub(crate) const COUNT: usize = Rpc::ShowFlavorsForZone as usize + 1;
 
-    /// A number of its own below [`Rpc::COUNT`] (a new RPC takes the next one, and COUNT grows).
+    /// A number of its own below [`Rpc::COUNT`]: its place in the enum (a new RPC goes last).
     pub(crate) fn index(self) -> usize {
-        match self {
-            Rpc::Login => 0,
-            Rpc::CreateApp => 1,
-            Rpc::DeleteApp => 2,
-            Rpc::ShowApp => 3,
-            Rpc::CreateAppInst => 4,
-            Rpc::DeleteAppInst => 5,
-            Rpc::ShowAppInst => 6,
-            Rpc::ShowZone => 7,
-            Rpc::ShowCloudlet => 8,
-            Rpc::ShowFlavor => 9,
-            Rpc::ShowFlavorsForZone => 10,
-        }
+        self as usize
     }
 
     /// The name as in the URL (`login` for the login).

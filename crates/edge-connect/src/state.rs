@@ -8,46 +8,32 @@ use serde::{Deserialize, Deserializer};
 ///
 /// The MC writes the enum by name (`"Ready"`); its number is accepted too, because the proto's
 /// JSON form allows either. A name this client does not know is kept as [`AppInstState::Other`]
-/// so a newer controller's state is reported, not dropped.
+/// so a newer controller's state is reported, not dropped. The known states are the proto's, in
+/// its order: `NAMES` below gives each its name at its number (`Unknown` is also an absent field).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum AppInstState {
-    /// 0 `TrackedStateUnknown` (also an absent field).
     #[default]
     Unknown,
-    /// 1 `NotPresent`.
     NotPresent,
-    /// 2 `CreateRequested`.
     CreateRequested,
-    /// 3 `Creating`.
     Creating,
-    /// 4 `CreateError`.
     CreateError,
-    /// 5 `Ready`.
     Ready,
-    /// 6 `UpdateRequested`.
     UpdateRequested,
-    /// 7 `Updating`.
     Updating,
-    /// 8 `UpdateError`.
     UpdateError,
-    /// 9 `DeleteRequested`.
     DeleteRequested,
-    /// 10 `Deleting`.
     Deleting,
-    /// 11 `DeleteError`.
     DeleteError,
-    /// 12 `DeletePrepare`.
     DeletePrepare,
-    /// 13 `CrmInitok`.
     CrmInitOk,
-    /// 14 `CreatingDependencies`.
     CreatingDependencies,
-    /// 15 `DeleteDone`.
     DeleteDone,
     /// A state this client does not know, as the server named it.
     Other(String),
 }
 
+/// Each known state's name as the MC writes it, at the state's number.
 const NAMES: [(&str, AppInstState); 16] = [
     ("TrackedStateUnknown", AppInstState::Unknown),
     ("NotPresent", AppInstState::NotPresent),

@@ -74,7 +74,6 @@ impl<T: DeserializeOwned + Send + 'static> Stream for Show<T> {
 /// A progress line of an AppInst operation, as sent.
 #[derive(Deserialize)]
 struct ProgressLine {
-    #[serde(default)]
     message: Option<String>,
 }
 

@@ -103,26 +103,14 @@ pub fn default_dir(environment: &HashMap<String, String>) -> PathBuf {
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
-    base.join(format!("garm-provider-edge-connect-{}", user_tag()))
+    base.join(format!("garm-provider-edge-connect-{}", my_uid()))
 }
 
-#[cfg(unix)]
-fn user_tag() -> String {
-    my_uid().to_string()
-}
-
-#[cfg(not(unix))]
-fn user_tag() -> String {
-    "user".into()
-}
-
-#[cfg(unix)]
 fn my_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
 
-#[cfg(unix)]
 fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new()
@@ -146,7 +134,6 @@ fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// `meta` belongs to this user and has none of the mode bits `forbidden` (`why` says why).
-#[cfg(unix)]
 fn owned_and_closed(meta: &std::fs::Metadata, forbidden: u32, why: &str) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     if meta.uid() != my_uid() {
@@ -163,11 +150,6 @@ fn owned_and_closed(meta: &std::fs::Metadata, forbidden: u32, why: &str) -> std:
     Ok(())
 }
 
-#[cfg(not(unix))]
-fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
-}
-
 /// Opens `path` with `options` (a file it creates gets mode 0600), never following a symbolic
 /// link in its last component, and checks that what was opened is a regular file of this user
 /// that group and others cannot write (`private`: nor read).
@@ -176,33 +158,25 @@ fn open_private(
     options: &mut std::fs::OpenOptions,
     private: bool,
 ) -> std::io::Result<File> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        let file = options.open(path).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                std::io::Error::other("is a symbolic link")
-            } else {
-                e
-            }
-        })?;
-        // Checked on the open file, not the path, so that nothing can be swapped in between.
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(std::io::Error::other("is not a regular file"));
+    use std::os::unix::fs::OpenOptionsExt;
+    options
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = options.open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            std::io::Error::other("is a symbolic link")
+        } else {
+            e
         }
-        let forbidden = if private { 0o077 } else { 0o022 };
-        owned_and_closed(&meta, forbidden, "other users could change it")?;
-        Ok(file)
+    })?;
+    // Checked on the open file, not the path, so that nothing can be swapped in between.
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("is not a regular file"));
     }
-    #[cfg(not(unix))]
-    {
-        let _ = private;
-        options.open(path)
-    }
+    let forbidden = if private { 0o077 } else { 0o022 };
+    owned_and_closed(&meta, forbidden, "other users could change it")?;
+    Ok(file)
 }
 
 impl TokenCache {
@@ -377,7 +351,6 @@ mod tests {
         assert!(cache.load().is_none());
     }
 
-    #[cfg(unix)]
     #[test]
     fn file_is_private_and_keyed_by_url_user_and_password() {
         use std::os::unix::fs::PermissionsExt;
@@ -421,7 +394,6 @@ mod tests {
         assert!(cache.load().is_none());
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_shared_directory_disables_the_cache() {
         use std::os::unix::fs::PermissionsExt;
@@ -449,7 +421,6 @@ mod tests {
         assert!(cache.load().is_none());
     }
 
-    #[cfg(unix)]
     #[test]
     fn planted_links_and_foreign_files_are_not_followed_or_trusted() {
         use std::os::unix::fs::PermissionsExt;
@@ -487,7 +458,6 @@ mod tests {
         assert!(c.load().is_none());
     }
 
-    #[cfg(unix)]
     #[test]
     fn files_of_another_user_are_not_trusted() {
         use std::os::unix::fs::PermissionsExt;

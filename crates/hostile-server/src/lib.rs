@@ -169,3 +169,15 @@ pub fn reply(status: &str, body: &str) -> Vec<Step> {
 pub fn token_reply() -> Vec<Step> {
     reply("200 OK", &format!(r#"{{"token":"{TOKEN}"}}"#))
 }
+
+/// A loopback port that refuses connections for as long as the returned socket lives: bound, never
+/// listening. A port bound and closed again can be taken by a server of another test (or another
+/// suite) before the client connects, which then answers instead of refusing.
+pub fn refusing_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .expect("bind a loopback port");
+    let port = socket.local_addr().expect("its address").port();
+    (socket, port)
+}

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use hostile_server::{head, reply, token_reply, Server, Step, TOKEN};
+use hostile_server::{head, refusing_port, reply, token_reply, Server, Step, TOKEN};
 
 use super::*;
 use crate::{ApiErrorKind, Client, Credentials, Deadline, Secret};
@@ -314,16 +314,4 @@ async fn an_attempt_the_deadline_cuts_off_after_a_refused_connection_names_the_r
         text.contains("edge_connect.operation_timeout_secs"),
         "{text}"
     );
-}
-
-/// A loopback port that refuses connections while the socket lives: bound, never listening. A
-/// port bound and closed again can be taken by a server of another test before the client
-/// connects.
-fn refusing_port() -> (tokio::net::TcpSocket, u16) {
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket
-        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .unwrap();
-    let port = socket.local_addr().unwrap().port();
-    (socket, port)
 }

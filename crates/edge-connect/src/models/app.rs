@@ -10,12 +10,11 @@ use super::{AppKey, FlavorKey};
 
 /// `ConfigFile` (`{kind, config}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ConfigFile {
     /// `envVarsYaml`, `helmCustomizationYaml`, ...
-    #[serde(default)]
     pub kind: String,
     /// The content.
-    #[serde(default)]
     pub config: String,
 }
 
@@ -23,7 +22,6 @@ pub struct ConfigFile {
 /// values.
 #[derive(Clone, Serialize)]
 pub struct NewApp {
-    /// Key.
     pub key: AppKey,
     /// Always `Docker` for runner images.
     pub image_type: &'static str,
@@ -97,12 +95,16 @@ fn udec64<S: serde::Serializer>(milli: &u64, s: S) -> Result<S::Ok, S::Error> {
     if milli.is_multiple_of(1000) {
         s.serialize_u64(milli / 1000)
     } else {
-        let fraction = format!("{:03}", milli % 1000);
-        s.serialize_str(&format!(
-            "{}.{}",
-            milli / 1000,
-            fraction.trim_end_matches('0')
-        ))
+        s.serialize_str(&vcpus(*milli))
+    }
+}
+
+/// Thousandths of a vCPU as the controller's decimal string and a person write them (`1.5`).
+pub fn vcpus(milli: u64) -> String {
+    let fraction = format!("{:03}", milli % 1000);
+    match fraction.trim_end_matches('0') {
+        "" => (milli / 1000).to_string(),
+        fraction => format!("{}.{fraction}", milli / 1000),
     }
 }
 
@@ -135,18 +137,14 @@ impl std::fmt::Debug for NewApp {
 /// An App as ShowApp returns it, reduced to what is read back: its key, its environment (see
 /// [`App::env`]) and its image pull user. Everything else of the line is skipped, not copied.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct App {
-    /// Key.
-    #[serde(default)]
     pub key: AppKey,
     /// Plain environment (its string entries; `None` when the server shows no `env_vars`).
-    #[serde(default)]
     env_vars: Option<Env>,
     /// Config files (where the environment is when it is delivered as envVarsYaml).
-    #[serde(default)]
     configs: Vec<ConfigFile>,
     /// Image pull user (servers from 2025-10-17 on; older ones drop it).
-    #[serde(default)]
     pub username: String,
 }
 

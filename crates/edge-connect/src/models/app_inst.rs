@@ -24,31 +24,24 @@ pub struct NewAppInst {
 
 /// An AppInst as ShowAppInst returns it (either shape).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct AppInst {
-    /// Key.
-    #[serde(default)]
     pub key: AppInstKey,
     /// Deployed App (absent in the oldest shape).
-    #[serde(default)]
     pub app_key: Option<AppKey>,
     /// Zone (newer shape).
-    #[serde(default)]
     pub zone_key: Option<SiteRef>,
     /// Chosen cloudlet (newer shape: output only).
-    #[serde(default)]
     pub cloudlet_key: Option<SiteRef>,
     /// Tracked state.
-    #[serde(default)]
     pub state: crate::state::AppInstState,
     /// Errors the controller recorded for it (with an `*Error` state, or while it retries).
-    #[serde(default)]
     pub errors: Vec<String>,
     /// Base FQDN, when the App has ports.
-    #[serde(default)]
     pub uri: String,
     /// Creation time as the server writes it (RFC 3339); empty when absent or in another form
     /// (an older server's `{seconds, nanos}`), which must not make the whole line unreadable.
-    #[serde(default, deserialize_with = "text_or_nothing")]
+    #[serde(deserialize_with = "text_or_nothing")]
     pub created_at: String,
 }
 

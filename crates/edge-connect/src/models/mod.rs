@@ -20,7 +20,7 @@ mod env;
 mod site;
 
 pub use app::{
-    env_vars_yaml, parse_env_vars_yaml, App, ConfigFile, KubernetesResources, NewApp,
+    env_vars_yaml, parse_env_vars_yaml, vcpus, App, ConfigFile, KubernetesResources, NewApp,
     NodePoolResources,
 };
 pub use app_inst::{AppInst, NewAppInst};
@@ -28,30 +28,27 @@ pub use site::{Flavor, Site};
 
 /// `AppKey`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AppKey {
     /// Owning organization.
-    #[serde(default)]
     pub organization: String,
     /// App name.
-    #[serde(default)]
     pub name: String,
     /// App version.
-    #[serde(default)]
     pub version: String,
 }
 
 /// `CloudletKey` / `ZoneKey`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SiteRef {
     /// Operator organization.
-    #[serde(default)]
     pub organization: String,
     /// Cloudlet or zone name.
-    #[serde(default)]
     pub name: String,
     /// Set on the cloudlet keys of federated cloudlets; a delete must send it back or the
     /// AppInst is "not found" (c39 `cloudletkey.pb.go:34-38`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub federated_organization: String,
 }
 
@@ -64,15 +61,14 @@ impl SiteRef {
 
 /// `AppInstKey`: `{name, organization}`, plus `cloudlet_key` in the older (Gen2) shape.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AppInstKey {
     /// AppInst name.
-    #[serde(default)]
     pub name: String,
     /// Owning organization.
-    #[serde(default)]
     pub organization: String,
     /// Cloudlet, in the older key shape only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cloudlet_key: Option<SiteRef>,
 }
 

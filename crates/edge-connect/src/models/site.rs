@@ -6,12 +6,11 @@ use super::{FlavorKey, SiteRef};
 
 /// A flavor as ShowFlavor / ShowFlavorsForZone return it.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct Flavor {
     /// `ShowFlavor` shape.
-    #[serde(default)]
     pub key: Option<FlavorKey>,
     /// `ShowFlavorsForZone` shape.
-    #[serde(default)]
     pub name: Option<String>,
 }
 
@@ -27,11 +26,9 @@ impl Flavor {
 
 /// A zone or cloudlet as ShowZone / ShowCloudlet return it.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct Site {
-    /// Key.
-    #[serde(default)]
     pub key: SiteRef,
     /// The zone a Gen3 cloudlet belongs to (empty for zones and on Gen2).
-    #[serde(default)]
     pub zone: String,
 }
