@@ -1,6 +1,7 @@
 //! CLI mode: subcommands for people. They build the same `Operation` as GARM mode and run it
 //! through the same provider; only the output is friendlier (pretty JSON, progress on stderr).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

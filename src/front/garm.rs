@@ -1,6 +1,7 @@
 //! GARM mode: no arguments, `GARM_COMMAND` set. Exactly one JSON document (or nothing) on stdout,
 //! one line on stderr on failure, GARM's exit codes.
 
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -83,7 +83,7 @@ fn describe_json(e: &serde_json::Error) -> String {
 /// `text::is_terminal_control` character still in it (serde_json writes DEL, C1
 /// controls and bidirectional overrides as they are) is written as its JSON escape (`\u009b`),
 /// which a JSON reader decodes to the same character and a terminal shows as text.
-pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Error> {
+pub fn print(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result<(), Error> {
     let failed =
         |e: std::io::Error| Error::caused_by(format!("cannot write the result to stdout: {e}"), e);
     // The whole document first, then masked by the command's scrubber like every other writer: a server
@@ -91,7 +91,9 @@ pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Resul
     // environment), and a secret split across two writes would not be recognised.
     let mut document = Vec::new();
     write(&mut document).map_err(failed)?;
-    let text = String::from_utf8_lossy(&document);
+    // Checked first: a JSON document is UTF-8, which from_utf8 tells faster than the lossy read.
+    let text = std::str::from_utf8(&document)
+        .map_or_else(|_| String::from_utf8_lossy(&document), Into::into);
     let mut out = std::io::stdout().lock();
     out.write_all(visible(&scrubber().scrub(&text)).as_bytes())
         .and_then(|()| out.flush())
@@ -100,14 +102,14 @@ pub fn print(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Resul
 
 /// `text` with each terminal control but newline and tab written as JSON escapes it.
 fn visible(text: &str) -> std::borrow::Cow<'_, str> {
-    let control = |c: char| c != '\n' && c != '\t' && crate::text::is_terminal_control(c);
     // Printable ASCII, newlines and tabs (nearly every document) go through as they are.
-    if !text.chars().any(control) {
+    let plain = |b| matches!(b, b' '..=b'~' | b'\n' | b'\t');
+    if text.bytes().all(plain) {
         return text.into();
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        match control(c) {
+        match c != '\n' && c != '\t' && crate::text::is_terminal_control(c) {
             true => out.push_str(&format!("\\u{:04x}", c as u32)),
             false => out.push(c),
         }

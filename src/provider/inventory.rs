@@ -64,11 +64,7 @@ struct Full;
 
 impl Kept {
     fn new(round: bool) -> Self {
-        let app_bytes = if round {
-            MAX_KEPT_BYTES / 2
-        } else {
-            MAX_KEPT_BYTES
-        };
+        let app_bytes = MAX_KEPT_BYTES / if round { 2 } else { 1 };
         Kept {
             runners: 0,
             bytes: 0,
@@ -192,7 +188,8 @@ impl Provider {
             )
             .await?;
             let mut kept = Kept::new(matches!(which, Read::Round { .. }));
-            let mut ours: HashMap<AppKey, OwnedRunner> = HashMap::new();
+            // Each App's key is moved into the map, not copied: the runner gets it back at the end.
+            let mut ours: HashMap<AppKey, (RunnerVars, Vec<AppInst>)> = HashMap::new();
             let (mut foreign, mut more) = (0, false);
             while let Some(app) = apps.try_next().await? {
                 if !name.is_empty() && app.key.name != name {
@@ -222,21 +219,14 @@ impl Provider {
                         }
                     }
                 }
-                ours.insert(
-                    app.key.clone(),
-                    OwnedRunner {
-                        key: app.key,
-                        vars,
-                        app_insts: Vec::new(),
-                    },
-                );
+                ours.insert(app.key, (vars, Vec::new()));
             }
             join(insts, &mut ours, &mut kept).await?;
             // An App of ours without a marked AppInst is stopped, or its AppInst was made
             // before the marks: only the unmarked read can tell (once, for all such Apps).
-            if !marks.is_empty() && ours.values().any(|r| r.app_insts.is_empty()) {
-                let mut unmarked: HashMap<AppKey, OwnedRunner> =
-                    ours.extract_if(|_, r| r.app_insts.is_empty()).collect();
+            if !marks.is_empty() && ours.values().any(|(_, insts)| insts.is_empty()) {
+                let mut unmarked: HashMap<_, _> =
+                    ours.extract_if(|_, (_, insts)| insts.is_empty()).collect();
                 join(
                     client.show_app_insts(app_filter, &[]).await?,
                     &mut unmarked,
@@ -245,11 +235,17 @@ impl Provider {
                 .await?;
                 ours.extend(unmarked);
             }
-            let mut runners: Vec<OwnedRunner> = ours.into_values().collect();
-            for runner in &mut runners {
-                super::removal_order(&mut runner.app_insts);
+            let mut runners = Vec::with_capacity(ours.len());
+            for (key, (vars, mut app_insts)) in ours {
+                super::removal_order(&mut app_insts);
+                runners.push(OwnedRunner {
+                    key,
+                    vars,
+                    app_insts,
+                });
             }
-            runners.sort_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
+            // The map's order is arbitrary: a stable sort would keep nothing worth keeping.
+            runners.sort_unstable_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
             Ok((runners, foreign, more))
         };
         Ok(retry_transient(client, "ShowApp and ShowAppInst", read).await?)
@@ -279,18 +275,18 @@ impl Provider {
 /// Adds each AppInst of the answer to the runner of `ours` whose App it deploys, under any name.
 async fn join(
     mut insts: edge_connect::Show<AppInst>,
-    ours: &mut HashMap<AppKey, OwnedRunner>,
+    ours: &mut HashMap<AppKey, (RunnerVars, Vec<AppInst>)>,
     kept: &mut Kept,
 ) -> Result<(), ApiError> {
     while let Some(inst) = insts.try_next().await? {
-        let Some(runner) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
+        let Some((_, found)) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
             continue;
         };
-        kept.app_inst(runner.app_insts.len(), inst_len(&inst))?;
+        kept.app_inst(found.len(), inst_len(&inst))?;
         // Nearly every runner has one AppInst: room for one more at a time, not the four a
         // first push reserves (an AppInst is some 400 bytes: 1.2 MB of a 1,000-runner List).
-        runner.app_insts.reserve_exact(1);
-        runner.app_insts.push(inst);
+        found.reserve_exact(1);
+        found.push(inst);
     }
     Ok(())
 }

@@ -103,9 +103,9 @@ impl Provider {
             Some(i) => (
                 i.cloudlet()
                     .or(i.zone_key.as_ref())
-                    .map(|s| format!("{}/{}", s.organization, s.name))
+                    .map(|s| [s.organization.as_str(), "/", &s.name].concat())
                     .unwrap_or_default(),
-                i.state.to_string(),
+                i.state.name().to_string(),
                 i.created_at,
                 Some(i.uri).filter(|u| !u.is_empty()),
             ),
@@ -162,10 +162,8 @@ fn masked_status(
     scrubber: &edge_connect::Scrubber,
 ) -> (InstanceStatus, String) {
     let (status, fault) = garm_status(app_inst);
-    (
-        status,
-        scrubber.scrub(&fault.unwrap_or_default()).into_owned(),
-    )
+    let masked = fault.map(|fault| scrubber.scrub(&fault).into_owned());
+    (status, masked.unwrap_or_default())
 }
 
 #[cfg(test)]
