@@ -12,6 +12,9 @@ pub(crate) struct CommandResults {
     pub(crate) get_without_log: Samples,
     pub(crate) list: Samples,
     pub(crate) delete: Samples,
+    /// CreateInstance and GetInstance of the shipped binary (static musl, release), when it is
+    /// built: issue 38's wall targets are the shipped binary's, the one users run.
+    pub(crate) shipped: Option<(Samples, Samples)>,
 }
 
 impl CommandResults {
@@ -36,6 +39,10 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
         ..CommandResults::default()
     };
     let curl = curl();
+    let shipped = shipped_binary();
+    if shipped.is_some() {
+        r.shipped = Some(Default::default());
+    }
     // Iteration 0 warms up (token cache, page cache, the thin client's two connections) and is
     // not recorded. Everything of one iteration runs back to back, so that a ratio of two figures
     // of one iteration compares them under the same load of the (shared) machine.
@@ -48,6 +55,19 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
         let get_without_log = world.get_without_log(&name)?;
         let list = world.list(1)?;
         let delete = world.delete(&name)?;
+        // The shipped binary's Create and Get of a runner of its own, in the same iteration.
+        let shipped_runs = match &shipped {
+            Some(binary) => {
+                let name = format!("{name}-shipped");
+                let runs = (
+                    world.create_by(binary, &name)?,
+                    world.get_by(binary, &name)?,
+                );
+                world.delete(&name)?;
+                Some(runs)
+            }
+            None => None,
+        };
 
         // The thin client: the same requests, in the same state (the runner absent, then there).
         let (limit_create, _) = world.replay(&create.traffic.rounds)?;
@@ -115,6 +135,15 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
                 samples.add_processes(minimal[i], curl.map(|c| c[i]));
             }
             r.delete.min_rounds = Some(minimal_delete.len());
+            if let (Some((create, get)), Some(samples)) = (&shipped_runs, &mut r.shipped) {
+                for (i, (run, samples)) in [(create, &mut samples.0), (get, &mut samples.1)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    samples.add_proc(&run.proc);
+                    samples.add_processes(minimal[i], None);
+                }
+            }
         }
         ensure!(
             create.logins == 0 || !record,

@@ -146,7 +146,15 @@ impl World {
     }
 
     pub(crate) fn create(&self, name: &str) -> Result<Measured> {
-        let run = self.garm(
+        self.create_by(Path::new(PROVIDER), name)
+    }
+
+    /// CreateInstance of `binary`, with the config it runs with ([`World::config_for`]).
+    pub(crate) fn create_by(&self, binary: &Path, name: &str) -> Result<Measured> {
+        let run = self.garm_with(
+            binary,
+            &[],
+            self.config_for(binary),
             "CreateInstance",
             &[("GARM_POOL_ID", POOL)],
             Some(&self.bootstrap(name)),
@@ -170,17 +178,22 @@ impl World {
     }
 
     pub(crate) fn get(&self, name: &str) -> Result<Measured> {
-        self.get_with(&self.provider.config, name)
+        self.get_by(Path::new(PROVIDER), name)
+    }
+
+    /// GetInstance of `binary`, with the config it runs with ([`World::config_for`]).
+    pub(crate) fn get_by(&self, binary: &Path, name: &str) -> Result<Measured> {
+        self.get_with(binary, self.config_for(binary), name)
     }
 
     /// GetInstance with the config without `log_file`: what logging to a file costs.
     pub(crate) fn get_without_log(&self, name: &str) -> Result<Measured> {
-        self.get_with(&self.config_without_log, name)
+        self.get_with(Path::new(PROVIDER), &self.config_without_log, name)
     }
 
-    fn get_with(&self, config: &Path, name: &str) -> Result<Measured> {
+    fn get_with(&self, binary: &Path, config: &Path, name: &str) -> Result<Measured> {
         let vars = [("GARM_INSTANCE_ID", name)];
-        let run = self.garm_with(Path::new(PROVIDER), &[], config, "GetInstance", &vars, None)?;
+        let run = self.garm_with(binary, &[], config, "GetInstance", &vars, None)?;
         let out: Value = serde_json::from_str(&run.proc.stdout)
             .with_context(|| format!("GetInstance stdout: {:?}", run.proc.stdout))?;
         ensure!(out["name"] == name, "GetInstance answered {out}");
