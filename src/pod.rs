@@ -265,22 +265,19 @@ impl Pod {
             image_pull_policy: Some("Always"),
             command: self.command.clone(),
             args: self.args.clone(),
-            env: Vec::new(),
             resources: self.shares.map(|(runner, _)| runner.into()),
-            security_context: None,
             volume_mounts: if dind_pod {
                 vec![work(), socket()]
             } else {
                 Vec::new()
             },
+            ..Container::default()
         };
         let mut sidecar_resources: Option<ResourceRequirements> =
             self.shares.and_then(|(_, s)| s).map(Into::into);
         let buildkitd = Container {
             name: BUILDKIT_CONTAINER.into(),
             image: self.sidecar_image.clone(),
-            image_pull_policy: None,
-            command: Vec::new(),
             // The image's entrypoint is `rootlesskit buildkitd`; these go to buildkitd. No
             // process sandbox: Kubernetes cannot unmask /proc for a pid namespace of its own.
             args: vec![
@@ -288,31 +285,26 @@ impl Pod {
                 "--addr".into(),
                 BUILDKIT_HOST.into(),
             ],
-            env: Vec::new(),
-            resources: None,
             security_context: Some(SecurityContext {
-                privileged: None,
                 // rootlesskit's unshare and the snapshotters' mount need both.
                 seccomp_profile: Some(Profile::UNCONFINED),
                 app_armor_profile: Some(Profile::UNCONFINED),
                 run_as_user: Some(BUILDKIT_UID),
                 run_as_group: Some(BUILDKIT_UID),
+                ..SecurityContext::default()
             }),
             volume_mounts: vec![VolumeMount::new("buildkit-state", BUILDKIT_STATE_DIR)],
+            ..Container::default()
         };
         let dind = Container {
             name: DIND_CONTAINER.into(),
             image: self.sidecar_image.clone(),
-            image_pull_policy: None,
-            command: Vec::new(),
             // The image's entrypoint sets up cgroups (its `dind` script) and runs these.
             args: vec![
                 "dockerd".into(),
                 format!("--host={DIND_DOCKER_HOST}"),
                 format!("--group={DOCKER_GID}"),
             ],
-            env: Vec::new(),
-            resources: None,
             security_context: Some(SecurityContext {
                 privileged: Some(true),
                 ..SecurityContext::default()
@@ -324,6 +316,7 @@ impl Pod {
                 // storage cannot live on the container's own overlay.
                 VolumeMount::new("dind-storage", "/var/lib/docker"),
             ],
+            ..Container::default()
         };
         let (containers, volumes) = match self.docker {
             DockerMode::None => (vec![runner], Vec::new()),
@@ -431,7 +424,7 @@ struct PodSpec {
     volumes: Vec<Volume>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct Container {
     name: String,

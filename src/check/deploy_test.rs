@@ -31,6 +31,11 @@ impl Cleanup {
             self.command
         )
     }
+
+    /// What stays of the deploy test's runners (`left`), and how it will be removed.
+    fn left(&self, left: &[String]) -> String {
+        format!("left on Edge Connect: {}; {}", left.join("; "), self.how())
+    }
 }
 
 pub(super) async fn deploy_test(
@@ -50,14 +55,7 @@ pub(super) async fn deploy_test(
         );
     }
     if !earlier.left.is_empty() {
-        report.fail(
-            "earlier deploy tests",
-            format!(
-                "left on Edge Connect: {}; {}",
-                earlier.left.join("; "),
-                cleanup.how()
-            ),
-        );
+        report.fail("earlier deploy tests", cleanup.left(&earlier.left));
     }
     let image = image.unwrap_or(DEFAULT_IMAGE);
     for (i, site) in sites.iter().enumerate() {
@@ -116,14 +114,7 @@ async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut
         );
     }
     if !done.left.is_empty() {
-        report.fail(
-            &what,
-            format!(
-                "left on Edge Connect: {}; {}",
-                done.left.join("; "),
-                cleanup.how()
-            ),
-        );
+        report.fail(&what, cleanup.left(&done.left));
     }
 }
 
@@ -149,11 +140,7 @@ pub(super) async fn interrupted(
         Some(done) if done.left.is_empty() => {
             format!("interrupted by {signal}; nothing of it was left on Edge Connect")
         }
-        Some(done) => format!(
-            "interrupted by {signal}; left on Edge Connect: {}; {}",
-            done.left.join("; "),
-            cleanup.how()
-        ),
+        Some(done) => format!("interrupted by {signal}; {}", cleanup.left(&done.left)),
         None => format!(
             "interrupted by {signal}, then stopped at once: what it made may be left; {}",
             cleanup.how()

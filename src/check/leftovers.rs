@@ -71,23 +71,21 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>) -> Removal {
                 // A delete refused while the platform held it busy is tried again afterwards.
                 failed.remove(&name);
                 let state = crate::text::echo(&view.state);
-                match announced.get(&name) {
-                    Some((told, at)) if *told == view.state && at.elapsed() < RETELL => {}
-                    Some((told, _)) if *told == view.state => {
-                        provider.report(&format!(
-                            "{} still {state} after {} s; waiting, at most {bound}",
-                            parts(&view),
-                            started.elapsed().as_secs()
-                        ));
-                        announced.insert(name, (view.state.clone(), Instant::now()));
-                    }
-                    _ => {
-                        provider.report(&format!(
-                            "{} is {state}: Edge Connect deletes it only once that ends (a site whose CRM runs on the edge keeps a runner that cannot start Creating for up to 15 minutes); waiting, at most {bound}",
-                            parts(&view)
-                        ));
-                        announced.insert(name, (view.state.clone(), Instant::now()));
-                    }
+                let tell = match announced.get(&name) {
+                    Some((told, at)) if *told == view.state && at.elapsed() < RETELL => None,
+                    Some((told, _)) if *told == view.state => Some(format!(
+                        "{} still {state} after {} s; waiting, at most {bound}",
+                        parts(&view),
+                        started.elapsed().as_secs()
+                    )),
+                    _ => Some(format!(
+                        "{} is {state}: Edge Connect deletes it only once that ends (a site whose CRM runs on the edge keeps a runner that cannot start Creating for up to 15 minutes); waiting, at most {bound}",
+                        parts(&view)
+                    )),
+                };
+                if let Some(tell) = tell {
+                    provider.report(&tell);
+                    announced.insert(name, (view.state.clone(), Instant::now()));
                 }
                 left.push(format!(
                     "{} (still {} when the wait of {bound} ended)",

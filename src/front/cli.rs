@@ -304,7 +304,10 @@ fn execute(cli: Cli) -> Result<(), Error> {
         operation,
         async |provider, operation| run_operation(provider, operation).await,
     )?;
-    let table = |views: &[RunnerView]| super::table::render(views, SystemTime::now());
+    let table = |views: &[RunnerView]| {
+        let text = super::table::render(views, SystemTime::now());
+        super::print(|out| out.write_all(text.as_bytes()))
+    };
     match (finished.output, format) {
         // A `delete` of a name no runner of this controller has.
         (None, _) => {
@@ -313,12 +316,8 @@ fn execute(cli: Cli) -> Result<(), Error> {
             ));
             return Ok(());
         }
-        (Some(Outcome::Instance(i)), Format::Table) => {
-            super::print(|out| out.write_all(table(&[*i]).as_bytes()))?
-        }
-        (Some(Outcome::Instances(list)), Format::Table) => {
-            super::print(|out| out.write_all(table(&list).as_bytes()))?
-        }
+        (Some(Outcome::Instance(i)), Format::Table) => table(&[*i])?,
+        (Some(Outcome::Instances(list)), Format::Table) => table(&list)?,
         (Some(Outcome::Instance(i)), Format::Json) => print_json(&i)?,
         (Some(Outcome::Instances(list)), Format::Json) => print_json(&list)?,
         (Some(Outcome::Done), _) => {}

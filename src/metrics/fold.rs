@@ -196,7 +196,9 @@ impl Metrics {
                     }
                 }
                 for (site, n) in runners {
-                    self.set("runners", &[&pool, &site], n as f64);
+                    if let Some(v) = self.slot("runners", &[&pool, &site]) {
+                        *v = n as f64;
+                    }
                 }
             }
             Event::RemovedAll { removed, failed } => {
@@ -229,12 +231,6 @@ impl Metrics {
     fn add(&mut self, name: &'static str, values: &[&str], by: f64) {
         if let Some(v) = self.slot(name, values) {
             *v += by;
-        }
-    }
-
-    fn set(&mut self, name: &'static str, values: &[&str], to: f64) {
-        if let Some(v) = self.slot(name, values) {
-            *v = to;
         }
     }
 

@@ -115,9 +115,15 @@ impl Provider {
                     )));
                 }
                 let key = self.app_key(name);
+                let deployment = deployment_name(&key.name, &key.version);
                 let pod = pod::Pod {
-                    deployment: deployment_name(&key.name, &key.version),
-                    run: run_label(&key.name, &key.version),
+                    // As the generator's `run` label (`K8SSanitize` of name and version) would
+                    // read for our names: the Deployment's name without `-deployment`.
+                    run: deployment
+                        .strip_suffix("-deployment")
+                        .unwrap_or(&deployment)
+                        .to_string(),
+                    deployment,
                     runner_image: bootstrap.image.clone(),
                     command: container
                         .command
@@ -231,16 +237,6 @@ fn split_command(command: &str) -> Vec<String> {
         .filter(|w| !w.is_empty())
         .map(str::to_string)
         .collect()
-}
-
-/// The `run` label of the pod, as the generator's (`K8SSanitize` of name and version) would
-/// read for our names: the Deployment's name without `-deployment`.
-fn run_label(name: &str, version: &str) -> String {
-    let deployment = deployment_name(name, version);
-    deployment
-        .strip_suffix("-deployment")
-        .unwrap_or(&deployment)
-        .to_string()
 }
 
 #[cfg(test)]

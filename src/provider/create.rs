@@ -202,18 +202,16 @@ impl Provider {
                 tracing::info!(app = %name, "rolled back");
                 cause
             }
-            Err(cleanup_error) => cleanup_failed(name, cause, &cleanup_error),
+            // The cause leads, the cleanup's trouble follows; who removes what is left is the
+            // door's to say ([`Error::left_behind`]).
+            Err(cleanup_error) => {
+                tracing::error!(app = %name, error = %cleanup_error, "rollback failed");
+                Error::left_behind(format!(
+                    "{cause}; cleanup of {name} failed too ({cleanup_error})"
+                ))
+            }
         }
     }
-}
-
-/// The error of a create whose cleanup failed: the cause leads, the cleanup's trouble follows.
-/// Who removes what is left is the door's to say ([`Error::left_behind`]).
-fn cleanup_failed(name: &str, cause: Error, cleanup_error: &Error) -> Error {
-    tracing::error!(app = %name, error = %cleanup_error, "rollback failed");
-    Error::left_behind(format!(
-        "{cause}; cleanup of {name} failed too ({cleanup_error})"
-    ))
 }
 
 const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";

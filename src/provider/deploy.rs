@@ -75,9 +75,8 @@ impl DeployFailure {
     /// A runner that does not start.
     fn start(error: Error) -> Self {
         DeployFailure {
-            error,
             start_failure: true,
-            held: Vec::new(),
+            ..error.into()
         }
     }
 }

@@ -147,6 +147,7 @@ pub enum Outcome {
 pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The provider: a config, a client and the controller it acts for.
+#[derive(Clone)]
 pub struct Provider {
     client: Client,
     config: Config,
@@ -220,12 +221,8 @@ impl Provider {
     pub fn until(&self, bound: Bound) -> Provider {
         Provider {
             client: self.client.until(bound.deadline),
-            config: self.config.clone(),
-            controller_id: self.controller_id.clone(),
-            environment: self.environment.clone(),
-            progress: self.progress.clone(),
             bound,
-            create_app_in_flight: self.create_app_in_flight.clone(),
+            ..self.clone()
         }
     }
 

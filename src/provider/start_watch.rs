@@ -142,24 +142,18 @@ impl StartWatch {
                     shown: vec![reason.to_string()],
                     since: now,
                 });
+                // A reason shown before is back: kubelet tried again, failing the same way.
+                let again = f.last != reason && f.shown.iter().any(|r| r == reason);
                 if f.last != reason {
-                    if f.shown.iter().any(|r| r == reason) {
-                        // It keeps failing the same way: kubelet tried again.
-                        verdict.get_or_insert_with(|| failure(container, reason));
-                    }
                     f.shown.push(reason.to_string());
                     f.last = reason.to_string();
                 }
-                if lasting(reason) {
+                if again || lasting(reason) {
                     verdict.get_or_insert_with(|| failure(container, reason));
                 }
             }
         }
-        if unplaced {
-            self.unplaced_since.get_or_insert(now);
-        } else {
-            self.unplaced_since = None;
-        }
+        self.unplaced_since = unplaced.then(|| self.unplaced_since.unwrap_or(now));
         let grace = self.grace;
         let mut pending = self
             .failing

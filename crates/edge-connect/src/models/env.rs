@@ -107,9 +107,6 @@ impl<'de> Visitor<'de> for Append<'_> {
     fn visit_unit<E>(self) -> Result<bool, E> {
         Ok(false)
     }
-    fn visit_none<E>(self) -> Result<bool, E> {
-        Ok(false)
-    }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(false)
