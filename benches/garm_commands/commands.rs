@@ -105,7 +105,9 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
             );
             Ok([create_wall, get_wall, list_wall, delete_wall])
         };
-        let minimal = as_processes(&|rounds| minimal_client_run(world.dir(), &base, rounds))?;
+        let minimal = as_processes(&|rounds| {
+            minimal_client_run(world.dir(), &base, rounds, false, None).map(|p| p.wall)
+        })?;
         let curl = match &curl {
             Some(curl) => Some(as_processes(&|rounds| {
                 curl_run(curl, world.dir(), &base, rounds)

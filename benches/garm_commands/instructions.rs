@@ -29,6 +29,9 @@ impl InstructionRow {
 
 pub(crate) struct InstructionResults {
     pub(crate) remove_all_runners: usize,
+    /// What the HTTP and TLS stack alone costs per runner of RemoveAll: the minimal client
+    /// sending the provider's requests ([`remove_all_floor`]).
+    pub(crate) remove_all_floor: f64,
     pub(crate) list_size: usize,
     pub(crate) listed: usize,
     pub(crate) rows: Vec<InstructionRow>,
@@ -149,6 +152,7 @@ pub(crate) fn instructions_step(
             get_rss_mb,
         });
     }
+    let remove_all_floor = remove_all_floor(&world, plan.remove_all_runners)?;
     world.seed_runners(SCALE_POOLS, listed)?;
     for row in &mut rows {
         warm(&world, &row.path)?;
@@ -173,8 +177,47 @@ pub(crate) fn instructions_step(
     }
     Ok(Some(InstructionResults {
         remove_all_runners: plan.remove_all_runners,
+        remove_all_floor,
         list_size: SCALE_POOLS * listed,
         listed,
         rows,
     }))
+}
+
+/// How many calls RemoveAll has in flight at most (`REMOVE_ALL_CONCURRENCY` in
+/// src/provider/delete.rs): the minimal client sends the provider's calls in rounds this size.
+const REMOVE_ALL_IN_FLIGHT: usize = 100;
+
+/// RemoveAll's instructions per runner in the HTTP and TLS stack alone: the requests the
+/// provider sent for `runners` runners and for none, sent again by the minimal client (the
+/// Show round, then the DeleteAppInsts and the DeleteApps, as many at once as the provider
+/// has in flight) on a freshly seeded inventory, its own preparation left out
+/// ([`minimal_sends`]). The provider cannot spend less than this per runner without another
+/// HTTP stack.
+fn remove_all_floor(world: &World, runners: usize) -> Result<f64> {
+    let provider = Path::new(PROVIDER);
+    let config = world.config_for(provider);
+    let base = world.relay.url();
+    let mut sends = Vec::new();
+    for count in [0, runners] {
+        world.seed_runners(1, count)?;
+        let run = world.garm_with(provider, &[], config, "RemoveAllInstances", &[], None)?;
+        let calls: Vec<HttpRequest> = run.traffic.rounds.0.into_iter().flatten().collect();
+        let of = |wanted: &dyn Fn(&str) -> bool| -> Vec<HttpRequest> {
+            calls.iter().filter(|c| wanted(c.rpc())).cloned().collect()
+        };
+        let mut rounds = vec![of(&|rpc| rpc.starts_with("Show"))];
+        for name in ["DeleteAppInst", "DeleteApp"] {
+            let all = of(&|rpc| rpc == name);
+            rounds.extend(all.chunks(REMOVE_ALL_IN_FLIGHT).map(<[_]>::to_vec));
+        }
+        ensure!(
+            rounds.iter().map(Vec::len).sum::<usize>() == calls.len(),
+            "RemoveAllInstances of {count} sent calls other than Show, DeleteAppInst and DeleteApp"
+        );
+        world.seed_runners(1, count)?;
+        // Its replay fails unless every call is answered 200 without an error trailer.
+        sends.push(minimal_sends(world.dir(), &base, &Rounds(rounds))?);
+    }
+    Ok(sends[1].saturating_sub(sends[0]) as f64 / runners.max(1) as f64)
 }

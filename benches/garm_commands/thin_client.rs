@@ -207,7 +207,12 @@ pub(crate) async fn replay(
     Ok(start.elapsed())
 }
 
-pub(crate) async fn send(http: &reqwest::Client, base: &str, request: &HttpRequest) -> Result<()> {
+/// A captured request as reqwest is given it, ready to send.
+fn prepare(
+    http: &reqwest::Client,
+    base: &str,
+    request: &HttpRequest,
+) -> Result<reqwest::RequestBuilder> {
     let method = reqwest::Method::from_bytes(request.method.as_bytes())
         .with_context(|| format!("captured method {:?}", request.method))?;
     let mut builder = http
@@ -220,7 +225,11 @@ pub(crate) async fn send(http: &reqwest::Client, base: &str, request: &HttpReque
             builder = builder.header(name.as_str(), value.as_str());
         }
     }
-    let response = builder
+    Ok(builder)
+}
+
+pub(crate) async fn send(http: &reqwest::Client, base: &str, request: &HttpRequest) -> Result<()> {
+    let response = prepare(http, base, request)?
         .send()
         .await
         .with_context(|| format!("replay of {}", request.rpc()))?;
@@ -250,6 +259,9 @@ pub(crate) async fn send(http: &reqwest::Client, base: &str, request: &HttpReque
 struct MinimalJob {
     base: String,
     rounds: Rounds,
+    /// Prepare every request (read from the job, URL and headers given to reqwest, the request
+    /// built) and send none: the process's cost less its sending, for [`minimal_sends`].
+    dry: bool,
 }
 
 /// The minimal client's side: this executable run with `--minimal-client FILE` does nothing
@@ -272,30 +284,59 @@ pub(crate) fn minimal_client(file: &Path) -> Result<()> {
         .timeout(Duration::from_secs(60))
         .build()
         .context("minimal client: HTTP client")?;
+    if job.dry {
+        for request in job.rounds.0.iter().flatten() {
+            std::hint::black_box(prepare(&http, &job.base, request)?.build()?);
+        }
+        return Ok(());
+    }
     runtime.block_on(replay(&http, &job.base, &job.rounds))?;
     Ok(())
 }
 
-/// Runs the minimal client on `rounds` as a process (through the launcher, as providers run):
-/// its wall time from start to exit.
-pub(crate) fn minimal_client_run(dir: &Path, base: &str, rounds: &Rounds) -> Result<Duration> {
+/// Runs the minimal client on `rounds` as a process (through the launcher, as providers run),
+/// under `grind` when given (made for this executable); `dry` prepares every request and sends
+/// none.
+pub(crate) fn minimal_client_run(
+    dir: &Path,
+    base: &str,
+    rounds: &Rounds,
+    dry: bool,
+    grind: Option<&Cachegrind>,
+) -> Result<Proc> {
     let file = dir.join("minimal-client.json");
     let job = MinimalJob {
         base: base.to_string(),
         rounds: rounds.clone(),
+        dry,
     };
     std::fs::write(&file, serde_json::to_vec(&job)?)
         .with_context(|| format!("cannot write {}", file.display()))?;
     let me = std::env::current_exe().context("cannot find the benchmark's own executable")?;
-    let args = ["--minimal-client".to_string(), file.display().to_string()];
-    let proc = run_provider(&me, &args, dir, &[], None)?;
+    let (program, mut args) = grind.map_or((&me, vec![]), |g| (&g.valgrind, g.args.clone()));
+    args.extend(["--minimal-client".to_string(), file.display().to_string()]);
+    let proc = run_provider(program, &args, dir, &[], None)?;
     ensure!(
         proc.code == 0,
         "the minimal client exited {}: {}",
         proc.code,
         proc.stderr.trim()
     );
-    Ok(proc.wall)
+    Ok(proc)
+}
+
+/// The minimal client's instructions for sending `rounds` and reading every answer, its own
+/// preparation left out: the process under cachegrind, less the same process that prepares the
+/// same requests and sends none. What the HTTP and TLS stack alone costs for those requests.
+pub(crate) fn minimal_sends(dir: &Path, base: &str, rounds: &Rounds) -> Result<u64> {
+    let me = std::env::current_exe().context("cannot find the benchmark's own executable")?;
+    // The dry run first: the real one changes the simulator.
+    let [dry, sent] = [true, false].map(|dry| {
+        let grind = Cachegrind::new(&me, dir)?;
+        minimal_client_run(dir, base, rounds, dry, Some(&grind))?;
+        grind.instructions()
+    });
+    Ok(sent?.saturating_sub(dry?))
 }
 
 /// curl on PATH, if any.
