@@ -253,7 +253,9 @@ impl Retries {
         attempts: u32,
         tell: impl FnOnce(&ApiError, Duration),
     ) -> Result<Duration, ApiError> {
-        if self.deadline.expired() {
+        // Only a failure that says nothing final gives way to the earlier one: an answer that
+        // came as the deadline passed (a 400, a 404) is what the call ends with.
+        if self.deadline.expired() && failure.is_transient() {
             return Err(self.earlier.take().unwrap_or(failure));
         }
         let pause = backoff(attempts);
@@ -345,6 +347,15 @@ mod tests {
         let cut = ApiError::transport(Rpc::ShowApp, "the command's deadline was reached");
         let end = first.after(cut, 1, |_, _| {}).unwrap_err();
         assert_eq!(end.message, "the command's deadline was reached");
+        // A final answer that came as the deadline passed is the call's end, not the earlier
+        // failure.
+        let mut late = Retries::within(Deadline::after(Duration::from_secs(60)));
+        let server = ApiError::from_status(Rpc::ShowApp, 503, "overloaded");
+        assert!(late.after(server, 1, |_, _| {}).is_ok());
+        late.deadline = Deadline::after(Duration::ZERO);
+        let gone = ApiError::from_status(Rpc::ShowApp, 400, "App key not found");
+        let end = late.after(gone, 2, |_, _| {}).unwrap_err();
+        assert_eq!(end.message, "App key not found");
         // A final failure is never retried.
         let mut final_ = Retries::within(Deadline::after(Duration::from_secs(60)));
         let refused = ApiError::from_status(Rpc::ShowApp, 400, "bad request");
