@@ -103,8 +103,8 @@ impl Rpc {
             Rpc::ShowFlavor => infra::show_flavors(&call),
             Rpc::ShowCloudlet => infra::show_cloudlets(&call),
             Rpc::ShowZone => infra::show_zones(&call),
-            Rpc::ShowFlavorsForZone => infra::show_flavors_for_zone(&call),
-            Rpc::ShowFlavorsForCloudlet => infra::show_flavors_for_cloudlet(&call),
+            Rpc::ShowFlavorsForZone => infra::show_flavors_for(&call, true),
+            Rpc::ShowFlavorsForCloudlet => infra::show_flavors_for(&call, false),
         }
     }
 }
