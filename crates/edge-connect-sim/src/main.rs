@@ -173,11 +173,6 @@ fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
 }
 
 impl Cli {
-    fn into_config(self) -> (SimConfig, Option<PathBuf>) {
-        let trial = self.write_provider_config.clone();
-        (self.config(), trial)
-    }
-
     fn config(self) -> SimConfig {
         let defaults = SimConfig::default();
         let images = [
@@ -295,8 +290,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let listen = cli.listen;
-    let (config, trial) = cli.into_config();
+    let (listen, trial) = (cli.listen, cli.write_provider_config.clone());
+    let config = cli.config();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
