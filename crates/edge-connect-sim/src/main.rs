@@ -35,7 +35,7 @@ struct Cli {
 
     /// API generation: gen3 (zones; Edge Connect today) or gen2 (cloudlet in the AppInst key,
     /// no ShowZone).
-    #[arg(long, value_name = "GEN", default_value = "gen3", value_parser = parse_api)]
+    #[arg(long, value_name = "GEN", default_value = "gen3")]
     api: ApiGeneration,
 
     /// Users that may log in, NAME:PASSWORD, comma separated or repeated
@@ -68,7 +68,7 @@ struct Cli {
     /// Platform release imitated: current, before-registry-credentials (drops App
     /// username/credentials, before 2025-10-17) or before-env-vars (also drops App
     /// env_vars/secret_env_vars and AppInst annotations, before 2024-03-28).
-    #[arg(long, value_name = "RELEASE", default_value = "current", value_parser = parse_release)]
+    #[arg(long, value_name = "RELEASE", default_value = "current")]
     release: ServerRelease,
 
     /// Cloudlets whose CRM runs centrally, OPERATOR-ORG/NAME: a client that closes a
@@ -127,14 +127,6 @@ struct Cli {
     /// request log, capacity, token lifetime). They need no token: use only for tests.
     #[arg(long)]
     faults: bool,
-}
-
-fn parse_api(s: &str) -> Result<ApiGeneration, String> {
-    s.parse()
-}
-
-fn parse_release(s: &str) -> Result<ServerRelease, String> {
-    s.parse()
 }
 
 fn parse_user(s: &str) -> Result<(String, String), String> {
