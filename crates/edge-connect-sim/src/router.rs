@@ -231,34 +231,29 @@ fn logged(
     start: Instant,
     response: Response,
 ) -> Response {
-    let mut entry = RequestLogEntry {
-        method: method.to_string(),
-        path,
-        rpc: rpc.to_string(),
-        status: response.status().as_u16(),
-        duration: Duration::ZERO,
+    let pending = PendingEntry {
+        log: shared.log.clone(),
+        entry: RequestLogEntry {
+            method: method.to_string(),
+            path,
+            rpc: rpc.to_string(),
+            status: response.status().as_u16(),
+            duration: Duration::ZERO,
+        },
+        start,
     };
     if response.body().size_hint().exact().is_some() {
-        entry.duration = start.elapsed();
-        shared.log.record(entry);
+        drop(pending);
         return response;
     }
-    let pending = PendingEntry::new(shared.log.clone(), entry, start);
     let (parts, body) = response.into_parts();
     let watched = stream::unfold(
-        (body.into_data_stream(), Some(pending)),
-        |(mut inner, mut pending)| async move {
-            match inner.next().await {
-                Some(item) => Some((item, (inner, pending))),
-                None => {
-                    // Logged before the final chunk goes out, so a client that has read the
-                    // whole stream always finds the entry.
-                    if let Some(p) = pending.take() {
-                        p.finish();
-                    }
-                    None
-                }
-            }
+        (body.into_data_stream(), pending),
+        |(mut inner, pending)| async move {
+            // At the end `pending` is dropped, so the entry is logged before the stream ends
+            // and a client that has read the whole stream always finds it.
+            let item = inner.next().await?;
+            Some((item, (inner, pending)))
         },
     );
     Response::from_parts(parts, Body::from_stream(watched))
