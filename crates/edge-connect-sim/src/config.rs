@@ -365,22 +365,12 @@ impl SimConfig {
     }
 }
 
-/// Size of a flavor, derived from its name so any configured name gets plausible numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FlavorSize {
-    /// RAM in MB.
-    pub ram: u64,
-    /// Virtual CPUs.
-    pub vcpus: u64,
-    /// Disk in GB.
-    pub disk: u64,
-}
-
-/// The size for a flavor name: `tiny`/`small`/`medium`/`large`/`xlarge` anywhere in the
-/// name pick a size; anything else is medium-sized.
-pub(crate) fn flavor_size(name: &str) -> FlavorSize {
+/// The size of a flavor, `(RAM in MB, virtual CPUs, disk in GB)`, from its name so any
+/// configured name gets plausible numbers: `tiny`/`small`/`medium`/`large`/`xlarge` anywhere
+/// in the name pick a size; anything else is medium-sized.
+pub(crate) fn flavor_size(name: &str) -> (u64, u64, u64) {
     let lower = name.to_ascii_lowercase();
-    let (ram, vcpus, disk) = if lower.contains("xlarge") {
+    if lower.contains("xlarge") {
         (16_384, 8, 80)
     } else if lower.contains("large") {
         (8192, 4, 40)
@@ -392,8 +382,7 @@ pub(crate) fn flavor_size(name: &str) -> FlavorSize {
         (1024, 1, 5)
     } else {
         (4096, 2, 20)
-    };
-    FlavorSize { ram, vcpus, disk }
+    }
 }
 
 /// A location for a site name, so `cloudlet_loc` looks real for the sites Edge Connect is
@@ -443,9 +432,9 @@ mod tests {
 
     #[test]
     fn sizes_flavors_by_name() {
-        assert_eq!(flavor_size("EU.small").ram, 2048);
-        assert_eq!(flavor_size("EU.large").vcpus, 4);
-        assert_eq!(flavor_size("m4.xlarge").disk, 80);
-        assert_eq!(flavor_size("custom").ram, 4096);
+        assert_eq!(flavor_size("EU.small"), (2048, 1, 10));
+        assert_eq!(flavor_size("EU.large"), (8192, 4, 40));
+        assert_eq!(flavor_size("m4.xlarge"), (16_384, 8, 80));
+        assert_eq!(flavor_size("custom"), (4096, 2, 20));
     }
 }
