@@ -25,8 +25,8 @@ impl FromStr for ApiGeneration {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "gen2" | "2" => Ok(ApiGeneration::Gen2),
-            "gen3" | "3" => Ok(ApiGeneration::Gen3),
+            "gen2" => Ok(ApiGeneration::Gen2),
+            "gen3" => Ok(ApiGeneration::Gen3),
             other => Err(format!(
                 "unknown API generation '{other}' (expected gen2 or gen3)"
             )),
@@ -89,10 +89,8 @@ impl FromStr for ServerRelease {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "before-env-vars" | "2024-03" => Ok(ServerRelease::BeforeEnvVars),
-            "before-registry-credentials" | "2025-10" => {
-                Ok(ServerRelease::BeforeRegistryCredentials)
-            }
+            "before-env-vars" => Ok(ServerRelease::BeforeEnvVars),
+            "before-registry-credentials" => Ok(ServerRelease::BeforeRegistryCredentials),
             "current" => Ok(ServerRelease::Current),
             other => Err(format!(
                 "unknown server release '{other}' (expected before-env-vars, before-registry-credentials or current)"
