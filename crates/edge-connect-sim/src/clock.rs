@@ -18,9 +18,7 @@ pub(crate) struct Timestamp {
 impl Timestamp {
     /// The current wall-clock time.
     pub(crate) fn now() -> Self {
-        let since = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO);
+        let since = since_epoch();
         Timestamp {
             secs: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
             nanos: since.subsec_nanos(),
@@ -73,12 +71,16 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m as u32, d as u32)
 }
 
-/// Seconds since the Unix epoch, as a float (JWT checks need sub-second precision).
-pub(crate) fn unix_now_f64() -> f64 {
+/// The time since the Unix epoch (zero for a clock set before it).
+fn since_epoch() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
-        .as_secs_f64()
+}
+
+/// Seconds since the Unix epoch, as a float (JWT checks need sub-second precision).
+pub(crate) fn unix_now_f64() -> f64 {
+    since_epoch().as_secs_f64()
 }
 
 /// Whole seconds formatted like Go's `time.Duration.String()` (`0s`, `5s`, `1m5s`, `1h2m3s`).
@@ -103,12 +105,7 @@ impl Rng {
     /// A generator with a fresh, unpredictable-enough seed.
     pub(crate) fn new() -> Self {
         let mut h = RandomState::new().build_hasher();
-        h.write_u128(
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or(Duration::ZERO)
-                .as_nanos(),
-        );
+        h.write_u128(since_epoch().as_nanos());
         h.write_u32(std::process::id());
         Rng {
             state: AtomicU64::new(h.finish()),
@@ -129,11 +126,7 @@ impl Rng {
     /// A ULID-shaped id (26 Crockford base32 characters: 48 bits of milliseconds, 80 random).
     pub(crate) fn ulid(&self) -> String {
         const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-        let millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .as_millis()
-            & ((1u128 << 48) - 1);
+        let millis = since_epoch().as_millis() & ((1u128 << 48) - 1);
         let random = (u128::from(self.next_u64()) << 16 | u128::from(self.next_u64() & 0xFFFF))
             & ((1u128 << 80) - 1);
         let mut value = millis << 80 | random;

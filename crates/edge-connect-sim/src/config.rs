@@ -25,8 +25,8 @@ impl FromStr for ApiGeneration {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "gen2" | "2" => Ok(ApiGeneration::Gen2),
-            "gen3" | "3" => Ok(ApiGeneration::Gen3),
+            "gen2" => Ok(ApiGeneration::Gen2),
+            "gen3" => Ok(ApiGeneration::Gen3),
             other => Err(format!(
                 "unknown API generation '{other}' (expected gen2 or gen3)"
             )),
@@ -89,10 +89,8 @@ impl FromStr for ServerRelease {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "before-env-vars" | "2024-03" => Ok(ServerRelease::BeforeEnvVars),
-            "before-registry-credentials" | "2025-10" => {
-                Ok(ServerRelease::BeforeRegistryCredentials)
-            }
+            "before-env-vars" => Ok(ServerRelease::BeforeEnvVars),
+            "before-registry-credentials" => Ok(ServerRelease::BeforeRegistryCredentials),
             "current" => Ok(ServerRelease::Current),
             other => Err(format!(
                 "unknown server release '{other}' (expected before-env-vars, before-registry-credentials or current)"
@@ -365,22 +363,12 @@ impl SimConfig {
     }
 }
 
-/// Size of a flavor, derived from its name so any configured name gets plausible numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FlavorSize {
-    /// RAM in MB.
-    pub ram: u64,
-    /// Virtual CPUs.
-    pub vcpus: u64,
-    /// Disk in GB.
-    pub disk: u64,
-}
-
-/// The size for a flavor name: `tiny`/`small`/`medium`/`large`/`xlarge` anywhere in the
-/// name pick a size; anything else is medium-sized.
-pub(crate) fn flavor_size(name: &str) -> FlavorSize {
+/// The size of a flavor, `(RAM in MB, virtual CPUs, disk in GB)`, from its name so any
+/// configured name gets plausible numbers: `tiny`/`small`/`medium`/`large`/`xlarge` anywhere
+/// in the name pick a size; anything else is medium-sized.
+pub(crate) fn flavor_size(name: &str) -> (u64, u64, u64) {
     let lower = name.to_ascii_lowercase();
-    let (ram, vcpus, disk) = if lower.contains("xlarge") {
+    if lower.contains("xlarge") {
         (16_384, 8, 80)
     } else if lower.contains("large") {
         (8192, 4, 40)
@@ -392,8 +380,7 @@ pub(crate) fn flavor_size(name: &str) -> FlavorSize {
         (1024, 1, 5)
     } else {
         (4096, 2, 20)
-    };
-    FlavorSize { ram, vcpus, disk }
+    }
 }
 
 /// A location for a site name, so `cloudlet_loc` looks real for the sites Edge Connect is
@@ -443,9 +430,9 @@ mod tests {
 
     #[test]
     fn sizes_flavors_by_name() {
-        assert_eq!(flavor_size("EU.small").ram, 2048);
-        assert_eq!(flavor_size("EU.large").vcpus, 4);
-        assert_eq!(flavor_size("m4.xlarge").disk, 80);
-        assert_eq!(flavor_size("custom").ram, 4096);
+        assert_eq!(flavor_size("EU.small"), (2048, 1, 10));
+        assert_eq!(flavor_size("EU.large"), (8192, 4, 40));
+        assert_eq!(flavor_size("m4.xlarge"), (16_384, 8, 80));
+        assert_eq!(flavor_size("custom"), (4096, 2, 20));
     }
 }

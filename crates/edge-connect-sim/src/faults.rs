@@ -138,11 +138,6 @@ impl Fault {
         )
     }
 
-    /// Connection cut after `after_lines` progress lines.
-    pub fn drop_connection(rpc: impl Into<String>, after_lines: usize) -> Self {
-        Fault::new(rpc, FaultKind::DropConnection { after_lines })
-    }
-
     /// Clean "Timed out while work still in progress" ending; done 500 ms later.
     pub fn timeout(rpc: impl Into<String>) -> Self {
         Fault::new(
@@ -151,21 +146,6 @@ impl Fault {
                 ready_after_ms: default_ready_after_ms(),
             },
         )
-    }
-
-    /// Slow reply.
-    pub fn slow(rpc: impl Into<String>, delay: Duration) -> Self {
-        Fault::new(
-            rpc,
-            FaultKind::Slow {
-                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-            },
-        )
-    }
-
-    /// Expire every token issued so far.
-    pub fn expire_tokens() -> Self {
-        Fault::new("*", FaultKind::ExpireTokens)
     }
 
     fn applies_to(&self, rpc: &str) -> bool {

@@ -35,7 +35,7 @@ struct Cli {
 
     /// API generation: gen3 (zones; Edge Connect today) or gen2 (cloudlet in the AppInst key,
     /// no ShowZone).
-    #[arg(long, value_name = "GEN", default_value = "gen3", value_parser = parse_api)]
+    #[arg(long, value_name = "GEN", default_value = "gen3")]
     api: ApiGeneration,
 
     /// Users that may log in, NAME:PASSWORD, comma separated or repeated
@@ -68,7 +68,7 @@ struct Cli {
     /// Platform release imitated: current, before-registry-credentials (drops App
     /// username/credentials, before 2025-10-17) or before-env-vars (also drops App
     /// env_vars/secret_env_vars and AppInst annotations, before 2024-03-28).
-    #[arg(long, value_name = "RELEASE", default_value = "current", value_parser = parse_release)]
+    #[arg(long, value_name = "RELEASE", default_value = "current")]
     release: ServerRelease,
 
     /// Cloudlets whose CRM runs centrally, OPERATOR-ORG/NAME: a client that closes a
@@ -129,14 +129,6 @@ struct Cli {
     faults: bool,
 }
 
-fn parse_api(s: &str) -> Result<ApiGeneration, String> {
-    s.parse()
-}
-
-fn parse_release(s: &str) -> Result<ServerRelease, String> {
-    s.parse()
-}
-
 fn parse_user(s: &str) -> Result<(String, String), String> {
     match s.split_once(':') {
         Some((name, password)) if !name.is_empty() && !password.is_empty() => {
@@ -173,11 +165,6 @@ fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
 }
 
 impl Cli {
-    fn into_config(self) -> (SimConfig, Option<PathBuf>) {
-        let trial = self.write_provider_config.clone();
-        (self.config(), trial)
-    }
-
     fn config(self) -> SimConfig {
         let defaults = SimConfig::default();
         let images = [
@@ -295,8 +282,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let listen = cli.listen;
-    let (config, trial) = cli.into_config();
+    let (listen, trial) = (cli.listen, cli.write_provider_config.clone());
+    let config = cli.config();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

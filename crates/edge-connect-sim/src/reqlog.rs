@@ -16,7 +16,7 @@ use crate::clock::Timestamp;
 use crate::lock;
 
 /// One answered API call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestLogEntry {
     /// HTTP method.
     pub method: String,
@@ -129,40 +129,20 @@ impl RequestLog {
     }
 }
 
-/// Records one entry when the reply is complete, or when it is dropped half-way (client gone,
-/// connection cut by a fault).
+/// Records its entry when dropped: once the reply is complete, or half-way through (client
+/// gone, connection cut by a fault).
 pub(crate) struct PendingEntry {
-    log: Arc<RequestLog>,
-    entry: Option<RequestLogEntry>,
-    start: Instant,
-}
-
-impl PendingEntry {
-    /// An entry to be finished later.
-    pub(crate) fn new(log: Arc<RequestLog>, entry: RequestLogEntry, start: Instant) -> Self {
-        PendingEntry {
-            log,
-            entry: Some(entry),
-            start,
-        }
-    }
-
-    /// Records the entry now.
-    pub(crate) fn finish(mut self) {
-        self.record();
-    }
-
-    fn record(&mut self) {
-        if let Some(mut entry) = self.entry.take() {
-            entry.duration = self.start.elapsed();
-            self.log.record(entry);
-        }
-    }
+    pub log: Arc<RequestLog>,
+    pub entry: RequestLogEntry,
+    /// When the request arrived.
+    pub start: Instant,
 }
 
 impl Drop for PendingEntry {
     fn drop(&mut self) {
-        self.record();
+        let mut entry = std::mem::take(&mut self.entry);
+        entry.duration = self.start.elapsed();
+        self.log.record(entry);
     }
 }
 
@@ -185,8 +165,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = Arc::new(RequestLog::open(Some(dir.path())).unwrap());
         log.record(entry("/a"));
-        PendingEntry::new(log.clone(), entry("/b"), Instant::now()).finish();
-        drop(PendingEntry::new(log.clone(), entry("/c"), Instant::now()));
+        for path in ["/b", "/c"] {
+            drop(PendingEntry {
+                log: log.clone(),
+                entry: entry(path),
+                start: Instant::now(),
+            });
+        }
         let text = std::fs::read_to_string(dir.path().join("requests.log")).unwrap();
         let paths: Vec<String> = text
             .lines()

@@ -35,61 +35,46 @@ pub(crate) enum Rpc {
     ShowFlavorsForCloudlet,
 }
 
-impl Rpc {
-    const ALL: [Rpc; 11] = [
-        Rpc::CreateApp,
-        Rpc::DeleteApp,
-        Rpc::ShowApp,
-        Rpc::CreateAppInst,
-        Rpc::DeleteAppInst,
-        Rpc::ShowAppInst,
-        Rpc::ShowFlavor,
-        Rpc::ShowCloudlet,
-        Rpc::ShowZone,
+/// An RPC with its name in the URL, its wrapper key in the request (lower-case) and that key's
+/// Go field name (for error texts).
+type RpcEntry = (Rpc, &'static str, &'static str, &'static str);
+
+const RPCS: [RpcEntry; 11] = [
+    (Rpc::CreateApp, "CreateApp", "app", "App"),
+    (Rpc::DeleteApp, "DeleteApp", "app", "App"),
+    (Rpc::ShowApp, "ShowApp", "app", "App"),
+    (Rpc::CreateAppInst, "CreateAppInst", "appinst", "AppInst"),
+    (Rpc::DeleteAppInst, "DeleteAppInst", "appinst", "AppInst"),
+    (Rpc::ShowAppInst, "ShowAppInst", "appinst", "AppInst"),
+    (Rpc::ShowFlavor, "ShowFlavor", "flavor", "Flavor"),
+    (Rpc::ShowCloudlet, "ShowCloudlet", "cloudlet", "Cloudlet"),
+    (Rpc::ShowZone, "ShowZone", "zone", "Zone"),
+    (
         Rpc::ShowFlavorsForZone,
+        "ShowFlavorsForZone",
+        "zonekey",
+        "ZoneKey",
+    ),
+    (
         Rpc::ShowFlavorsForCloudlet,
-    ];
+        "ShowFlavorsForCloudlet",
+        "cloudletkey",
+        "CloudletKey",
+    ),
+];
 
-    /// The RPC name as in the URL.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Rpc::CreateApp => "CreateApp",
-            Rpc::DeleteApp => "DeleteApp",
-            Rpc::ShowApp => "ShowApp",
-            Rpc::CreateAppInst => "CreateAppInst",
-            Rpc::DeleteAppInst => "DeleteAppInst",
-            Rpc::ShowAppInst => "ShowAppInst",
-            Rpc::ShowFlavor => "ShowFlavor",
-            Rpc::ShowCloudlet => "ShowCloudlet",
-            Rpc::ShowZone => "ShowZone",
-            Rpc::ShowFlavorsForZone => "ShowFlavorsForZone",
-            Rpc::ShowFlavorsForCloudlet => "ShowFlavorsForCloudlet",
-        }
-    }
-
-    /// The RPC for a URL segment, if this generation has it (zones are Gen3-only,
-    /// `ShowFlavorsForCloudlet` Gen2-only). Route matching is case-sensitive, as in echo.
-    fn parse(name: &str, api: ApiGeneration) -> Option<Rpc> {
-        let rpc = Rpc::ALL.into_iter().find(|r| r.name() == name)?;
-        let available = match rpc {
+impl Rpc {
+    /// The RPC for a URL segment with its wrapper keys, if this generation has it (zones are
+    /// Gen3-only, `ShowFlavorsForCloudlet` Gen2-only). Route matching is case-sensitive, as in
+    /// echo.
+    fn parse(name: &str, api: ApiGeneration) -> Option<RpcEntry> {
+        let entry = RPCS.into_iter().find(|e| e.1 == name)?;
+        let available = match entry.0 {
             Rpc::ShowZone | Rpc::ShowFlavorsForZone => api == ApiGeneration::Gen3,
             Rpc::ShowFlavorsForCloudlet => api == ApiGeneration::Gen2,
             _ => true,
         };
-        available.then_some(rpc)
-    }
-
-    /// Wrapper key in the request (lower-case) and its Go field name (for error texts).
-    fn wrapper(self) -> (&'static str, &'static str) {
-        match self {
-            Rpc::CreateApp | Rpc::DeleteApp | Rpc::ShowApp => ("app", "App"),
-            Rpc::CreateAppInst | Rpc::DeleteAppInst | Rpc::ShowAppInst => ("appinst", "AppInst"),
-            Rpc::ShowFlavor => ("flavor", "Flavor"),
-            Rpc::ShowCloudlet => ("cloudlet", "Cloudlet"),
-            Rpc::ShowZone => ("zone", "Zone"),
-            Rpc::ShowFlavorsForZone => ("zonekey", "ZoneKey"),
-            Rpc::ShowFlavorsForCloudlet => ("cloudletkey", "CloudletKey"),
-        }
+        available.then_some(entry)
     }
 
     async fn run(self, call: Call) -> Result<Response, ApiError> {
@@ -103,8 +88,8 @@ impl Rpc {
             Rpc::ShowFlavor => infra::show_flavors(&call),
             Rpc::ShowCloudlet => infra::show_cloudlets(&call),
             Rpc::ShowZone => infra::show_zones(&call),
-            Rpc::ShowFlavorsForZone => infra::show_flavors_for_zone(&call),
-            Rpc::ShowFlavorsForCloudlet => infra::show_flavors_for_cloudlet(&call),
+            Rpc::ShowFlavorsForZone => infra::show_flavors_for(&call, true),
+            Rpc::ShowFlavorsForCloudlet => infra::show_flavors_for(&call, false),
         }
     }
 }
@@ -112,7 +97,7 @@ impl Rpc {
 enum Route {
     Login,
     Refresh,
-    Ctrl(Rpc),
+    Ctrl(RpcEntry),
     Control(String),
     NotFound,
 }
@@ -140,7 +125,7 @@ impl Route {
         match self {
             Route::Login => "login",
             Route::Refresh => "refresh",
-            Route::Ctrl(rpc) => rpc.name(),
+            Route::Ctrl((_, name, _, _)) => name,
             Route::Control(_) | Route::NotFound => "",
         }
     }
@@ -204,9 +189,8 @@ async fn api(
     match route {
         Route::Login => auth::login(&shared.config, &shared.tokens, &parts.headers, &bytes).await,
         Route::Refresh => auth::refresh(&shared.tokens, &parts.headers),
-        Route::Ctrl(rpc) => {
+        Route::Ctrl((rpc, _, wrapper, go_wrapper)) => {
             shared.tokens.authenticate(&parts.headers)?;
-            let (wrapper, go_wrapper) = rpc.wrapper();
             let env = envelope(normalize(parse_json(&bytes)?), wrapper, go_wrapper)?;
             let call = Call {
                 shared: shared.clone(),
@@ -247,34 +231,29 @@ fn logged(
     start: Instant,
     response: Response,
 ) -> Response {
-    let mut entry = RequestLogEntry {
-        method: method.to_string(),
-        path,
-        rpc: rpc.to_string(),
-        status: response.status().as_u16(),
-        duration: Duration::ZERO,
+    let pending = PendingEntry {
+        log: shared.log.clone(),
+        entry: RequestLogEntry {
+            method: method.to_string(),
+            path,
+            rpc: rpc.to_string(),
+            status: response.status().as_u16(),
+            duration: Duration::ZERO,
+        },
+        start,
     };
     if response.body().size_hint().exact().is_some() {
-        entry.duration = start.elapsed();
-        shared.log.record(entry);
+        drop(pending);
         return response;
     }
-    let pending = PendingEntry::new(shared.log.clone(), entry, start);
     let (parts, body) = response.into_parts();
     let watched = stream::unfold(
-        (body.into_data_stream(), Some(pending)),
-        |(mut inner, mut pending)| async move {
-            match inner.next().await {
-                Some(item) => Some((item, (inner, pending))),
-                None => {
-                    // Logged before the final chunk goes out, so a client that has read the
-                    // whole stream always finds the entry.
-                    if let Some(p) = pending.take() {
-                        p.finish();
-                    }
-                    None
-                }
-            }
+        (body.into_data_stream(), pending),
+        |(mut inner, pending)| async move {
+            // At the end `pending` is dropped, so the entry is logged before the stream ends
+            // and a client that has read the whole stream always finds it.
+            let item = inner.next().await?;
+            Some((item, (inner, pending)))
         },
     );
     Response::from_parts(parts, Body::from_stream(watched))
@@ -287,12 +266,12 @@ mod tests {
     #[test]
     fn rpcs_depend_on_the_generation() {
         assert_eq!(
-            Rpc::parse("ShowZone", ApiGeneration::Gen3),
+            Rpc::parse("ShowZone", ApiGeneration::Gen3).map(|e| e.0),
             Some(Rpc::ShowZone)
         );
         assert_eq!(Rpc::parse("ShowZone", ApiGeneration::Gen2), None);
         assert_eq!(
-            Rpc::parse("ShowFlavorsForCloudlet", ApiGeneration::Gen2),
+            Rpc::parse("ShowFlavorsForCloudlet", ApiGeneration::Gen2).map(|e| e.0),
             Some(Rpc::ShowFlavorsForCloudlet)
         );
         assert_eq!(

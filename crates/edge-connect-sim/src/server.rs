@@ -104,8 +104,8 @@ impl SimControl {
     }
 }
 
-/// A simulator serving on the current tokio runtime (from [`serve`]). Stops on
-/// [`SimServer::shutdown`] or drop.
+/// A simulator serving on the current tokio runtime (from [`serve`]). Dropping it stops
+/// accepting connections, ends operations in flight and lets open replies finish.
 pub struct SimServer {
     control: SimControl,
     stop: watch::Sender<bool>,
@@ -121,13 +121,8 @@ impl Deref for SimServer {
 }
 
 impl SimServer {
-    /// Stops accepting connections, ends operations in flight and lets open replies finish.
-    pub fn shutdown(mut self) {
-        self.stop_now();
-    }
-
-    /// Shuts down like [`SimServer::shutdown`], then waits up to `timeout` for open replies
-    /// to finish and the listener to close.
+    /// Stops it as dropping it does, then waits up to `timeout` for open replies to finish
+    /// and the listener to close.
     pub async fn shutdown_and_wait(mut self, timeout: Duration) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
@@ -136,16 +131,11 @@ impl SimServer {
             }
         }
     }
-
-    fn stop_now(&mut self) {
-        let _ = self.stop.send(true);
-        self.task.take();
-    }
 }
 
 impl Drop for SimServer {
     fn drop(&mut self) {
-        self.stop_now();
+        let _ = self.stop.send(true);
     }
 }
 
@@ -211,25 +201,20 @@ impl Deref for SimHandle {
 }
 
 impl SimHandle {
-    /// Stops the simulator and its runtime.
-    pub fn shutdown(mut self) {
-        self.stop_now();
-    }
-
-    fn stop_now(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown();
-        }
-        if let Some(runtime) = self.runtime.take() {
-            // Never blocks, so dropping a handle inside an async test is fine.
-            runtime.shutdown_background();
-        }
+    /// Stops the simulator and its runtime, as dropping it does.
+    pub fn shutdown(self) {
+        drop(self);
     }
 }
 
 impl Drop for SimHandle {
     fn drop(&mut self) {
-        self.stop_now();
+        // The server first: dropping it stops it.
+        self.server.take();
+        if let Some(runtime) = self.runtime.take() {
+            // Never blocks, so dropping a handle inside an async test is fine.
+            runtime.shutdown_background();
+        }
     }
 }
 

@@ -276,12 +276,10 @@ fn validate_skip_hc_ports(app: &App, ports: &[ports::PortSpec]) -> Result<(), Ap
                 "Protocol L_PROTO_UDP unsupported for healthchecks",
             ));
         }
-        let last = if s.end_port == 0 { s.port } else { s.end_port };
-        for n in s.port..=last {
-            let found = ports.iter().any(|p| {
-                let end = if p.end_port == 0 { p.port } else { p.end_port };
-                p.proto == s.proto && p.port <= n && n <= end
-            });
+        for n in s.port..=s.last() {
+            let found = ports
+                .iter()
+                .any(|p| p.proto == s.proto && p.port <= n && n <= p.last());
             if !found {
                 return Err(ApiError::bad_request(format!(
                     "skipHcPort {n} not found in accessPorts"

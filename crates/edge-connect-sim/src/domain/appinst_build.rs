@@ -176,6 +176,17 @@ pub(crate) fn build_inst(
     let use_input_resources = !input.flavor.name.is_empty()
         || input.kubernetes_resources.is_some()
         || input.node_resources.is_some();
+    // Gen2 instances have no resources of their own; Gen3 ones take the App's unless sized.
+    let (kubernetes_resources, node_resources) = if !gen3 {
+        (None, None)
+    } else if use_input_resources {
+        (
+            input.kubernetes_resources.clone(),
+            input.node_resources.clone(),
+        )
+    } else {
+        (app.kubernetes_resources.clone(), app.node_resources.clone())
+    };
     AppInst {
         unique_id: dns_sanitize(&format!(
             "{}-{}-{}-{}",
@@ -184,11 +195,7 @@ pub(crate) fn build_inst(
         app_key: app.key.clone(),
         cluster_key: placement.cluster,
         cloudlet_key: gen3.then(|| cloudlet.key.clone()),
-        zone_key: if gen3 {
-            Some(placement.zone.unwrap_or_default())
-        } else {
-            None
-        },
+        zone_key: gen3.then(|| placement.zone.unwrap_or_default()),
         cloudlet_loc: cloudlet.location.clone(),
         uri,
         liveness: Liveness::Static,
@@ -207,20 +214,8 @@ pub(crate) fn build_inst(
         compatibility_version: if gen3 { 3 } else { 2 },
         obj_id: if gen3 { rng.ulid() } else { String::new() },
         annotations: input.annotations.clone(),
-        kubernetes_resources: if !gen3 {
-            None
-        } else if use_input_resources {
-            input.kubernetes_resources.clone()
-        } else {
-            app.kubernetes_resources.clone()
-        },
-        node_resources: if !gen3 {
-            None
-        } else if use_input_resources {
-            input.node_resources.clone()
-        } else {
-            app.node_resources.clone()
-        },
+        kubernetes_resources,
+        node_resources,
         enable_ipv6: input.enable_ipv6,
         is_standalone: app.is_standalone || input.is_standalone,
         namespace,
@@ -238,14 +233,14 @@ pub(crate) fn seeded_inst(
     region: &str,
     app: &App,
 ) -> Option<AppInst> {
-    let cloudlet = match api {
+    let (cloudlet, zone) = match api {
         ApiGeneration::Gen3 => {
             let zone = infra.zones.first()?;
-            infra.cloudlet_for_zone(&zone.key)?.clone()
+            let cloudlet = infra.cloudlet_for_zone(&zone.key)?.clone();
+            (cloudlet, Some(zone.key.clone()))
         }
-        ApiGeneration::Gen2 => infra.cloudlets.first()?.clone(),
+        ApiGeneration::Gen2 => (infra.cloudlets.first()?.clone(), None),
     };
-    let zone = infra.zones.first().map(|z| z.key.clone());
     let key_in = AppInstKeyIn {
         name: app.key.name.clone(),
         organization: app.key.organization.clone(),
@@ -255,11 +250,7 @@ pub(crate) fn seeded_inst(
     let container = container_id(rng, app);
     let placement = Placement {
         cloudlet,
-        zone: if api == ApiGeneration::Gen3 {
-            zone
-        } else {
-            None
-        },
+        zone,
         cluster: default_cluster(),
     };
     let mut inst = build_inst(api, rng, region, key, &AppInstIn::default(), app, placement);

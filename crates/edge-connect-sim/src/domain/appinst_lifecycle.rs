@@ -206,20 +206,15 @@ impl Op {
             OpKind::Create => create_steps(self.pod_wait.as_ref()),
             OpKind::Delete => delete_steps(),
         };
-        let failed_wait = self
+        // A pod wait that fails ends after its status lines; any other CRM failure before them.
+        let crm_failure = self
             .pod_wait
             .as_ref()
-            .and_then(|w| Some((w.lines.len(), w.fails_with.clone()?.1)));
-        if let Some((lines, message)) = failed_wait {
+            .and_then(|w| Some((w.lines.len(), w.fails_with.clone()?.1)))
+            .or_else(|| self.crm_error.take().map(|m| (0, m)));
+        if let Some((lines, message)) = crm_failure {
             self.fault = Some(StreamFault::Error {
                 after_lines: CREATE_LINES_BEFORE_CRM + lines,
-                message,
-                leave_create_error: false,
-                by_crm: true,
-            });
-        } else if let Some(message) = self.crm_error.take() {
-            self.fault = Some(StreamFault::Error {
-                after_lines: CREATE_LINES_BEFORE_CRM,
                 message,
                 leave_create_error: false,
                 by_crm: true,

@@ -23,6 +23,17 @@ pub(crate) struct PortSpec {
     pub host_prefix: String,
 }
 
+impl PortSpec {
+    /// The last port of the range: the port itself when it is a single one.
+    pub(crate) fn last(&self) -> i32 {
+        if self.end_port == 0 {
+            self.port
+        } else {
+            self.end_port
+        }
+    }
+}
+
 const MAX_TCP_PORTS: i64 = 1000;
 const MAX_UDP_PORTS: i64 = 10_000;
 const RESERVED: &[(&str, &str)] = &[
@@ -150,12 +161,7 @@ pub(crate) fn parse(ports: &str) -> Result<Vec<PortSpec>, String> {
         ));
     }
     for spec in &specs {
-        let last = if spec.end_port == 0 {
-            spec.port
-        } else {
-            spec.end_port
-        };
-        for port in spec.port..=last {
+        for port in spec.port..=spec.last() {
             let name = format!("{}:{port}", spec.proto);
             if let Some((_, why)) = RESERVED.iter().find(|(p, _)| *p == name) {
                 return Err(format!("App cannot use port {name} - reserved for {why}"));

@@ -104,24 +104,9 @@ pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
         let st = lock(&call.shared.state);
         call.visible_orgs(&key.organization)
             .into_iter()
-            .flat_map(|org| -> Box<dyn Iterator<Item = &Arc<App>> + '_> {
-                if key.name.is_empty() {
-                    Box::new(st.apps_in_org(org))
-                } else {
-                    Box::new(st.apps_named(org, &key.name))
-                }
-            })
-            .filter(|app| {
-                (key.name.is_empty() || app.key.name == key.name)
-                    && (key.version.is_empty() || app.key.version == key.version)
-            })
-            .filter(|app| match &rest {
-                None => true,
-                Some(f) => filter::matches(
-                    f,
-                    &serde_json::to_value(app.as_ref()).unwrap_or(Value::Null),
-                ),
-            })
+            .flat_map(|org| st.apps_of(org, &key.name))
+            .filter(|app| key.version.is_empty() || app.key.version == key.version)
+            .filter(|app| filter::keeps(rest.as_ref(), app.as_ref()))
             .cloned()
             .collect()
     };

@@ -16,7 +16,7 @@ use crate::domain::appinst_build::{
 use crate::domain::appinst_lifecycle::{Op, OpKind};
 use crate::domain::container::deploy_error;
 use crate::domain::names::valid_namespace;
-use crate::domain::startup::{docker_pull_error, pod_wait, refused_pod, PodWait};
+use crate::domain::startup::{docker_pull_error, pod_wait, refused_pod};
 use crate::domain::user_manifest::{self, admission, PodContainer};
 use crate::lock;
 use crate::model::enums::TrackedState;
@@ -141,13 +141,7 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
             )?,
         }
     };
-    let Started {
-        epoch,
-        container,
-        undo_on_disconnect,
-        crm_error,
-        pod_wait,
-    } = match outcome {
+    let mut operation = match outcome {
         Outcome::PreviousFailed(errors) => {
             // Go prints a []string with %v as `[a b]` (c39 `cmd/controller/appinst_api.go:564-565`).
             let lines = vec![
@@ -157,18 +151,11 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
             return refusal(lines, already_exists(&key)).await;
         }
         Outcome::Full { lines, error } => return refusal(lines, error).await,
-        Outcome::Started(started) => started,
+        Outcome::Started(operation) => *operation,
     };
-    let fault = lock(&shared.faults).take_stream("CreateAppInst");
-    let rx = Op {
-        crm_error,
-        pod_wait,
-        container_id: container,
-        undo_on_disconnect,
-        ..op(&shared, key, epoch, OpKind::Create, fault)
-    }
-    .spawn();
-    stream_reply(rx).await
+    // Taken only now, so a create refused above leaves the fault for the next one.
+    operation.fault = lock(&shared.faults).take_stream("CreateAppInst");
+    stream_reply(operation.spawn()).await
 }
 
 /// An operation on the store with nothing of a create's own (no CRM error, no pod wait, no
@@ -195,24 +182,10 @@ fn op(
     }
 }
 
-/// A create that was stored and now runs.
-struct Started {
-    /// State epoch at the start.
-    epoch: u64,
-    /// Container id once Ready.
-    container: String,
-    /// The site's CRM runs centrally: a client leaving undoes the create.
-    undo_on_disconnect: bool,
-    /// Why the site's CRM will fail the create, if it will.
-    crm_error: Option<String>,
-    /// The CRM's wait for the pod (Kubernetes).
-    pod_wait: Option<PodWait>,
-}
-
 /// What a create did under the lock.
 enum Outcome {
-    /// Stored in `CreateRequested`.
-    Started(Started),
+    /// Stored in `CreateRequested`; the operation to run (its stream fault still to take).
+    Started(Box<Op>),
     /// The key is taken by an instance in `CreateError` with these errors.
     PreviousFailed(Vec<String>),
     /// The site is full (Gen3): the placement's progress lines, then the error.
@@ -325,13 +298,13 @@ fn start(
         placement,
     );
     st.insert_inst(inst);
-    Ok(Outcome::Started(Started {
-        epoch: st.epoch,
-        container,
-        undo_on_disconnect: !crm_on_edge,
+    Ok(Outcome::Started(Box::new(Op {
         crm_error,
         pod_wait,
-    }))
+        container_id: container,
+        undo_on_disconnect: !crm_on_edge,
+        ..op(shared, key.clone(), st.epoch, OpKind::Create, None)
+    })))
 }
 
 /// A site that has reached its AppInst limit refuses the create as the controller refuses a

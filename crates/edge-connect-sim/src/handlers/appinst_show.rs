@@ -72,29 +72,15 @@ pub(crate) fn show(call: Call) -> Result<Response, ApiError> {
         let st = lock(&call.shared.state);
         call.visible_orgs(&wanted.organization)
             .into_iter()
-            .flat_map(|org| -> Box<dyn Iterator<Item = &Arc<AppInst>> + '_> {
-                if wanted.name.is_empty() {
-                    Box::new(st.insts_in_org(org))
-                } else {
-                    Box::new(st.insts_named(org, &wanted.name))
-                }
-            })
+            .flat_map(|org| st.insts_of(org, &wanted.name))
             .filter(|inst| {
-                let k = &inst.key;
-                let ck = k.cloudlet_key.clone().unwrap_or_default();
-                (wanted.name.is_empty() || k.name == wanted.name)
-                    && (!gen2
-                        || ((cloudlet.organization.is_empty()
-                            || ck.organization == cloudlet.organization)
-                            && (cloudlet.name.is_empty() || ck.name == cloudlet.name)))
+                let ck = inst.key.cloudlet_key.clone().unwrap_or_default();
+                !gen2
+                    || ((cloudlet.organization.is_empty()
+                        || ck.organization == cloudlet.organization)
+                        && (cloudlet.name.is_empty() || ck.name == cloudlet.name))
             })
-            .filter(|inst| match &rest {
-                None => true,
-                Some(f) => filter::matches(
-                    f,
-                    &serde_json::to_value(inst.as_ref()).unwrap_or(Value::Null),
-                ),
-            })
+            .filter(|inst| filter::keeps(rest.as_ref(), inst.as_ref()))
             .cloned()
             .collect()
     };

@@ -5,9 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::Call;
-use crate::model::{
-    filter, key_json, Cloudlet, Flavor, FlavorKey, FlavorName, Infra, SiteKey, Zone,
-};
+use crate::model::{filter, key_json, Cloudlet, Flavor, FlavorKey, FlavorName, SiteKey, Zone};
 use crate::protocol::decode::decode;
 use crate::protocol::stream::{bytes_body, ndjson_response, push_data_line};
 use crate::protocol::ApiError;
@@ -24,14 +22,11 @@ fn show_matching<T: Serialize, I: for<'de> serde::Deserialize<'de> + Serialize>(
     call.check_region()?;
     let pruned = filter::prune(serde_json::to_value(&typed).unwrap_or(Value::Null));
     let mut buf = Vec::new();
-    for item in items {
-        let keep = match &pruned {
-            None => true,
-            Some(f) => filter::matches(f, &serde_json::to_value(item).unwrap_or(Value::Null)),
-        };
-        if keep {
-            push_data_line(&mut buf, item);
-        }
+    for item in items
+        .iter()
+        .filter(|item| filter::keeps(pruned.as_ref(), item))
+    {
+        push_data_line(&mut buf, item);
     }
     Ok(ndjson_response(bytes_body(buf)))
 }
@@ -84,7 +79,25 @@ pub(crate) fn show_zones(call: &Call) -> Result<Response, ApiError> {
     show_matching::<Zone, SiteFilter>(&call.shared.infra.zones, call, "Zone")
 }
 
-fn flavor_names(infra: &Infra) -> Response {
+/// `ShowFlavorsForZone` (Gen3, `zone`) and `ShowFlavorsForCloudlet` (Gen2): every flavor is
+/// offered at every site.
+pub(crate) fn show_flavors_for(call: &Call, zone: bool) -> Result<Response, ApiError> {
+    let kind = if zone { "Zone" } else { "Cloudlet" };
+    let key: SiteKey = decode(call.object.clone(), &format!("{kind}Key"))?;
+    call.authorize_view()?;
+    call.check_region()?;
+    let infra = &call.shared.infra;
+    let known = if zone {
+        infra.zone(&key).is_some()
+    } else {
+        infra.cloudlet(&key).is_some()
+    };
+    if !known {
+        return Err(ApiError::bad_request(format!(
+            "{kind} key {} not found",
+            key_json(&key)
+        )));
+    }
     let mut buf = Vec::new();
     for flavor in &infra.flavors {
         push_data_line(
@@ -94,35 +107,5 @@ fn flavor_names(infra: &Infra) -> Response {
             },
         );
     }
-    ndjson_response(bytes_body(buf))
-}
-
-/// `ShowFlavorsForZone` (Gen3): every flavor is offered in every zone.
-pub(crate) fn show_flavors_for_zone(call: &Call) -> Result<Response, ApiError> {
-    let key: SiteKey = decode(call.object.clone(), "ZoneKey")?;
-    call.authorize_view()?;
-    call.check_region()?;
-    let infra = &call.shared.infra;
-    if infra.zone(&key).is_none() {
-        return Err(ApiError::bad_request(format!(
-            "Zone key {} not found",
-            key_json(&key)
-        )));
-    }
-    Ok(flavor_names(infra))
-}
-
-/// `ShowFlavorsForCloudlet` (Gen2).
-pub(crate) fn show_flavors_for_cloudlet(call: &Call) -> Result<Response, ApiError> {
-    let key: SiteKey = decode(call.object.clone(), "CloudletKey")?;
-    call.authorize_view()?;
-    call.check_region()?;
-    let infra = &call.shared.infra;
-    if infra.cloudlet(&key).is_none() {
-        return Err(ApiError::bad_request(format!(
-            "Cloudlet key {} not found",
-            key_json(&key)
-        )));
-    }
-    Ok(flavor_names(infra))
+    Ok(ndjson_response(bytes_body(buf)))
 }

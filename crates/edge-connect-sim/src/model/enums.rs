@@ -41,10 +41,7 @@ macro_rules! sim_enum {
             /// The name printed in JSON output (common prefix trimmed).
             pub(crate) fn name(self) -> &'static str {
                 let camel = Self::ALL.iter().find(|e| e.0 == self).map(|e| e.2).unwrap_or("");
-                match camel.strip_prefix($prefix) {
-                    Some(rest) if !$prefix.is_empty() && !rest.is_empty() => rest,
-                    _ => camel,
-                }
+                trimmed(camel, $prefix)
             }
 
             /// True for the zero value, which Go's `omitempty` leaves out.
@@ -72,6 +69,15 @@ macro_rules! sim_enum {
             }
         }
     };
+}
+
+/// A CamelCase name without the enum's common prefix, as the MC prints it (the whole name when
+/// there is no prefix or nothing would be left).
+fn trimmed<'a>(camel: &'a str, prefix: &str) -> &'a str {
+    match camel.strip_prefix(prefix) {
+        Some(rest) if !prefix.is_empty() && !rest.is_empty() => rest,
+        _ => camel,
+    }
 }
 
 /// Lower-cased with underscores removed, so `IMAGE_TYPE_DOCKER`, `image_type_docker` and
@@ -114,13 +120,7 @@ fn parse_enum<T: Copy>(
             Value::Object(_) => "object".to_string(),
             Value::Null => "null".to_string(),
         };
-        let names: Vec<&str> = all
-            .iter()
-            .map(|e| match e.2.strip_prefix(prefix) {
-                Some(rest) if !prefix.is_empty() && !rest.is_empty() => rest,
-                _ => e.2,
-            })
-            .collect();
+        let names: Vec<&str> = all.iter().map(|e| trimmed(e.2, prefix)).collect();
         let numbers: Vec<String> = all.iter().map(|e| e.1.to_string()).collect();
         format!(
             "{ENUM_MARK}expected {go_type}, but got {got}|, valid values are one of {}, or {}",

@@ -6,6 +6,7 @@
 //! its name, each of `organization`, `name`, `version` only when given (main
 //! `api/edgeproto/appinst.pb.go:3830`, `app.pb.go:2368-2392`; docs/edge-connect-behaviours.md B24).
 
+use serde::Serialize;
 use serde_json::Value;
 
 /// Removes zero values (`""`, `0`, `false`, `null`, `[]`, `{}`) recursively; `None` when
@@ -41,6 +42,11 @@ pub(crate) fn matches(filter: &Value, object: &Value) -> bool {
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         (f, o) => f == o,
     }
+}
+
+/// True when `item`, in output form, passes a pruned filter (`None` passes everything).
+pub(crate) fn keeps(filter: Option<&Value>, item: &impl Serialize) -> bool {
+    filter.is_none_or(|f| matches(f, &serde_json::to_value(item).unwrap_or(Value::Null)))
 }
 
 #[cfg(test)]

@@ -141,31 +141,29 @@ impl Infra {
             .flavors
             .iter()
             .map(|name| {
-                let size = flavor_size(name);
+                let (ram, vcpus, disk) = flavor_size(name);
                 Flavor {
                     key: FlavorKey { name: name.clone() },
-                    ram: size.ram,
-                    vcpus: size.vcpus,
-                    disk: size.disk,
+                    ram,
+                    vcpus,
+                    disk,
                 }
             })
             .collect();
         let gen3 = config.api == ApiGeneration::Gen3;
-        let zones: Vec<Zone> = if gen3 {
-            config
-                .zones
-                .iter()
-                .map(|(org, name)| Zone {
-                    key: SiteKey::new(org, name),
-                    description: name.clone(),
-                    location: loc(name),
-                    created_at: created,
-                    updated_at: Timestamp::default(),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        // Gen2 has no zones.
+        let zones = config
+            .zones
+            .iter()
+            .filter(|_| gen3)
+            .map(|(org, name)| Zone {
+                key: SiteKey::new(org, name),
+                description: name.clone(),
+                location: loc(name),
+                created_at: created,
+                updated_at: Timestamp::default(),
+            })
+            .collect();
         let homes = zone_homes(config);
         let cloudlets = config
             .cloudlets
@@ -189,11 +187,7 @@ impl Infra {
                     deployment: "kubernetes",
                     created_at: created,
                     updated_at: Timestamp::default(),
-                    zone: if gen3 {
-                        zone.unwrap_or_default()
-                    } else {
-                        String::new()
-                    },
+                    zone: zone.filter(|_| gen3).unwrap_or_default(),
                 }
             })
             .collect();

@@ -42,23 +42,8 @@ impl State {
         self.app_refs.get(app).and_then(|keys| keys.iter().next())
     }
 
-    /// One organization's Apps, in key order.
-    pub(crate) fn apps_in_org<'a>(
-        &'a self,
-        org: &'a str,
-    ) -> impl Iterator<Item = &'a Arc<App>> + 'a {
-        let start = AppKey {
-            organization: org.to_string(),
-            ..AppKey::default()
-        };
-        self.apps
-            .range(start..)
-            .take_while(move |(k, _)| k.organization == org)
-            .map(|(_, v)| v)
-    }
-
-    /// Apps of one organization and name (all versions).
-    pub(crate) fn apps_named<'a>(
+    /// One organization's Apps in key order, only those named `name` unless it is empty.
+    pub(crate) fn apps_of<'a>(
         &'a self,
         org: &'a str,
         name: &'a str,
@@ -70,7 +55,7 @@ impl State {
         };
         self.apps
             .range(start..)
-            .take_while(move |(k, _)| k.organization == org && k.name == name)
+            .take_while(move |(k, _)| k.organization == org && (name.is_empty() || k.name == name))
             .map(|(_, v)| v)
     }
 
@@ -134,23 +119,9 @@ impl State {
         Some(inst)
     }
 
-    /// One organization's AppInsts, in key order.
-    pub(crate) fn insts_in_org<'a>(
-        &'a self,
-        org: &'a str,
-    ) -> impl Iterator<Item = &'a Arc<AppInst>> + 'a {
-        let start = AppInstKey {
-            organization: org.to_string(),
-            ..AppInstKey::default()
-        };
-        self.insts
-            .range(start..)
-            .take_while(move |(k, _)| k.organization == org)
-            .map(|(_, v)| v)
-    }
-
-    /// AppInsts of one organization and name (one in Gen3; one per cloudlet in Gen2).
-    pub(crate) fn insts_named<'a>(
+    /// One organization's AppInsts in key order, only those named `name` unless it is empty
+    /// (one per name in Gen3; one per cloudlet in Gen2).
+    pub(crate) fn insts_of<'a>(
         &'a self,
         org: &'a str,
         name: &'a str,
@@ -162,7 +133,7 @@ impl State {
         };
         self.insts
             .range(start..)
-            .take_while(move |(k, _)| k.organization == org && k.name == name)
+            .take_while(move |(k, _)| k.organization == org && (name.is_empty() || k.name == name))
             .map(|(_, v)| v)
     }
 
@@ -251,10 +222,10 @@ mod tests {
         for (org, name) in [("a", "1"), ("b", "1"), ("b", "2"), ("c", "1")] {
             st.insert_inst(inst(org, name, &app, &site));
         }
-        let names: Vec<String> = st.insts_in_org("b").map(|i| i.key.name.clone()).collect();
+        let names: Vec<String> = st.insts_of("b", "").map(|i| i.key.name.clone()).collect();
         assert_eq!(names, ["1", "2"]);
-        assert_eq!(st.insts_named("b", "2").count(), 1);
-        assert_eq!(st.insts_named("b", "3").count(), 0);
+        assert_eq!(st.insts_of("b", "2").count(), 1);
+        assert_eq!(st.insts_of("b", "3").count(), 0);
         assert!(st.first_inst_of(&app).is_some());
         st.set_capacity(site.clone(), Some(4));
         assert_eq!(st.site_limit_reached(&site, None), Some(4));

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use edge_connect_sim::Fault;
+use edge_connect_sim::{Fault, FaultKind};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -225,7 +225,7 @@ async fn an_expired_token_is_401_with_the_jwt_library_text() {
 async fn expire_tokens_fault_invalidates_issued_tokens_only() {
     let sim = sim();
     let c = Client::login(&sim.url()).await;
-    sim.inject(Fault::expire_tokens());
+    sim.inject(Fault::new("*", FaultKind::ExpireTokens));
     let reply = c.post("ShowApp", json!({"region": "EU"})).await;
     reply.assert_error(401, "Token is expired by 0s");
     let fresh = Client::login(&sim.url()).await;

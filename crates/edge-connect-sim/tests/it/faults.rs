@@ -98,7 +98,7 @@ async fn faults_can_be_posted_as_json() {
 #[tokio::test]
 async fn slow_fault_delays_the_reply() {
     let (sim, c) = started().await;
-    sim.inject(Fault::slow("ShowApp", Duration::from_millis(300)));
+    sim.inject(Fault::new("ShowApp", FaultKind::Slow { delay_ms: 300 }));
     let start = Instant::now();
     assert_eq!(c.post("ShowApp", json!({"region": "EU"})).await.status, 200);
     assert!(start.elapsed() >= Duration::from_millis(300));
@@ -228,7 +228,10 @@ async fn drop_connection_cuts_the_stream_but_the_create_completes() {
     let sim = sim_with(|c| c.create_delay = Duration::from_millis(300));
     let c = Client::login(&sim.url()).await;
     create_app(&c, "r1").await;
-    sim.inject(Fault::drop_connection("CreateAppInst", 2));
+    sim.inject(Fault::new(
+        "CreateAppInst",
+        FaultKind::DropConnection { after_lines: 2 },
+    ));
     let resp = c.open("CreateAppInst", inst_req(inst3(ORG, "r1"))).await;
     assert_eq!(resp.status(), 200);
     let mut lines = LineReader::new(resp);
@@ -245,7 +248,10 @@ async fn drop_connection_cuts_the_stream_but_the_create_completes() {
 async fn drop_connection_on_delete_still_deletes() {
     let (sim, c) = started().await;
     create_app_and_inst(&c, "r1").await;
-    sim.inject(Fault::drop_connection("DeleteAppInst", 0));
+    sim.inject(Fault::new(
+        "DeleteAppInst",
+        FaultKind::DropConnection { after_lines: 0 },
+    ));
     // Cut before the first line: not even the response header arrives.
     let sent = c
         .http
