@@ -184,16 +184,10 @@ pub(crate) fn instructions_step(
     }))
 }
 
-/// How many calls RemoveAll has in flight at most (`REMOVE_ALL_CONCURRENCY` in
-/// src/provider/delete.rs): the minimal client sends the provider's calls in rounds this size.
-const REMOVE_ALL_IN_FLIGHT: usize = 100;
-
-/// RemoveAll's instructions per runner in the HTTP and TLS stack alone: the requests the
-/// provider sent for `runners` runners and for none, sent again by the minimal client (the
-/// Show round, then the DeleteAppInsts and the DeleteApps, as many at once as the provider
-/// has in flight) on a freshly seeded inventory, its own preparation left out
-/// ([`minimal_sends`]). The provider cannot spend less than this per runner without another
-/// HTTP stack.
+/// RemoveAll's instructions per runner in the HTTP and TLS stack alone: the provider's requests
+/// for `runners` runners and for none, sent again by the minimal client on a freshly seeded
+/// inventory, its own preparation left out ([`minimal_sends`]). The provider cannot spend less
+/// per runner without another HTTP stack.
 fn remove_all_floor(world: &World, runners: usize) -> Result<f64> {
     let provider = Path::new(PROVIDER);
     let config = world.config_for(provider);
@@ -203,13 +197,14 @@ fn remove_all_floor(world: &World, runners: usize) -> Result<f64> {
         world.seed_runners(1, count)?;
         let run = world.garm_with(provider, &[], config, "RemoveAllInstances", &[], None)?;
         let calls: Vec<HttpRequest> = run.traffic.rounds.0.into_iter().flatten().collect();
-        let of = |wanted: &dyn Fn(&str) -> bool| -> Vec<HttpRequest> {
-            calls.iter().filter(|c| wanted(c.rpc())).cloned().collect()
+        let of = |rpc: &str| -> Vec<HttpRequest> {
+            calls.iter().filter(|c| c.rpc() == rpc).cloned().collect()
         };
-        let mut rounds = vec![of(&|rpc| rpc.starts_with("Show"))];
-        for name in ["DeleteAppInst", "DeleteApp"] {
-            let all = of(&|rpc| rpc == name);
-            rounds.extend(all.chunks(REMOVE_ALL_IN_FLIGHT).map(<[_]>::to_vec));
+        // The Show round, then the DeleteAppInsts and the DeleteApps, as many at once as
+        // RemoveAll has in flight (REMOVE_ALL_CONCURRENCY in src/provider/delete.rs).
+        let mut rounds = vec![[of("ShowApp"), of("ShowAppInst")].concat()];
+        for all in [of("DeleteAppInst"), of("DeleteApp")] {
+            rounds.extend(all.chunks(100).map(<[_]>::to_vec));
         }
         ensure!(
             rounds.iter().map(Vec::len).sum::<usize>() == calls.len(),
