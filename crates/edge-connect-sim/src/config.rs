@@ -144,6 +144,22 @@ pub enum PodSecurity {
     Restricted,
 }
 
+impl FromStr for PodSecurity {
+    type Err = String;
+
+    /// The level as Kubernetes names it in `pod-security.kubernetes.io/enforce`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "privileged" => Ok(PodSecurity::Privileged),
+            "baseline" => Ok(PodSecurity::Baseline),
+            "restricted" => Ok(PodSecurity::Restricted),
+            other => Err(format!(
+                "unknown Pod Security level '{other}' (expected privileged, baseline or restricted)"
+            )),
+        }
+    }
+}
+
 impl CloudletSettings {
     /// Settings for a cloudlet: not federated, CRM on the edge site (the simulator's default).
     pub fn new(organization: impl Into<String>, name: impl Into<String>) -> Self {

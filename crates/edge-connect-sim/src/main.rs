@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use clap::error::ErrorKind;
 use clap::Parser;
 use edge_connect_sim::{
-    serve, write_trial_files, ApiGeneration, CloudletSettings, ImageFault, ImageRule,
+    serve, write_trial_files, ApiGeneration, CloudletSettings, ImageFault, ImageRule, PodSecurity,
     ServerRelease, SimConfig,
 };
 
@@ -75,6 +75,15 @@ struct Cli {
     /// CreateAppInst stream early makes the controller undo the create.
     #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
     central_crm: Vec<(String, String)>,
+
+    /// Cloudlets whose cluster enforces a Pod Security level on the AppInsts' namespaces,
+    /// OPERATOR-ORG/NAME=LEVEL, LEVEL as Kubernetes names it: privileged (what EdgeXR's own
+    /// clusters admit), baseline or restricted. A pod the level forbids is never created and
+    /// the AppInst fails with the admission's message: baseline refuses a privileged container
+    /// and Unconfined seccomp or AppArmor profiles, restricted also a container that may run
+    /// as root.
+    #[arg(long, value_name = "ORG/NAME=LEVEL", value_delimiter = ',', value_parser = parse_pod_security)]
+    pod_security: Vec<((String, String), PodSecurity)>,
 
     /// Images that cannot be pulled, as patterns where `*` matches anything
     /// (registry.example.com/*): Kubernetes pods wait in ErrImagePull/ImagePullBackOff,
@@ -147,6 +156,13 @@ fn parse_site(s: &str) -> Result<(String, String), String> {
     }
 }
 
+fn parse_pod_security(s: &str) -> Result<((String, String), PodSecurity), String> {
+    let (site, level) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("expected ORG/NAME=LEVEL, got '{s}'"))?;
+    Ok((parse_site(site)?, level.parse()?))
+}
+
 fn parse_secs(s: &str) -> Result<Duration, String> {
     let secs: f64 = s
         .parse()
@@ -164,9 +180,56 @@ fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
     }
 }
 
+/// One entry per cloudlet that a flag sets something of, all its flags in it. A level for a
+/// site the simulator does not have would leave the trial silently permissive: refused.
+fn cloudlet_settings(
+    cloudlets: &[(String, String)],
+    central_crm: &[(String, String)],
+    pod_security: &[((String, String), PodSecurity)],
+) -> Result<Vec<CloudletSettings>, String> {
+    let mut settings: Vec<CloudletSettings> = Vec::new();
+    for (org, name) in central_crm {
+        settings_of(&mut settings, org, name).crm_on_edge = false;
+    }
+    for ((org, name), level) in pod_security {
+        if !cloudlets.iter().any(|(o, n)| o == org && n == name) {
+            let known: Vec<String> = cloudlets.iter().map(|(o, n)| format!("{o}/{n}")).collect();
+            return Err(format!(
+                "--pod-security: {org}/{name} is not a cloudlet of this simulator (its cloudlets: {}; see --cloudlet)",
+                known.join(", ")
+            ));
+        }
+        settings_of(&mut settings, org, name).pod_security = *level;
+    }
+    Ok(settings)
+}
+
+/// The settings entry of a cloudlet, added when it has none yet.
+fn settings_of<'a>(
+    settings: &'a mut Vec<CloudletSettings>,
+    organization: &str,
+    name: &str,
+) -> &'a mut CloudletSettings {
+    let at = match settings
+        .iter()
+        .position(|s| s.organization == organization && s.name == name)
+    {
+        Some(at) => at,
+        None => {
+            settings.push(CloudletSettings::new(organization, name));
+            settings.len() - 1
+        }
+    };
+    &mut settings[at]
+}
+
 impl Cli {
-    fn config(self) -> SimConfig {
+    /// The simulator these flags describe, or why a flag names something it does not hold.
+    fn config(self) -> Result<SimConfig, String> {
         let defaults = SimConfig::default();
+        let cloudlets = or_default(self.cloudlet, defaults.cloudlets);
+        let cloudlet_settings =
+            cloudlet_settings(&cloudlets, &self.central_crm, &self.pod_security)?;
         let images = [
             (&self.unpullable_image, ImageFault::CannotPull),
             (&self.crashing_image, ImageFault::Crashes),
@@ -176,34 +239,27 @@ impl Cli {
         .into_iter()
         .flat_map(|(patterns, fault)| patterns.iter().map(move |p| ImageRule::new(p, fault)))
         .collect();
-        SimConfig {
+        Ok(SimConfig {
             api: self.api,
             users: or_default(self.user, defaults.users),
             orgs: or_default(self.org, defaults.orgs),
             regions: or_default(self.region, defaults.regions),
             flavors: or_default(self.flavor, defaults.flavors),
-            cloudlets: or_default(self.cloudlet, defaults.cloudlets),
+            cloudlets,
             zones: or_default(self.zone, defaults.zones),
             token_ttl: self.token_ttl,
             create_delay: self.create_delay,
             latency: Duration::from_millis(self.latency_ms),
             bad_auth_delay: Duration::from_millis(self.bad_auth_delay_ms),
             release: self.release,
-            cloudlet_settings: self
-                .central_crm
-                .iter()
-                .map(|(org, name)| CloudletSettings {
-                    crm_on_edge: false,
-                    ..CloudletSettings::new(org, name)
-                })
-                .collect(),
+            cloudlet_settings,
             cloudlet_pools: defaults.cloudlet_pools,
             images,
             crm_max_wait: self.crm_max_wait,
             two_factor_users: defaults.two_factor_users,
             faults_enabled: self.faults,
             state_dir: self.state_dir,
-        }
+        })
     }
 }
 
@@ -283,7 +339,13 @@ fn main() -> ExitCode {
         )
         .init();
     let (listen, trial) = (cli.listen, cli.write_provider_config.clone());
-    let config = cli.config();
+    let config = match cli.config() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("edge-connect-sim: {e} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -300,5 +362,44 @@ fn main() -> ExitCode {
             eprintln!("edge-connect-sim: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(s: &str) -> (String, String) {
+        parse_site(s).unwrap()
+    }
+
+    #[test]
+    fn a_site_named_by_two_flags_gets_both_settings_in_one_entry() {
+        let settings = cloudlet_settings(
+            &[site("TelekomOP/Munich"), site("TelekomOP/Berlin")],
+            &[site("TelekomOP/Munich")],
+            &[parse_pod_security("TelekomOP/Munich=restricted").unwrap()],
+        )
+        .unwrap();
+        assert_eq!(
+            settings,
+            [CloudletSettings {
+                crm_on_edge: false,
+                pod_security: PodSecurity::Restricted,
+                ..CloudletSettings::new("TelekomOP", "Munich")
+            }]
+        );
+    }
+
+    #[test]
+    fn a_level_for_a_site_the_simulator_lacks_is_refused_naming_its_sites() {
+        assert_eq!(
+            cloudlet_settings(
+                &[site("TelekomOP/Munich")],
+                &[],
+                &[parse_pod_security("TelekomOP/Berlin=baseline").unwrap()],
+            ),
+            Err("--pod-security: TelekomOP/Berlin is not a cloudlet of this simulator (its cloudlets: TelekomOP/Munich; see --cloudlet)".into())
+        );
     }
 }

@@ -148,6 +148,7 @@ fn help_documents_every_flag() {
         "--crashing-image",
         "--unschedulable-image",
         "--crm-max-wait",
+        "--pod-security",
         "--faults",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
@@ -163,6 +164,10 @@ fn bad_flags_give_one_line_and_exit_2() {
         &["--cloudlet", "noslash"][..],
         &["--create-delay", "soon"][..],
         &["--crm-max-wait", "-1"][..],
+        &["--pod-security", "TelekomOP/Munich"][..],
+        &["--pod-security", "TelekomOP/Munich=Baseline"][..],
+        // A level for a site the simulator does not have would be silently without effect.
+        &["--pod-security", "TelekomOP/Berlin=baseline"][..],
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
