@@ -42,3 +42,96 @@ fn every_stated_default_of_garms_bootstrap_timeout_is_20_minutes() {
         "the docs state the default in {stated} places only"
     );
 }
+
+/// The string literals of the first `[...]` in `text` (`&["bash", "curl"]`).
+fn literals_of_list(text: &str) -> Vec<String> {
+    let Some(start) = text.find('[') else {
+        return Vec::new();
+    };
+    let list = &text[start + 1..];
+    let list = &list[..list.find(']').unwrap_or(list.len())];
+    list.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every program a test that `#[ignore]`s itself for its needs runs or requires, every
+/// variable it reads and every `.ci/` script its reason names, read from the tests' code (and
+/// the chart's checker, which the Helm test runs).
+fn needs_of_ignored_tests(root: &Path) -> std::collections::BTreeSet<String> {
+    let mut needs = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(root.join("tests/it")).expect("tests/it") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("readable test");
+        if !text.contains("#[ignore = \"needs") {
+            continue;
+        }
+        for (at, _) in text.match_indices("#[ignore = \"needs") {
+            let reason = &text[at..at + text[at..].find("\"]").unwrap_or(0)];
+            needs.extend(
+                reason
+                    .split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == ')')
+                    .filter(|w| w.starts_with(".ci/"))
+                    .map(str::to_string),
+            );
+        }
+        for marker in [
+            "require_tools(",
+            "ENTRYPOINT_TOOLS: &[&str] =",
+            "Command::new(",
+            "std::env::var(",
+        ] {
+            for (at, _) in text.match_indices(marker) {
+                let rest = &text[at + marker.len()..];
+                if marker.ends_with('(') && rest.starts_with('"') {
+                    needs.extend(rest.split('"').nth(1).map(str::to_string));
+                } else if !marker.ends_with('(') || rest.starts_with("&[") {
+                    needs.extend(literals_of_list(rest));
+                }
+            }
+        }
+        // entrypoint_test!(name, &[tools], body): the tools of one test.
+        for (at, _) in text.match_indices("entrypoint_test!(") {
+            let head = &text[at..];
+            let head = &head[..head.find("async").unwrap_or(0)];
+            if head.contains("&[") {
+                needs.extend(literals_of_list(head));
+            }
+        }
+    }
+    let checker = std::fs::read_to_string(root.join("deploy/helm/check_chart.py"))
+        .expect("deploy/helm/check_chart.py");
+    for (at, _) in checker.match_indices("subprocess.run([\"") {
+        needs.extend(checker[at..].split('"').nth(1).map(str::to_string));
+    }
+    needs
+}
+
+/// README's first screen says what `cargo test -- --include-ignored` needs beyond Rust: each
+/// program, variable and script the ignored tests require is named there.
+#[test]
+fn the_readme_names_everything_the_ignored_tests_need() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let first_screen = &readme[..readme.find("\n---\n").expect("README's first rule")];
+    let needs = needs_of_ignored_tests(root);
+    for need in ["kubectl", "prometheus", "docker", "GARM_TEST_DOCKER_HOST"] {
+        assert!(
+            needs.contains(need),
+            "{need} not found in the tests: {needs:?}"
+        );
+    }
+    let unnamed: Vec<&String> = needs
+        .iter()
+        .filter(|need| {
+            !first_screen.contains(&format!("`{need}`"))
+                && !first_screen.contains(&format!(" {need}`"))
+        })
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "README's first screen does not name {unnamed:?}, which the ignored tests need"
+    );
+}

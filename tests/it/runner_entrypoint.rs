@@ -27,7 +27,7 @@ macro_rules! entrypoint_test {
     };
     ($name:ident, $tools:expr, $body:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        #[ignore = "needs bash, curl, jq, tar, shellcheck: cargo test -- --include-ignored"]
+        #[ignore = "needs programs beyond Rust (bash, curl, jq, timeout, tar, shellcheck; see the README): cargo test -- --include-ignored"]
         async fn $name() {
             require_tools($tools);
             $body.await
@@ -1763,7 +1763,7 @@ docker rmi "$image-built" >/dev/null
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a Docker-compatible daemon (podman's API service); .ci/run starts one"]
 async fn dind_entrypoint_runs_a_container_step_and_a_build_step_against_a_real_daemon() {
-    require_tools(&["bash", "curl", "jq", "timeout", "docker", "busybox"]);
+    require_tools(&["bash", "curl", "jq", "timeout", "tar", "docker", "busybox"]);
     let docker_host = std::env::var("GARM_TEST_DOCKER_HOST").expect(
         "GARM_TEST_DOCKER_HOST is not set: start podman's Docker API service with \
          `. .ci/docker-daemon.sh` (as .ci/run does) or point it at another daemon",

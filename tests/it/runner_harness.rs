@@ -1830,16 +1830,65 @@ impl RunnerCli {
 /// `--include-ignored` (as `.ci/run` runs them) a missing tool is a failure.
 pub fn require_tools(tools: &[&str]) {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for tool in tools {
-        let found = std::env::split_paths(&path).any(|dir| {
-            std::fs::metadata(dir.join(tool))
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        });
-        assert!(
-            found,
-            "{tool} is not installed: the runner entrypoint tests need bash, curl, jq, coreutils, tar \
-             and shellcheck (Debian/Ubuntu: apt-get install bash curl jq coreutils tar shellcheck)"
-        );
+    if let Some(message) = missing_tools(tools, &path) {
+        panic!("{message}");
     }
+}
+
+/// What [`require_tools`] says when one of `tools` is not an executable in
+/// `path`, or `None`.
+fn missing_tools(tools: &[&str], path: &std::ffi::OsStr) -> Option<String> {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|tool| {
+            !std::env::split_paths(path).any(|dir| {
+                std::fs::metadata(dir.join(tool))
+                    .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                    .unwrap_or(false)
+            })
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    // What .ci/run and .ci/docker-daemon.sh install for each tool.
+    let packages: Vec<&str> = missing
+        .iter()
+        .map(|tool| match *tool {
+            "timeout" => "coreutils",
+            "busybox" => "busybox-static",
+            "docker" => "docker-cli (docker.io before Debian 13)",
+            other => other,
+        })
+        .collect();
+    Some(format!(
+        "not installed: {}; this test needs {} (Debian packages: {}; .ci/run installs them)",
+        missing.join(", "),
+        tools.join(", "),
+        packages.join(", ")
+    ))
+}
+
+// The daemon test needs a Docker CLI and busybox beside the entrypoint's tools:
+// a missing one is named, with the Debian packages that hold what is missing,
+// not the list of another test.
+#[test]
+fn a_missing_tool_is_named_with_every_tool_its_test_needs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for tool in ["bash", "curl", "jq", "timeout"] {
+        let file = dir.path().join(tool);
+        std::fs::write(&file, "").expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let path = dir.path().as_os_str();
+    let daemon_test = ["bash", "curl", "jq", "timeout", "docker", "busybox"];
+    assert_eq!(
+        missing_tools(&daemon_test, path).as_deref(),
+        Some(
+            "not installed: docker, busybox; this test needs bash, curl, jq, timeout, docker, busybox \
+             (Debian packages: docker-cli (docker.io before Debian 13), busybox-static; .ci/run installs them)"
+        )
+    );
+    assert_eq!(missing_tools(&daemon_test[..4], path), None);
 }
