@@ -90,6 +90,12 @@ pub fn is_terminal_control(c: char) -> bool {
 /// With `show_value`, a short escaped excerpt of a string value is kept, for files that hold no
 /// secret (the provider config), because "got the string \"60s\"" is what lets the operator fix it.
 pub fn describe_serde(message: &str, show_value: bool) -> String {
+    describe_serde_without(message, show_value, &[])
+}
+
+/// [`describe_serde`], where an unknown name is offered neither `retired` nor, as the nearest,
+/// any of them: names a type still reads, so that an old file loads, but no one should write.
+pub fn describe_serde_without(message: &str, show_value: bool, retired: &[&str]) -> String {
     // "invalid type: <unexpected>, expected <expected>" and "invalid value: ..."
     for prefix in ["invalid type: ", "invalid value: "] {
         if let Some(rest) = message.strip_prefix(prefix) {
@@ -127,7 +133,7 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
         "lone leading surrogate",
         "recursion limit",
     ];
-    if let Some(line) = unknown_name(message) {
+    if let Some(line) = unknown_name(message, retired) {
         return line;
     }
     if known.iter().any(|k| message.starts_with(k)) {
@@ -151,21 +157,23 @@ pub fn describe_serde(message: &str, show_value: bool) -> String {
 
 /// serde's `unknown field `x`, expected one of `a`, `b`` (or `unknown variant`): the name given
 /// (echoed, it is input), the nearest allowed name when one is close (`did you mean`), and every
-/// allowed name. Those are ours and few, so the list is never cut: a cut could hide the right one.
-fn unknown_name(message: &str) -> Option<String> {
+/// allowed name but the `retired` ones. Those are ours and few, so the list is never cut: a cut
+/// could hide the right one.
+fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
     let (kind, rest) = ["unknown field `", "unknown variant `"]
         .into_iter()
         .find_map(|k| Some((k.trim_end_matches(" `"), message.strip_prefix(k)?)))?;
     let (given, rest) = rest.split_once('`')?;
     // serde_json ends its messages with where it was in the text.
     let rest = rest.rsplit_once(" at line ").map_or(rest, |(r, _)| r);
-    let allowed: Vec<&str> = match rest.split_once("expected one of ") {
+    let mut allowed: Vec<&str> = match rest.split_once("expected one of ") {
         Some((_, list)) => list.split(", ").map(|n| n.trim_matches('`')).collect(),
         None => rest
             .split_once("expected `")
             .map(|(_, n)| vec![n.trim_end_matches('`')])
             .unwrap_or_default(),
     };
+    allowed.retain(|name| !retired.contains(name));
     let mut line = format!("{kind} `{}`", echo(given));
     let nearest = allowed
         .iter()

@@ -60,7 +60,7 @@ impl Config {
                     Error::failed(format!(
                         "credentials_file {}: {}",
                         path.display(),
-                        toml_error(&e, &text, false)
+                        toml_error(&e, &text, false, &[])
                     ))
                 })?;
             file_read = Some(path);

@@ -31,7 +31,7 @@ impl Config {
                 Error::failed(format!(
                     "config {}: {}",
                     path.display(),
-                    toml_error(&e, text, true)
+                    toml_error(&e, text, true, &super::RETIRED_KEYS)
                 ))
             })?;
         config
@@ -65,11 +65,13 @@ fn absolute(path: &Path) -> PathBuf {
 /// One line: "line N: key: what was wrong", never the source excerpt that toml's own Display
 /// prints over several lines. With `show_value` false (the credentials file) no value from the
 /// file is repeated, whatever its type; the config file holds no secret, so a short excerpt of a
-/// wrong value is shown there to make the fix obvious.
+/// wrong value is shown there to make the fix obvious. A key of `retired` (full dotted names) is
+/// never offered for an unknown one: it is read only so that an old file still loads.
 pub(super) fn toml_error(
     e: &serde_path_to_error::Error<toml::de::Error>,
     text: &str,
     show_value: bool,
+    retired: &[(&str, &str)],
 ) -> String {
     let inner = e.inner();
     let message = inner.message().replace('\n', " ");
@@ -78,7 +80,15 @@ pub(super) fn toml_error(
     let is_secs = key.ends_with("_secs");
     // A syntax error (no key, not one of serde's forms) is toml's own description of the
     // text, which holds no value except in the credentials file.
-    let described = crate::text::describe_serde(message, show_value);
+    // The unknown key's path ends in its own name; the names offered are its table's.
+    let table = key.rsplit_once('.').map_or("", |(table, _)| table);
+    let retired: Vec<&str> = retired
+        .iter()
+        .filter_map(|(full, _)| full.rsplit_once('.').or(Some(("", full))))
+        .filter(|(of, _)| *of == table)
+        .map(|(_, name)| name)
+        .collect();
+    let described = crate::text::describe_serde_without(message, show_value, &retired);
     let described = if described == "a value of the wrong form" && show_value {
         crate::text::echo_max(message, 300)
     } else if is_secs {

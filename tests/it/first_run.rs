@@ -101,6 +101,22 @@ fn a_typo_in_a_config_key_says_which_key_was_meant_and_lists_them_all() {
     ] {
         assert!(line.contains(&format!("`{key}`")), "{key}: {line}");
     }
+    // Retired keys still load (with a warning) but are no longer allowed to be written: never
+    // listed, never the key meant.
+    for (key, _) in garm_provider_edge_connect::config::RETIRED_KEYS {
+        let name = key.rsplit('.').next().unwrap_or(key);
+        assert!(!line.contains(name), "{name}: {line}");
+    }
+    w.edit_config(|t| t.replace("request_timout_secs = 5", "remove_all_concurency = 5"));
+    let r = person(&w, &["list"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(!r.stderr.contains("remove_all_concurrency"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("edge_connect: unknown field `remove_all_concurency` (allowed here: `"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
