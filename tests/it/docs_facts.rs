@@ -135,3 +135,134 @@ fn the_readme_names_everything_the_ignored_tests_need() {
         "README's first screen does not name {unnamed:?}, which the ignored tests need"
     );
 }
+
+/// README's "What it does" table: the row of each GARM command names every Edge Connect call
+/// the command makes, as the simulator's request log records them, on a zone and on a cloudlet
+/// (Gen2 and Gen3) and for a pool with pull credentials (the create that reads its App back).
+#[test]
+fn the_readme_names_every_call_of_each_garm_command() {
+    use crate::support::{fixture_with, Site, World, POOL};
+    use edge_connect_sim::{ApiGeneration, SimConfig};
+
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let row = |command: &str| -> String {
+        readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{command}` |")))
+            .unwrap_or_else(|| panic!("README has no row for {command}"))
+            .split(" | ")
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let pulled = serde_json::json!({
+        "image_pull_username": "robot",
+        "image_pull_password_env": "EDP_EDGE_CONNECT_PULL"
+    });
+    for (api, site) in [
+        (ApiGeneration::Gen3, Site::Zone),
+        (ApiGeneration::Gen3, Site::Cloudlet),
+        (ApiGeneration::Gen2, Site::Cloudlet),
+    ] {
+        let w = World::with_sim(
+            SimConfig {
+                api,
+                ..SimConfig::default()
+            },
+            site,
+            "",
+        );
+        let mut seen = 0;
+        let mut calls_of = |command: &str, run: &dyn Fn() -> crate::support::Run| {
+            let r = run();
+            assert_eq!(r.code, 0, "{command} on {api:?} {site:?}: {}", r.stderr);
+            let log = w.sim.request_log();
+            let named = row(command);
+            for entry in &log[seen..] {
+                if entry.rpc != "login" {
+                    assert!(
+                        named.contains(&entry.rpc),
+                        "README's {command} row does not name {} (on {api:?} {site:?}): {named}",
+                        entry.rpc
+                    );
+                }
+            }
+            seen = log.len();
+        };
+        let id = ("GARM_INSTANCE_ID", "garm-docs1");
+        calls_of("CreateInstance", &|| {
+            let mut v: serde_json::Value = serde_json::from_str(&fixture_with(
+                "bootstrap-github-jit.json",
+                "garm-docs1",
+                POOL,
+            ))
+            .expect("fixture");
+            v["extra_specs"] = pulled.clone();
+            w.garm(
+                "CreateInstance",
+                &[
+                    ("GARM_POOL_ID", POOL),
+                    ("EDP_EDGE_CONNECT_PULL", "pull-secret"),
+                ],
+                Some(&v.to_string()),
+            )
+        });
+        calls_of("GetInstance", &|| w.garm("GetInstance", &[id], None));
+        calls_of("ListInstances", &|| {
+            w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None)
+        });
+        calls_of("StopInstance", &|| w.garm("StopInstance", &[id], None));
+        calls_of("StartInstance", &|| w.garm("StartInstance", &[id], None));
+        calls_of("DeleteInstance", &|| w.garm("DeleteInstance", &[id], None));
+        calls_of("CreateInstance", &|| {
+            w.create("bootstrap-github-jit.json", "garm-docs2", POOL, &[])
+        });
+        calls_of("RemoveAllInstances", &|| {
+            w.garm("RemoveAllInstances", &[], None)
+        });
+        w.assert_nothing_left();
+    }
+}
+
+/// Every per-pool setting the provider takes (its extra specs schema, as `schema extra-specs`
+/// prints it) is documented where the README documents pools' settings.
+#[test]
+fn the_readme_documents_every_extra_specs_key() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let start = readme
+        .find("### Per-pool settings")
+        .expect("README's pool settings");
+    let end = start
+        + readme[start..]
+            .find("\n## ")
+            .expect("the section after the pool settings");
+    let section = &readme[start..end];
+    let r = crate::support::run(
+        crate::support::command().args(["schema", "extra-specs"]),
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let schema: serde_json::Value = serde_json::from_str(&r.stdout).expect("a JSON schema");
+    let keys = schema["properties"].as_object().expect("properties");
+    assert!(keys.len() > 10, "{keys:?}");
+    let undocumented: Vec<&String> = keys
+        .keys()
+        .filter(|k| !section.contains(&format!("`{k}`")) && !section.contains(&format!("\"{k}\"")))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "README's pool settings do not document {undocumented:?}"
+    );
+    // The sidecar images `docker_image` replaces, as the provider pins them.
+    for image in [
+        garm_provider_edge_connect::pod::DEFAULT_DIND_IMAGE,
+        garm_provider_edge_connect::pod::DEFAULT_BUILDKIT_IMAGE,
+    ] {
+        assert!(
+            section.contains(&format!("`{image}`")),
+            "README lacks {image}"
+        );
+    }
+}
