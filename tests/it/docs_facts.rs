@@ -266,3 +266,57 @@ fn the_readme_documents_every_extra_specs_key() {
         );
     }
 }
+
+/// The commit of GARM's development branch the docs' facts about it were read at
+/// (docs/operations.md, "Supported GARM versions").
+const GARM_READ_AT: &str = "afda4e76f1808e8b41d72edd0c17f99a51d84758";
+
+/// The docs cite GARM's main at one commit, the one its facts were read at: every commit in a
+/// link into cloudbase/garm, and every commit in backticks in a sentence about GARM, is that one.
+#[test]
+fn the_docs_cite_garms_main_at_one_commit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![
+        root.join("README.md"),
+        root.join("examples/runner-image/README.md"),
+    ];
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
+        let path = entry.expect("docs/ entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    let is_commit =
+        |s: &str| (7..=40).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut cited = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("readable doc");
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            let mut commits: Vec<&str> = line
+                .match_indices("github.com/cloudbase/garm/blob/")
+                .filter_map(|(at, m)| line[at + m.len()..].split('/').next())
+                .filter(|r| is_commit(r))
+                .collect();
+            // A sentence about GARM may name the commit on its next line (not so a table's row).
+            let prose_after_garm = n > 0
+                && lines[n - 1].contains("GARM")
+                && !line.starts_with('|')
+                && !lines[n - 1].starts_with('|');
+            if line.contains("GARM") || prose_after_garm {
+                commits.extend(line.split('`').skip(1).step_by(2).filter(|s| is_commit(s)));
+            }
+            for commit in commits {
+                cited += 1;
+                assert!(
+                    GARM_READ_AT.starts_with(commit),
+                    "{}:{}: GARM at {commit}, not at {} where the docs' facts were read: {line}",
+                    file.display(),
+                    n + 1,
+                    &GARM_READ_AT[..8]
+                );
+            }
+        }
+    }
+    assert!(cited >= 4, "the docs cite GARM's main {cited} times only");
+}
