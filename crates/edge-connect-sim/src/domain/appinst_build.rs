@@ -284,7 +284,9 @@ pub(crate) fn build_inst(
         cloudlet_key: gen3.then(|| cloudlet.key.clone()),
         zone_key: gen3.then(|| placement.zone.unwrap_or_default()),
         cloudlet_loc: cloudlet.location.clone(),
-        static_uri: uri.clone(),
+        // `static_uri` came on 2024-08-12 (`d146152dd`), before Gen3 and after the last
+        // public MC (Gen2).
+        static_uri: if gen3 { uri.clone() } else { String::new() },
         uri,
         liveness: Liveness::Static,
         mapped_ports: (!mapped.is_empty()).then_some(mapped),

@@ -186,3 +186,24 @@ async fn an_app_with_internal_ports_has_no_uri() {
     let next = exposed(&c, "outside", "tcp:5000").await;
     assert_eq!(next["mapped_ports"][0]["public_port"], 5000);
 }
+
+#[tokio::test]
+async fn the_last_public_mc_has_a_uri_but_no_static_uri() {
+    let sim = sim_with(|c| c.api = edge_connect_sim::ApiGeneration::Gen2);
+    let c = Client::login(&sim.url()).await;
+    let mut a = app(ORG, "cache1");
+    a["access_ports"] = json!("tcp:5000");
+    assert_eq!(c.post("CreateApp", app_req(a)).await.body, "{}");
+    let reply = c
+        .post("CreateAppInst", inst_req(inst2(ORG, "cache1")))
+        .await;
+    assert_eq!(
+        reply.messages().last().map(String::as_str),
+        Some("Created AppInst successfully"),
+        "{}",
+        reply.body
+    );
+    let inst = &sim.app_insts()[0];
+    assert_eq!(inst["uri"], SHARED_URI);
+    assert!(inst.get("static_uri").is_none(), "{inst}");
+}
