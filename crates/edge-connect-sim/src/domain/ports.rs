@@ -300,15 +300,17 @@ fn shared(ports: &mut [InstPort], others: &[Held]) -> Result<(), String> {
 /// `appinst_api.go:355-391`; AppInsts with a dedicated IP do not count).
 fn dedicated(ports: &mut [InstPort], others: &[Held]) -> Result<(), String> {
     let last = |p: &InstPort| p.end_port.max(p.internal_port);
-    for p in ports.iter_mut() {
-        let clash = others.iter().filter(|h| !h.dedicated_ip).find(|h| {
-            h.ports.iter().any(|q| {
-                family(p.proto) == family(q.proto)
-                    && p.internal_port <= last(q)
-                    && last(p) >= q.internal_port
-            })
-        });
-        if let Some(holder) = clash {
+    let overlap = |a: &InstPort, b: &InstPort| {
+        family(a.proto) == family(b.proto)
+            && a.internal_port <= last(b)
+            && last(a) >= b.internal_port
+    };
+    // The controller walks the cluster's AppInsts first, then the new ports.
+    for holder in others.iter().filter(|h| !h.dedicated_ip) {
+        if let Some(p) = ports
+            .iter()
+            .find(|p| holder.ports.iter().any(|q| overlap(p, q)))
+        {
             return Err(if p.end_port != 0 {
                 format!(
                     "port range {}-{} overlaps with ports in use on the cluster",
@@ -321,6 +323,8 @@ fn dedicated(ports: &mut [InstPort], others: &[Held]) -> Result<(), String> {
                 )
             });
         }
+    }
+    for p in ports.iter_mut() {
         p.public_port = p.internal_port;
     }
     Ok(())
