@@ -222,10 +222,12 @@ fn start(
     if let Some(max) = st.site_limit_reached(&placement.cloudlet.key, placement.zone.as_ref()) {
         return full_site(shared.config.api, max);
     }
-    let exposure = {
-        let site = &placement.cloudlet.key;
-        let held: Vec<Held> = st
-            .all_insts()
+    let site = &placement.cloudlet.key;
+    // An App without ports (every runner) needs nothing of the others: no scan of the store.
+    let held: Vec<Held> = if app.access_ports.is_empty() {
+        Vec::new()
+    } else {
+        st.all_insts()
             .filter(|i| i.key != *key && !i.state.is_delete())
             .filter(|i| i.cloudlet_key.as_ref().or(i.key.cloudlet_key.as_ref()) == Some(site))
             .map(|i| Held {
@@ -234,9 +236,9 @@ fn start(
                 dedicated_ip: i.dedicated_ip,
                 internal_ports: st.app(&i.app_key).is_some_and(|a| a.internal_ports),
             })
-            .collect();
-        expose(app, input, key, &placement, region, &held)
+            .collect()
     };
+    let exposure = expose(app, input, key, &placement, region, &held);
     let exposure = match exposure {
         Ok(exposure) => exposure,
         Err(error) => return ports_refused(shared.config.api, error),
