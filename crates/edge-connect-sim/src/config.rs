@@ -127,6 +127,28 @@ pub struct CloudletSettings {
     /// pod it refuses is never created: the CRM sees no pod and ends the create with the
     /// ReplicaSet's message (B30).
     pub pod_security: PodSecurity,
+    /// How the site exposes an AppInst's access ports, which decides its `uri` and the
+    /// `public_port` of each mapped port (docs/edge-connect-behaviours.md B36, B37).
+    pub load_balancer: LoadBalancer,
+}
+
+/// Which of the controller's ways of exposing access ports a site uses
+/// (docs/edge-connect-behaviours.md B36 cases c-e, B37).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LoadBalancer {
+    /// The cloudlet's shared root load balancer: a port keeps its number while no other
+    /// AppInst of the site holds it, else it gets the lowest free one from 10000; `uri` is
+    /// `shared.<cloudlet>.<region>.<root>`; HTTP ports are TCP ports (no ingress). The
+    /// controller's default for Kubernetes clusters on platforms without an IP per Service.
+    #[default]
+    Shared,
+    /// The cluster's own load balancer: every port keeps its number, a port another AppInst
+    /// of the cluster maps is refused; `uri` is the cluster's name; no ingress.
+    Dedicated,
+    /// An IP per Kubernetes Service (Cluster API, managed and site Kubernetes platforms):
+    /// every port keeps its number and gets its Service's `fqdn_prefix`; `uri` is the
+    /// AppInst's own name; HTTP ports go through the ingress on 80, or 443 with `tls`.
+    PerService,
 }
 
 /// A Kubernetes Pod Security Standards level (kubernetes
@@ -170,6 +192,7 @@ impl CloudletSettings {
             crm_on_edge: true,
             pods_unscheduled: false,
             pod_security: PodSecurity::Privileged,
+            load_balancer: LoadBalancer::Shared,
         }
     }
 }

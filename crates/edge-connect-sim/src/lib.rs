@@ -59,6 +59,7 @@
 //! | B30, B31 | pods named from the manifest's Deployment, a line lists every container not running; a pod the site's Pod Security refuses: `no pods found`, then after 10 s the ReplicaSet's message | [`CloudletSettings::pod_security`] | `docker_pods::*` |
 //! | B23 | Show filters on the server: App `env_vars` and AppInst `annotations` matched as subsets; dropped with the field by a release that does not know it | always; [`ServerRelease::BeforeEnvVars`] drops both | `fidelity::show_filters_on_env_vars_and_annotations_as_subsets_where_the_release_knows_them` |
 //! | B24 | ShowAppInst filtered by `app_key`, each non-empty part compared | always | `fidelity::show_app_inst_filters_on_the_app_part_by_part` |
+//! | B33, B35-B37 | an AppInst's namespace; `mapped_ports` and `uri`/`static_uri` as the site's load balancer gives them: the shared one moves a held port to 10000 and up and refuses ranges, a dedicated one refuses a port in use, an IP per Service keeps ports, names them by Service (`fqdn_prefix`) and puts HTTP behind the ingress | [`CloudletSettings::load_balancer`] ([`LoadBalancer::Shared`] by default) | `access_ports::*` |
 //!
 //! What each container would get is visible through [`SimControl::containers`].
 
@@ -80,8 +81,8 @@ mod trial_config;
 
 pub use clock::civil_from_days;
 pub use config::{
-    ApiGeneration, CloudletPool, CloudletSettings, ImageFault, ImageRule, PodSecurity,
-    ServerRelease, SimConfig, CRM_MAX_WAIT,
+    ApiGeneration, CloudletPool, CloudletSettings, ImageFault, ImageRule, LoadBalancer,
+    PodSecurity, ServerRelease, SimConfig, CRM_MAX_WAIT,
 };
 pub use faults::{Fault, FaultKind};
 pub use handlers::seed::Seed;

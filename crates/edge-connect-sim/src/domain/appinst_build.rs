@@ -2,11 +2,11 @@
 //! fills in, and the Ready instances of a seed request.
 
 use crate::clock::{Rng, Timestamp};
-use crate::config::ApiGeneration;
-use crate::model::enums::{Liveness, TrackedState};
+use crate::config::{ApiGeneration, LoadBalancer};
+use crate::model::enums::{LProto, Liveness, TrackedState};
 use crate::model::{
     key_json, App, AppInst, AppInstIn, AppInstKey, AppInstKeyIn, Cloudlet, ClusterKey, Infra,
-    RuntimeInfo, SiteKey,
+    InstPort, RuntimeInfo, SiteKey,
 };
 use crate::protocol::ApiError;
 
@@ -138,31 +138,118 @@ pub(crate) fn container_id(rng: &Rng, app: &App) -> String {
     }
 }
 
+/// The DNS name under which Edge Connect publishes AppInsts (docs/edge-connect-behaviours.md
+/// B37, the `appDNSRoot` of the controller; Edge Connect's as seen in its hostnames).
+const APP_DNS_ROOT: &str = "app.edge.telekom.com";
+
+/// `dnsSanitizeTrunc` (main `pkg/controller/dnslabelgen.go:136-142`).
+fn dns_trunc(s: &str, max: usize) -> String {
+    let mut label = dns_sanitize(s);
+    label.truncate(max);
+    label
+}
+
+/// A base label cut to a DNS label's room, as `genNextDnsLabel` cuts the first candidate
+/// (`dnslabelgen.go:149-162`; a taken label would get a digit, the simulator's never are).
+fn label_within(mut label: String, max: usize) -> String {
+    label.truncate(max);
+    label
+}
+
+/// The AppInst's DNS label (`AppInstApi.setDnsLabel`, `dnslabelgen.go:80-106`).
+fn inst_dns_label(key: &AppInstKey) -> String {
+    let org = dns_trunc(&key.organization, 60);
+    let mut name = dns_trunc(&key.name, 60);
+    if name.len() + 1 + org.len() > 63 {
+        name.truncate(32);
+    }
+    label_within(format!("{name}-{org}"), 63)
+}
+
+/// The `uri` of a new AppInst (`getAppInstURI`, main `pkg/controller/appinst_api.go:414-441`;
+/// docs/edge-connect-behaviours.md B37): empty without exposed ports, else the AppInst's own
+/// name, the shared load balancer's or the cluster's, under the cloudlet's DNS label.
+fn inst_uri(
+    app: &App,
+    input: &AppInstIn,
+    key: &AppInstKey,
+    placement: &Placement,
+    region: &str,
+    mapped: &[InstPort],
+) -> String {
+    if app.internal_ports || mapped.is_empty() {
+        return String::new();
+    }
+    let cloudlet = &placement.cloudlet.key;
+    let base = format!(
+        "{}.{}.{APP_DNS_ROOT}",
+        label_within(
+            format!(
+                "{}-{}",
+                dns_trunc(&cloudlet.name, 40),
+                dns_trunc(&cloudlet.organization, 20)
+            ),
+            50
+        ),
+        dns_sanitize(region)
+    );
+    let own = app.deployment == "vm"
+        || input.dedicated_ip
+        || mapped.iter().any(|p| p.proto == LProto::Http);
+    match placement.cloudlet.load_balancer {
+        _ if own => format!("{}.{base}", inst_dns_label(key)),
+        LoadBalancer::Shared => format!("shared.{base}"),
+        LoadBalancer::Dedicated => format!(
+            "{}.{base}",
+            label_within(
+                format!(
+                    "{}-{}",
+                    dns_trunc(&placement.cluster.name, 40),
+                    dns_trunc(&placement.cluster.organization, 20)
+                ),
+                63
+            )
+        ),
+        LoadBalancer::PerService => format!("{}.{base}", inst_dns_label(key)),
+    }
+}
+
+/// Where a new AppInst is reached: its `uri` and `mapped_ports`.
+pub(crate) struct Exposure {
+    pub uri: String,
+    pub mapped: Vec<InstPort>,
+}
+
+/// The address the controller gives a new AppInst of `app` at `placement`, beside the
+/// site's other live AppInsts (`others`); an error is the controller's refusal text (B36).
+pub(crate) fn expose(
+    app: &App,
+    input: &AppInstIn,
+    key: &AppInstKey,
+    placement: &Placement,
+    region: &str,
+    others: &[ports::Held],
+) -> Result<Exposure, String> {
+    let specs = ports::parse(&app.access_ports).unwrap_or_default();
+    let lb = placement.cloudlet.load_balancer;
+    let mapped = ports::assign(&specs, app, input.dedicated_ip, lb, others)?;
+    let uri = inst_uri(app, input, key, placement, region, &mapped);
+    Ok(Exposure { uri, mapped })
+}
+
 /// A new instance in `CreateRequested`, with everything the controller fills in.
 pub(crate) fn build_inst(
     api: ApiGeneration,
     rng: &Rng,
-    region: &str,
     key: AppInstKey,
     input: &AppInstIn,
     app: &App,
     placement: Placement,
+    exposure: Exposure,
 ) -> AppInst {
     let gen3 = api == ApiGeneration::Gen3;
+    let Exposure { uri, mapped } = exposure;
     let cloudlet = &placement.cloudlet;
-    let ports = ports::parse(&app.access_ports).unwrap_or_default();
-    let uri = if ports.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "{}-{}.{}-{}.{}.app.edge.telekom.com",
-            placement.cluster.name,
-            placement.cluster.organization,
-            dns_sanitize(&cloudlet.key.name),
-            dns_sanitize(&cloudlet.key.organization),
-            dns_sanitize(region)
-        )
-    };
     let k8s = deploys_to_kubernetes(&app.deployment);
     let namespace = if gen3 && k8s {
         if input.namespace.is_empty() {
@@ -197,9 +284,12 @@ pub(crate) fn build_inst(
         cloudlet_key: gen3.then(|| cloudlet.key.clone()),
         zone_key: gen3.then(|| placement.zone.unwrap_or_default()),
         cloudlet_loc: cloudlet.location.clone(),
+        // `static_uri` came on 2024-08-12 (`d146152dd`), before Gen3 and after the last
+        // public MC (Gen2).
+        static_uri: if gen3 { uri.clone() } else { String::new() },
         uri,
         liveness: Liveness::Static,
-        mapped_ports: (!ports.is_empty()).then(|| ports::mapped(&ports)),
+        mapped_ports: (!mapped.is_empty()).then_some(mapped),
         flavor: if input.flavor.name.is_empty() {
             app.default_flavor.clone()
         } else {
@@ -253,7 +343,13 @@ pub(crate) fn seeded_inst(
         zone,
         cluster: default_cluster(),
     };
-    let mut inst = build_inst(api, rng, region, key, &AppInstIn::default(), app, placement);
+    // A seeded instance is placed alone: it takes its ports as if the site held no other.
+    let input = AppInstIn::default();
+    let exposure = expose(app, &input, &key, &placement, region, &[]).unwrap_or(Exposure {
+        uri: String::new(),
+        mapped: Vec::new(),
+    });
+    let mut inst = build_inst(api, rng, key, &input, app, placement, exposure);
     inst.state = TrackedState::Ready;
     inst.runtime_info.container_ids = vec![container];
     Some(inst)

@@ -10,12 +10,13 @@ use crate::config::{ApiGeneration, ImageFault};
 use crate::context::{Call, Shared};
 use crate::domain::app_config::{deploys_to_kubernetes, validate_config_kinds, validate_key};
 use crate::domain::appinst_build::{
-    already_exists, build_inst, container_id, container_name, default_cluster, not_found,
+    already_exists, build_inst, container_id, container_name, default_cluster, expose, not_found,
     place_gen3, validate_inst_key, Placement,
 };
 use crate::domain::appinst_lifecycle::{Op, OpKind};
 use crate::domain::container::deploy_error;
 use crate::domain::names::valid_namespace;
+use crate::domain::ports::Held;
 use crate::domain::startup::{docker_pull_error, pod_wait, refused_pod};
 use crate::domain::user_manifest::{self, admission, PodContainer};
 use crate::lock;
@@ -24,7 +25,7 @@ use crate::model::store::State;
 use crate::model::{key_json, App, AppInstIn, AppInstKey, Cloudlet};
 use crate::protocol::decode::decode;
 use crate::protocol::stream::{event_body, ndjson_response, StreamEvent};
-use crate::protocol::ApiError;
+use crate::protocol::{capitalize, ApiError};
 
 /// Replies with the operation's stream once its first line is there (the MC sends the 200
 /// header only with the first object).
@@ -150,7 +151,7 @@ pub(crate) async fn create(call: Call) -> Result<Response, ApiError> {
             ];
             return refusal(lines, already_exists(&key)).await;
         }
-        Outcome::Full { lines, error } => return refusal(lines, error).await,
+        Outcome::Refused { lines, error } => return refusal(lines, error).await,
         Outcome::Started(operation) => *operation,
     };
     // Taken only now, so a create refused above leaves the fault for the next one.
@@ -188,8 +189,9 @@ enum Outcome {
     Started(Box<Op>),
     /// The key is taken by an instance in `CreateError` with these errors.
     PreviousFailed(Vec<String>),
-    /// The site is full (Gen3): the placement's progress lines, then the error.
-    Full { lines: Vec<String>, error: String },
+    /// The site refuses it after placement (Gen3): the placement's progress lines, then the
+    /// error.
+    Refused { lines: Vec<String>, error: String },
 }
 
 /// The rest of the create checks, then the new instance is stored.
@@ -220,6 +222,27 @@ fn start(
     if let Some(max) = st.site_limit_reached(&placement.cloudlet.key, placement.zone.as_ref()) {
         return full_site(shared.config.api, max);
     }
+    let site = &placement.cloudlet.key;
+    // An App without ports (every runner) needs nothing of the others: no scan of the store.
+    let held: Vec<Held> = if app.access_ports.is_empty() {
+        Vec::new()
+    } else {
+        st.all_insts()
+            .filter(|i| i.key != *key && !i.state.is_delete())
+            .filter(|i| i.cloudlet_key.as_ref().or(i.key.cloudlet_key.as_ref()) == Some(site))
+            .map(|i| Held {
+                name: &i.key.name,
+                ports: i.mapped_ports.as_deref().unwrap_or_default(),
+                dedicated_ip: i.dedicated_ip,
+                internal_ports: st.app(&i.app_key).is_some_and(|a| a.internal_ports),
+            })
+            .collect()
+    };
+    let exposure = expose(app, input, key, &placement, region, &held);
+    let exposure = match exposure {
+        Ok(exposure) => exposure,
+        Err(error) => return ports_refused(shared.config.api, error),
+    };
     let crm_on_edge = placement.cloudlet.crm_on_edge;
     // The pod: the manifest's own Deployment and containers, or the generated one's
     // (docs/edge-connect-behaviours.md B30).
@@ -291,11 +314,11 @@ fn start(
     let inst = build_inst(
         shared.config.api,
         &shared.rng,
-        region,
         key.clone(),
         input,
         app,
         placement,
+        exposure,
     );
     st.insert_inst(inst);
     Ok(Outcome::Started(Box::new(Op {
@@ -320,7 +343,7 @@ fn start(
 /// names a resource (which resource a real site runs out of, RAM or vCPUs, depends on it).
 fn full_site(api: ApiGeneration, max: usize) -> Result<Outcome, ApiError> {
     match api {
-        ApiGeneration::Gen3 => Ok(Outcome::Full {
+        ApiGeneration::Gen3 => Ok(Outcome::Refused {
             lines: vec![
                 "Found 1 potential cloudlets for deployment".into(),
                 "Found 0 potential clusters for deployment, some skipped because not enough resources".into(),
@@ -331,6 +354,23 @@ fn full_site(api: ApiGeneration, max: usize) -> Result<Outcome, ApiError> {
         ApiGeneration::Gen2 => Err(ApiError::bad_request(format!(
             "Not enough resources available: required Instances is 1 but only 0 out of {max} is available"
         ))),
+    }
+}
+
+/// Ports the site cannot give (docs/edge-connect-behaviours.md B36): the controller's
+/// transaction fails after placement (main `pkg/controller/appinst_api.go:1188-1251`), so Gen3
+/// streams the placement lines and then the error, as for a full site; Gen2 answers 400.
+fn ports_refused(api: ApiGeneration, error: String) -> Result<Outcome, ApiError> {
+    match api {
+        ApiGeneration::Gen3 => Ok(Outcome::Refused {
+            lines: vec![
+                "Found 1 potential cloudlets for deployment".into(),
+                "Found 1 potential clusters for deployment".into(),
+                "Chose multi-tenant cluster defaultmt to deploy AppInst".into(),
+            ],
+            error: capitalize(&error),
+        }),
+        ApiGeneration::Gen2 => Err(ApiError::bad_request(error)),
     }
 }
 

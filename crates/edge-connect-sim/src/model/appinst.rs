@@ -76,6 +76,8 @@ pub(crate) struct AppInst {
     pub cloudlet_loc: Loc,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub uri: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub static_uri: String,
     #[serde(skip_serializing_if = "Liveness::is_zero")]
     pub liveness: Liveness,
     /// No `omitempty` in Go: `null` when the App has no ports.

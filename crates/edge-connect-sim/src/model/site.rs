@@ -67,6 +67,9 @@ pub(crate) struct Cloudlet {
     /// The Pod Security level its cluster enforces (`CloudletSettings::pod_security`).
     #[serde(skip)]
     pub pod_security: crate::config::PodSecurity,
+    /// How it exposes access ports (`CloudletSettings::load_balancer`); not shown.
+    #[serde(skip)]
+    pub load_balancer: crate::config::LoadBalancer,
 }
 
 /// A zone as ShowZone prints it (Gen3).
@@ -179,6 +182,7 @@ impl Infra {
                     crm_on_edge: settings.crm_on_edge,
                     pods_unscheduled: settings.pods_unscheduled,
                     pod_security: settings.pod_security,
+                    load_balancer: settings.load_balancer,
                     location: loc(name),
                     ip_support: "Dynamic",
                     num_dynamic_ips: 254,

@@ -101,7 +101,7 @@ async fn app_with_ports_gets_uri_and_mapped_ports() {
     let inst = c.show_inst("r1").await.unwrap();
     assert_eq!(
         inst["uri"],
-        "defaultmt-edgecloudorg.munich-telekomop.eu.app.edge.telekom.com"
+        "shared.munich-telekomop.eu.app.edge.telekom.com"
     );
     assert_eq!(
         inst["mapped_ports"],

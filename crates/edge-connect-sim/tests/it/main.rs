@@ -3,6 +3,7 @@
 
 mod support;
 
+mod access_ports;
 mod app;
 mod appinst;
 mod auth;
