@@ -403,11 +403,11 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
         ),
         (
             json!({"docker": "dind", "deployment": "docker", "command_args": []}),
-            r#"invalid extra_specs: docker: "dind" needs deployment kubernetes (the deployment is docker)"#,
+            r#"invalid extra_specs: docker: "dind" needs deployment kubernetes, and extra_specs.deployment is docker"#,
         ),
         (
             json!({"docker": "dind", "env_delivery": "envvars_yaml"}),
-            r#"invalid extra_specs: docker: "dind" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)"#,
+            r#"invalid extra_specs: docker: "dind" needs env_delivery env_vars, and extra_specs.env_delivery is envvars_yaml, which would hand the runner's secrets to the sidecar"#,
         ),
         (
             json!({"default_job_image": "docker.io/library/ubuntu:24.04"}),
@@ -427,7 +427,7 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
         ),
         (
             json!({"docker": "buildkit", "env_delivery": "envvars_yaml"}),
-            r#"invalid extra_specs: docker: "buildkit" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)"#,
+            r#"invalid extra_specs: docker: "buildkit" needs env_delivery env_vars, and extra_specs.env_delivery is envvars_yaml, which would hand the runner's secrets to the sidecar"#,
         ),
     ] {
         let r = create_with(&w, "garm-bad1", specs.clone());
@@ -640,6 +640,25 @@ fn a_sized_pool_sends_its_size_instead_of_a_flavor_and_splits_it_between_the_con
     assert_eq!(containers[0]["resources"], quantities("1000m", "2048Mi"));
     assert_eq!(containers[1]["resources"], quantities("1000m", "2048Mi"));
     assert_eq!(w.app_inst_names(), ["garm-size1", "garm-size2"]);
+}
+
+/// GARM's pool flavor does not size a pool that gives `resources`: the create uses the size
+/// and says in the log that the flavor is not used (issue 44; README, "A runner's size").
+#[test]
+fn a_sized_pool_says_that_garms_pool_flavor_is_not_used() {
+    let w = World::new();
+    let specs = json!({"resources": {"cpu": 1, "memory": 1024}});
+    let r = w.create_image("garm-size3", IMAGE, Some(specs));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        w.app("garm-size3")["kubernetes_resources"]["cpu_pool"]["total_memory"],
+        1024
+    );
+    assert_has(&w.log_text(), "WARN garm{command=CreateInstance");
+    assert_has(
+        &w.log_text(),
+        "the pool's flavor EU.small is not used: extra_specs.resources gives the runner's size",
+    );
 }
 
 #[test]
