@@ -116,6 +116,8 @@ fn garm_verdict(r: &Run) -> Verdict {
 #[test]
 fn check_validate_extra_specs_validate_pool_info_and_create_give_one_verdict() {
     let pools = pools();
+    // Every door on every pool under every config is asked; what differs is listed at the end.
+    let mut wrong = Vec::new();
     for (c, extra_config) in CONFIGS.iter().enumerate() {
         let w = World::with(
             edge_connect_sim::ApiGeneration::Gen3,
@@ -147,8 +149,9 @@ fn check_validate_extra_specs_validate_pool_info_and_create_give_one_verdict() {
                 let line = r.stderr.trim();
                 line.strip_prefix("error: ").unwrap_or(line).to_string()
             });
-            if r.code == 0 {
-                assert_has(&r.stderr, &format!("is valid under {}", w.config.display()));
+            let under = format!("is valid under {}", w.config.display());
+            if r.code == 0 && !r.stderr.contains(&under) {
+                wrong.push(format!("validate-extra-specs does not say {under:?}"));
             }
 
             let encoded = crate::input_bounds::base64(&pool.to_string());
@@ -166,8 +169,16 @@ fn check_validate_extra_specs_validate_pool_info_and_create_give_one_verdict() {
             let r = w.create_edited(&name, |v| v["extra_specs"] = pool.clone());
             let create = garm_verdict(&r);
             match &create {
-                None => assert!(w.app_names().contains(&name), "{name}: {}", r.stderr),
-                Some(_) => assert_eq!(w.calls("CreateApp"), apps_before, "{name}: a call"),
+                None => {
+                    if !w.app_names().contains(&name) {
+                        wrong.push(format!("{name}: no App: {}", r.stderr));
+                    }
+                }
+                Some(_) => {
+                    if w.calls("CreateApp") != apps_before {
+                        wrong.push(format!("{name}: refused after a CreateApp"));
+                    }
+                }
             }
 
             let doors = [
@@ -177,13 +188,15 @@ fn check_validate_extra_specs_validate_pool_info_and_create_give_one_verdict() {
                 ("CreateInstance", &create),
             ];
             for (door, verdict) in doors {
-                assert_eq!(
-                    verdict, expected,
-                    "{door} on {pool} under [edge_connect] {extra_config:?}"
-                );
+                if verdict != expected {
+                    wrong.push(format!(
+                        "{door} on {pool} under [edge_connect] {extra_config:?}: {verdict:?}, not {expected:?}"
+                    ));
+                }
             }
         }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]
