@@ -259,3 +259,37 @@ fn the_schema_bounds_what_the_provider_bounds() {
         assert_eq!(validator.is_valid(&pool), valid, "{pool}");
     }
 }
+
+/// The provider config's tables are tables: TOML's arrays are read as serde's sequence form of
+/// a struct too (`zone = ["TelekomOP", "Munich"]`), which the config's schema does not describe.
+#[test]
+fn the_configs_tables_are_not_read_from_arrays() {
+    let w = World::new();
+    let text = std::fs::read_to_string(&w.config).unwrap();
+    let table = "[edge_connect.zone]\norganization = \"TelekomOP\"\nname = \"Munich\"\n";
+    assert!(
+        text.contains(table),
+        "the test config places by zone:\n{text}"
+    );
+    let (before, _) = text.split_once("[edge_connect]").unwrap();
+    let cases = [
+        (
+            text.replace(table, "").replace(
+                "[edge_connect]\n",
+                "[edge_connect]\nzone = [\"TelekomOP\", \"Munich\"]\n",
+            ),
+            "edge_connect.zone: expected an object of organization and name, got a list",
+        ),
+        (
+            format!("{before}edge_connect = [\"http://127.0.0.1:1\", \"edp-developer-framework\", \"EU\"]\n"),
+            "edge_connect: expected a table of Edge Connect settings, got a list",
+        ),
+    ];
+    for (config, refusal) in cases {
+        std::fs::write(&w.config, &config).unwrap();
+        let r = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+        assert_eq!(r.code, 1, "{config}\n{}", r.stderr);
+        assert_has(&r.stderr, refusal);
+    }
+    assert!(w.sim.request_log().is_empty());
+}
