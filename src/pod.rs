@@ -165,24 +165,48 @@ impl Resources {
                 };
                 let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(SIDECAR_MIN.milli_cpu);
                 let need_memory = 2 * RUNNER_MIN.memory.max(SIDECAR_MIN.memory);
-                if runner.milli_cpu < RUNNER_MIN.milli_cpu
-                    || sidecar.milli_cpu < SIDECAR_MIN.milli_cpu
-                    || runner.memory < RUNNER_MIN.memory
-                    || sidecar.memory < SIDECAR_MIN.memory
-                {
-                    return Err(format!(
-                        "resources: cpu {} and memory {} MB do not fit the runner (at least cpu {}, memory {} MB) and {} (at least cpu {}, memory {} MB), which share the pod half and half: give at least cpu {} and memory {need_memory} MB",
-                        vcpus(total.milli_cpu),
-                        total.memory,
-                        vcpus(RUNNER_MIN.milli_cpu),
-                        RUNNER_MIN.memory,
-                        mode.sidecar(),
-                        vcpus(SIDECAR_MIN.milli_cpu),
-                        SIDECAR_MIN.memory,
-                        vcpus(need_cpu),
-                    ));
-                }
-                Ok((runner, Some(sidecar)))
+                let cpu_short = runner.milli_cpu < RUNNER_MIN.milli_cpu
+                    || sidecar.milli_cpu < SIDECAR_MIN.milli_cpu;
+                let memory_short =
+                    runner.memory < RUNNER_MIN.memory || sidecar.memory < SIDECAR_MIN.memory;
+                // Only what does not fit is named, with the least of it each container needs.
+                let (what, runner_least, sidecar_least, give) = match (cpu_short, memory_short) {
+                    (false, false) => return Ok((runner, Some(sidecar))),
+                    (true, false) => (
+                        format!("cpu {} does", vcpus(total.milli_cpu)),
+                        format!("cpu {}", vcpus(RUNNER_MIN.milli_cpu)),
+                        format!("cpu {}", vcpus(SIDECAR_MIN.milli_cpu)),
+                        format!("cpu {}", vcpus(need_cpu)),
+                    ),
+                    (false, true) => (
+                        format!("memory {} MB does", total.memory),
+                        format!("memory {} MB", RUNNER_MIN.memory),
+                        format!("memory {} MB", SIDECAR_MIN.memory),
+                        format!("memory {need_memory} MB"),
+                    ),
+                    (true, true) => (
+                        format!(
+                            "cpu {} and memory {} MB do",
+                            vcpus(total.milli_cpu),
+                            total.memory
+                        ),
+                        format!(
+                            "cpu {}, memory {} MB",
+                            vcpus(RUNNER_MIN.milli_cpu),
+                            RUNNER_MIN.memory
+                        ),
+                        format!(
+                            "cpu {}, memory {} MB",
+                            vcpus(SIDECAR_MIN.milli_cpu),
+                            SIDECAR_MIN.memory
+                        ),
+                        format!("cpu {} and memory {need_memory} MB", vcpus(need_cpu)),
+                    ),
+                };
+                Err(format!(
+                    "resources: {what} not fit the runner (at least {runner_least}) and {} (at least {sidecar_least}), which share the pod half and half: give at least {give}",
+                    mode.sidecar()
+                ))
             }
         }
     }
@@ -584,7 +608,23 @@ mod tests {
         );
         assert_eq!(
             size(1.5, 600).split(DockerMode::Dind).unwrap_err(),
-            "resources: cpu 1.5 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the Docker daemon sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB"
+            "resources: memory 600 MB does not fit the runner (at least memory 256 MB) and the Docker daemon sidecar (at least memory 512 MB), which share the pod half and half: give at least memory 1024 MB"
+        );
+        assert_eq!(
+            size(0.25, 600).split(DockerMode::Buildkit).unwrap_err(),
+            "resources: cpu 0.25 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the BuildKit sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB"
+        );
+        assert_eq!(
+            size(0.25, 4096).split(DockerMode::Dind).unwrap_err(),
+            "resources: cpu 0.25 does not fit the runner (at least cpu 0.25) and the Docker daemon sidecar (at least cpu 0.25), which share the pod half and half: give at least cpu 0.5"
+        );
+        assert_eq!(
+            size(0.1, 4096).split(DockerMode::None).unwrap_err(),
+            "resources: cpu 0.1 is below the runner's least of 0.25"
+        );
+        assert_eq!(
+            size(0.1, 100).split(DockerMode::None).unwrap_err(),
+            "resources: cpu 0.1 is below the runner's least of 0.25, and memory 100 MB is below the runner's least of 256 MB"
         );
         assert!(size(0.5, 600).split(DockerMode::None).is_ok());
         assert!(size(0.0, 600).split(DockerMode::None).is_err());

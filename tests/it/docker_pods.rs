@@ -286,7 +286,7 @@ fn a_buildkit_pool_stores_exactly_its_pod() {
     );
     assert_eq!(
         (r.code, r.stderr.trim()),
-        (1, "invalid extra_specs: resources: cpu 1 and memory 1000 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the BuildKit sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB")
+        (1, "invalid extra_specs: resources: memory 1000 MB does not fit the runner (at least memory 256 MB) and the BuildKit sidecar (at least memory 512 MB), which share the pod half and half: give at least memory 1024 MB")
     );
 }
 
@@ -667,7 +667,7 @@ fn a_size_that_does_not_hold_the_pod_is_refused_before_any_call_with_its_numbers
     for (specs, line) in [
         (
             json!({"docker": "dind", "resources": {"cpu": 1.5, "memory": 600}}),
-            "invalid extra_specs: resources: cpu 1.5 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the Docker daemon sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB",
+            "invalid extra_specs: resources: memory 600 MB does not fit the runner (at least memory 256 MB) and the Docker daemon sidecar (at least memory 512 MB), which share the pod half and half: give at least memory 1024 MB",
         ),
         (
             json!({"flavor": "EU.small", "resources": {"cpu": 1, "memory": 1024}}),

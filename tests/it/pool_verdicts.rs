@@ -88,6 +88,10 @@ fn pools() -> Vec<(Value, [Option<String>; 3])> {
             all("invalid extra_specs: resources: memory 4 MB is below the runner's least of 256 MB"),
         ),
         (
+            json!({"docker": "dind", "resources": {"cpu": 4, "memory": 600}}),
+            all("invalid extra_specs: resources: memory 600 MB does not fit the runner (at least memory 256 MB) and the Docker daemon sidecar (at least memory 512 MB), which share the pod half and half: give at least memory 1024 MB"),
+        ),
+        (
             json!({"resources": {"cpu": 2, "memory": u64::MAX}}),
             all("invalid extra_specs: resources.memory: 18446744073709551615 is not the pod's memory in MB above 0 and at most 4194304 (4 TiB)"),
         ),
@@ -164,7 +168,7 @@ fn check_validate_extra_specs_validate_pool_info_and_create_give_one_verdict() {
                 None,
             ));
 
-            let apps_before = w.calls("CreateApp");
+            let calls_before = w.sim.request_log().len();
             let name = format!("garm-verdict-{c}-{p}");
             let r = w.create_edited(&name, |v| v["extra_specs"] = pool.clone());
             let create = garm_verdict(&r);
@@ -175,8 +179,8 @@ fn check_validate_extra_specs_validate_pool_info_and_create_give_one_verdict() {
                     }
                 }
                 Some(_) => {
-                    if w.calls("CreateApp") != apps_before {
-                        wrong.push(format!("{name}: refused after a CreateApp"));
+                    if w.sim.request_log().len() != calls_before {
+                        wrong.push(format!("{name}: refused after an Edge Connect call"));
                     }
                 }
             }
