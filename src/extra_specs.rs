@@ -21,9 +21,10 @@ pub enum PlacementStrategy {
     Spread,
 }
 
-/// The pool's `extra_specs`. Unknown keys are refused, except GARM's own.
+/// The pool's `extra_specs`. Unknown keys are refused, except GARM's own; so is any sequence
+/// where an object belongs (`crate::object`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
+#[serde(remote = "Self", default, deny_unknown_fields)]
 pub struct ExtraSpecs {
     /// Edge Connect flavor for this pool's runners (overrides the pool flavor).
     pub flavor: Option<String>,
@@ -58,12 +59,15 @@ pub struct ExtraSpecs {
     /// The sidecar's image, fully qualified (default: the provider's pinned
     /// `docker.io/library/docker:<version>-dind` for `dind`,
     /// `docker.io/moby/buildkit:<version>-rootless` for `buildkit`).
+    #[schemars(length(max = 512))]
     pub docker_image: Option<String>,
     /// `dind`: the job image of a runner label (label -> fully qualified image); Forgejo and
-    /// Gitea runners register each label as `NAME:docker://IMAGE`.
+    /// Gitea runners register each label as `NAME:docker://IMAGE`. At most 32 labels.
+    #[schemars(schema_with = "job_images_schema")]
     pub job_images: BTreeMap<String, String>,
     /// `dind`: the job image of the labels `job_images` does not map (default
     /// `docker.io/library/node:22-bookworm`).
+    #[schemars(length(max = 512))]
     pub default_job_image: Option<String>,
     /// The runner's size instead of a flavor: vCPUs, memory and disk of the whole pod. The
     /// provider then writes the pod and gives each container requests and limits within it.
@@ -76,7 +80,110 @@ pub struct ExtraSpecs {
     pub extra_context: Option<HashMap<String, String>>,
 }
 
+crate::object::object_only!(ExtraSpecs, "an object of extra specs");
+
+/// The longest image reference a pool may give, in bytes: distribution's reference grammar
+/// takes a name of at most 255 characters (`NameTotalLengthMax`) and a tag of at most 128, and
+/// a sha256 digest adds 71 (docs/runner-contract.md, "Docker in the runner's pod").
+pub const MAX_IMAGE_LEN: usize = 512;
+/// The most labels `job_images` may map: each becomes part of one environment variable of the
+/// runner (`RUNNER_JOB_IMAGES`), which stays below some 20 KB with them.
+pub const MAX_JOB_IMAGES: usize = 32;
+/// The longest label `job_images` may name, in bytes.
+pub const MAX_LABEL_LEN: usize = 64;
+
+/// `job_images` in the schema: its bounds, which schemars cannot say of a map.
+fn job_images_schema(generator: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, ObjectValidation, SchemaObject, StringValidation};
+    let string = |max: usize| {
+        schemars::schema::Schema::Object(SchemaObject {
+            instance_type: Some(InstanceType::String.into()),
+            string: Some(Box::new(StringValidation {
+                max_length: Some(max as u32),
+                ..Default::default()
+            })),
+            ..Default::default()
+        })
+    };
+    let mut schema = match generator.subschema_for::<BTreeMap<String, String>>() {
+        schemars::schema::Schema::Object(o) => o,
+        other => return other,
+    };
+    schema.object = Some(Box::new(ObjectValidation {
+        max_properties: Some(MAX_JOB_IMAGES as u32),
+        additional_properties: Some(Box::new(string(MAX_IMAGE_LEN))),
+        property_names: Some(Box::new(string(MAX_LABEL_LEN))),
+        ..Default::default()
+    }));
+    schemars::schema::Schema::Object(schema)
+}
+
 impl ExtraSpecs {
+    /// The one verdict on a pool's extra specs: parsed and checked alone, then, when the
+    /// provider config is at hand, resolved over it ([`ExtraSpecs::under`]). `check
+    /// --extra-specs`, `validate-extra-specs` (with `--config`) and `ValidatePoolInfo` (with
+    /// GARM's config file) ask it; CreateInstance asks the same two functions in two steps
+    /// (the specs when it reads stdin, the config when it builds the App).
+    pub fn judge(
+        value: Option<&serde_json::Value>,
+        config: Option<&crate::config::Config>,
+    ) -> Result<Self, Error> {
+        let specs = Self::from_value(value)?;
+        if let Some(config) = config {
+            specs.under(config)?;
+        }
+        Ok(specs)
+    }
+
+    /// The pool over the provider config: its container resolved over `[edge_connect]`
+    /// ([`ExtraSpecs::container`]), its Docker settings and environment values against that
+    /// container, its pull password variable against the config's prefix. Each refusal names
+    /// the key and where its value came from, the pool's `extra_specs.*` or the config's
+    /// `edge_connect.*`.
+    pub fn under(&self, config: &crate::config::Config) -> Result<Container, Error> {
+        let container = self
+            .container(config.edge_connect.container())
+            .map_err(Error::failed)?;
+        let invalid = |m: String| Error::failed(format!("invalid extra_specs: {m}"));
+        self.check_docker(&container).map_err(invalid)?;
+        for (name, value) in &self.env {
+            crate::manifest_safety::check_env_value(
+                container.deployment,
+                container.env_delivery,
+                name,
+                value,
+            )
+            .map_err(|m| {
+                let source = match container.deployment {
+                    Deployment::Docker => format!("{} is docker", self.source("deployment")),
+                    Deployment::Kubernetes => {
+                        format!("{} is envvars_yaml", self.source("env_delivery"))
+                    }
+                };
+                invalid(format!("{m}; {source}"))
+            })?;
+        }
+        self.check_pull_password_env(config.image_pull_password_env_prefix.as_deref())?;
+        Ok(container)
+    }
+
+    /// Where the resolved value of `key` (`deployment`, `env_delivery`, `command`,
+    /// `command_args`) comes from, as a refusal names it: the pool's own setting, or the
+    /// provider config's.
+    fn source(&self, key: &str) -> String {
+        let pools = match key {
+            "deployment" => self.deployment.is_some(),
+            "env_delivery" => self.env_delivery.is_some(),
+            "command" => self.command.is_some(),
+            _ => self.command_args.is_some(),
+        };
+        if pools {
+            format!("extra_specs.{key}")
+        } else {
+            format!("edge_connect.{key} in the provider config")
+        }
+    }
+
     /// Parses and validates a JSON value (`null` and absent mean "no settings").
     pub fn from_value(value: Option<&serde_json::Value>) -> Result<Self, Error> {
         let specs = match value {
@@ -171,13 +278,11 @@ impl ExtraSpecs {
             command_args: self.command_args.clone().unwrap_or(config.command_args),
         };
         container.check(&|key| {
-            let pools = match key {
-                "deployment" => self.deployment.is_some(),
-                "env_delivery" => self.env_delivery.is_some(),
-                "command" => self.command.is_some(),
-                _ => self.command_args.is_some(),
+            let from = if self.source(key).starts_with("extra_specs") {
+                "extra_specs"
+            } else {
+                "edge_connect"
             };
-            let from = if pools { "extra_specs" } else { "edge_connect" };
             format!("{from}.{key}")
         })?;
         Ok(container)
@@ -199,9 +304,11 @@ impl ExtraSpecs {
             }
             resources.split(mode)?;
             if container.deployment != crate::config::Deployment::Kubernetes {
-                return Err(
-                    "resources: needs deployment kubernetes (the deployment is docker)".into(),
-                );
+                return Err(format!(
+                    "resources: needs deployment kubernetes, and {} is docker{}",
+                    self.source("deployment"),
+                    self.to_kubernetes()
+                ));
             }
         }
         if mode != crate::pod::DockerMode::Dind {
@@ -233,14 +340,22 @@ impl ExtraSpecs {
         }
         if container.deployment != crate::config::Deployment::Kubernetes {
             return Err(format!(
-                "docker: \"{}\" needs deployment kubernetes (the deployment is docker)",
-                mode.as_str()
+                "docker: \"{}\" needs deployment kubernetes, and {} is docker{}",
+                mode.as_str(),
+                self.source("deployment"),
+                self.to_kubernetes()
             ));
         }
         if container.env_delivery != crate::config::EnvDelivery::EnvVars {
+            let advice = if self.env_delivery.is_some() {
+                ""
+            } else {
+                "; give the pool \"env_delivery\": \"env_vars\""
+            };
             return Err(format!(
-                "docker: \"{}\" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)",
-                mode.as_str()
+                "docker: \"{}\" needs env_delivery env_vars, and {} is envvars_yaml, which would hand the runner's secrets to the sidecar{advice}",
+                mode.as_str(),
+                self.source("env_delivery"),
             ));
         }
         let images = self
@@ -258,6 +373,21 @@ impl ExtraSpecs {
                     .map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)),
             );
         for (key, image) in images {
+            if image.len() > MAX_IMAGE_LEN {
+                return Err(format!(
+                    "{key}: {} bytes is longer than any image reference ({MAX_IMAGE_LEN} at most)",
+                    image.len()
+                ));
+            }
+            // The runner joins its labels with `,` (NAME:docker://IMAGE,...), and the example
+            // entrypoint refuses an image that holds one (docs/runner-contract.md); no image
+            // reference holds one either.
+            if image.contains(',') {
+                return Err(format!(
+                    "{key}: `{}` holds a `,`, which no image reference holds and a runner label cannot carry",
+                    crate::text::echo(image)
+                ));
+            }
             if !crate::pod::fully_qualified(image) {
                 return Err(format!(
                     "{key}: `{}` does not name its registry; Edge Connect needs every image of the pod fully qualified (docker.io/library/...)",
@@ -265,7 +395,19 @@ impl ExtraSpecs {
                 ));
             }
         }
+        if self.job_images.len() > MAX_JOB_IMAGES {
+            return Err(format!(
+                "job_images: {} labels are more than {MAX_JOB_IMAGES}, the most one runner's environment carries",
+                self.job_images.len()
+            ));
+        }
         for label in self.job_images.keys() {
+            if label.len() > MAX_LABEL_LEN {
+                return Err(format!(
+                    "job_images: a label of {} bytes is longer than {MAX_LABEL_LEN}",
+                    label.len()
+                ));
+            }
             if label.is_empty()
                 || label.contains([':', ','])
                 || label.chars().any(char::is_whitespace)
@@ -277,6 +419,31 @@ impl ExtraSpecs {
             }
         }
         Ok(())
+    }
+
+    /// The runner's image as this pool needs it: a pool whose pod the provider writes (with
+    /// `docker` or `resources`) needs it fully qualified, as the CRM reads the registry of every
+    /// image of the pod (docs/edge-connect-behaviours.md B28). CreateInstance and `check
+    /// --image` ask it.
+    pub fn check_runner_image(&self, image: &str) -> Result<(), String> {
+        let pod = self.docker.unwrap_or_default() != crate::pod::DockerMode::None
+            || self.resources.is_some();
+        if pod && !crate::pod::fully_qualified(image) {
+            return Err(format!(
+                "the pool's image `{}` does not name its registry; a pool with docker or resources needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod",
+                crate::text::echo(image)
+            ));
+        }
+        Ok(())
+    }
+
+    /// What to do when the resolved deployment is docker and the pool needs kubernetes.
+    fn to_kubernetes(&self) -> &'static str {
+        if self.deployment.is_some() {
+            ""
+        } else {
+            "; give the pool \"deployment\": \"kubernetes\""
+        }
     }
 
     /// Refuses an `image_pull_password_env` the provider must not hand to a registry: one of

@@ -20,6 +20,7 @@ mod logging;
 mod manifest_safety;
 mod metrics;
 mod naming;
+mod object;
 mod pipeline;
 pub mod pod;
 mod provider;

@@ -52,16 +52,30 @@ impl DockerMode {
 /// A pool's size instead of a flavor (`extra_specs.resources`), sent as the App's
 /// `kubernetes_resources` (docs/edge-connect-behaviours.md B32).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct Resources {
-    /// vCPUs of the whole pod (e.g. 2 or 1.5).
+    /// vCPUs of the whole pod (e.g. 2 or 1.5), at most 1024.
+    #[schemars(range(max = 1024))]
     pub cpu: f64,
-    /// Memory of the whole pod, in MB (MiB, as Edge Connect counts it).
+    /// Memory of the whole pod, in MB (MiB, as Edge Connect counts it), at most 4194304 (4 TiB).
+    #[schemars(range(min = 1, max = 4_194_304))]
     pub memory: u64,
-    /// Disk of the whole pod, in GB (the site's placement; not a container limit).
+    /// Disk of the whole pod, in GB (the site's placement; not a container limit), at most
+    /// 65536 (64 TiB).
     #[serde(default)]
+    #[schemars(range(max = 65_536))]
     pub disk: u64,
 }
+
+crate::object::object_only!(Resources, "an object of cpu, memory and disk");
+
+/// The most vCPUs a pool may give.
+const MAX_CPU: f64 = 1024.0;
+/// The most memory a pool may give, in MB (4 TiB): beyond any node a runner lands on, and far
+/// below what Kubernetes' quantities and the controller's counters hold.
+const MAX_MEMORY: u64 = 4 * 1024 * 1024;
+/// The most disk a pool may give, in GB (64 TiB).
+const MAX_DISK: u64 = 64 * 1024;
 
 /// What one container gets: its requests and limits, equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,14 +106,23 @@ impl Resources {
     /// not hold them, naming the numbers. A pod with a sidecar splits the size half and half:
     /// the runner runs the jobs' host steps, the daemon their containers or builds.
     pub fn split(&self, mode: DockerMode) -> Result<(Share, Option<Share>), String> {
-        if !self.cpu.is_finite() || self.cpu <= 0.0 || self.cpu > 1024.0 {
+        if !self.cpu.is_finite() || self.cpu <= 0.0 || self.cpu > MAX_CPU {
             return Err(format!(
-                "resources.cpu: {} is not a number of vCPUs above 0",
+                "resources.cpu: {} is not a number of vCPUs above 0 and at most {MAX_CPU}",
                 self.cpu
             ));
         }
-        if self.memory == 0 {
-            return Err("resources.memory: give the pod's memory in MB, above 0".into());
+        if self.memory == 0 || self.memory > MAX_MEMORY {
+            return Err(format!(
+                "resources.memory: {} is not the pod's memory in MB above 0 and at most {MAX_MEMORY} (4 TiB)",
+                self.memory
+            ));
+        }
+        if self.disk > MAX_DISK {
+            return Err(format!(
+                "resources.disk: {} is more than {MAX_DISK} GB (64 TiB)",
+                self.disk
+            ));
         }
         let total = Share {
             milli_cpu: self.milli_cpu(),
@@ -107,14 +130,27 @@ impl Resources {
         };
         match mode {
             DockerMode::None => {
-                if total.milli_cpu < RUNNER_MIN.milli_cpu || total.memory < RUNNER_MIN.memory {
-                    return Err(format!(
-                        "resources: cpu {} and memory {} MB are below the runner's least (cpu {}, memory {} MB)",
-                        vcpus(total.milli_cpu),
-                        total.memory,
-                        vcpus(RUNNER_MIN.milli_cpu),
-                        RUNNER_MIN.memory
-                    ));
+                // Only what is below its least is named.
+                let below: Vec<String> = [
+                    (total.milli_cpu < RUNNER_MIN.milli_cpu).then(|| {
+                        format!(
+                            "cpu {} is below the runner's least of {}",
+                            vcpus(total.milli_cpu),
+                            vcpus(RUNNER_MIN.milli_cpu)
+                        )
+                    }),
+                    (total.memory < RUNNER_MIN.memory).then(|| {
+                        format!(
+                            "memory {} MB is below the runner's least of {} MB",
+                            total.memory, RUNNER_MIN.memory
+                        )
+                    }),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                if !below.is_empty() {
+                    return Err(format!("resources: {}", below.join(", and ")));
                 }
                 Ok((total, None))
             }
@@ -129,24 +165,48 @@ impl Resources {
                 };
                 let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(SIDECAR_MIN.milli_cpu);
                 let need_memory = 2 * RUNNER_MIN.memory.max(SIDECAR_MIN.memory);
-                if runner.milli_cpu < RUNNER_MIN.milli_cpu
-                    || sidecar.milli_cpu < SIDECAR_MIN.milli_cpu
-                    || runner.memory < RUNNER_MIN.memory
-                    || sidecar.memory < SIDECAR_MIN.memory
-                {
-                    return Err(format!(
-                        "resources: cpu {} and memory {} MB do not fit the runner (at least cpu {}, memory {} MB) and {} (at least cpu {}, memory {} MB), which share the pod half and half: give at least cpu {} and memory {need_memory} MB",
-                        vcpus(total.milli_cpu),
-                        total.memory,
-                        vcpus(RUNNER_MIN.milli_cpu),
-                        RUNNER_MIN.memory,
-                        mode.sidecar(),
-                        vcpus(SIDECAR_MIN.milli_cpu),
-                        SIDECAR_MIN.memory,
-                        vcpus(need_cpu),
-                    ));
-                }
-                Ok((runner, Some(sidecar)))
+                let cpu_short = runner.milli_cpu < RUNNER_MIN.milli_cpu
+                    || sidecar.milli_cpu < SIDECAR_MIN.milli_cpu;
+                let memory_short =
+                    runner.memory < RUNNER_MIN.memory || sidecar.memory < SIDECAR_MIN.memory;
+                // Only what does not fit is named, with the least of it each container needs.
+                let (what, runner_least, sidecar_least, give) = match (cpu_short, memory_short) {
+                    (false, false) => return Ok((runner, Some(sidecar))),
+                    (true, false) => (
+                        format!("cpu {} does", vcpus(total.milli_cpu)),
+                        format!("cpu {}", vcpus(RUNNER_MIN.milli_cpu)),
+                        format!("cpu {}", vcpus(SIDECAR_MIN.milli_cpu)),
+                        format!("cpu {}", vcpus(need_cpu)),
+                    ),
+                    (false, true) => (
+                        format!("memory {} MB does", total.memory),
+                        format!("memory {} MB", RUNNER_MIN.memory),
+                        format!("memory {} MB", SIDECAR_MIN.memory),
+                        format!("memory {need_memory} MB"),
+                    ),
+                    (true, true) => (
+                        format!(
+                            "cpu {} and memory {} MB do",
+                            vcpus(total.milli_cpu),
+                            total.memory
+                        ),
+                        format!(
+                            "cpu {}, memory {} MB",
+                            vcpus(RUNNER_MIN.milli_cpu),
+                            RUNNER_MIN.memory
+                        ),
+                        format!(
+                            "cpu {}, memory {} MB",
+                            vcpus(SIDECAR_MIN.milli_cpu),
+                            SIDECAR_MIN.memory
+                        ),
+                        format!("cpu {} and memory {need_memory} MB", vcpus(need_cpu)),
+                    ),
+                };
+                Err(format!(
+                    "resources: {what} not fit the runner (at least {runner_least}) and {} (at least {sidecar_least}), which share the pod half and half: give at least {give}",
+                    mode.sidecar()
+                ))
             }
         }
     }
@@ -548,7 +608,23 @@ mod tests {
         );
         assert_eq!(
             size(1.5, 600).split(DockerMode::Dind).unwrap_err(),
-            "resources: cpu 1.5 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the Docker daemon sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB"
+            "resources: memory 600 MB does not fit the runner (at least memory 256 MB) and the Docker daemon sidecar (at least memory 512 MB), which share the pod half and half: give at least memory 1024 MB"
+        );
+        assert_eq!(
+            size(0.25, 600).split(DockerMode::Buildkit).unwrap_err(),
+            "resources: cpu 0.25 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the BuildKit sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB"
+        );
+        assert_eq!(
+            size(0.25, 4096).split(DockerMode::Dind).unwrap_err(),
+            "resources: cpu 0.25 does not fit the runner (at least cpu 0.25) and the Docker daemon sidecar (at least cpu 0.25), which share the pod half and half: give at least cpu 0.5"
+        );
+        assert_eq!(
+            size(0.1, 4096).split(DockerMode::None).unwrap_err(),
+            "resources: cpu 0.1 is below the runner's least of 0.25"
+        );
+        assert_eq!(
+            size(0.1, 100).split(DockerMode::None).unwrap_err(),
+            "resources: cpu 0.1 is below the runner's least of 0.25, and memory 100 MB is below the runner's least of 256 MB"
         );
         assert!(size(0.5, 600).split(DockerMode::None).is_ok());
         assert!(size(0.0, 600).split(DockerMode::None).is_err());

@@ -30,17 +30,18 @@
 #   RUNNER_BIN                   Forgejo/Gitea runner binary [forgejo-runner, gitea-runner
 #                                or act_runner from PATH]
 #   RUNNER_FLAVOR                forgejo or gitea: which CLI RUNNER_BIN speaks [probed]
-#   ENTRYPOINT_RETRIES           attempts per HTTP call / registration [5]
-#   ENTRYPOINT_RETRY_DELAY       first back-off in seconds, doubled per retry [2]
+#   ENTRYPOINT_RETRIES           attempts per HTTP call / registration, 1-20 [5]
+#   ENTRYPOINT_RETRY_DELAY       first back-off in seconds, doubled per retry,
+#                                0-3600 [2]
 #   ENTRYPOINT_REGISTER_TIMEOUT  seconds registration may take in all, retries
-#                                included [180]
+#                                included, 1-86400 [180]
 #   ENTRYPOINT_SYSTEM_CA_DIR     where GARM_CA_BUNDLE is added to the system store
 #                                when writable [/usr/local/share/ca-certificates]
 #   ENTRYPOINT_SYSTEM_CA_BUNDLE  system bundle merged with GARM_CA_BUNDLE
 #                                [/etc/ssl/certs/ca-certificates.crt]
 #   ENTRYPOINT_OS_RELEASE        os-release file used for system-info [/etc/os-release]
 #   ENTRYPOINT_DOCKER_TIMEOUT    seconds to wait for the Docker daemon when
-#                                RUNNER_DOCKER=dind [300]
+#                                RUNNER_DOCKER=dind, 1-86400 [300]
 #
 # Docker (RUNNER_DOCKER, docs/runner-contract.md "What the example image does
 # with Docker"): absent or "none" changes nothing. "dind": wait for the daemon
@@ -184,19 +185,30 @@ trap on_exit EXIT
 trap 'FAIL_MSG="runner bootstrap interrupted by a signal"; exit 143' TERM INT
 
 # --- settings ----------------------------------------------------------------
-RETRIES=${ENTRYPOINT_RETRIES:-5}
-RETRY_DELAY=${ENTRYPOINT_RETRY_DELAY:-2}
-[[ $RETRIES =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_RETRIES must be a positive integer"
-[[ $RETRY_DELAY =~ ^[0-9]+$ ]] || die "ENTRYPOINT_RETRY_DELAY must be a whole number of seconds"
+# setting VAR NAME DEFAULT MIN MAX WHAT: sets VAR to the knob NAME (DEFAULT
+# when unset), a whole number from MIN to MAX, and refuses anything else naming
+# NAME. Bash arithmetic wraps past 2^63 (a value of 20 digits would turn into a
+# negative or a tiny deadline), so the digits are bounded before the number is
+# read; a leading zero is refused, as bash would read it as octal.
+setting() {
+	local var=$1 name=$2 value=${!2:-$3} min=$4 max=$5 what=$6
+	if [[ $value =~ ^(0|[1-9][0-9]{0,8})$ ]] && ((value >= min && value <= max)); then
+		printf -v "$var" '%s' "$value"
+		return
+	fi
+	die "$name must be $what from $min to $max, not '${value:0:40}'"
+}
+# The back-off doubles per retry: 20 retries from an hour stay far from any
+# overflow.
+setting RETRIES ENTRYPOINT_RETRIES 5 1 20 "a number of attempts"
+setting RETRY_DELAY ENTRYPOINT_RETRY_DELAY 2 0 3600 "a whole number of seconds"
 # Registration normally takes seconds; the bound only has to catch a forge
 # that cannot be reached at all, well inside GARM's bootstrap timeout.
-REGISTER_TIMEOUT=${ENTRYPOINT_REGISTER_TIMEOUT:-180}
-[[ $REGISTER_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_REGISTER_TIMEOUT must be a positive number of seconds"
+setting REGISTER_TIMEOUT ENTRYPOINT_REGISTER_TIMEOUT 180 1 86400 "a whole number of seconds"
 # The sidecar's image may still be pulled after the runner container started
 # (the kubelet pulls and starts a pod's containers one after another), so the
 # bound is generous, yet well inside GARM's bootstrap timeout.
-DOCKER_TIMEOUT=${ENTRYPOINT_DOCKER_TIMEOUT:-300}
-[[ $DOCKER_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "ENTRYPOINT_DOCKER_TIMEOUT must be a positive number of seconds"
+setting DOCKER_TIMEOUT ENTRYPOINT_DOCKER_TIMEOUT 300 1 86400 "a whole number of seconds"
 # The forge URL handed to the runner (set per forge below; named in failures).
 FORGE_INSTANCE=""
 

@@ -145,12 +145,8 @@ pub fn run(
             return Ok(report.failed);
         }
     }
-    // The pool's container as CreateInstance will resolve it, over this config's values.
-    let pool = ExtraSpecs::from_value(extra_specs).and_then(|specs| {
-        let container = specs.container(config.edge_connect.container());
-        container.map(|_| specs).map_err(Error::failed)
-    });
-    let specs = match pool {
+    // The pool as CreateInstance will judge it, over this config.
+    let specs = match ExtraSpecs::judge(extra_specs, Some(&config)) {
         Ok(s) => {
             if extra_specs.is_some() {
                 report.pass("extra specs", "valid");
@@ -162,8 +158,16 @@ pub fn run(
             ExtraSpecs::default()
         }
     };
+    if let Some(resources) = &specs.resources {
+        report_size(
+            resources,
+            &specs,
+            config.edge_connect.default_flavor.as_deref(),
+            &mut report,
+        );
+    }
     if let Some(image) = &options.image {
-        check_image(image, &mut report);
+        check_image(image, &specs, &mut report);
     }
     let sites = crate::provider::placement::candidates(&config, &specs, "check");
     let cleanup = deploy_test::Cleanup {
@@ -255,21 +259,50 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-fn check_image(image: &str, report: &mut Report<'_>) {
+/// The one line of a pool sized by `resources`: the size a create sends, and that no flavor
+/// is used (neither the config's default nor GARM's pool flavor, which `check` cannot see).
+fn report_size(
+    resources: &crate::pod::Resources,
+    specs: &ExtraSpecs,
+    default_flavor: Option<&str>,
+    report: &mut Report<'_>,
+) {
+    let not_used = match default_flavor {
+        Some(f) => format!("neither edge_connect.default_flavor {f} nor the pool's flavor in GARM"),
+        None => "not the pool's flavor in GARM either".into(),
+    };
+    let line = format!(
+        "extra_specs.resources: cpu {}, memory {} MB, disk {} GB for the whole pod; no flavor is used ({not_used})",
+        edge_connect::models::vcpus(resources.milli_cpu()),
+        resources.memory,
+        resources.disk
+    );
+    // Judged already (`ExtraSpecs::judge`), so the split holds.
+    match resources.split(specs.docker.unwrap_or_default()) {
+        Ok(_) => report.pass("size", line),
+        Err(e) => report.fail("size", e),
+    }
+}
+
+/// The image as a person's reference and as this pool's create will take it
+/// ([`ExtraSpecs::check_runner_image`]): one verdict.
+fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report<'_>) {
     let well_formed = !image.is_empty()
         && !image.contains(char::is_whitespace)
         && !image.starts_with('-')
         && image.split('/').all(|p| !p.is_empty())
         && !image.ends_with(':');
-    if well_formed {
-        report.pass("image", format!("{image} is well formed"));
-    } else {
+    if !well_formed {
         report.fail(
             "image",
             format!(
                 "{image:?} is not an image reference like registry.example.com/team/runner:tag"
             ),
         );
+    } else if let Err(why) = specs.check_runner_image(image) {
+        report.fail("image", why);
+    } else {
+        report.pass("image", format!("{image} is well formed"));
     }
 }
 

@@ -71,8 +71,19 @@ impl Remote<'_, '_> {
         let cloudlets = self.cloudlets(sites).await;
         *reached = 5;
         let (zones, cloudlets) = (zones.as_deref(), cloudlets.as_deref());
-        let defaults = &self.ec.default_flavor;
-        let wanted: Vec<String> = specs.flavor.iter().chain(defaults).cloned().collect();
+        // The flavor a create of this pool asks for: the pool's own, else the config's default
+        // (GARM's pool flavor lies between them, which `check` cannot see); none for a pool
+        // sized by `resources`, whose size `check` reports once instead.
+        let wanted: Vec<String> = match &specs.resources {
+            Some(_) => Vec::new(),
+            None => specs
+                .flavor
+                .iter()
+                .chain(&self.ec.default_flavor)
+                .take(1)
+                .cloned()
+                .collect(),
+        };
         for site in sites {
             if self.site(site, zones, cloudlets).await.is_ok() {
                 self.flavors(site, &flavors, &wanted).await;

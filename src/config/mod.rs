@@ -58,9 +58,9 @@ pub struct Config {
     pub edge_connect: EdgeConnectConfig,
 }
 
-/// `[edge_connect]`.
+/// `[edge_connect]`: a table, never an array of its values in order (`crate::object`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct EdgeConnectConfig {
     /// Base URL of the Edge Connect console / Master Controller, e.g. `https://hub.example.com`.
     pub url: String,
@@ -135,6 +135,8 @@ pub struct EdgeConnectConfig {
     #[schemars(skip)]
     retired_delete_checks_app_inst: Option<serde::de::IgnoredAny>,
 }
+
+crate::object::object_only!(EdgeConnectConfig, "a table of Edge Connect settings");
 
 pub use crate::manifest_safety::{Deployment, EnvDelivery};
 pub use credentials::{ENV_PASSWORD, ENV_USERNAME};

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 /// An organization + name pair naming a cloudlet or a zone.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, JsonSchema, serde::Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct SiteKey {
     /// Operator organization, e.g. `TelekomOP`.
     pub organization: String,
@@ -18,6 +18,8 @@ pub struct SiteKey {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub federated_organization: String,
 }
+
+crate::object::object_only!(SiteKey, "an object of organization and name", serialize);
 
 impl From<&SiteKey> for edge_connect::models::SiteRef {
     fn from(key: &SiteKey) -> Self {

@@ -95,7 +95,8 @@ pub enum Command {
         #[arg(value_enum)]
         which: SchemaKind,
     },
-    /// Validate a pool's extra specs JSON file.
+    /// Validate a pool's extra specs JSON file; with --config, over that provider config, as
+    /// CreateInstance will.
     ValidateExtraSpecs {
         /// JSON file.
         file: PathBuf,
@@ -203,13 +204,14 @@ fn execute(cli: Cli) -> Result<(), Error> {
         }
         Command::ValidateExtraSpecs { file } => {
             let (value, _) = read_json(&file, "extra specs file", "")?;
-            let specs = ExtraSpecs::from_value(Some(&value))?;
-            // With a config, its prefix for pull password variables applies too.
-            if let (Some(config), Some(_)) = (&cli.config, &specs.image_pull_password_env) {
-                let prefix = Config::load(config)?.image_pull_password_env_prefix;
-                specs.check_pull_password_env(prefix.as_deref())?;
-            }
-            say(&format!("✓ {} is valid", file.display()));
+            // With a config, the pool is judged over it, as CreateInstance will judge it.
+            let config = cli.config.as_deref().map(Config::load).transpose()?;
+            ExtraSpecs::judge(Some(&value), config.as_ref())?;
+            let under = match &cli.config {
+                Some(config) => format!(" under {}", config.display()),
+                None => " (alone: give --config to judge it over a provider config)".into(),
+            };
+            say(&format!("✓ {} is valid{under}", file.display()));
             return Ok(());
         }
         #[cfg(feature = "demo")]

@@ -147,12 +147,11 @@ fn local_command(request: &Request) -> Result<String, Error> {
         GarmCommand::GetConfigJSONSchema => json(Config::json_schema()?),
         GarmCommand::GetExtraSpecsJSONSchema => json(ExtraSpecs::json_schema()?),
         GarmCommand::ValidatePoolInfo => {
-            let specs = ExtraSpecs::from_value(request.pool_extra_specs.as_ref())?;
-            // The operator's prefix for pull password variables is in the config.
-            if specs.image_pull_password_env.is_some() && !request.config_file.is_empty() {
-                let config = Config::load(Path::new(&request.config_file))?;
-                specs.check_pull_password_env(config.image_pull_password_env_prefix.as_deref())?;
-            }
+            // Over the provider config when GARM names one: the verdict CreateInstance gives.
+            let config = (!request.config_file.is_empty())
+                .then(|| Config::load(Path::new(&request.config_file)))
+                .transpose()?;
+            ExtraSpecs::judge(request.pool_extra_specs.as_ref(), config.as_ref())?;
             String::new()
         }
         instance => {

@@ -24,18 +24,23 @@ impl Provider {
         name: &str,
         sites: &[Placement],
     ) -> Result<NewApp, Error> {
-        let ec = &self.config.edge_connect;
+        // The verdict `check --extra-specs` and `validate-extra-specs --config` give.
+        let container = specs.under(&self.config)?;
         // A pool sized by `resources` sends no flavor: Edge Connect takes one or the other
-        // (docs/edge-connect-behaviours.md B32).
+        // (docs/edge-connect-behaviours.md B32). GARM's pool flavor is then not used; the log
+        // says so (README, "A runner's size").
         let flavor = if specs.resources.is_some() {
+            let garm = bootstrap.flavor.trim();
+            if !garm.is_empty() && garm != "default" {
+                tracing::warn!(
+                    "the pool's flavor {} is not used: extra_specs.resources gives the runner's size",
+                    crate::text::echo(garm)
+                );
+            }
             String::new()
         } else {
             self.flavor_of(bootstrap, specs)?
         };
-        let container = specs.container(ec.container()).map_err(Error::failed)?;
-        specs
-            .check_docker(&container)
-            .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
         let (deployment, delivery) = (container.deployment, container.env_delivery);
         let mut env = runner_env(
             bootstrap,
@@ -85,9 +90,6 @@ impl Provider {
             &specs.image_pull_password_env,
         ) {
             (Some(user), Some(var)) => {
-                specs.check_pull_password_env(
-                    self.config.image_pull_password_env_prefix.as_deref(),
-                )?;
                 let password = self.environment.get(var).filter(|v| !v.is_empty()).ok_or_else(|| {
                     Error::failed(format!(
                         "extra_specs.image_pull_password_env names {}, which is not set in the provider's environment (add its prefix to GARM's environment_variables)",
@@ -107,13 +109,9 @@ impl Provider {
         let deployment_manifest = match (docker, shares) {
             (DockerMode::None, None) => None,
             _ => {
-                // docs/edge-connect-behaviours.md B28: the CRM reads each image's registry.
-                if !pod::fully_qualified(&bootstrap.image) {
-                    return Err(Error::failed(format!(
-                        "the pool's image `{}` does not name its registry; a pool with docker or resources needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod",
-                        crate::text::echo(&bootstrap.image)
-                    )));
-                }
+                specs
+                    .check_runner_image(&bootstrap.image)
+                    .map_err(Error::failed)?;
                 let key = self.app_key(name);
                 let deployment = deployment_name(&key.name, &key.version);
                 let pod = pod::Pod {

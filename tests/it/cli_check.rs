@@ -348,3 +348,65 @@ fn deploy_test_reports_an_image_that_cannot_run_on_each_site() {
     );
     w.assert_nothing_left();
 }
+
+/// `check` names what a create of the pool uses: for a pool sized by `resources` its size,
+/// once, and that no flavor is used (issue 44); for a pool with a flavor that flavor only, not
+/// the config's default beside it.
+#[test]
+fn check_names_the_size_or_the_flavor_a_create_uses_once() {
+    let w = World::new();
+    let specs = w.dir.path().join("specs.json");
+    let specs_arg = specs.display().to_string();
+    std::fs::write(&specs, r#"{"resources":{"cpu":2,"memory":4096,"disk":20}}"#).unwrap();
+    let (code, out) = check(&w, &["--extra-specs", &specs_arg]);
+    assert_eq!(code, 0, "{out}");
+    let sizes: Vec<&str> = out.lines().filter(|l| l.contains("size")).collect();
+    assert_eq!(
+        sizes,
+        ["✓ size: extra_specs.resources: cpu 2, memory 4096 MB, disk 20 GB for the whole pod; no flavor is used (neither edge_connect.default_flavor EU.small nor the pool's flavor in GARM)"],
+        "{out}"
+    );
+    assert!(!out.contains("flavor EU.small:"), "{out}");
+
+    std::fs::write(&specs, r#"{"flavor":"EU.medium"}"#).unwrap();
+    let (code, out) = check(&w, &["--extra-specs", &specs_arg]);
+    assert_eq!(code, 0, "{out}");
+    let flavors: Vec<&str> = out.lines().filter(|l| l.contains(" flavor ")).collect();
+    assert_eq!(
+        flavors,
+        ["✓ flavor EU.medium: available in zone TelekomOP/Munich"],
+        "{out}"
+    );
+}
+
+/// `--image` gets the verdict the pool's create gives it: a short name is refused for a pool
+/// whose pod the provider writes, once, and the deploy test is not run (issue 44).
+#[test]
+fn check_gives_an_image_the_verdict_of_the_pools_create() {
+    let w = World::new();
+    let specs = w.dir.path().join("specs.json");
+    std::fs::write(&specs, r#"{"docker":"dind"}"#).unwrap();
+    let (code, out) = check(
+        &w,
+        &[
+            "--extra-specs",
+            &specs.display().to_string(),
+            "--image",
+            "node:22",
+            "--deploy-test",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    let images: Vec<&str> = out.lines().filter(|l| l.contains("node:22")).collect();
+    assert_eq!(
+        images,
+        ["✗ image: the pool's image `node:22` does not name its registry; a pool with docker or resources needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod"],
+        "{out}"
+    );
+    assert_has(&out, "- skipped: deploy test");
+    assert_eq!(w.calls("CreateApp"), 0);
+    // A pool without a pod of the provider's takes the short name, as its create does.
+    let (code, out) = check(&w, &["--image", "node:22"]);
+    assert_eq!(code, 0, "{out}");
+    assert_has(&out, "✓ image: node:22 is well formed");
+}

@@ -286,7 +286,7 @@ fn a_buildkit_pool_stores_exactly_its_pod() {
     );
     assert_eq!(
         (r.code, r.stderr.trim()),
-        (1, "invalid extra_specs: resources: cpu 1 and memory 1000 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the BuildKit sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB")
+        (1, "invalid extra_specs: resources: memory 1000 MB does not fit the runner (at least memory 256 MB) and the BuildKit sidecar (at least memory 512 MB), which share the pod half and half: give at least memory 1024 MB")
     );
 }
 
@@ -403,11 +403,11 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
         ),
         (
             json!({"docker": "dind", "deployment": "docker", "command_args": []}),
-            r#"invalid extra_specs: docker: "dind" needs deployment kubernetes (the deployment is docker)"#,
+            r#"invalid extra_specs: docker: "dind" needs deployment kubernetes, and extra_specs.deployment is docker"#,
         ),
         (
             json!({"docker": "dind", "env_delivery": "envvars_yaml"}),
-            r#"invalid extra_specs: docker: "dind" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)"#,
+            r#"invalid extra_specs: docker: "dind" needs env_delivery env_vars, and extra_specs.env_delivery is envvars_yaml, which would hand the runner's secrets to the sidecar"#,
         ),
         (
             json!({"default_job_image": "docker.io/library/ubuntu:24.04"}),
@@ -427,7 +427,7 @@ fn docker_settings_edge_connect_cannot_carry_are_refused_before_any_call() {
         ),
         (
             json!({"docker": "buildkit", "env_delivery": "envvars_yaml"}),
-            r#"invalid extra_specs: docker: "buildkit" needs env_delivery env_vars (envvars_yaml would hand the runner's secrets to the sidecar)"#,
+            r#"invalid extra_specs: docker: "buildkit" needs env_delivery env_vars, and extra_specs.env_delivery is envvars_yaml, which would hand the runner's secrets to the sidecar"#,
         ),
     ] {
         let r = create_with(&w, "garm-bad1", specs.clone());
@@ -642,13 +642,32 @@ fn a_sized_pool_sends_its_size_instead_of_a_flavor_and_splits_it_between_the_con
     assert_eq!(w.app_inst_names(), ["garm-size1", "garm-size2"]);
 }
 
+/// GARM's pool flavor does not size a pool that gives `resources`: the create uses the size
+/// and says in the log that the flavor is not used (issue 44; README, "A runner's size").
+#[test]
+fn a_sized_pool_says_that_garms_pool_flavor_is_not_used() {
+    let w = World::new();
+    let specs = json!({"resources": {"cpu": 1, "memory": 1024}});
+    let r = w.create_image("garm-size3", IMAGE, Some(specs));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        w.app("garm-size3")["kubernetes_resources"]["cpu_pool"]["total_memory"],
+        1024
+    );
+    assert_has(&w.log_text(), "WARN garm{command=CreateInstance");
+    assert_has(
+        &w.log_text(),
+        "the pool's flavor EU.small is not used: extra_specs.resources gives the runner's size",
+    );
+}
+
 #[test]
 fn a_size_that_does_not_hold_the_pod_is_refused_before_any_call_with_its_numbers() {
     let w = World::new();
     for (specs, line) in [
         (
             json!({"docker": "dind", "resources": {"cpu": 1.5, "memory": 600}}),
-            "invalid extra_specs: resources: cpu 1.5 and memory 600 MB do not fit the runner (at least cpu 0.25, memory 256 MB) and the Docker daemon sidecar (at least cpu 0.25, memory 512 MB), which share the pod half and half: give at least cpu 0.5 and memory 1024 MB",
+            "invalid extra_specs: resources: memory 600 MB does not fit the runner (at least memory 256 MB) and the Docker daemon sidecar (at least memory 512 MB), which share the pod half and half: give at least memory 1024 MB",
         ),
         (
             json!({"flavor": "EU.small", "resources": {"cpu": 1, "memory": 1024}}),

@@ -24,6 +24,7 @@ mod input_bounds;
 mod layers;
 mod logging;
 mod metrics;
+mod pool_verdicts;
 mod readme_reasons;
 mod reliability_faults;
 mod reliability_load;

@@ -1517,6 +1517,58 @@ entrypoint_test!(dind_daemon_that_never_answers_is_reported_failed, async {
     }
 });
 
+// The entrypoint's numeric knobs are bounded before bash reads them as numbers:
+// a timeout of 20 digits wraps in bash arithmetic (2^64 - 1 reads as -1, a
+// deadline already past) and used to fail the runner with a message naming
+// that number of seconds. Each is refused naming the knob and its range, before
+// anything is spent.
+entrypoint_test!(numeric_knobs_out_of_range_are_refused_by_name, async {
+    for (knob, value, range) in [
+        (
+            "ENTRYPOINT_DOCKER_TIMEOUT",
+            "18446744073709551615",
+            "a whole number of seconds from 1 to 86400",
+        ),
+        (
+            "ENTRYPOINT_DOCKER_TIMEOUT",
+            "86401",
+            "a whole number of seconds from 1 to 86400",
+        ),
+        (
+            "ENTRYPOINT_REGISTER_TIMEOUT",
+            "99999999999999999999",
+            "a whole number of seconds from 1 to 86400",
+        ),
+        (
+            "ENTRYPOINT_RETRIES",
+            "9223372036854775808",
+            "a number of attempts from 1 to 20",
+        ),
+        (
+            "ENTRYPOINT_RETRY_DELAY",
+            "010",
+            "a whole number of seconds from 0 to 3600",
+        ),
+    ] {
+        let (mut w, _socket) = dind_world(Forge::Forgejo).await;
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.set(knob, value);
+        let run = w.run().await;
+        run.assert_failed();
+        assert_eq!(
+            run.last_line().split_once("error: ").map(|(_, m)| m),
+            Some(format!("{knob} must be {range}, not '{value}'").as_str()),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            w.garm.summaries().is_empty(),
+            "{knob}={value}: {:?}",
+            w.garm.summaries()
+        );
+    }
+});
+
 // What dind needs from the provider is checked and named before anything is
 // spent.
 entrypoint_test!(dind_settings_are_checked_before_registering, async {
