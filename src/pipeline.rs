@@ -100,7 +100,7 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);
     if let Some(events) = events.as_ref().or(config.metrics_events_file.as_ref()) {
-        crate::metrics::install(events);
+        crate::metrics::install(events, scrubber().clone());
     }
     for (key, why) in config.retired_keys() {
         let warning = format!("{key} is retired and ignored ({why}); remove it from the config");
