@@ -76,9 +76,9 @@ const DEFS: &[Def] = &[
     },
     Def {
         name: "crm_hold_seconds",
-        help: "Age of AppInsts a delete found held by their site's CRM, by site",
+        help: "Age of AppInsts a delete found held by their site's CRM, by pool and site",
         kind: Kind::Histogram(HOLD_BUCKETS),
-        labels: &["site"],
+        labels: &["pool", "site"],
     },
     Def {
         name: "requests_total",
@@ -206,7 +206,9 @@ impl Metrics {
             Event::StartFailure { pool, site, reason } => {
                 self.add("start_failures_total", &[&pool, &site, &reason], 1.0)
             }
-            Event::CrmHold { site, secs } => self.observe("crm_hold_seconds", &[&site], secs),
+            Event::CrmHold { pool, site, secs } => {
+                self.observe("crm_hold_seconds", &[&pool, &site], secs)
+            }
             Event::Listed { pool, runners } => {
                 // A site the List no longer finds runners on drops to zero.
                 let of_pool = series_key(&["pool"], &[&pool]) + ",";
@@ -463,15 +465,16 @@ mod tests {
         let mut m = Metrics::default();
         for _ in 0..2 {
             m.fold(Event::CrmHold {
+                pool: "p".into(),
                 site: "A/x".into(),
                 secs: f64::MAX,
             });
         }
         let saved = serde_json::to_vec(&m).unwrap();
         let read: Metrics = serde_json::from_slice(&saved).unwrap();
-        assert!(read
-            .render()
-            .contains("edge_connect_provider_crm_hold_seconds_sum{site=\"A/x\"} +Inf\n"));
+        assert!(read.render().contains(
+            "edge_connect_provider_crm_hold_seconds_sum{pool=\"p\",site=\"A/x\"} +Inf\n"
+        ));
     }
 
     #[test]

@@ -97,8 +97,14 @@ pub enum Event {
         site: String,
         reason: String,
     },
-    /// A delete met an AppInst its site's CRM holds, `secs` after its create.
-    CrmHold { site: String, secs: f64 },
+    /// A delete met an AppInst of `pool` its site's CRM holds, `secs` after its create.
+    CrmHold {
+        /// Absent in the lines of versions before it: empty.
+        #[serde(default)]
+        pool: String,
+        site: String,
+        secs: f64,
+    },
     /// A List of `pool` found `runners` on each site (`""`: stopped, no AppInst).
     Listed {
         pool: String,
@@ -392,8 +398,9 @@ pub fn kubelet_reason(reason: &str) -> &str {
     }
 }
 
-/// A delete met `inst`, which its site's CRM holds: its age (from its `created_at`) by site.
-pub fn crm_hold(inst: &edge_connect::models::AppInst) {
+/// A delete met `inst` of a runner of `pool`, which its site's CRM holds: its age (from its
+/// `created_at`) by pool and site.
+pub fn crm_hold(pool: &str, inst: &edge_connect::models::AppInst) {
     use time::format_description::well_known::Rfc3339;
     let Ok(created) = time::OffsetDateTime::parse(&inst.created_at, &Rfc3339) else {
         return;
@@ -401,6 +408,7 @@ pub fn crm_hold(inst: &edge_connect::models::AppInst) {
     let site = site_of(inst);
     let secs = (time::OffsetDateTime::now_utc() - created).as_seconds_f64();
     record(Event::CrmHold {
+        pool: label(pool),
         site: label(&site),
         secs: secs.max(0.0),
     });

@@ -175,7 +175,7 @@ impl Provider {
         for inst in &runner.app_insts {
             if let Busy::Report { patience } = busy {
                 if patience.is_zero() && creating(&inst.state) {
-                    crate::metrics::crm_hold(inst);
+                    crate::metrics::crm_hold(&runner.vars.pool_id, inst);
                     held_insts.push(held(inst));
                     continue;
                 }

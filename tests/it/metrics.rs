@@ -536,7 +536,7 @@ fn a_crm_hold_and_its_start_failure_are_counted() {
     stop(side);
     let p = "edge_connect_provider_";
     for (series, want) in [
-        (format!("{p}crm_hold_seconds_count{{site=\"TelekomOP/Munich\"}}"), 1.0),
+        (format!("{p}crm_hold_seconds_count{{pool=\"{POOL}\",site=\"TelekomOP/Munich\"}}"), 1.0),
         (format!("{p}start_failures_total{{pool=\"{POOL}\",site=\"TelekomOP/Munich\",reason=\"ImagePullBackOff\"}}"), 1.0),
         (format!("{p}commands_total{{command=\"CreateInstance\",pool=\"{POOL}\",site=\"TelekomOP/Munich\",outcome=\"error\",reason=\"ImagePullBackOff\"}}"), 1.0),
         (format!("{p}commands_total{{command=\"DeleteInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"error\",reason=\"left_behind\"}}"), 1.0),
@@ -699,7 +699,7 @@ fn the_sidecar_starts_from_a_snapshot_with_an_infinite_sum() {
     let events = dir.path().join("events.jsonl");
     let huge = "{\"t\":1,\"ev\":\"crm_hold\",\"site\":\"TelekomOP/Munich\",\"secs\":1.7e308}\n";
     std::fs::write(&events, huge.repeat(2)).unwrap();
-    let sum = "edge_connect_provider_crm_hold_seconds_sum{site=\"TelekomOP/Munich\"}";
+    let sum = "edge_connect_provider_crm_hold_seconds_sum{pool=\"\",site=\"TelekomOP/Munich\"}";
     let served = scrape_of(&events);
     assert!(served.contains(&format!("{sum} +Inf\n")), "{served}");
     assert_eq!(std::fs::metadata(&events).unwrap().len(), 0);
@@ -813,4 +813,30 @@ fn a_held_lock_and_a_rotated_events_file() {
     stop(side);
     assert_eq!(started(&served, "b"), Some(3.0), "{served}");
     drop(holder);
+}
+
+/// The README says the `Pool` selector filters every panel but those whose titles say "(all
+/// pools)": each of the others filters each of its queries by it.
+#[test]
+fn every_dashboard_panel_is_filtered_by_pool_or_says_it_is_not() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/helm/garm-provider-edge-connect/dashboards/edge-connect-provider.json");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for panel in d["panels"].as_array().unwrap() {
+        let title = panel["title"].as_str().unwrap();
+        let exprs = panel["targets"].as_array().unwrap().iter();
+        let exprs: Vec<&str> = exprs.map(|t| t["expr"].as_str().unwrap()).collect();
+        let per_metric = |e: &&str| {
+            e.matches("edge_connect_provider_").count() == e.matches("pool=~\"$pool\"").count()
+        };
+        if title.ends_with("(all pools)") {
+            assert!(exprs.iter().all(|e| !e.contains("$pool")), "{title}");
+        } else {
+            assert!(
+                exprs.iter().all(per_metric),
+                "{title} ignores Pool: {exprs:?}"
+            );
+        }
+    }
 }
