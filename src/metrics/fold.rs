@@ -234,6 +234,10 @@ impl Metrics {
             Event::RemovedAll { removed, failed } => {
                 self.add("remove_all_runners_total", &["removed"], removed as f64);
                 self.add("remove_all_runners_total", &["failed"], failed as f64);
+                if failed == 0 {
+                    // The controller has no runner left anywhere.
+                    self.forget_all_runners();
+                }
             }
         }
     }
@@ -253,6 +257,13 @@ impl Metrics {
         for key in keys {
             runners.remove(&key);
             self.series = self.series.saturating_sub(1);
+        }
+    }
+
+    /// Removes every runners series: RemoveAllInstances left no runner of any pool.
+    fn forget_all_runners(&mut self) {
+        if let Some(runners) = self.values.remove("runners") {
+            self.series = self.series.saturating_sub(runners.len());
         }
     }
 
@@ -506,6 +517,18 @@ mod tests {
         });
         assert!(!m.render().contains("edge_connect_provider_runners{"));
         assert_eq!(m.series, 0);
+        // RemoveAllInstances that removed everything leaves no runner of any pool.
+        for pool in ["p", "q"] {
+            m.fold(Event::Listed {
+                pool: pool.into(),
+                runners: [("A/x".to_string(), 1)].into(),
+            });
+        }
+        m.fold(Event::RemovedAll {
+            removed: 2,
+            failed: 0,
+        });
+        assert!(!m.render().contains("edge_connect_provider_runners{"));
     }
 
     #[test]

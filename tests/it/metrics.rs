@@ -583,8 +583,8 @@ fn the_sidecar_refuses_what_is_not_a_scrape() {
     s.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 405 "), "{answer}");
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    // A little more than the sidecar's 8 KiB bound, and no more: it reads all of it before it
-    // answers, so its close does not reset the connection before the answer is read.
+    // A little more than the sidecar's 8 KiB bound, and no more: little is left unread when it
+    // closes, so its close does not reset the connection before the answer is read.
     let mut huge = String::from("GET /metrics HTTP/1.1\r\nX: ");
     huge.push_str(&"a".repeat(8 * 1024 + 100 - huge.len()));
     s.write_all(huge.as_bytes()).unwrap();
@@ -663,11 +663,19 @@ fn runners_deleted_since_the_last_list_are_not_shown() {
     );
     assert_eq!(d.code, 0, "{}", d.stderr);
     let (_, served) = get(port, "/metrics").unwrap();
+    assert!(!served.contains("runners{"), "{served}");
+    // RemoveAllInstances that removes every runner leaves none shown either.
+    let r = w.create("bootstrap-github-jit.json", "garm-mgone3", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let l = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(l.code, 0, "{}", l.stderr);
+    let (_, served) = get(port, "/metrics").unwrap();
+    assert_eq!(sample(&served, &series), Some(1.0), "{served}");
+    let all = w.garm("RemoveAllInstances", &[], None);
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let (_, served) = get(port, "/metrics").unwrap();
     stop(side);
-    assert!(
-        !served.contains("edge_connect_provider_runners{"),
-        "{served}"
-    );
+    assert!(!served.contains("runners{"), "{served}");
 }
 
 /// `check`'s membership probe is a DeleteApp answered "not found" by design: not an Edge
