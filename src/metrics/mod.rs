@@ -416,9 +416,17 @@ pub fn crm_hold(pool: &str, inst: &edge_connect::models::AppInst) {
 
 /// A List found runners of `pool` on `sites` (one entry per runner).
 pub fn listed<'a>(pool: &str, sites: impl Iterator<Item = &'a str>) {
-    let mut runners = std::collections::BTreeMap::new();
+    if RECORDER.get().is_none() {
+        return;
+    }
+    // Counted by the site as read, then each of the few sites masked once (not each runner's).
+    let mut read = std::collections::BTreeMap::<&str, u64>::new();
     for site in sites {
-        *runners.entry(label(site)).or_insert(0) += 1;
+        *read.entry(site).or_insert(0) += 1;
+    }
+    let mut runners = std::collections::BTreeMap::new();
+    for (site, n) in read {
+        *runners.entry(label(site)).or_insert(0) += n;
     }
     record(Event::Listed {
         pool: label(pool),
