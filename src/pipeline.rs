@@ -168,9 +168,9 @@ pub fn run<A: Asked, T>(
 /// known). Where: the log (`logging::init`), stderr and GARM's fault line (`front::say`), a
 /// runner's `provider_fault` and the table's fault (`Provider::view_of`), `check`'s lines, the
 /// labels of metrics events (`metrics::install`); the client's error texts are kept whole for
-/// these writers to mask, then cut. More secrets than
-/// the scrubber can hold refuse the command here, before any request (docs/reliability.md, "One
-/// scrubber per command, handed to every writer").
+/// these writers to mask, then cut. More secrets than the scrubber can hold refuse the command
+/// here, before any request (docs/reliability.md, "One scrubber per command, handed to every
+/// writer").
 ///
 /// Errors raised before this (the config, the credentials file, GARM's stdin) are written with
 /// whatever the scrubber already masks (at least bearer tokens and JWT-shaped words), so those
