@@ -311,8 +311,8 @@ pub fn note_site(site: &str) {
     }
 }
 
-/// A delete found its runner: the pool its App records and the site of its AppInst (the one
-/// that runs, first in removal order; none: stopped).
+/// A delete, stop or get found its runner: the pool its App records and the site of its
+/// AppInst (the one that runs, first in removal order; none: stopped).
 pub fn note_runner(pool: &str, inst: Option<&edge_connect::models::AppInst>) {
     note_pool(pool);
     note_site(&inst.map(site_of).unwrap_or_default());

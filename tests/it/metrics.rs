@@ -139,6 +139,8 @@ fn the_sidecar_keeps_its_counters_across_a_restart_and_truncates_the_events() {
     stop(child);
     assert_eq!(std::fs::metadata(&events).unwrap().len(), 0);
 
+    let g = w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-mr1")], None);
+    assert_eq!(g.code, 0, "{}", g.stderr);
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-mr1")], None);
     assert_eq!(d.code, 0, "{}", d.stderr);
     let (child, port) = sidecar(&events);
@@ -148,6 +150,8 @@ fn the_sidecar_keeps_its_counters_across_a_restart_and_truncates_the_events() {
     // and names the site its AppInst ran on.
     let deleted = "edge_connect_provider_commands_total{command=\"DeleteInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"ok\",reason=\"\"}";
     assert_eq!(sample(&after, deleted), Some(1.0), "{after}");
+    let got = "edge_connect_provider_commands_total{command=\"GetInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"ok\",reason=\"\"}";
+    assert_eq!(sample(&after, got), Some(1.0), "{after}");
     assert_started_equals_ended(&after);
     stop(child);
 }
