@@ -100,7 +100,7 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);
     if let Some(events) = events.as_ref().or(config.metrics_events_file.as_ref()) {
-        crate::metrics::install(events);
+        crate::metrics::install(events, scrubber().clone());
     }
     for (key, why) in config.retired_keys() {
         let warning = format!("{key} is retired and ignored ({why}); remove it from the config");
@@ -166,10 +166,11 @@ pub fn run<A: Asked, T>(
 /// image pull password the pool's extra specs name; and, added by the client when it learns it,
 /// the session token (a JWT is masked by its shape anyway, any other token because it is
 /// known). Where: the log (`logging::init`), stderr and GARM's fault line (`front::say`), a
-/// runner's `provider_fault` and the table's fault (`Provider::view_of`), `check`'s lines; the
-/// client's error texts are kept whole for these writers to mask, then cut. More secrets than
-/// the scrubber can hold refuse the command here, before any request (docs/reliability.md, "One
-/// scrubber per command, handed to every writer").
+/// runner's `provider_fault` and the table's fault (`Provider::view_of`), `check`'s lines, the
+/// labels of metrics events (`metrics::install`); the client's error texts are kept whole for
+/// these writers to mask, then cut. More secrets than the scrubber can hold refuse the command
+/// here, before any request (docs/reliability.md, "One scrubber per command, handed to every
+/// writer").
 ///
 /// Errors raised before this (the config, the credentials file, GARM's stdin) are written with
 /// whatever the scrubber already masks (at least bearer tokens and JWT-shaped words), so those

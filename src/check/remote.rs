@@ -175,7 +175,10 @@ impl Remote<'_, '_> {
             name: "-garm-provider-membership-probe".to_string(),
             version: self.ec.app_version.clone(),
         };
-        match self.client.delete_app(&probe).await {
+        // Not counted in the metrics: its "not found" is the answer asked for, not an error of
+        // Edge Connect's (docs/operations.md, "The metrics").
+        let uncounted = self.client.clone().with_call_report(None);
+        match uncounted.delete_app(&probe).await {
             Err(e) if e.kind == ApiErrorKind::Forbidden => Err(self.fail(
                 "organization",
                 format!(

@@ -76,9 +76,9 @@ const DEFS: &[Def] = &[
     },
     Def {
         name: "crm_hold_seconds",
-        help: "Age of AppInsts a delete found held by their site's CRM, by site",
+        help: "Age of AppInsts a delete found held by their site's CRM, by pool and site",
         kind: Kind::Histogram(HOLD_BUCKETS),
-        labels: &["site"],
+        labels: &["pool", "site"],
     },
     Def {
         name: "requests_total",
@@ -100,7 +100,7 @@ const DEFS: &[Def] = &[
     },
     Def {
         name: "runners",
-        help: "Runners of a pool per site, as the last ListInstances of that pool found them",
+        help: "Runners of a pool per site: the last ListInstances of the pool, less the runners DeleteInstance removed since",
         kind: Kind::Gauge,
         labels: &["pool", "site"],
     },
@@ -129,8 +129,20 @@ const DEFS: &[Def] = &[
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Histogram {
     buckets: Vec<u64>,
+    /// Grows past `f64::MAX` to infinity after enough huge observations, which JSON writes as
+    /// `null`: read back as infinity, so the sidecar starts from every snapshot it wrote.
+    #[serde(deserialize_with = "null_is_infinity")]
     sum: f64,
     count: u64,
+}
+
+fn null_is_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// A duration an event may carry: none is negative (nor, JSON being JSON, infinite or NaN).
+fn duration(secs: f64) -> bool {
+    secs.is_finite() && secs >= 0.0
 }
 
 /// Every series, by metric and by its label values (rendered `a="x",b="y"`, escaped).
@@ -142,17 +154,25 @@ pub(super) struct Metrics {
 }
 
 impl Metrics {
-    /// Folds one event line; a line that is not an event counts as skipped.
+    /// Folds one event line; a line that is not an event, or whose duration is not one,
+    /// counts as skipped.
     pub(super) fn fold_line(&mut self, line: &[u8]) {
         match serde_json::from_slice::<Line>(line) {
-            Ok(line) => self.fold(line.event),
-            Err(_) => self.skipped(),
+            Ok(line) if line.event.secs().is_none_or(duration) => self.fold(line.event),
+            _ => self.skipped(),
         }
     }
 
-    /// Counts a line that could not be read.
+    /// Counts a line that could not be read. Its one series is always kept, whatever the bound.
     pub(super) fn skipped(&mut self) {
-        self.add("events_skipped_total", &[], 1.0);
+        self.unbounded("events_skipped_total");
+    }
+
+    /// Adds one to `name`, a metric without labels: one series each, outside [`MAX_SERIES`],
+    /// so what tells that something was not counted is counted however many series exist.
+    fn unbounded(&mut self, name: &str) {
+        let metric = self.values.entry(name.into()).or_default();
+        *metric.entry(String::new()).or_default() += 1.0;
     }
 
     fn fold(&mut self, event: Event) {
@@ -186,7 +206,9 @@ impl Metrics {
             Event::StartFailure { pool, site, reason } => {
                 self.add("start_failures_total", &[&pool, &site, &reason], 1.0)
             }
-            Event::CrmHold { site, secs } => self.observe("crm_hold_seconds", &[&site], secs),
+            Event::CrmHold { pool, site, secs } => {
+                self.observe("crm_hold_seconds", &[&pool, &site], secs)
+            }
             Event::Listed { pool, runners } => {
                 // A site the List no longer finds runners on drops to zero.
                 let of_pool = series_key(&["pool"], &[&pool]) + ",";
@@ -200,11 +222,48 @@ impl Metrics {
                         *v = n as f64;
                     }
                 }
+                self.forget_if_empty(&of_pool);
+            }
+            Event::Removed { pool, site } => {
+                let key = series_key(def("runners").labels, &[&pool, &site]);
+                if let Some(v) = self.values.get_mut("runners").and_then(|m| m.get_mut(&key)) {
+                    *v = (*v - 1.0).max(0.0);
+                }
+                self.forget_if_empty(&(series_key(&["pool"], &[&pool]) + ","));
             }
             Event::RemovedAll { removed, failed } => {
                 self.add("remove_all_runners_total", &["removed"], removed as f64);
                 self.add("remove_all_runners_total", &["failed"], failed as f64);
+                if failed == 0 {
+                    // The controller has no runner left anywhere.
+                    self.forget_all_runners();
+                }
             }
+        }
+    }
+
+    /// Removes the runners series of a pool (`of_pool`: the start of their keys) when none
+    /// holds a runner: a pool GARM deleted (after deleting its runners) leaves no series, and
+    /// pools that come and go do not fill [`MAX_SERIES`].
+    fn forget_if_empty(&mut self, of_pool: &str) {
+        let Some(runners) = self.values.get_mut("runners") else {
+            return;
+        };
+        let of = runners.iter().filter(|(k, _)| k.starts_with(of_pool));
+        if of.clone().any(|(_, v)| *v > 0.0) {
+            return;
+        }
+        let keys: Vec<String> = of.map(|(k, _)| k.clone()).collect();
+        for key in keys {
+            runners.remove(&key);
+            self.series = self.series.saturating_sub(1);
+        }
+    }
+
+    /// Removes every runners series: RemoveAllInstances left no runner of any pool.
+    fn forget_all_runners(&mut self) {
+        if let Some(runners) = self.values.remove("runners") {
+            self.series = self.series.saturating_sub(runners.len());
         }
     }
 
@@ -223,8 +282,7 @@ impl Metrics {
             self.series += usize::from(!known);
             return true;
         }
-        let dropped = self.values.entry("series_dropped_total".into());
-        *dropped.or_default().entry(String::new()).or_default() += 1.0;
+        self.unbounded("series_dropped_total");
         false
     }
 
@@ -284,16 +342,30 @@ impl Metrics {
                         );
                     }
                     let _ = writeln!(out, "{name}_bucket{{{key}{sep}le=\"+Inf\"}} {}", h.count);
-                    let _ = writeln!(out, "{name}_sum{} {}", braced(key), h.sum);
+                    let _ = writeln!(out, "{name}_sum{} {}", braced(key), Value(h.sum));
                     let _ = writeln!(out, "{name}_count{} {}", braced(key), h.count);
                 }
             } else {
                 for (key, v) in self.values.get(d.name).into_iter().flatten() {
-                    let _ = writeln!(out, "{name}{} {v}", braced(key));
+                    let _ = writeln!(out, "{name}{} {}", braced(key), Value(*v));
                 }
             }
         }
         out
+    }
+}
+
+/// A sample value as the exposition format spells it (`+Inf`, where Rust writes `inf`).
+struct Value(f64);
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            v if v == f64::INFINITY => f.write_str("+Inf"),
+            v if v == f64::NEG_INFINITY => f.write_str("-Inf"),
+            v if v.is_nan() => f.write_str("NaN"),
+            v => write!(f, "{v}"),
+        }
     }
 }
 
@@ -378,6 +450,85 @@ mod tests {
         assert!(text.contains("edge_connect_provider_runners{pool=\"p\\\"1\",site=\"A/x\"} 2\n"));
         assert!(text.contains("edge_connect_provider_runners{pool=\"p\\\"1\",site=\"A/y\"} 0\n"));
         assert!(text.contains("edge_connect_provider_events_skipped_total 1\n"));
+    }
+
+    #[test]
+    fn unreadable_lines_are_counted_past_the_series_bound() {
+        let mut m = Metrics::default();
+        for i in 0..MAX_SERIES + 1 {
+            m.fold(Event::Listed {
+                pool: format!("pool-{i}"),
+                runners: [(String::new(), 1)].into(),
+            });
+        }
+        m.fold_line(b"cut sho");
+        let text = m.render();
+        assert!(
+            text.contains("edge_connect_provider_events_skipped_total 1\n"),
+            "{}",
+            &text[text.len() - 600..]
+        );
+        assert!(text.contains("edge_connect_provider_series_dropped_total 1\n"));
+    }
+
+    #[test]
+    fn a_sum_grown_to_infinity_survives_its_snapshot() {
+        let mut m = Metrics::default();
+        for _ in 0..2 {
+            m.fold(Event::CrmHold {
+                pool: "p".into(),
+                site: "A/x".into(),
+                secs: f64::MAX,
+            });
+        }
+        let saved = serde_json::to_vec(&m).unwrap();
+        let read: Metrics = serde_json::from_slice(&saved).unwrap();
+        assert!(read.render().contains(
+            "edge_connect_provider_crm_hold_seconds_sum{pool=\"p\",site=\"A/x\"} +Inf\n"
+        ));
+    }
+
+    #[test]
+    fn a_negative_duration_is_not_one() {
+        let mut m = Metrics::default();
+        m.fold_line(br#"{"t":1,"ev":"crm_hold","site":"A/x","secs":-1e308}"#);
+        let text = m.render();
+        assert!(text.contains("edge_connect_provider_events_skipped_total 1\n"));
+        assert!(!text.contains("crm_hold_seconds_sum"), "{text}");
+    }
+
+    #[test]
+    fn a_pool_whose_runners_are_deleted_leaves_no_series() {
+        let mut m = Metrics::default();
+        m.fold(Event::Listed {
+            pool: "p".into(),
+            runners: [("A/x".to_string(), 1), ("A/y".to_string(), 1)].into(),
+        });
+        m.fold(Event::Removed {
+            pool: "p".into(),
+            site: "A/x".into(),
+        });
+        let text = m.render();
+        assert!(text.contains("edge_connect_provider_runners{pool=\"p\",site=\"A/x\"} 0\n"));
+        assert!(text.contains("edge_connect_provider_runners{pool=\"p\",site=\"A/y\"} 1\n"));
+        m.fold(Event::Removed {
+            pool: "p".into(),
+            site: "A/y".into(),
+        });
+        assert!(!m.render().contains("edge_connect_provider_runners{"));
+        assert_eq!(m.series, 0);
+        // RemoveAllInstances that removed everything leaves no runner of any pool.
+        for pool in ["p", "q"] {
+            m.fold(Event::Listed {
+                pool: pool.into(),
+                runners: [("A/x".to_string(), 1)].into(),
+            });
+        }
+        m.fold(Event::RemovedAll {
+            removed: 2,
+            failed: 0,
+        });
+        assert!(!m.render().contains("edge_connect_provider_runners{"));
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! it, the default); each [`Event`] is then one `write(2)` under `O_APPEND` and a shared `flock`,
 //! so that GARM's concurrent commands never interleave their lines, the sidecar never truncates
 //! a line being written, and a command that GARM kills loses nothing it already wrote. Labels
-//! are bounded by construction (a pool id, a configured site, a fixed set of reasons); an event
-//! never carries an instance name, a message text or a secret.
+//! are bounded by construction (a pool id, a site, a fixed set of reasons); an event never
+//! carries an instance name or a message text, and every label value passes through the
+//! command's scrubber first: a pool id or a site read from Edge Connect's answer is the
+//! controller's text, which may echo a secret.
 
 mod fold;
 mod serve;
@@ -19,6 +21,7 @@ use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
+use edge_connect::Scrubber;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
@@ -94,20 +97,42 @@ pub enum Event {
         site: String,
         reason: String,
     },
-    /// A delete met an AppInst its site's CRM holds, `secs` after its create.
-    CrmHold { site: String, secs: f64 },
+    /// A delete met an AppInst of `pool` its site's CRM holds, `secs` after its create.
+    CrmHold {
+        /// Absent in the lines of versions before it: empty.
+        #[serde(default)]
+        pool: String,
+        site: String,
+        secs: f64,
+    },
     /// A List of `pool` found `runners` on each site (`""`: stopped, no AppInst).
     Listed {
         pool: String,
         runners: std::collections::BTreeMap<String, u64>,
     },
+    /// A DeleteInstance removed a runner of `pool` that ran on `site` (`""`: stopped).
+    Removed { pool: String, site: String },
     /// RemoveAllInstances removed `removed` runners and could not remove `failed`.
     RemovedAll { removed: u64, failed: u64 },
 }
 
-/// The events file and what the running command noted for its `End`.
+impl Event {
+    /// The duration the event carries, if any.
+    fn secs(&self) -> Option<f64> {
+        match self {
+            Event::End { secs, .. }
+            | Event::Rpc { secs, .. }
+            | Event::Placed { secs, .. }
+            | Event::CrmHold { secs, .. } => Some(*secs),
+            _ => None,
+        }
+    }
+}
+
+/// The events file, the command's scrubber and what the running command noted for its `End`.
 struct Recorder {
     file: std::fs::File,
+    scrubber: Scrubber,
     command: Mutex<Noted>,
 }
 
@@ -115,6 +140,10 @@ struct Recorder {
 #[derive(Default)]
 struct Noted {
     began: Option<Instant>,
+    /// The pool the command was given (its `Begin`'s): its `End` carries the same, so that
+    /// started minus ended counts the killed commands of each pool.
+    given: String,
+    /// The pool of the runner the command acts on: the one given, or the one its App records.
     pool: String,
     site: String,
     reason: String,
@@ -122,13 +151,15 @@ struct Noted {
 
 static RECORDER: OnceLock<Recorder> = OnceLock::new();
 
-/// Records events to `path` from now on in this process. A file that cannot be opened is logged
-/// and the command goes on without metrics: a runner matters more than its count.
-pub fn install(path: &Path) {
+/// Records events to `path` from now on in this process, every label value masked by
+/// `scrubber` (the command's, which learns its secrets after this). A file that cannot be opened
+/// is logged and the command goes on without metrics: a runner matters more than its count.
+pub fn install(path: &Path, scrubber: Scrubber) {
     match crate::logging::open_append(path) {
         Ok(file) => {
             let _ = RECORDER.set(Recorder {
                 file,
+                scrubber,
                 command: Mutex::new(Noted::default()),
             });
         }
@@ -187,8 +218,16 @@ pub(crate) fn flock(fd: std::os::fd::RawFd, how: libc::c_int) -> std::io::Result
     }
 }
 
+/// A label value: masked by the command's scrubber (whole, before it is cut: a cut could leave
+/// a secret's start unrecognised), then at most [`MAX_LABEL`] characters.
 fn label(s: &str) -> String {
-    s.chars().take(MAX_LABEL).collect()
+    let masked = RECORDER.get().map(|r| r.scrubber.scrub(s));
+    masked
+        .as_deref()
+        .unwrap_or(s)
+        .chars()
+        .take(MAX_LABEL)
+        .collect()
 }
 
 fn noted() -> Option<std::sync::MutexGuard<'static, Noted>> {
@@ -200,6 +239,7 @@ pub fn begin(cmd: &str, pool: &str) {
     if let Some(mut noted) = noted() {
         *noted = Noted {
             began: Some(Instant::now()),
+            given: label(pool),
             pool: label(pool),
             ..Noted::default()
         };
@@ -226,7 +266,7 @@ pub fn end<T>(cmd: &str, result: &Result<T, Error>, logins: usize) {
     };
     record(Event::End {
         cmd: cmd.into(),
-        pool: noted.pool,
+        pool: noted.given,
         site: noted.site,
         outcome: outcome.into(),
         reason,
@@ -261,6 +301,46 @@ pub fn note_pool(pool: &str) {
             noted.pool = label(pool);
         }
     }
+}
+
+/// The site the command is placing its runner on now (the last one tried names a failed
+/// create's).
+pub fn note_site(site: &str) {
+    if let Some(mut noted) = noted() {
+        noted.site = label(site);
+    }
+}
+
+/// A delete, stop or get found its runner: the pool its App records and the site of its
+/// AppInst (the one that runs, first in removal order; none: stopped).
+pub fn note_runner(pool: &str, inst: Option<&edge_connect::models::AppInst>) {
+    note_pool(pool);
+    note_site(&inst.map(site_of).unwrap_or_default());
+}
+
+/// A DeleteInstance removed a runner of `pool` whose AppInst `inst` was (none: stopped): the
+/// runners gauge of its pool and site counts one less.
+pub fn removed(pool: &str, inst: Option<&edge_connect::models::AppInst>) {
+    // The site as ListInstances shows it (`status::RunnerView`'s `site`): the cloudlet first.
+    let runs_on = inst.and_then(|i| {
+        i.cloudlet()
+            .or(i.zone_key.as_ref().filter(|z| !z.is_empty()))
+    });
+    record(Event::Removed {
+        pool: label(pool),
+        site: label(
+            &runs_on.map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name)),
+        ),
+    });
+}
+
+/// The configured site an AppInst was placed on, as `ORG/NAME`: its zone, else its cloudlet.
+fn site_of(inst: &edge_connect::models::AppInst) -> String {
+    inst.zone_key
+        .as_ref()
+        .filter(|z| !z.is_empty())
+        .or(inst.cloudlet())
+        .map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name))
 }
 
 /// The runner is Ready on `site`.
@@ -318,20 +398,17 @@ pub fn kubelet_reason(reason: &str) -> &str {
     }
 }
 
-/// A delete met `inst`, which its site's CRM holds: its age (from its `created_at`) by site.
-pub fn crm_hold(inst: &edge_connect::models::AppInst) {
+/// A delete met `inst` of a runner of `pool`, which its site's CRM holds: its age (from its
+/// `created_at`) by pool and site.
+pub fn crm_hold(pool: &str, inst: &edge_connect::models::AppInst) {
     use time::format_description::well_known::Rfc3339;
     let Ok(created) = time::OffsetDateTime::parse(&inst.created_at, &Rfc3339) else {
         return;
     };
-    let site = inst
-        .zone_key
-        .as_ref()
-        .filter(|z| !z.is_empty())
-        .or(inst.cloudlet())
-        .map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name));
+    let site = site_of(inst);
     let secs = (time::OffsetDateTime::now_utc() - created).as_seconds_f64();
     record(Event::CrmHold {
+        pool: label(pool),
         site: label(&site),
         secs: secs.max(0.0),
     });
@@ -339,9 +416,17 @@ pub fn crm_hold(inst: &edge_connect::models::AppInst) {
 
 /// A List found runners of `pool` on `sites` (one entry per runner).
 pub fn listed<'a>(pool: &str, sites: impl Iterator<Item = &'a str>) {
-    let mut runners = std::collections::BTreeMap::new();
+    if RECORDER.get().is_none() {
+        return;
+    }
+    // Counted by the site as read, then each of the few sites masked once (not each runner's).
+    let mut read = std::collections::BTreeMap::<&str, u64>::new();
     for site in sites {
-        *runners.entry(label(site)).or_insert(0) += 1;
+        *read.entry(site).or_insert(0) += 1;
+    }
+    let mut runners = std::collections::BTreeMap::new();
+    for (site, n) in read {
+        *runners.entry(label(site)).or_insert(0) += n;
     }
     record(Event::Listed {
         pool: label(pool),

@@ -1,26 +1,38 @@
 //! `metrics serve`: the sidecar's HTTP side. `GET /metrics` folds what the commands appended
 //! since the last scrape and answers every metric in the text exposition format; every
 //! `compact` interval, and once more on SIGTERM or SIGINT, the events are folded into the
-//! snapshot and the file truncated (`sidecar.rs`). A plain HTTP/1.1 server on tokio: one
-//! request per connection, a bounded request head, a bounded number of connections.
+//! snapshot and the file truncated (`sidecar.rs`).
+//!
+//! HTTP is hyper's server (already built into the binary for the client): it parses requests,
+//! answers a head past [`MAX_HEAD`] with 431 and closes a connection whose head has not come
+//! within [`HEAD_TIMEOUT`]. Each connection is a task of its own, so slow clients never hold up
+//! a scrape or the signals; at most [`MAX_CONNECTIONS`] are open at once (more are closed when
+//! accepted), and none lives longer than [`CONNECTION_TIMEOUT`]. SIGTERM ends the process at
+//! once, whatever connections are open: it compacts and exits.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
 
 use super::sidecar::Consumer;
 use crate::error::Error;
 
-/// A request head larger than this is refused (a scrape's is a few hundred bytes).
+/// The most bytes a request head may take (a scrape's is a few hundred); hyper's least.
 const MAX_HEAD: usize = 8 * 1024;
-/// A connection that has not sent its request head, or not taken its answer, by then is closed.
-const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections served at once; more wait in the listen queue.
-const MAX_CONNECTIONS: usize = 32;
+/// A connection whose request head has not come by then is closed.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection that has not taken its answer by then is closed.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections open at once; one more is closed as soon as it is accepted. Far more than a
+/// Prometheus or two and a person need, so clients that send their heads slowly still leave
+/// room for the scrapes until [`HEAD_TIMEOUT`] ends them.
+const MAX_CONNECTIONS: usize = 256;
 
 /// Serves the metrics of `events` on `listen` until SIGTERM / SIGINT; the counters are kept in
 /// `snapshot` every `compact`.
@@ -35,6 +47,7 @@ pub fn serve(
         .enable_all()
         .build()
         .map_err(|e| Error::caused_by(format!("cannot start the async runtime: {e}"), e))?;
+    // Dropping the runtime when `run` returns ends the connections still open.
     runtime.block_on(run(Arc::new(Mutex::new(consumer)), listen, compact))
 }
 
@@ -50,6 +63,11 @@ async fn run(
     // The first line on stdout: a supervisor or a test learns the port (`--listen 127.0.0.1:0`).
     println!("serving metrics on http://{bound}/metrics");
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD)
+        .keep_alive(false);
     let mut compaction = tokio::time::interval(every);
     compaction.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -58,10 +76,15 @@ async fn run(
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                let Ok(slot) = slots.clone().acquire_owned().await else { continue };
+                // Never waited for: the loop must stay free for the signals.
+                let Ok(slot) = slots.clone().try_acquire_owned() else { continue };
                 let consumer = consumer.clone();
+                let service = hyper::service::service_fn(move |request| {
+                    std::future::ready(Ok::<_, Infallible>(answer(&request, &consumer)))
+                });
+                let connection = http.serve_connection(TokioIo::new(stream), service);
                 tokio::spawn(async move {
-                    let _ = tokio::time::timeout(CONNECTION_TIMEOUT, answer(stream, &consumer)).await;
+                    let _ = tokio::time::timeout(CONNECTION_TIMEOUT, connection).await;
                     drop(slot);
                 });
             }
@@ -82,57 +105,30 @@ fn compact(consumer: &Mutex<Consumer>) {
     }
 }
 
-/// Reads one request head and answers it.
-async fn answer(mut stream: TcpStream, consumer: &Mutex<Consumer>) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        head.extend_from_slice(&buf[..n]);
-        if head.len() > MAX_HEAD {
-            respond(&mut stream, "431 Request Header Fields Too Large", "").await?;
-            // Read what the client still sends (bounded) before closing: closing with unread
-            // bytes resets the connection, and the client could lose the answer.
-            let mut rest = (&mut stream).take(64 * 1024);
-            let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
-            return Ok(());
-        }
-    }
-    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
-    let mut words = line.split(|b| *b == b' ');
-    let (method, target) = (
-        words.next().unwrap_or_default(),
-        words.next().unwrap_or_default(),
+/// The answer to one request: the metrics for `GET /metrics`, a short refusal otherwise.
+fn answer<B>(request: &Request<B>, consumer: &Mutex<Consumer>) -> Response<String> {
+    let (status, body) = match (request.method(), request.uri().path()) {
+        (&Method::GET, "/metrics") => match consumer.lock() {
+            Ok(mut c) => match c.poll() {
+                Ok(()) => (StatusCode::OK, c.metrics().render()),
+                Err(e) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("cannot read the events: {e}\n"),
+                ),
+            },
+            Err(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the sidecar's state is poisoned\n".to_string(),
+            ),
+        },
+        (&Method::GET, _) => (StatusCode::NOT_FOUND, "only /metrics is served\n".into()),
+        _ => (StatusCode::METHOD_NOT_ALLOWED, String::new()),
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
-    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
-    match (method, path) {
-        (b"GET", b"/metrics") => {
-            let body = match consumer.lock() {
-                Ok(mut c) => match c.poll() {
-                    Ok(()) => Ok(c.metrics().render()),
-                    Err(e) => Err(format!("cannot read the events: {e}\n")),
-                },
-                Err(_) => Err("the sidecar's state is poisoned\n".to_string()),
-            };
-            match body {
-                Ok(body) => respond(&mut stream, "200 OK", &body).await,
-                Err(e) => respond(&mut stream, "500 Internal Server Error", &e).await,
-            }
-        }
-        (b"GET", _) => respond(&mut stream, "404 Not Found", "only /metrics is served\n").await,
-        _ => respond(&mut stream, "405 Method Not Allowed", "").await,
-    }
-}
-
-async fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await
+    response
 }

@@ -9,6 +9,12 @@
 //! the start of the file and are not counted twice; otherwise the file was truncated and all of
 //! it is new. Every line carries its time in milliseconds, so a new file does not repeat an old
 //! one's bytes.
+//!
+//! The sidecar never waits for the lock: a compaction that finds it held by someone else (a
+//! writer in its milliseconds, or a stray `flock` that never ends) saves the snapshot without
+//! truncating, which the snapshot's byte count and hash allow, and truncates at a later one. An
+//! events file replaced under its name (log rotation) is told by its device and inode and read
+//! from its start.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -41,6 +47,8 @@ pub(super) struct Consumer {
     offset: u64,
     /// Their hash.
     hash: Sha256,
+    /// The device and inode of the file `offset` counts in.
+    file: Option<(u64, u64)>,
 }
 
 impl Consumer {
@@ -52,6 +60,7 @@ impl Consumer {
             metrics: Metrics::default(),
             offset: 0,
             hash: Sha256::new(),
+            file: None,
         };
         let shown = snapshot.display();
         let text = match std::fs::read(snapshot) {
@@ -70,6 +79,7 @@ impl Consumer {
             if copied == saved.consumed && hex(&hash) == saved.sha256 {
                 consumer.offset = copied;
                 consumer.hash = hash;
+                consumer.file = file.metadata().ok().as_ref().map(identity);
             }
         }
         Ok(consumer)
@@ -91,7 +101,8 @@ impl Consumer {
 
     /// Under the writers' lock: folds what is left (a line without its newline now is the
     /// remnant of a writer that died mid-line, and is skipped), saves the snapshot, truncates
-    /// the events file.
+    /// the events file. When someone else holds the lock, folds the complete lines and saves the
+    /// snapshot of them, leaving the file as it is.
     pub(super) fn compact(&mut self) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::OpenOptionsExt;
@@ -105,7 +116,13 @@ impl Consumer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.save(),
             Err(e) => return Err(e),
         };
-        super::flock(file.as_raw_fd(), libc::LOCK_EX)?;
+        match super::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.read(&file)?;
+                return self.save();
+            }
+            locked => locked?,
+        }
         let result = self.compact_locked(&file);
         super::flock(file.as_raw_fd(), libc::LOCK_UN)?;
         result
@@ -149,11 +166,14 @@ impl Consumer {
     /// newline (still being written). A line longer than [`MAX_LINE`] is skipped once its
     /// newline is there.
     fn read(&mut self, file: &File) -> std::io::Result<()> {
-        let len = file.metadata()?.len();
-        if len < self.offset {
-            // Truncated by someone else: start again at its beginning.
+        let meta = file.metadata()?;
+        let (len, now) = (meta.len(), Some(identity(&meta)));
+        if len < self.offset || self.file != now {
+            // Truncated by someone else, or another file under the name (rotated): start again
+            // at its beginning.
             self.offset = 0;
             self.hash = Sha256::new();
+            self.file = now;
         }
         let mut reader = BufReader::with_capacity(64 * 1024, file);
         reader.seek(SeekFrom::Start(self.offset))?;
@@ -199,6 +219,12 @@ impl Consumer {
             self.metrics.skipped();
         }
     }
+}
+
+/// What tells one file from another under the same name.
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
 fn hex(hash: &Sha256) -> String {
@@ -307,6 +333,48 @@ mod tests {
         c.poll().unwrap();
         assert_eq!(started(&c, "a"), "1");
         assert_eq!(started(&c, "b"), "2");
+    }
+
+    #[test]
+    fn a_rotated_events_file_is_read_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, snap) = (dir.path().join("events"), dir.path().join("snap"));
+        append(&events, &event("a"));
+        append(&events, &event("a"));
+        let mut c = Consumer::open(&events, &snap).unwrap();
+        c.poll().unwrap();
+        assert_eq!(started(&c, "a"), "2");
+        // logrotate's way: the old file renamed away, a new one under the name, longer than
+        // what was read of the old one.
+        std::fs::rename(&events, dir.path().join("events.1")).unwrap();
+        for _ in 0..3 {
+            append(&events, &event("b"));
+        }
+        c.poll().unwrap();
+        assert_eq!(started(&c, "b"), "3");
+        assert_eq!(skipped(&c), "0");
+    }
+
+    #[test]
+    fn a_lock_held_by_someone_else_does_not_stop_a_compaction() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let (events, snap) = (dir.path().join("events"), dir.path().join("snap"));
+        append(&events, &event("a"));
+        let holder = File::open(&events).unwrap();
+        crate::metrics::flock(holder.as_raw_fd(), libc::LOCK_SH).unwrap();
+        let mut c = Consumer::open(&events, &snap).unwrap();
+        c.compact().unwrap();
+        // Saved but not truncated: a restart counts nothing twice.
+        assert!(std::fs::metadata(&events).unwrap().len() > 0);
+        drop(c);
+        let mut c = Consumer::open(&events, &snap).unwrap();
+        c.poll().unwrap();
+        assert_eq!(started(&c, "a"), "1");
+        drop(holder);
+        c.compact().unwrap();
+        assert_eq!(std::fs::metadata(&events).unwrap().len(), 0);
+        assert_eq!(started(&c, "a"), "1");
     }
 
     #[test]

@@ -175,7 +175,7 @@ impl Provider {
         for inst in &runner.app_insts {
             if let Busy::Report { patience } = busy {
                 if patience.is_zero() && creating(&inst.state) {
-                    crate::metrics::crm_hold(inst);
+                    crate::metrics::crm_hold(&runner.vars.pool_id, inst);
                     held_insts.push(held(inst));
                     continue;
                 }
@@ -351,13 +351,14 @@ impl Provider {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
-        crate::metrics::note_pool(&runner.vars.pool_id);
+        crate::metrics::note_runner(&runner.vars.pool_id, runner.app_insts.first());
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         // A runner has two AppInsts when a failover went past a site that held its first one
         // (docs/architecture.md, "Failover"): the one that runs goes first, whatever holds the
         // other.
         self.remove_app_insts(&runner, busy, None).await?;
         self.delete_app(&runner.key, None).await?;
+        crate::metrics::removed(&runner.vars.pool_id, runner.app_insts.first());
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
     }

@@ -132,6 +132,7 @@ impl Provider {
             let failover = i + 1 < sites.len();
             let name_taken = held.iter().any(|h| h.name == app_key.name);
             let name = app_inst_name(&app_key.name, i, name_taken);
+            crate::metrics::note_site(&site_name(site));
             let mut refusal = match self.place(&runner, &name, site, target, failover).await {
                 Attempt::Placed => {
                     crate::metrics::placed(&site_name(site));

@@ -17,6 +17,7 @@ impl Provider {
     /// time its CRM lets it go.
     pub(super) async fn stop(&self, instance: &str, wait: bool) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
+        crate::metrics::note_runner(&runner.vars.pool_id, runner.app_insts.first());
         // Normally one; two after a failover past a site that held the first.
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         self.remove_app_insts(&runner, busy, None)

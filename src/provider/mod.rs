@@ -283,7 +283,12 @@ impl Provider {
         let logins = self.client.logins();
         let result = self.dispatch(operation).await;
         if let (Ok(Outcome::Instances(list)), false) = (&result, pool.is_empty()) {
-            crate::metrics::listed(&pool, list.iter().map(|r| r.site.as_str()));
+            // A stopped runner (no AppInst, no state) is on no site, whatever its App records.
+            let sites = list.iter().map(|r| match r.state.is_empty() {
+                true => "",
+                false => r.site.as_str(),
+            });
+            crate::metrics::listed(&pool, sites);
         }
         crate::metrics::end(command, &result, self.client.logins() - logins);
         result

@@ -16,6 +16,7 @@ impl Provider {
 
     pub(super) async fn get(&self, instance: &str) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
+        crate::metrics::note_runner(&runner.vars.pool_id, runner.app_insts.first());
         Ok(Outcome::Instance(Box::new(self.view_of(runner))))
     }
 

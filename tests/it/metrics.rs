@@ -139,14 +139,46 @@ fn the_sidecar_keeps_its_counters_across_a_restart_and_truncates_the_events() {
     stop(child);
     assert_eq!(std::fs::metadata(&events).unwrap().len(), 0);
 
+    let g = w.garm("GetInstance", &[("GARM_INSTANCE_ID", "garm-mr1")], None);
+    assert_eq!(g.code, 0, "{}", g.stderr);
     let d = w.garm("DeleteInstance", &[("GARM_INSTANCE_ID", "garm-mr1")], None);
     assert_eq!(d.code, 0, "{}", d.stderr);
     let (child, port) = sidecar(&events);
     let (_, after) = get(port, "/metrics").unwrap();
     assert_eq!(sample(&after, &ok), Some(1.0), "{after}");
-    let deleted = format!("edge_connect_provider_commands_total{{command=\"DeleteInstance\",pool=\"{POOL}\",site=\"\",outcome=\"ok\",reason=\"\"}}");
-    assert_eq!(sample(&after, &deleted), Some(1.0), "{after}");
+    // GARM names a runner to delete by instance: the delete starts and ends without a pool,
+    // and names the site its AppInst ran on.
+    let deleted = "edge_connect_provider_commands_total{command=\"DeleteInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"ok\",reason=\"\"}";
+    assert_eq!(sample(&after, deleted), Some(1.0), "{after}");
+    let got = "edge_connect_provider_commands_total{command=\"GetInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"ok\",reason=\"\"}";
+    assert_eq!(sample(&after, got), Some(1.0), "{after}");
+    assert_started_equals_ended(&after);
     stop(child);
+}
+
+/// Every command of `text` (a scrape) that began also ended, pool by pool: none was killed.
+fn assert_started_equals_ended(text: &str) {
+    let mut by_pool = std::collections::BTreeMap::<String, f64>::new();
+    for line in text.lines() {
+        let (series, value) = line.rsplit_once(' ').unwrap_or_default();
+        let labels = |prefix: &str| {
+            let rest = series.strip_prefix(prefix)?;
+            let pool_at = rest.find(",pool=\"")? + 7;
+            let pool = &rest[pool_at..pool_at + rest[pool_at..].find('"')?];
+            let command = rest.strip_prefix("{command=\"")?.split('"').next()?;
+            Some(format!("{command} {pool}"))
+        };
+        let v: f64 = value.parse().unwrap_or(0.0);
+        if let Some(key) = labels("edge_connect_provider_commands_started_total") {
+            *by_pool.entry(key).or_default() += v;
+        } else if let Some(key) = labels("edge_connect_provider_commands_total") {
+            *by_pool.entry(key).or_default() -= v;
+        }
+    }
+    assert!(!by_pool.is_empty(), "{text}");
+    for (command_pool, left) in by_pool {
+        assert_eq!(left, 0.0, "{command_pool}: started minus ended in\n{text}");
+    }
 }
 
 #[test]
@@ -301,7 +333,7 @@ fn a_real_prometheus_holds_what_garms_commands_did() {
         (format!("{p}start_failures_total{{site=\"TelekomOP/Munich\",reason=\"CrashLoopBackOff\"}}"), 1.0),
         (format!("{p}start_failures_total{{site=\"TelekomOP/Munich\",reason=\"Unschedulable\"}}"), 1.0),
         (format!("{p}failovers_total{{from=\"TelekomOP/Munich\",to=\"TelekomOP/Berlin\",pool=\"{POOL}\"}}"), 1.0),
-        (format!("{p}commands_total{{command=\"DeleteInstance\",outcome=\"ok\",pool=\"{POOL}\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"DeleteInstance\",outcome=\"ok\",site=\"TelekomOP/Munich\"}}"), 1.0),
         (format!("{p}command_duration_seconds_count{{command=\"DeleteInstance\",outcome=\"ok\"}}"), 1.0),
         (format!("{p}create_ready_seconds_count{{pool=\"{POOL}\"}}"), 2.0),
         (format!("{p}runners{{pool=\"{POOL}\",site=\"TelekomOP/Berlin\"}}"), 1.0),
@@ -508,13 +540,14 @@ fn a_crm_hold_and_its_start_failure_are_counted() {
     stop(side);
     let p = "edge_connect_provider_";
     for (series, want) in [
-        (format!("{p}crm_hold_seconds_count{{site=\"TelekomOP/Munich\"}}"), 1.0),
+        (format!("{p}crm_hold_seconds_count{{pool=\"{POOL}\",site=\"TelekomOP/Munich\"}}"), 1.0),
         (format!("{p}start_failures_total{{pool=\"{POOL}\",site=\"TelekomOP/Munich\",reason=\"ImagePullBackOff\"}}"), 1.0),
-        (format!("{p}commands_total{{command=\"CreateInstance\",pool=\"{POOL}\",site=\"\",outcome=\"error\",reason=\"ImagePullBackOff\"}}"), 1.0),
-        (format!("{p}commands_total{{command=\"DeleteInstance\",pool=\"{POOL}\",site=\"\",outcome=\"error\",reason=\"left_behind\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"CreateInstance\",pool=\"{POOL}\",site=\"TelekomOP/Munich\",outcome=\"error\",reason=\"ImagePullBackOff\"}}"), 1.0),
+        (format!("{p}commands_total{{command=\"DeleteInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"error\",reason=\"left_behind\"}}"), 1.0),
     ] {
         assert_eq!(sample(&text, &series), Some(want), "{series} in\n{text}");
     }
+    assert_started_equals_ended(&text);
 }
 
 /// GARM runs commands at once: their lines never interleave, and every one is whole.
@@ -554,8 +587,8 @@ fn the_sidecar_refuses_what_is_not_a_scrape() {
     s.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 405 "), "{answer}");
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    // A little more than the sidecar's 8 KiB bound, and no more: it reads all of it before it
-    // answers, so its close does not reset the connection before the answer is read.
+    // A little more than the sidecar's 8 KiB bound, and no more: little is left unread when it
+    // closes, so its close does not reset the connection before the answer is read.
     let mut huge = String::from("GET /metrics HTTP/1.1\r\nX: ");
     huge.push_str(&"a".repeat(8 * 1024 + 100 - huge.len()));
     s.write_all(huge.as_bytes()).unwrap();
@@ -564,4 +597,258 @@ fn the_sidecar_refuses_what_is_not_a_scrape() {
     assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
     assert_eq!(get(port, "/metrics").unwrap().0, "HTTP/1.1 200 OK");
     stop(side);
+}
+
+/// A controller whose cloudlet is named with the Edge Connect password (any text an answer
+/// carries is the controller's): the site labels of the List, the delete and the CRM hold are
+/// masked in the events file and on /metrics, as in the log.
+#[test]
+fn a_secret_an_answer_carries_is_masked_in_events_and_metrics() {
+    let config = edge_connect_sim::SimConfig {
+        zones: vec![("TelekomOP".into(), "Munich".into())],
+        // The zone holds the first cloudlet no other zone holds: this one.
+        cloudlets: vec![("TelekomOP".into(), PASSWORD.into())],
+        ..two_zones()
+    };
+    let (w, events) = world_with_events(config);
+    let r = w.create("bootstrap-github-jit.json", "garm-mmask1", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let l = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(l.code, 0, "{}", l.stderr);
+    assert!(l.stdout.contains("garm-mmask1"), "{}", l.stdout);
+    let text = std::fs::read_to_string(&events).unwrap();
+    assert!(!text.contains(PASSWORD), "{text}");
+    let (side, port) = sidecar(&events);
+    let (_, served) = get(port, "/metrics").unwrap();
+    let masked = format!("edge_connect_provider_runners{{pool=\"{POOL}\",site=\"TelekomOP/***\"}}");
+    assert_eq!(sample(&served, &masked), Some(1.0), "{served}");
+    let d = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-mmask1")],
+        None,
+    );
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let (_, served) = get(port, "/metrics").unwrap();
+    stop(side);
+    assert!(!served.contains(PASSWORD), "{served}");
+    let text = std::fs::read_to_string(&events).unwrap_or_default();
+    assert!(!text.contains(PASSWORD), "{text}");
+    w.assert_no_secrets(&[&r, &l, &d]);
+}
+
+/// The runners gauge holds what each site holds now: after GARM deleted a pool's runners (and
+/// then the pool, which it lists no more), the pool's series are gone.
+#[test]
+fn runners_deleted_since_the_last_list_are_not_shown() {
+    let (w, events) = world_with_events(two_zones());
+    for name in ["garm-mgone1", "garm-mgone2"] {
+        let r = w.create("bootstrap-github-jit.json", name, POOL, &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let l = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(l.code, 0, "{}", l.stderr);
+    let (side, port) = sidecar(&events);
+    let series =
+        format!("edge_connect_provider_runners{{pool=\"{POOL}\",site=\"TelekomOP/Munich\"}}");
+    let (_, served) = get(port, "/metrics").unwrap();
+    assert_eq!(sample(&served, &series), Some(2.0), "{served}");
+    let d = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-mgone1")],
+        None,
+    );
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let (_, served) = get(port, "/metrics").unwrap();
+    assert_eq!(sample(&served, &series), Some(1.0), "{served}");
+    let d = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-mgone2")],
+        None,
+    );
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let (_, served) = get(port, "/metrics").unwrap();
+    assert!(!served.contains("runners{"), "{served}");
+    // RemoveAllInstances that removes every runner leaves none shown either.
+    let r = w.create("bootstrap-github-jit.json", "garm-mgone3", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let l = w.garm("ListInstances", &[("GARM_POOL_ID", POOL)], None);
+    assert_eq!(l.code, 0, "{}", l.stderr);
+    let (_, served) = get(port, "/metrics").unwrap();
+    assert_eq!(sample(&served, &series), Some(1.0), "{served}");
+    let all = w.garm("RemoveAllInstances", &[], None);
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let (_, served) = get(port, "/metrics").unwrap();
+    stop(side);
+    assert!(!served.contains("runners{"), "{served}");
+}
+
+/// `check`'s membership probe is a DeleteApp answered "not found" by design: not an Edge
+/// Connect error on the dashboard.
+#[test]
+fn checks_membership_probe_is_not_counted_as_an_error() {
+    let (w, events) = world_with_events(two_zones());
+    let r = w.cli(&["check"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&events).unwrap();
+    assert!(text.contains("\"rpc\":\"login\""), "{text}");
+    assert!(!text.contains("\"rpc\":\"DeleteApp\""), "{text}");
+}
+
+/// The sidecar run over `events`: its first scrape, then SIGTERM.
+fn scrape_of(events: &Path) -> String {
+    let (side, port) = sidecar(events);
+    let (status, served) = get(port, "/metrics").unwrap();
+    stop(side);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{served}");
+    served
+}
+
+/// Durations so large that their sum overflows: the snapshot the sidecar writes on SIGTERM is
+/// one it starts from again.
+#[test]
+fn the_sidecar_starts_from_a_snapshot_with_an_infinite_sum() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let huge = "{\"t\":1,\"ev\":\"crm_hold\",\"site\":\"TelekomOP/Munich\",\"secs\":1.7e308}\n";
+    std::fs::write(&events, huge.repeat(2)).unwrap();
+    let sum = "edge_connect_provider_crm_hold_seconds_sum{pool=\"\",site=\"TelekomOP/Munich\"}";
+    let served = scrape_of(&events);
+    assert!(served.contains(&format!("{sum} +Inf\n")), "{served}");
+    assert_eq!(std::fs::metadata(&events).unwrap().len(), 0);
+    // The restart reads the snapshot back.
+    let served = scrape_of(&events);
+    assert!(served.contains(&format!("{sum} +Inf\n")), "{served}");
+}
+
+/// An unreadable line is counted even when the series bound is reached.
+#[test]
+fn unreadable_lines_are_counted_at_the_series_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let mut text: String = (0..10_001)
+        .map(|i| {
+            format!("{{\"t\":{i},\"ev\":\"begin\",\"cmd\":\"ListInstances\",\"pool\":\"p{i}\"}}\n")
+        })
+        .collect();
+    text.push_str("{\"t\":1,\"ev\":\"beg\n");
+    std::fs::write(&events, text).unwrap();
+    let served = scrape_of(&events);
+    assert_eq!(
+        sample(&served, "edge_connect_provider_series_dropped_total"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&served, "edge_connect_provider_events_skipped_total"),
+        Some(1.0)
+    );
+}
+
+/// Waits for `child` to exit (a bound only against a test that would hang).
+fn exits(child: &mut Reaped) -> std::process::ExitStatus {
+    let started = Instant::now();
+    while started.elapsed() < PATIENCE {
+        if let Some(status) = child.0.try_wait().expect("wait") {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the sidecar did not exit after SIGTERM");
+}
+
+fn sigterm(child: &Reaped) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+}
+
+/// Forty clients that send their request heads a byte at a time: a scrape is answered while
+/// every one of them is still connected, and SIGTERM ends the sidecar while they are.
+#[test]
+fn slow_clients_stall_neither_a_scrape_nor_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut side, port) = sidecar(&dir.path().join("events.jsonl"));
+    let mut slow: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: a").unwrap();
+            s
+        })
+        .collect();
+    let (status, _) = get(port, "/metrics").unwrap();
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    // Still open: the scrape did not wait for the server to close them.
+    for s in &mut slow {
+        s.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        match s.peek(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("a slow client was closed before the scrape was answered: {other:?}"),
+        }
+    }
+    sigterm(&side);
+    let status = exits(&mut side);
+    assert!(status.success(), "{status:?}");
+    drop(slow);
+}
+
+/// Someone holds a shared lock on the events file for good (a stray `flock -s`): scrapes are
+/// answered, SIGTERM ends the sidecar, and nothing is counted twice after it. Then the file is
+/// rotated (renamed away, a new one under the name): the new file is read from its start.
+#[test]
+fn a_held_lock_and_a_rotated_events_file() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let line = |pool: &str| {
+        format!("{{\"t\":1,\"ev\":\"begin\",\"cmd\":\"ListInstances\",\"pool\":\"{pool}\"}}\n")
+    };
+    std::fs::write(&events, line("a")).unwrap();
+    let holder = std::fs::File::open(&events).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let started = |text: &str, pool: &str| {
+        sample(
+            text,
+            &format!("edge_connect_provider_commands_started_total{{command=\"ListInstances\",pool=\"{pool}\"}}"),
+        )
+    };
+    let (mut side, port) = sidecar(&events);
+    let (_, served) = get(port, "/metrics").unwrap();
+    assert_eq!(started(&served, "a"), Some(1.0), "{served}");
+    sigterm(&side);
+    assert!(exits(&mut side).success());
+    let (side, port) = sidecar(&events);
+    let (_, served) = get(port, "/metrics").unwrap();
+    assert_eq!(started(&served, "a"), Some(1.0), "{served}");
+    std::fs::rename(&events, dir.path().join("events.jsonl.1")).unwrap();
+    std::fs::write(&events, [line("b"), line("b"), line("b")].concat()).unwrap();
+    let (_, served) = get(port, "/metrics").unwrap();
+    stop(side);
+    assert_eq!(started(&served, "b"), Some(3.0), "{served}");
+    drop(holder);
+}
+
+/// The README says the `Pool` selector filters every panel but those whose titles say "(all
+/// pools)": each of the others filters each of its queries by it.
+#[test]
+fn every_dashboard_panel_is_filtered_by_pool_or_says_it_is_not() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/helm/garm-provider-edge-connect/dashboards/edge-connect-provider.json");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for panel in d["panels"].as_array().unwrap() {
+        let title = panel["title"].as_str().unwrap();
+        let exprs = panel["targets"].as_array().unwrap().iter();
+        let exprs: Vec<&str> = exprs.map(|t| t["expr"].as_str().unwrap()).collect();
+        let per_metric = |e: &&str| {
+            e.matches("edge_connect_provider_").count() == e.matches("pool=~\"$pool\"").count()
+        };
+        if title.ends_with("(all pools)") {
+            assert!(exprs.iter().all(|e| !e.contains("$pool")), "{title}");
+        } else {
+            assert!(
+                exprs.iter().all(per_metric),
+                "{title} ignores Pool: {exprs:?}"
+            );
+        }
+    }
 }
