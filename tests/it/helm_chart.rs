@@ -306,9 +306,21 @@ fn everything() -> Value {
 #[test]
 #[ignore = "needs helm-python-sdk and kubernetes-validate (bash .ci/helm-tools.sh) and python3 >= 3.11; .ci/run installs them"]
 fn no_value_of_any_character_breaks_or_extends_what_the_chart_renders() {
+    // Every value of the chart at once, with the provider from GARM's image and credentials in a
+    // file; then from the installer, with credentials in the environment.
     let base = everything();
+    hostile_values_render_exactly(&base);
+    let other =
+        json!({"provider": {"delivery": "installer"}, "credentials": {"source": "environment"}});
+    hostile_values_render_exactly(&merged(&base, &other));
+}
+
+/// Each string value of `base` set to hostile strings: refused by the schema or a template, or
+/// rendered so that the YAML and the TOML in it hold exactly that value, with the same keys as
+/// a plain value.
+fn hostile_values_render_exactly(base: &Value) {
     let mut leaves = Vec::new();
-    string_leaves(&base, String::new(), &mut leaves);
+    string_leaves(base, String::new(), &mut leaves);
     let hostile = hostile();
     // For each string value: a benign edit, then hostile ones (the value with every character
     // appended, and alone; GARM's passphrase is exactly 32 characters, so 32 at a time).
