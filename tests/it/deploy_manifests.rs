@@ -29,9 +29,9 @@ struct Manifests {
 }
 
 impl Manifests {
-    /// What `helm install garm CHART -n garm` renders with the least a user sets and `example`
-    /// (a file of the chart's examples/, or none for the defaults), by template.
-    fn load_with(example: Option<&str>) -> Manifests {
+    /// What `helm install garm CHART -n garm` renders with the least a user sets, `example`
+    /// (a file of the chart's examples/, or none for the defaults) and `overlay`, by template.
+    fn load_with(example: Option<&str>, overlay: serde_json::Value) -> Manifests {
         let mut values = crate::helm_chart::installable();
         if let Some(example) = example {
             let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -40,6 +40,7 @@ impl Manifests {
             let text = std::fs::read_to_string(path).unwrap();
             values = crate::helm_chart::merged(&values, &serde_yaml_ng::from_str(&text).unwrap());
         }
+        let values = crate::helm_chart::merged(&values, &overlay);
         let answer =
             crate::helm_chart::engine(&[serde_json::json!({"op": "render", "values": values})])
                 .remove(0);
@@ -64,7 +65,7 @@ impl Manifests {
 
     /// The stock GARM image with the provider copied in by the init container.
     fn load() -> Manifests {
-        Manifests::load_with(Some("installer.yaml"))
+        Manifests::load_with(Some("installer.yaml"), serde_json::json!({}))
     }
 
     fn objects(&self) -> impl Iterator<Item = &Value> {
@@ -569,7 +570,17 @@ fn problems(m: &Manifests) -> Vec<String> {
 fn the_charts_deployment_is_consistent() {
     for (label, m) in [
         ("examples/installer.yaml", Manifests::load()),
-        ("the default values", Manifests::load_with(None)),
+        (
+            "the default values",
+            Manifests::load_with(None, serde_json::json!({})),
+        ),
+        (
+            "credentials from the environment and an fsGroup",
+            Manifests::load_with(
+                None,
+                serde_json::json!({"credentials": {"source": "environment"}, "podSecurityContext": {"fsGroup": 1000}}),
+            ),
+        ),
     ] {
         let found = problems(&m);
         assert!(
