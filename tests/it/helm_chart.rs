@@ -412,7 +412,7 @@ fn hostile_values_render_exactly(base: &Value) {
     }
 }
 
-// --- What check_chart.py checked, as ordinary tests ------------------------------------------------
+// --- Lint, schema, render, the objects and the provider's verdict, for every example ----------------
 
 /// The defaults (with the least a user sets) and each example on top of them, as `-f` gives it.
 fn shapes() -> Vec<(String, Value)> {
@@ -685,35 +685,47 @@ fn check_metrics(label: &str, values: &Value, objs: &[Value]) {
     );
     // Each path is on a volume both containers mount at the same place; the snapshot on data.
     for (path, volume) in [(events, "provider-logs"), (arg("--snapshot"), "data")] {
-        for c in [garm, sidecar] {
-            let mount = c["volumeMounts"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|m| m["name"] == volume);
-            let at = mount
-                .and_then(|m| m["mountPath"].as_str())
-                .unwrap_or_else(|| panic!("{label}: {volume} is not mounted in {}", c["name"]));
-            assert!(
-                path.starts_with(&format!("{at}/")),
-                "{label}: {path} is not on {volume}"
-            );
-        }
+        let at: Vec<&str> = [garm, sidecar]
+            .iter()
+            .map(|c| {
+                let mount = c["volumeMounts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|m| m["name"] == volume);
+                mount
+                    .and_then(|m| m["mountPath"].as_str())
+                    .unwrap_or_else(|| panic!("{label}: {volume} is not mounted in {}", c["name"]))
+            })
+            .collect();
+        assert!(
+            at[0] == at[1] && path.starts_with(&format!("{}/", at[0])),
+            "{label}: {path} is not on the volume {volume} mounted alike in GARM's container and the sidecar: {at:?}"
+        );
     }
-    let image = |c: &Value| c["image"].as_str().unwrap().to_string();
+    // The provider's binary comes from the installer image or GARM's; the sidecar's from the same.
     let source = if values["provider"]["delivery"] == "installer" {
-        image(&pod["initContainers"][0])
+        &pod["initContainers"][0]
     } else {
-        image(garm)
+        garm
     };
-    assert_eq!(
-        image(sidecar),
-        source,
-        "{label}: the sidecar runs the image the provider comes from"
+    assert!(
+        sidecar["image"] == source["image"]
+            && sidecar["imagePullPolicy"] == source["imagePullPolicy"],
+        "{label}: the sidecar's image is not the one the provider comes from: {} vs {}",
+        sidecar["image"],
+        source["image"]
     );
-    assert_eq!(
-        sidecar["readinessProbe"]["httpGet"]["path"], "/metrics",
-        "{label}"
+    // Ready when /metrics answers on the metrics port.
+    let probe = &sidecar["readinessProbe"]["httpGet"];
+    let port = sidecar["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == probe["port"]);
+    assert!(
+        probe["path"] == "/metrics" && port.is_some_and(|p| p["containerPort"] == METRICS_PORT),
+        "{label}: the sidecar's readiness probe is not /metrics on {METRICS_PORT}: {probe}"
     );
     let context = &sidecar["securityContext"];
     assert!(
