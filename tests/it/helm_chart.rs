@@ -125,9 +125,11 @@ pub fn merged(values: &Value, overlay: &Value) -> Value {
     }
 }
 
-/// The least a user sets: the secrets the chart has no default for.
+/// The least a user sets: what the chart has no default for (secrets, the image, the URL).
 pub fn installable() -> Value {
     json!({
+        "image": {"repository": "registry.example.com/ci/garm-edge-connect"},
+        "provider": {"config": {"edge_connect": {"url": "https://hub.example.invalid"}}},
         "garm": {
             "jwtSecret": "a-long-random-jwt-signing-secret-0123456789",
             "dbPassphrase": "0123456789abcdef0123456789abcdef",
@@ -286,10 +288,11 @@ fn everything() -> Value {
         "metrics": {"enabled": true,
             "serviceMonitor": {"enabled": true, "labels": {"release": "prom"}, "interval": "60s"},
             "dashboard": {"enabled": true, "annotations": {"grafana_folder": "GARM"}}},
-        "ingress": {"enabled": true, "className": "nginx", "annotations": {"a.example/b": "c"},
+        "ingress": {"enabled": true, "host": "garm.example.com", "className": "nginx",
+            "annotations": {"a.example/b": "c"},
             "tls": {"enabled": true, "secretName": "tls"}},
         "init": {"enabled": true, "existingSecret": "garm-init", "url": "https://garm.example.com",
-            "endpoint": {"description": "Our Forgejo"}},
+            "endpoint": {"description": "Our Forgejo", "baseUrl": "https://forgejo.example.com"}},
         "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
         "podAnnotations": {"example.com/team": "ci"},
         "networkPolicy": {"enabled": true},
@@ -310,8 +313,11 @@ fn no_value_of_any_character_breaks_or_extends_what_the_chart_renders() {
     // file; then from the installer, with credentials in the environment.
     let base = everything();
     hostile_values_render_exactly(&base);
-    let other =
-        json!({"provider": {"delivery": "installer"}, "credentials": {"source": "environment"}});
+    let other = json!({
+        "provider": {"delivery": "installer",
+            "installer": {"repository": "registry.example.com/ci/garm-provider-edge-connect-installer"}},
+        "credentials": {"source": "environment"},
+    });
     hostile_values_render_exactly(&merged(&base, &other));
 }
 
@@ -1050,6 +1056,13 @@ fn the_chart_refuses_at_install_what_cannot_work() {
         (unset("/garm/dbPassphrase"), "garm.dbPassphrase: set GARM's database passphrase (exactly 32 characters)"),
         (unset("/credentials/username"), "credentials.username: set the Edge Connect username"),
         (unset("/credentials/password"), "credentials.password: set the Edge Connect password"),
+        (unset("/image/repository"), "image.repository: set the image GARM runs from"),
+        (unset("/provider/config/edge_connect/url"), "provider.config.edge_connect.url: set your Edge Connect's base URL"),
+        (merged(&base, &json!({"provider": {"delivery": "installer"}})),
+            "provider.installer.repository: set where you pushed the Dockerfile's installer target"),
+        (merged(&base, &json!({"ingress": {"enabled": true}})), "ingress.host: set the host name"),
+        (merged(&base, &json!({"init": {"enabled": true, "existingSecret": "garm-init"}})),
+            "init.endpoint.baseUrl: set the Forgejo's base URL"),
         (merged(&base, &json!({"metrics": {"enabled": true}, "provider": {"environmentVariables": ["EDP_OTHER_"]}})),
             "metrics.enabled: GARM passes EDP_EDGE_CONNECT_METRICS_EVENTS_FILE on to the provider only if provider.environmentVariables holds a prefix of it: keep EDP_EDGE_CONNECT_ in the list"),
         (merged(&base, &json!({"credentials": {"source": "environment"}, "provider": {"environmentVariables": ["HTTPS_PROXY"]}})),

@@ -77,6 +77,7 @@ left out. The keys are the provider's own (values.schema.json admits no other).
 {{- $_ := set $config "credentials_file" (printf "%s/credentials.toml" (include "gpec.credentialsDir" .)) -}}
 {{- end -}}
 {{- $edge := $config.edge_connect | default dict -}}
+{{- $_ := required "provider.config.edge_connect.url: set your Edge Connect's base URL (without /api/v1)" $edge.url -}}
 {{- $_ := unset $config "edge_connect" -}}
 # Written by the Helm chart garm-provider-edge-connect from .Values.provider.config.
 {{- include "gpec.tomlKeys" $config }}
