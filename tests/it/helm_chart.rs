@@ -625,6 +625,46 @@ fn the_chart_lints_and_renders_valid_objects_and_a_config_the_provider_accepts()
             assert_eq!(external["environment_variables"], wanted_env, "{label}");
         }
         check_metrics(label, values, objs);
+
+        // The pod's own ServiceAccount, without a token; the NetworkPolicy, when asked for,
+        // selects GARM's pod and admits GARM's port.
+        let account = find(objs, "ServiceAccount", None).expect("a ServiceAccount");
+        assert_eq!(
+            account["automountServiceAccountToken"],
+            json!(false),
+            "{label}"
+        );
+        assert_eq!(
+            pod["serviceAccountName"], account["metadata"]["name"],
+            "{label}"
+        );
+        let policy = find(objs, "NetworkPolicy", None);
+        assert_eq!(
+            policy.is_some(),
+            values["networkPolicy"]["enabled"] == true,
+            "{label}"
+        );
+        if let Some(policy) = policy {
+            let labels = find(objs, "Deployment", None).unwrap()["spec"]["template"]["metadata"]
+                ["labels"]
+                .clone();
+            let selector = policy["spec"]["podSelector"]["matchLabels"]
+                .as_object()
+                .unwrap();
+            assert!(
+                selector.iter().all(|(k, v)| labels[k] == *v),
+                "{label}: the NetworkPolicy does not select GARM's pod"
+            );
+            assert_eq!(
+                policy["spec"]["ingress"][0]["ports"],
+                json!([{"port": "http"}]),
+                "{label}"
+            );
+            assert_eq!(
+                policy["spec"]["ingress"][0]["from"], values["networkPolicy"]["from"],
+                "{label}"
+            );
+        }
     }
     let requests: Vec<Value> = kube
         .iter()
