@@ -1105,8 +1105,8 @@ fn the_chart_refuses_at_install_what_cannot_work() {
             "init.endpoint.baseUrl: set the Forgejo's base URL"),
         (merged(&base, &json!({"metrics": {"enabled": true}, "provider": {"environmentVariables": ["EDP_OTHER_"]}})),
             "metrics.enabled: GARM passes EDP_EDGE_CONNECT_METRICS_EVENTS_FILE on to the provider only if provider.environmentVariables holds a prefix of it: keep EDP_EDGE_CONNECT_ in the list"),
-        (merged(&base, &json!({"credentials": {"source": "environment"}, "provider": {"environmentVariables": ["HTTPS_PROXY"]}})),
-            "credentials.source environment: GARM passes EDP_EDGE_CONNECT_USERNAME on to the provider only if"),
+        (merged(&base, &json!({"credentials": {"source": "environment"}, "provider": {"environmentVariables": ["EDP_EDGE_CONNECT_USERNAME"]}})),
+            "credentials.source environment: GARM passes EDP_EDGE_CONNECT_PASSWORD on to the provider only if"),
         (merged(&base, &json!({"podSecurityContext": {"fsGroup": 1000}})),
             "podSecurityContext.fsGroup makes the mounted credentials file group-readable (mode 0440), which the provider refuses"),
     ];
