@@ -6,7 +6,7 @@
 #              for `COPY --from=` into any GARM image:
 #                docker buildx build --platform linux/amd64,linux/arm64 --target binary -t <registry>/garm-provider-edge-connect:<tag> .
 #   installer  the same binary on busybox, so that a Kubernetes init container can copy it into a shared
-#              volume (a scratch image has no `cp` to run; deploy/kubernetes/ uses this one):
+#              volume (a scratch image has no `cp` to run; the Helm chart's delivery installer uses this one):
 #                docker buildx build --platform linux/amd64,linux/arm64 --target installer -t <registry>/garm-provider-edge-connect-installer:<tag> .
 #   garm       GARM's own image with the provider added:
 #                docker buildx build --platform linux/amd64 --target garm -t <registry>/garm-edge-connect:<tag> .
@@ -117,7 +117,7 @@ ENTRYPOINT ["/opt/garm/providers.d/garm-provider-edge-connect"]
 # ---------------------------------------------------------------------------------------------
 # A scratch image cannot deliver its file by itself: there is no program in it but the provider,
 # and the provider has no command that copies itself. busybox's static `cp` does it; the init
-# container names the destination (deploy/kubernetes/garm-deployment.yaml). No RUN here, so this
+# container names the destination (the Helm chart's templates/deployment.yaml). No RUN here, so this
 # target, like `binary`, builds for any platform without emulation.
 FROM docker.io/library/busybox:${BUSYBOX_VERSION} AS installer
 

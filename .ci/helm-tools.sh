@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs what tests/it/helm_chart.rs needs to prove the Helm chart (deploy/helm/check_chart.py):
+# Installs what tests/it/helm_chart.rs needs to prove the Helm chart (through tests/it/helm_engine.py):
 # helm-python-sdk (Helm 4's own Go engine as a library: lint, values schema, render; offline),
 # kubernetes-validate (the Kubernetes OpenAPI schemas of each release, for every rendered
 # object) and PyYAML, pinned, into target/ci-tools/helm-py/ (--target: the same with a pyenv
 # Python and with Debian's externally managed one, and the pinned versions are what run). The
-# test finds them there. kubectl (for `kubectl kustomize`, the other kit) comes with the machine;
-# python3 >= 3.11 (tomllib) too.
+# test finds them there.
+# python3 >= 3.11 comes with the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -2,7 +2,7 @@
 # Builds the Dockerfile's `binary`, `installer` and `garm` targets with Debian's podman and runs
 # each image as it is used (docs/packaging.md, "Images in CI"):
 #   binary     `check` against the Edge Connect simulator on 127.0.0.1
-#   installer  its copy into a volume, under the security settings of deploy/kubernetes/
+#   installer  its copy into a volume, under the security settings of the Helm chart's init container
 #              (user 65532, read-only root, no capabilities, no privilege escalation)
 #   garm       the provider at GARM's path: GetVersion and a ListInstances against the simulator
 #
@@ -219,7 +219,7 @@ if ${built_binary}; then
   fi
 fi
 
-# --- installer: the copy, as deploy/kubernetes/garm-deployment.yaml runs it --------------------
+# --- installer: the copy, as the Helm chart's init container runs it --------------------
 if ${built_installer}; then
   # An emptyDir is a directory every user may write.
   mkdir -m 0777 "${work}/providers"

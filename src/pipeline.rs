@@ -95,7 +95,7 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let mut log = crate::logging::init(&config, scrubber().clone());
     let mut retired = Vec::new();
     // The variable lets a deployment add the metrics sidecar without editing the config file
-    // (deploy/kubernetes/metrics); GARM passes it on with the EDP_EDGE_CONNECT_ prefix.
+    // (the Helm chart's metrics.enabled); GARM passes it on with the EDP_EDGE_CONNECT_ prefix.
     let events = std::env::var_os(crate::metrics::EVENTS_FILE_VARIABLE)
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);

@@ -45,9 +45,21 @@ impl Config {
                 let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
                 let mode = meta.permissions().mode() & 0o777;
                 if mode & 0o077 != 0 && !self.allow_insecure_credentials_file {
+                    let who = match (mode & 0o070 != 0, mode & 0o007 != 0) {
+                        (true, true) => "group and others",
+                        (true, false) => "its group",
+                        _ => "others",
+                    };
+                    // A Kubernetes Secret volume: the kubelet links its files into `..data`
+                    // and sets their mode itself, so chmod cannot help (docs/operations.md,
+                    // "Credentials and fsGroup").
+                    let fix = if path.parent().is_some_and(|d| d.join("..data").exists()) {
+                        "set the Secret volume's defaultMode to 0400 (256) and remove the pod's fsGroup, or take the credentials from the environment".to_string()
+                    } else {
+                        format!("run: chmod 600 {}", path.display())
+                    };
                     return Err(Error::failed(format!(
-                        "credentials_file {} is readable by others (mode {mode:o}); run: chmod 600 {}",
-                        path.display(),
+                        "credentials_file {} is readable by {who} (mode {mode:o}); {fix}",
                         path.display()
                     )));
                 }
@@ -104,5 +116,87 @@ impl Config {
                 }))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn config(credentials_file: Option<&Path>) -> Config {
+        let file = credentials_file
+            .map(|p| format!("credentials_file = {:?}\n", p.display().to_string()))
+            .unwrap_or_default();
+        let text = format!(
+            "{file}[edge_connect]\norganization = \"o\"\nregion = \"EU\"\nurl = \"https://hub.example.invalid\"\ndefault_flavor = \"EU.small\"\n[edge_connect.zone]\nname = \"Munich\"\norganization = \"TelekomOP\"\n"
+        );
+        Config::parse(&text, Path::new("/etc/p.toml")).unwrap()
+    }
+
+    #[cfg(unix)]
+    fn write(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, "username = \"u\"\npassword = \"a-strong-password\"\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_mode_message_says_who_can_read_and_what_fixes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain.toml");
+        write(&plain, 0o604);
+        let err = config(Some(&plain))
+            .credentials(&HashMap::new())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("is readable by others (mode 604); run: chmod 600"),
+            "{err}"
+        );
+        write(&plain, 0o640);
+        let err = config(Some(&plain))
+            .credentials(&HashMap::new())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("is readable by its group (mode 640)"), "{err}");
+
+        // A Kubernetes Secret volume: the file is a link into the kubelet's `..data`, mode 0440
+        // with an fsGroup; chmod cannot change it, the volume's defaultMode and fsGroup can.
+        let volume = tempfile::tempdir().unwrap();
+        std::fs::create_dir(volume.path().join("..data")).unwrap();
+        write(&volume.path().join("..data/credentials.toml"), 0o440);
+        let linked = volume.path().join("credentials.toml");
+        std::os::unix::fs::symlink("..data/credentials.toml", &linked).unwrap();
+        let err = config(Some(&linked))
+            .credentials(&HashMap::new())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("is readable by its group (mode 440); set the Secret volume's defaultMode to 0400 (256) and remove the pod's fsGroup"),
+            "{err}"
+        );
+        assert!(!err.contains("chmod"), "{err}");
+    }
+
+    #[test]
+    fn both_variables_suffice_without_a_credentials_file() {
+        let env: HashMap<String, String> = [
+            (ENV_USERNAME.to_string(), "u".to_string()),
+            (ENV_PASSWORD.to_string(), "a-strong-password".to_string()),
+        ]
+        .into();
+        let creds = config(None).credentials(&env).unwrap();
+        assert_eq!(creds.username, "u");
+        let err = config(None)
+            .credentials(&HashMap::new())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("no Edge Connect credentials"), "{err}");
     }
 }

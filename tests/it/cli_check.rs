@@ -260,7 +260,7 @@ fn world_readable_credentials() {
     assert_eq!(
         out.lines().rev().nth(1).map(String::from),
         Some(format!(
-            "✗ credentials: credentials_file {} is readable by others (mode 644); run: chmod 600 {}",
+            "✗ credentials: credentials_file {} is readable by group and others (mode 644); run: chmod 600 {}",
             creds.display(),
             creds.display()
         ))

@@ -58,8 +58,7 @@ fn literals_of_list(text: &str) -> Vec<String> {
 }
 
 /// Every program a test that `#[ignore]`s itself for its needs runs or requires, every
-/// variable it reads and every `.ci/` script its reason names, read from the tests' code (and
-/// the chart's checker, which the Helm test runs).
+/// variable it reads and every `.ci/` script its reason names, read from the tests' code.
 fn needs_of_ignored_tests(root: &Path) -> std::collections::BTreeSet<String> {
     let mut needs = std::collections::BTreeSet::new();
     for entry in std::fs::read_dir(root.join("tests/it")).expect("tests/it") {
@@ -101,11 +100,6 @@ fn needs_of_ignored_tests(root: &Path) -> std::collections::BTreeSet<String> {
             }
         }
     }
-    let checker = std::fs::read_to_string(root.join("deploy/helm/check_chart.py"))
-        .expect("deploy/helm/check_chart.py");
-    for (at, _) in checker.match_indices("subprocess.run([\"") {
-        needs.extend(checker[at..].split('"').nth(1).map(str::to_string));
-    }
     needs
 }
 
@@ -117,7 +111,7 @@ fn the_readme_names_everything_the_ignored_tests_need() {
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
     let first_screen = &readme[..readme.find("\n---\n").expect("README's first rule")];
     let needs = needs_of_ignored_tests(root);
-    for need in ["kubectl", "prometheus", "docker", "GARM_TEST_DOCKER_HOST"] {
+    for need in ["python3", "prometheus", "docker", "GARM_TEST_DOCKER_HOST"] {
         assert!(
             needs.contains(need),
             "{need} not found in the tests: {needs:?}"

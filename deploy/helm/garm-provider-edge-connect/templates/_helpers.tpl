@@ -1,4 +1,4 @@
-{{/* The objects' base name: "garm" for a release named garm, as deploy/kubernetes/ names them. */}}
+{{/* The objects' base name: "garm" for a release named garm. */}}
 {{- define "gpec.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
@@ -28,15 +28,44 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "gpec.credentialsDir" -}}/etc/garm-creds{{- end -}}
 
 {{/*
-One TOML table's keys whose values are not tables: strings, numbers, booleans and arrays of
-strings. toJson writes each as valid TOML (JSON's string escapes are a subset of TOML's basic
-string escapes; JSON numbers, true/false and arrays of strings are TOML too). A null (a key
-removed with --set key=null) is left out.
+A value as JSON that no character can break or extend, read alike by TOML and YAML, whether
+written straight into YAML or into a TOML file that is written into YAML. toJson escapes quotes,
+backslashes, C0 controls and U+2028/U+2029 in the way TOML's basic strings and YAML's
+double-quoted scalars both read (JSON's string escapes are a subset of each); what it leaves raw
+is escaped here too: DEL, which TOML forbids raw, and the C1 controls (NEL, U+0085, among them),
+the byte order mark and U+FFFE/U+FFFF, which YAML does not print or reads as a line break.
+Numbers, booleans and arrays of strings are TOML as JSON writes them; any JSON is YAML.
+(toYaml is not used for values: it renders nothing at all for a value with DEL or a C1 control,
+and a raw NEL or U+2028 for others.)
+*/}}
+{{- define "gpec.json" -}}
+{{- $out := toJson . -}}
+{{- range $code := concat (untilStep 127 160 1) (list 65279 65534 65535) -}}
+{{- $out = replace (printf "%c" $code) (printf "\\u%04x" $code) $out -}}
+{{- end -}}
+{{- $out -}}
+{{- end -}}
+
+{{/*
+A map or list of the values as YAML lines, each key or item's value as gpec.json: for nindent.
+*/}}
+{{- define "gpec.yaml" -}}
+{{- if kindIs "slice" . -}}
+{{- range $i, $v := . }}{{ if $i }}{{ "\n" }}{{ end }}- {{ include "gpec.json" $v }}{{ end -}}
+{{- else -}}
+{{- $first := true -}}
+{{- range $k, $v := . }}{{ if not $first }}{{ "\n" }}{{ end }}{{ $first = false }}{{ include "gpec.json" $k }}: {{ include "gpec.json" $v }}{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+One TOML table's keys whose values are not tables. A null (a key removed with --set key=null) is
+left out. The keys are the provider's own (values.schema.json admits no other).
 */}}
 {{- define "gpec.tomlKeys" -}}
 {{- range $key, $value := . }}
 {{- if and (not (kindIs "map" $value)) (not (kindIs "invalid" $value)) }}
-{{ $key }} = {{ toJson $value }}
+{{ $key }} = {{ include "gpec.json" $value }}
 {{- end }}
 {{- end }}
 {{- end -}}
@@ -44,8 +73,11 @@ removed with --set key=null) is left out.
 {{/* The provider config as TOML: top-level keys, [edge_connect], then its subtables (zone, cloudlet). */}}
 {{- define "gpec.providerToml" -}}
 {{- $config := deepCopy .Values.provider.config -}}
+{{- if eq .Values.credentials.source "file" -}}
 {{- $_ := set $config "credentials_file" (printf "%s/credentials.toml" (include "gpec.credentialsDir" .)) -}}
+{{- end -}}
 {{- $edge := $config.edge_connect | default dict -}}
+{{- $_ := required "provider.config.edge_connect.url: set your Edge Connect's base URL (without /api/v1)" $edge.url -}}
 {{- $_ := unset $config "edge_connect" -}}
 # Written by the Helm chart garm-provider-edge-connect from .Values.provider.config.
 {{- include "gpec.tomlKeys" $config }}
@@ -68,16 +100,16 @@ enable_webhook_management = {{ $g.enableWebhookManagement }}
 
 [logging]
 # No log_file: GARM logs to stdout, which `kubectl logs` reads.
-log_format = {{ toJson $g.logFormat }}
-log_level = {{ toJson $g.logLevel }}
+log_format = {{ include "gpec.json" $g.logFormat }}
+log_level = {{ include "gpec.json" $g.logLevel }}
 
 [metrics]
 enable = {{ $g.metrics.enable }}
 disable_auth = {{ $g.metrics.disableAuth }}
 
 [jwt_auth]
-secret = {{ toJson $g.jwtSecret }}
-time_to_live = {{ toJson $g.jwtTimeToLive }}
+secret = {{ include "gpec.json" $g.jwtSecret }}
+time_to_live = {{ include "gpec.json" $g.jwtTimeToLive }}
 
 [apiserver]
 bind = "0.0.0.0"
@@ -88,22 +120,31 @@ use_tls = false
 
 [database]
 backend = "sqlite3"
-passphrase = {{ toJson $g.dbPassphrase }}
+passphrase = {{ include "gpec.json" $g.dbPassphrase }}
   [database.sqlite3]
   db_file = "/var/lib/garm/garm.db"
   busy_timeout_seconds = 5
 
 [[provider]]
-name = {{ toJson .Values.provider.name }}
+name = {{ include "gpec.json" .Values.provider.name }}
 provider_type = "external"
-description = {{ toJson .Values.provider.description }}
+description = {{ include "gpec.json" .Values.provider.description }}
   [provider.external]
-  provider_executable = {{ include "gpec.providerPath" . | toJson }}
-  config_file = {{ include "gpec.providerConfigPath" . | toJson }}
-  interface_version = {{ toJson .Values.provider.interfaceVersion }}
-  environment_variables = {{ toJson .Values.provider.environmentVariables }}
+  provider_executable = {{ include "gpec.json" (include "gpec.providerPath" .) }}
+  config_file = {{ include "gpec.json" (include "gpec.providerConfigPath" .) }}
+  interface_version = {{ include "gpec.json" .Values.provider.interfaceVersion }}
+  environment_variables = {{ include "gpec.json" .Values.provider.environmentVariables }}
 {{ end -}}
 
 {{- define "gpec.image" -}}
-{{- printf "%s:%s" .repository (.tag | default .appVersion) -}}
+{{- printf "%s:%s" .repository (.tag | default .appVersion) | quote -}}
+{{- end -}}
+
+{{/* The pod's ServiceAccount. */}}
+{{- define "gpec.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "gpec.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
 {{- end -}}
