@@ -24,6 +24,7 @@ mod pipeline;
 pub mod pod;
 mod provider;
 mod runner_env;
+pub mod site_cache;
 mod text;
 
 /// The provider's version, as `GetVersion` prints it: the release tag a release build names in
