@@ -230,18 +230,39 @@ fn figures(served: &[Served]) -> String {
 /// Debian's dockerd on a unix socket in `dir`, as the dind sidecar runs it plus what a test
 /// machine needs (no iptables, no bridge, vfs storage on any filesystem), and its CLI.
 struct Daemon {
-    _process: Reaped,
+    /// Taken when the daemon is dropped, to stop it before what it made is removed.
+    process: Option<Reaped>,
     host: String,
     cli_config: PathBuf,
+    /// Whether this daemon made /run/docker: dockerd makes its plugin socket directory
+    /// /run/docker/plugins whatever its exec root, which is removed again when empty.
+    made_run_docker: bool,
 }
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        drop(self.process.take());
+        if self.made_run_docker {
+            let _ = std::fs::remove_dir(RUN_DOCKER_PLUGINS);
+            let _ = std::fs::remove_dir(RUN_DOCKER);
+        }
+    }
+}
+
+const RUN_DOCKER: &str = "/run/docker";
+const RUN_DOCKER_PLUGINS: &str = "/run/docker/plugins";
 
 impl Daemon {
     fn start(dir: &Path, mirror_flag: &str) -> Daemon {
+        // Its own configuration file, not the machine's; Debian 12's dockerd (20.10) would
+        // otherwise write its key to /etc/docker (later versions skip the key).
         let daemon_json = dir.join("daemon.json");
-        std::fs::write(&daemon_json, "{}\n").unwrap();
+        let config = serde_json::json!({ "deprecated-key-path": dir.join("key.json") });
+        std::fs::write(&daemon_json, config.to_string()).unwrap();
         let socket = dir.join("docker.sock");
         let host = format!("unix://{}", socket.display());
         let log = dir.join("dockerd.log");
+        let made_run_docker = !Path::new(RUN_DOCKER).exists();
         let process = Command::new("dockerd")
             .arg(format!("--host={host}"))
             .arg(format!("--data-root={}", dir.join("data").display()))
@@ -275,9 +296,10 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(200));
         }
         Daemon {
-            _process: process,
+            process: Some(process),
             host,
             cli_config,
+            made_run_docker,
         }
     }
 
