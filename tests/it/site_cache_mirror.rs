@@ -26,7 +26,9 @@ use crate::runner_harness::require_tools;
 /// How long another process is awaited (a listener, the mirror's store): only a hang meets it.
 const PATIENCE: Duration = Duration::from_secs(120);
 /// The image's repository on the upstream: a Docker Hub official image's path, so that the
-/// daemon pulls it as `docker.io/library/…`, the only registry it asks a mirror for.
+/// daemon pulls it as `docker.io/library/…`, the only registry it asks a mirror for. Should the
+/// mirror fail, the daemon's fallback to Docker Hub finds nothing there: only Docker publishes
+/// under `library/`.
 const REPOSITORY: &str = "library/garm-mirror-probe";
 const TAG: &str = "1";
 const MANIFEST_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
@@ -115,6 +117,8 @@ impl Registry {
         let process = Command::new("docker-registry")
             .arg("serve")
             .arg(&config)
+            // The configuration given and nothing of the machine's: no REGISTRY_* of its own,
+            // no proxy variable between the registries on 127.0.0.1.
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(File::create(&access_log).unwrap())
@@ -370,7 +374,10 @@ fn a_second_pull_through_the_site_mirror_reads_no_blob_from_the_upstream() {
     require_tools(&["docker-registry", "dockerd", "docker", "busybox", "tar"]);
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    let (upstream_port, mirror_port) = (free_port(), free_port());
+    let upstream_port = free_port();
+    let mirror_port = std::iter::repeat_with(free_port)
+        .find(|p| *p != upstream_port)
+        .expect("a second free port");
     let mut upstream = Registry::start(
         root,
         "upstream",
