@@ -6,8 +6,8 @@
 //! `--registry-mirror` flag from `site_cache::dockerd_flag`. dockerd, not podman, because it is
 //! the daemon the sidecar runs: its mirror rules (Docker Hub images only) are the ones under test.
 //!
-//! The image is pulled three times by one daemon whose store is emptied between pulls, as a new
-//! runner's daemon starts empty: through the mirror (the site's first runner), through the mirror
+//! The image is pulled three times, each time by a daemon of its own with an empty store, as a
+//! new runner's daemon starts: through the mirror (the site's first runner), through the mirror
 //! again (a later runner), and straight from the upstream (a pool without a site cache). What the
 //! upstream served in each pull is read from its access log, split by a marker request sent after
 //! each pull. The figures are printed for BENCHMARKS.md ("Site cache: registry mirror").
@@ -319,15 +319,9 @@ impl Daemon {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Pulls `image` into an empty store and empties it again; the digest the pull reports.
-    fn pull_fresh(&self, image: &str) -> String {
+    /// Pulls `image`; the digest the pull reports.
+    fn pull(&self, image: &str) -> String {
         let out = self.run(&["pull", image]);
-        self.run(&["rmi", image]);
-        assert_eq!(
-            self.run(&["images", "--quiet"]).trim(),
-            "",
-            "the store is empty after the pull"
-        );
         out.lines()
             .find_map(|l| l.strip_prefix("Digest: "))
             .unwrap_or_else(|| panic!("no digest in the pull's output: {out}"))
@@ -403,12 +397,14 @@ fn a_second_pull_through_the_site_mirror_reads_no_blob_from_the_upstream() {
             &mirror_store.display().to_string(),
         ),
     );
-    let daemon_dir = root.join("dockerd");
-    std::fs::create_dir(&daemon_dir).unwrap();
-    let daemon = Daemon::start(
-        &daemon_dir,
-        &site_cache::dockerd_flag(&site_cache::mirror_url(&mirror_address, false)),
-    );
+    // A daemon of its own for each runner, started with an empty store as a new runner's dind
+    // is (a daemon that removed an image may still hold its manifest), stopped after its pull.
+    let mirror_flag = site_cache::dockerd_flag(&site_cache::mirror_url(&mirror_address, false));
+    let fresh_daemon = |name: &str| {
+        let dir = root.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        Daemon::start(&dir, &mirror_flag)
+    };
 
     // The upstream's image: busybox-static's binary alone, put there by the daemon itself.
     let rootfs = root.join("rootfs");
@@ -429,9 +425,10 @@ fn a_second_pull_through_the_site_mirror_reads_no_blob_from_the_upstream() {
         .expect("tar runs");
     assert!(tar.success(), "tar failed");
     let upstream_image = format!("127.0.0.1:{upstream_port}/{REPOSITORY}:{TAG}");
-    daemon.run(&["import", &tarball.display().to_string(), &upstream_image]);
-    daemon.run(&["push", &upstream_image]);
-    daemon.run(&["rmi", &upstream_image]);
+    let publisher = fresh_daemon("publisher");
+    publisher.run(&["import", &tarball.display().to_string(), &upstream_image]);
+    publisher.run(&["push", &upstream_image]);
+    drop(publisher);
     let (status, head, manifest) = http(
         upstream_port,
         "GET",
@@ -467,7 +464,7 @@ fn a_second_pull_through_the_site_mirror_reads_no_blob_from_the_upstream() {
 
     // The site's first runner: the daemon asks the mirror, which fetches from the upstream.
     let hub_image = format!("{}:{TAG}", REPOSITORY.trim_start_matches("library/"));
-    assert_eq!(daemon.pull_fresh(&hub_image), manifest_digest);
+    assert_eq!(fresh_daemon("first").pull(&hub_image), manifest_digest);
     // Debian's registry (2.8) stores a blob in a task of its own, after the client was served
     // (docs/site-cache.md, "What the upstream serves"): a later runner finds it once stored.
     for blob in &blobs {
@@ -505,7 +502,7 @@ fn a_second_pull_through_the_site_mirror_reads_no_blob_from_the_upstream() {
     }
 
     // A later runner of the site: a fresh store, the same mirror.
-    assert_eq!(daemon.pull_fresh(&hub_image), manifest_digest);
+    assert_eq!(fresh_daemon("second").pull(&hub_image), manifest_digest);
     let second = upstream.phase("second-pull");
     let second_at_mirror = mirror.phase("second-pull");
     for blob in &blobs {
@@ -543,7 +540,10 @@ fn a_second_pull_through_the_site_mirror_reads_no_blob_from_the_upstream() {
 
     // A pool without a site cache: the same image straight from the upstream. The daemon asks
     // no mirror for a registry other than Docker Hub.
-    assert_eq!(daemon.pull_fresh(&upstream_image), manifest_digest);
+    assert_eq!(
+        fresh_daemon("direct").pull(&upstream_image),
+        manifest_digest
+    );
     let direct = upstream.phase("direct-pull");
     let direct_at_mirror = mirror.phase("direct-pull");
     assert!(
