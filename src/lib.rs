@@ -5,8 +5,8 @@
 //! `edge_connect` client and the provider, which turns the operation into Edge Connect calls;
 //! the front door prints the outcome as GARM expects. `docs/architecture.md` draws the layers.
 //!
-//! Only what the binary and the integration tests need is public: the front doors, the config
-//! and the extra specs.
+//! Only what the binary and the integration tests need is public: the front doors, the config,
+//! the extra specs, the runner's pod and the site cache's configuration.
 
 mod check;
 pub mod config;
@@ -25,6 +25,7 @@ mod pipeline;
 pub mod pod;
 mod provider;
 mod runner_env;
+pub mod site_cache;
 mod text;
 
 /// The provider's version, as `GetVersion` prints it: the release tag a release build names in

@@ -1121,4 +1121,35 @@ GARM writes them), folded by one scrape:
 
 Memory depends on the number of series (bounded at 10,000), not on the number of events: the
 file is read a line at a time (docs/operations.md, "Metrics").
+
+## Site cache: registry mirror
+
+Measured by `cargo test --test it -- --include-ignored site_cache_mirror --nocapture` (not by this
+bench; it needs Debian's `docker-registry` and `dockerd`, run as root), one run on 2026-12-06 09:44
+UTC at cfd8535 on the machine above, with Debian 12's `docker-registry` 2.8.2 and `docker.io`
+20.10.24. The test's image (busybox-static's binary: one layer of 1,064,365 gzipped bytes and a
+config of 895) is pulled three times, each by a dockerd of its own with an empty store, as each
+runner's `dind` starts: twice through a mirror configured as the site cache's (docs/site-cache.md,
+"How the site cache is configured"), then straight from the upstream. The figures are what the
+upstream's access log shows for each pull: requests, and body bytes on the wire (a `HEAD` has
+none). Times are not measured.
+
+| pull | upstream requests | blob GETs upstream | body bytes from the upstream | of them blobs |
+|---|--:|--:|--:|--:|
+| first, through the mirror (the site's first runner) | 16 | 4 | 2,131,063 | 2,130,520 |
+| second, through the mirror (a later runner) | 2 | 0 | 2 | 0 |
+| direct from the upstream (no site cache) | 5 | 2 | 1,065,789 | 1,065,260 |
+
+The second pull read no blob and no manifest body from the upstream: its two requests are the
+mirror's `HEAD` of the tag and the `GET /v2/` before it, while the mirror served the daemon its
+5 requests and 1,065,789 bytes itself. The first pull through Debian's 2.8 costs the upstream
+twice the blob bytes of a direct pull, because that version fetches a missing blob once for the
+client and once more to store it; 3.0.0, the official image a site runs, fetches it once
+(docs/site-cache.md, "What the upstream serves"), so there the first pull costs what a direct
+pull does. Of the first pull's 16 requests, 8 are the mirror's `GET /v2/` before each upstream
+request, which only an upstream without authentication like the test's causes (Docker Hub's
+challenge is remembered), 2 are `HEAD`s of the blobs, and the rest the tag's `HEAD`, the
+manifest and the four blob GETs; the direct pull makes one `GET /v2/`, the tag's `HEAD`, the
+manifest and one GET per blob. Between runs the count of `GET /v2/` can move with the order of
+the daemon's parallel requests, and the bytes by a few with the image's timestamps.
 "#;

@@ -1859,6 +1859,7 @@ fn missing_tools(tools: &[&str], path: &std::ffi::OsStr) -> Option<String> {
             "timeout" => "coreutils",
             "busybox" => "busybox-static",
             "docker" => "docker-cli (docker.io before Debian 13)",
+            "dockerd" => "docker.io",
             other => other,
         })
         .collect();
