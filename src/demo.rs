@@ -87,8 +87,8 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
         CONTROLLER_ID,
         HashMap::new(),
         progress,
-        (),
-        async |provider, ()| lifecycle(provider, bootstrap).await,
+        Vec::new(),
+        async |provider| lifecycle(provider, bootstrap).await,
     )?;
     line(&format!(
         "✓ demo finished: {} Edge Connect requests, {} login(s); the simulator is empty again",

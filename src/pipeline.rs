@@ -2,8 +2,9 @@
 //! (GARM mode, each CLI subcommand, `check`, `demo`): [`open`] reads the config file and installs
 //! logging; [`run`] resolves the credentials, gives every secret of the command to its scrubber
 //! ([`protect`]), builds the client (with the token cache) and the provider, runs the caller's
-//! work on it and reports the requests and logins it took. The callers only say what the work is
-//! and print what it produced.
+//! work on it and reports the requests and logins it took. GARM mode enters through [`garm`],
+//! which reads GARM's environment and stdin and takes that path itself. The callers only say
+//! what the work is and print what it produced.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,10 +17,11 @@ use edge_connect::{Client, Credentials, Scrubber, Secret};
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
-use crate::garm::BootstrapInstance;
+use crate::garm::env::{Facts, SUPPORTED_INTERFACE_VERSIONS};
+use crate::garm::{read_stdin, GarmCommand, Request};
 use crate::logging::LogGuard;
 use crate::provider::wait::Bound;
-use crate::provider::{Operation, Progress, Provider};
+use crate::provider::{Operation, Outcome, Progress, Provider};
 
 /// The command's one scrubber. A process runs one command, and its writers are the process's
 /// (stderr, stdout, the log): every writer masks with this one, and [`run`] gives it every
@@ -40,38 +42,6 @@ pub struct Session {
     /// One warning per retired key the config holds: logged, and each front door shows it on
     /// stderr as well (the CLI as a line of its own, GARM mode in a failure's one line).
     pub retired: Vec<String>,
-}
-
-/// What a command was asked to do, as far as it holds secrets that [`run`] cannot find by
-/// itself: [`protect`] reads them from it, and the work gets it back.
-pub trait Asked {
-    /// A create's bootstrap (instance token, download tokens, proxy URLs) and the pool's
-    /// settings (the variable that holds the image pull password).
-    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>);
-}
-
-impl Asked for Operation {
-    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
-        match self {
-            Operation::Create {
-                bootstrap, specs, ..
-            } => (Some(bootstrap), specs.as_deref().ok()),
-            _ => (None, None),
-        }
-    }
-}
-
-impl Asked for ExtraSpecs {
-    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
-        (None, Some(self))
-    }
-}
-
-/// Nothing beyond the credentials and the environment.
-impl Asked for () {
-    fn inputs(&self) -> (Option<&BootstrapInstance>, Option<&ExtraSpecs>) {
-        (None, None)
-    }
 }
 
 /// What finished work produced, with the Edge Connect traffic it took.
@@ -121,19 +91,137 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     Ok((session, log))
 }
 
-/// Runs `work` on what was `asked`, for `controller_id`, with a provider built from the
-/// session: credentials (the credentials file, overridden by `EDP_EDGE_CONNECT_*` in
-/// `environment`), every secret of the command given to its scrubber ([`protect`]), the client
-/// with the token cache and the command's deadline, the provider. `environment` also supplies
-/// what extra specs name (image pull passwords). Logs the requests and logins whether the work
-/// succeeded or not.
-pub fn run<A: Asked, T>(
+/// What a GARM command prints on stdout.
+#[derive(Debug)]
+pub enum Answer {
+    /// A command answered without config or Edge Connect (nothing for `ValidatePoolInfo`).
+    Text(String),
+    /// What an instance command produced.
+    Outcome(Outcome),
+}
+
+/// GARM mode's one entry: GARM's environment (`garm::Request`), each command answered once. A
+/// local one without config; an instance command on the commands' one path: [`open`] (`log`
+/// receives the log guard), a create's bootstrap read from stdin within the command's deadline
+/// (not a budget of its own), and [`run`].
+pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
+    let Request {
+        version,
+        command,
+        controller_id,
+        config_file,
+        pool_id,
+        instance_id: instance,
+        pool_extra_specs: specs,
+    } = Request::from_process()?;
+    let json = |value: serde_json::Value| Ok(Answer::Text(value.to_string()));
+    let span_pool = pool_id.clone().unwrap_or_default();
+    let mut opened = || {
+        let (session, guard) = open(Path::new(&config_file))?;
+        *log = Some(guard);
+        Ok::<_, Error>(session)
+    };
+    let (session, operation) = match command {
+        GarmCommand::GetVersion => return Ok(Answer::Text(crate::VERSION.to_string())),
+        GarmCommand::GetSupportedInterfaceVersions => {
+            return json(serde_json::json!(SUPPORTED_INTERFACE_VERSIONS))
+        }
+        GarmCommand::GetConfigJSONSchema => return json(Config::json_schema()?),
+        GarmCommand::GetExtraSpecsJSONSchema => return json(ExtraSpecs::json_schema()?),
+        GarmCommand::ValidatePoolInfo => {
+            // Over the provider config when GARM names one: the verdict CreateInstance gives.
+            let config = (!config_file.is_empty())
+                .then(|| Config::load(Path::new(&config_file)))
+                .transpose()?;
+            ExtraSpecs::judge(specs.as_ref(), config.as_ref())?;
+            return Ok(Answer::Text(String::new()));
+        }
+        GarmCommand::CreateInstance => {
+            let session = opened()?;
+            let read = read_stdin(std::io::stdin(), session.bound.deadline.remaining());
+            let create = |bootstrap| Operation::create(bootstrap, pool_id, specs);
+            (session, read.map(create))
+        }
+        GarmCommand::DeleteInstance => {
+            let wait = false;
+            (opened()?, Ok(Operation::Delete { instance, wait }))
+        }
+        GarmCommand::GetInstance => (opened()?, Ok(Operation::Get { instance })),
+        GarmCommand::ListInstances => (opened()?, Ok(Operation::List { pool_id })),
+        GarmCommand::StartInstance => (opened()?, Ok(Operation::Start { instance })),
+        GarmCommand::StopInstance => {
+            let wait = false;
+            (opened()?, Ok(Operation::Stop { instance, wait }))
+        }
+        GarmCommand::RemoveAllInstances => (opened()?, Ok(Operation::RemoveAll { wait: false })),
+    };
+    let log_file = log.as_ref().is_some_and(|l| l.file);
+    // Every line of this command carries command, instance, pool and controller. The instance
+    // of a create is only known once stdin is read, so it is recorded then.
+    let span = tracing::info_span!(
+        "garm",
+        command = ?command,
+        instance = tracing::field::Empty,
+        pool = span_pool,
+        controller = %controller_id,
+    );
+    let _entered = span.enter();
+    let fail = |e: Error| {
+        // Without a log file the front door's stderr line is the only record; don't print twice.
+        if log_file {
+            tracing::error!(error = %e, "command failed");
+        }
+        e
+    };
+    let operation = operation.map_err(|e| fail(e.into()))?;
+    span.record(
+        "instance",
+        // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
+        tracing::field::display(crate::text::echo_max(
+            operation.instance().unwrap_or_default(),
+            256,
+        )),
+    );
+    // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
+    tracing::info!(interface = version, "start");
+    let progress: Progress =
+        std::sync::Arc::new(|m: &str| tracing::debug!(message = m, "progress"));
+    let environment = process_environment();
+    let secrets = asked(&operation, &environment);
+    let Facts(_, _, follow_up) = command.facts();
+    // The pipeline logs the requests and logins the command took.
+    let work = async |provider: &Provider| provider.run(operation).await;
+    match run(
+        session,
+        &controller_id,
+        environment,
+        progress,
+        secrets,
+        work,
+    ) {
+        Ok(finished) => Ok(Answer::Outcome(finished.output)),
+        // A failure that leaves part of the runner behind says who removes it
+        // (docs/operations.md, "A runner that cannot start").
+        Err(e) => Err(fail(match follow_up {
+            Some(who) if e.leaves_something() => Error::left_behind(format!("{e}{who}")),
+            _ => e,
+        })),
+    }
+}
+
+/// Runs `work` for `controller_id` with a provider built from the session: credentials (the
+/// credentials file, overridden by `EDP_EDGE_CONNECT_*` in `environment`), every secret of the
+/// command (`asked`: what [`asked`] finds in an operation) given to its scrubber ([`protect`]),
+/// the client with the token cache and the command's deadline, the provider. `environment` also
+/// supplies what extra specs name (image pull passwords). Logs the requests and logins whether
+/// the work succeeded or not.
+pub fn run<T>(
     session: Session,
     controller_id: &str,
     environment: HashMap<String, String>,
     progress: Progress,
-    asked: A,
-    work: impl AsyncFnOnce(&Provider, A) -> Result<T, Error>,
+    asked: Vec<Secret>,
+    work: impl AsyncFnOnce(&Provider) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
     let Session { config, bound, .. } = session;
     // Read once: the credentials file is both the login and the token cache's key.
@@ -150,7 +238,7 @@ pub fn run<A: Asked, T>(
     .with_token_cache(cache)
     .with_scrubber(scrubber().clone());
     let provider = Provider::new(client, config, controller_id, environment, progress, bound);
-    let output = block_on(work(&provider, asked));
+    let output = block_on(work(&provider));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
     tracing::info!(requests, logins, "done");
     output.map(|output| Finished {
@@ -160,44 +248,61 @@ pub fn run<A: Asked, T>(
     })
 }
 
+/// The secrets of what a command was asked, beyond its credentials and the environment's proxy
+/// URLs: a create's bootstrap (instance token, download tokens, proxy URLs) and the image pull
+/// password its pool's settings name.
+pub fn asked(operation: &Operation, environment: &HashMap<String, String>) -> Vec<Secret> {
+    match operation {
+        Operation::Create {
+            bootstrap, specs, ..
+        } => {
+            let pull_password = specs
+                .as_deref()
+                .ok()
+                .and_then(|s| pull_password(s, environment));
+            bootstrap.secrets().cloned().chain(pull_password).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The image pull password `specs` name, as `environment` holds it.
+pub fn pull_password(specs: &ExtraSpecs, environment: &HashMap<String, String>) -> Option<Secret> {
+    let var = specs.image_pull_password_env.as_ref()?;
+    environment.get(var).map(Secret::new)
+}
+
 /// Every secret the command holds, given to the scrubber its writers share, before anything is
 /// sent. What it protects: the Edge Connect password; the proxy URLs of the environment (and
-/// their passwords alone); the bootstrap's instance token, download tokens and proxy URLs; the
-/// image pull password the pool's extra specs name; and, added by the client when it learns it,
-/// the session token (a JWT is masked by its shape anyway, any other token because it is
-/// known). Where: the log (`logging::init`), stderr and GARM's fault line (`front::say`), a
-/// runner's `provider_fault` and the table's fault (`Provider::view_of`), `check`'s lines, the
-/// labels of metrics events (`metrics::install`); the client's error texts are kept whole for
-/// these writers to mask, then cut. More secrets than the scrubber can hold refuse the command
-/// here, before any request (docs/reliability.md, "One scrubber per command, handed to every
-/// writer").
+/// their passwords alone); what was `asked` (a create's instance token, download tokens and
+/// proxy URLs, the image pull password the pool's extra specs name); and, added by the client
+/// when it learns it, the session token (a JWT is masked by its shape anyway, any other token
+/// because it is known). Where: the log (`logging::init`), stderr and GARM's fault line
+/// (`front::say`), a runner's `provider_fault` and the table's fault (`Provider::view_of`),
+/// `check`'s lines, the labels of metrics events (`metrics::install`); the client's error texts
+/// are kept whole for these writers to mask, then cut. More secrets than the scrubber can hold
+/// refuse the command here, before any request (docs/reliability.md, "One scrubber per command,
+/// handed to every writer").
 ///
 /// Errors raised before this (the config, the credentials file, GARM's stdin) are written with
 /// whatever the scrubber already masks (at least bearer tokens and JWT-shaped words), so those
 /// readers never quote a value: `Secret` refuses a wrong type without it, parse errors name the
 /// key and position only (`config::credentials`, `garm::bootstrap`).
 fn protect(
-    asked: &impl Asked,
+    asked: &[Secret],
     credentials: &Credentials,
     environment: &HashMap<String, String>,
 ) -> Result<(), Error> {
-    let proxies = PROXY_VARIABLES
+    let proxies: Vec<Secret> = PROXY_VARIABLES
         .iter()
         .filter_map(|name| environment.get(*name))
-        .map(Secret::new);
-    let (bootstrap, specs) = asked.inputs();
-    let input = bootstrap.into_iter().flat_map(|b| b.secrets());
-    let pull_password = specs
-        .and_then(|specs| specs.image_pull_password_env.as_ref())
-        .and_then(|var| environment.get(var))
-        .map(Secret::new);
-    let all: Vec<Secret> = std::iter::once(credentials.password.clone())
-        .chain(proxies)
-        .chain(input.map(|hidden| Secret::new(hidden.expose())))
-        .chain(pull_password)
+        .map(Secret::new)
         .collect();
+    let all = std::iter::once(&credentials.password)
+        .chain(&proxies)
+        .chain(asked);
     scrubber()
-        .protect(&all)
+        .protect(all)
         .map_err(|e| Error::caused_by(e.to_string(), e))?;
     tracing::debug!(masked = scrubber().len(), "secrets protected");
     Ok(())

@@ -11,7 +11,7 @@ use super::leftovers::{self, Which};
 use super::Report;
 use crate::config::Placement;
 use crate::error::Error;
-use crate::garm::{BootstrapInstance, Hidden};
+use crate::garm::BootstrapInstance;
 use crate::provider::{Operation, Provider};
 
 /// The image deployed when `--image` is not given: small, public, and it stays up.
@@ -178,7 +178,7 @@ fn throwaway(
         repo_url: "https://garm-check.invalid/none".to_string(),
         metadata_url: "https://garm-check.invalid/api/v1/metadata".to_string(),
         callback_url: "https://garm-check.invalid/api/v1/callbacks".to_string(),
-        instance_token: Hidden::new("not-a-token"),
+        instance_token: edge_connect::Secret::new("not-a-token"),
         extra_specs: Some(serde_json::Value::Object(specs)),
         ..BootstrapInstance::default()
     }

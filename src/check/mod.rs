@@ -178,8 +178,10 @@ pub fn run(
         CHECK_CONTROLLER,
         environment.clone(),
         progress,
-        specs,
-        async |provider, specs| {
+        crate::pipeline::pull_password(&specs, environment)
+            .into_iter()
+            .collect(),
+        async |provider| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
             if !options.deploy_test {
                 return Ok(());

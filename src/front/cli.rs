@@ -298,13 +298,15 @@ fn execute(cli: Cli) -> Result<(), Error> {
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
+    let environment = crate::pipeline::process_environment();
+    let secrets = crate::pipeline::asked(&operation, &environment);
     let finished = crate::pipeline::run(
         session,
         &controller_id,
-        crate::pipeline::process_environment(),
+        environment,
         progress,
-        operation,
-        async |provider, operation| run_operation(provider, operation).await,
+        secrets,
+        async |provider| run_operation(provider, operation).await,
     )?;
     let table = |views: &[RunnerView]| {
         let text = super::table::render(views, SystemTime::now());

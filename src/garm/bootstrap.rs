@@ -1,51 +1,10 @@
 //! The bootstrap parameters GARM writes on stdin for `CreateInstance`.
 
 use base64::Engine as _;
+use secret::Secret;
 use serde::Deserialize;
 
 use super::error::ProtocolError;
-
-/// A value GARM sends that must not be shown (a token, a proxy URL with its password): `Debug`
-/// prints `***`. The pipeline gives each to the command's scrubber before anything is written.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Hidden(String);
-
-impl<'de> Deserialize<'de> for Hidden {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde_json::Value;
-        // serde's own "invalid type: integer `424242`" would quote the value: name its type.
-        let what = match Value::deserialize(deserializer)? {
-            Value::String(s) => return Ok(Hidden(s)),
-            Value::Bool(_) => "a boolean",
-            Value::Number(n) if n.is_f64() => "a number",
-            Value::Number(_) => "an integer",
-            Value::Null => "nothing",
-            Value::Array(_) => "a list",
-            Value::Object(_) => "a table",
-        };
-        Err(serde::de::Error::custom(format!(
-            "expected a string for a secret, got {what} (value not shown)"
-        )))
-    }
-}
-
-impl Hidden {
-    /// Wraps a value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Hidden(value.into())
-    }
-
-    /// The value, for the one place that hands it on.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Hidden {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
 
 /// Upper bound for stdin. Real bootstrap documents are a few KiB (tools list, extra specs with
 /// GARM's install template); anything far larger is not GARM talking to us.
@@ -66,16 +25,16 @@ pub struct RunnerTool {
     /// SHA-256 of the download (GitHub only).
     pub sha256_checksum: String,
     /// Short-lived token for private downloads (GHES).
-    pub temp_download_token: Option<Hidden>,
+    pub temp_download_token: Option<Secret>,
 }
 
 /// Proxy settings of the pool (`proxy_config`, GARM main only). Values may embed credentials.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ProxyConfig {
     /// Proxy for plain HTTP.
-    pub http_proxy: Option<Hidden>,
+    pub http_proxy: Option<Secret>,
     /// Proxy for HTTPS.
-    pub https_proxy: Option<Hidden>,
+    pub https_proxy: Option<Secret>,
     /// Hosts that bypass the proxy.
     pub no_proxy: Option<String>,
 }
@@ -101,7 +60,7 @@ pub struct BootstrapInstance {
     pub metadata_url: String,
     /// JWT that authenticates this runner to GARM for this create attempt.
     #[serde(rename = "instance-token")]
-    pub instance_token: Hidden,
+    pub instance_token: Secret,
     /// Pool extra specs plus GARM's injected keys. Absent means `{}`.
     pub extra_specs: Option<serde_json::Value>,
     /// Runner group (GitHub).
@@ -131,7 +90,7 @@ pub struct BootstrapInstance {
 impl BootstrapInstance {
     /// Every secret the document holds: the instance token, each tool's download token, the
     /// proxy URLs (which may carry a password).
-    pub fn secrets(&self) -> impl Iterator<Item = &Hidden> {
+    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
         let tools = self.tools.iter().flatten();
         let proxy = self.proxy_config.iter();
         std::iter::once(&self.instance_token)

@@ -1,5 +1,5 @@
-//! GARM's environment and stdin as one typed [`Request`], per interface version, and the one
-//! table of what each command needs ([`GarmCommand::facts`]).
+//! GARM's environment as one typed [`Request`], per interface version, a create's stdin
+//! ([`read_stdin`]), and the one table of what each command needs ([`GarmCommand::facts`]).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -135,8 +135,7 @@ pub enum Answered {
     LocallySinceV011,
 }
 
-/// Everything GARM told us, through the environment and (for a create) stdin, validated for the
-/// command at hand.
+/// Everything GARM told us through the environment, validated for the command at hand.
 #[derive(Debug)]
 pub struct Request {
     /// `GARM_INTERFACE_VERSION`, one of [`SUPPORTED_INTERFACE_VERSIONS`] (v0.1.0 also when
@@ -154,8 +153,6 @@ pub struct Request {
     pub instance_id: String,
     /// Decoded `GARM_POOL_EXTRASPECS` (v0.1.1); `None` when unset, empty or `null`.
     pub pool_extra_specs: Option<serde_json::Value>,
-    /// The bootstrap params on stdin, once [`Request::read_stdin`] has read them.
-    pub bootstrap: Option<BootstrapInstance>,
 }
 
 impl Request {
@@ -202,7 +199,6 @@ impl Request {
             pool_id,
             instance_id: raw("GARM_INSTANCE_ID"),
             pool_extra_specs: decode_extra_specs(vars.get("GARM_POOL_EXTRASPECS"))?,
-            bootstrap: None,
         };
         request.validate()?;
         Ok(request)
@@ -228,42 +224,36 @@ impl Request {
             "{missing} is not set ({command:?} needs it)"
         )))
     }
+}
 
-    /// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap params from `reader`
-    /// (stdin) when the command takes them, giving up after `within` (what is left of the
-    /// command's deadline): GARM writes the document and closes stdin, but a wrapper that keeps
-    /// it open, or feeds it a byte at a time, must not hold the command past its deadline. The
-    /// reading thread is left blocked in `read`; the process ends with the error.
-    pub fn read_stdin(
-        &mut self,
-        reader: impl Read + Send + 'static,
-        within: std::time::Duration,
-    ) -> Result<(), ProtocolError> {
-        if self.command.facts().0 != Needs::Stdin {
-            return Ok(());
-        }
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut raw = Vec::new();
-            let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
-            let _ = sender.send(match read {
-                Err(e) => Err(ProtocolError::new(format!(
-                    "cannot read bootstrap params: {e}"
-                ))),
-                Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(
-                    format!("bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"),
-                )),
-                Ok(_) => BootstrapInstance::from_slice(&raw),
-            });
+/// Reads (at most [`MAX_BOOTSTRAP_BYTES`]) and parses the bootstrap params of a create from
+/// `reader` (stdin), giving up after `within` (what is left of the command's deadline): GARM
+/// writes the document and closes stdin, but a wrapper that keeps it open, or feeds it a byte
+/// at a time, must not hold the command past its deadline. The reading thread is left blocked
+/// in `read`; the process ends with the error.
+pub fn read_stdin(
+    reader: impl Read + Send + 'static,
+    within: std::time::Duration,
+) -> Result<BootstrapInstance, ProtocolError> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut raw = Vec::new();
+        let read = reader.take(MAX_BOOTSTRAP_BYTES + 1).read_to_end(&mut raw);
+        let _ = sender.send(match read {
+            Err(e) => Err(ProtocolError::new(format!(
+                "cannot read bootstrap params: {e}"
+            ))),
+            Ok(_) if raw.len() as u64 > MAX_BOOTSTRAP_BYTES => Err(ProtocolError::new(format!(
+                "bootstrap params exceed {MAX_BOOTSTRAP_BYTES} bytes"
+            ))),
+            Ok(_) => BootstrapInstance::from_slice(&raw),
         });
-        let read = receiver.recv_timeout(within).unwrap_or_else(|_| {
-            Err(ProtocolError::new(
-                "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
-            ))
-        });
-        self.bootstrap = Some(read?);
-        Ok(())
-    }
+    });
+    receiver.recv_timeout(within).unwrap_or_else(|_| {
+        Err(ProtocolError::new(
+            "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller",
+        ))
+    })
 }
 
 /// Decodes `GARM_POOL_EXTRASPECS`: base64 (standard, padded) of JSON; `null` means none.
@@ -390,11 +380,6 @@ mod tests {
         assert!(decode_extra_specs(Some(&"!!".to_string())).is_err());
     }
 
-    /// A create's request, its stdin not read yet.
-    fn create() -> Request {
-        Request::from_map(&with(&[("GARM_COMMAND", "CreateInstance")])).unwrap()
-    }
-
     /// A reader that never answers (stdin held open by a caller that writes nothing).
     struct Silent(std::sync::mpsc::Receiver<()>);
 
@@ -408,30 +393,25 @@ mod tests {
     #[test]
     fn a_reader_that_never_ends_is_refused_at_the_deadline() {
         let (_held, never) = std::sync::mpsc::channel();
-        let err = create()
-            .read_stdin(Silent(never), std::time::Duration::from_millis(50))
-            .unwrap_err();
+        let err = read_stdin(Silent(never), std::time::Duration::from_millis(50)).unwrap_err();
         assert_eq!(
             said(err),
             "the bootstrap params on stdin were not complete by the command's deadline (edge_connect.operation_timeout_secs); GARM writes them and closes stdin, and so must a caller"
         );
-        let mut done = create();
         let bootstrap = br#"{"name":"garm-abc","image":"runner:1"}"#;
         let reader = std::io::Cursor::new(bootstrap.to_vec());
-        done.read_stdin(reader, std::time::Duration::from_secs(60))
-            .unwrap();
-        assert_eq!(done.bootstrap.map(|b| b.name).as_deref(), Some("garm-abc"));
+        let done = read_stdin(reader, std::time::Duration::from_secs(60)).unwrap();
+        assert_eq!(done.name, "garm-abc");
     }
 
     #[test]
     fn oversized_input_is_refused() {
         let big = vec![b' '; (MAX_BOOTSTRAP_BYTES + 10) as usize];
-        let err = create()
-            .read_stdin(
-                std::io::Cursor::new(big),
-                std::time::Duration::from_secs(60),
-            )
-            .unwrap_err();
+        let err = read_stdin(
+            std::io::Cursor::new(big),
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap_err();
         assert!(said(err).contains("exceed"));
     }
 

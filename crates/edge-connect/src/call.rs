@@ -10,8 +10,8 @@ use serde::Serialize;
 use crate::client::{host_port, Client};
 use crate::error::{Answer, ApiError};
 use crate::rpc::Rpc;
-use crate::secret::Secret;
 use crate::transport::{json_body, read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
+use secret::Secret;
 
 impl Client {
     /// One POST of `rpc` (the login, or `/api/v1/auth/ctrl/<rpc>` with `token`), retried (when

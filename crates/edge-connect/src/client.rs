@@ -13,9 +13,9 @@ use crate::options::{ClientOptions, Credentials, SetupError};
 use crate::proxy::ProxyChoice;
 use crate::rpc::Rpc;
 use crate::scrub::Scrubber;
-use crate::secret::Secret;
 use crate::token_cache::TokenCache;
 use crate::transport::Wait;
+use secret::Secret;
 
 /// A hook that is told, in one line, about each retry the client makes (so that a CLI can show
 /// "retrying login: ... (attempt 3)" instead of sitting silent).

@@ -26,7 +26,6 @@ mod options;
 mod proxy;
 mod rpc;
 mod scrub;
-mod secret;
 mod state;
 mod stream;
 pub mod token_cache;

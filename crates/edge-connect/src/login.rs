@@ -9,9 +9,9 @@ use serde_json::json;
 use crate::client::Client;
 use crate::error::{ApiError, Retries};
 use crate::rpc::Rpc;
-use crate::secret::Secret;
 use crate::token_cache::LoginLock;
 use crate::transport::{read_body, MAX_UNARY_BODY};
+use secret::Secret;
 
 impl Client {
     /// Logs in once with the configured credentials and returns a fresh token: one attempt, no

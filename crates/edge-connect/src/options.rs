@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::secret::Secret;
+use secret::Secret;
 
 /// Where and how to reach one Master Controller. `Debug` hides a password in `url` (which
 /// [`Client::new`](crate::Client::new) refuses, but the options may be printed before that).

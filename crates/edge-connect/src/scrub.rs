@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
-use crate::secret::Secret;
+use secret::Secret;
 
 /// Shorter values are not masked: a three-letter value would blank every word that contains
 /// it, and no message would be readable. The provider refuses an Edge Connect password shorter

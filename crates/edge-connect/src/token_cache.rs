@@ -22,7 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 
 use crate::options::Credentials;
-use crate::secret::Secret;
+use secret::Secret;
 
 /// Tokens are not reused this close to their expiry: at most this many seconds ...
 const MAX_EXPIRY_MARGIN_SECS: u64 = 300;

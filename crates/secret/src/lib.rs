@@ -1,6 +1,8 @@
-//! A wrapper for values that must never reach stdout, stderr or the log. Making one does
-//! nothing else: what masks it in output is the command's [`Scrubber`](crate::Scrubber), to
-//! which the command gives it explicitly.
+//! A wrapper for values that must never reach stdout, stderr or the log, the one secret type of
+//! the workspace: the provider's GARM protocol (a leaf that uses nothing of the client) reads
+//! GARM's tokens into it, and the Edge Connect client its password and session token, so the
+//! one scrubber (the client's `Scrubber`) masks them all without copying one type into another.
+//! Making one does nothing else: the command gives it to its scrubber explicitly.
 
 use std::fmt;
 
