@@ -1,6 +1,8 @@
-//! The runner's pod when a pool asks for Docker or gives its size: the pool's `docker` mode, its
-//! `resources` and their split between the containers, and the Kubernetes Deployment the
-//! provider writes for it, as typed objects serialised to one line of JSON.
+//! The runner's pod when a pool asks for Docker or gives its size, the one place of that
+//! concern: the pool's `docker` mode, sidecar image and job images, its `resources` and their
+//! split between the containers, their checks, the variables they give the runner, and the
+//! Kubernetes Deployment the provider writes for it, as typed objects serialised to one line
+//! of JSON. The settings are read as extra specs (`ExtraSpecs::pod` hands them here).
 //!
 //! Edge Connect keeps a user manifest as sent and its controller and CRM decode JSON as well as
 //! YAML (docs/edge-connect-behaviours.md B25, B26), so no YAML is written. The CRM re-encodes
@@ -13,6 +15,10 @@ use std::collections::BTreeMap;
 use edge_connect::models::vcpus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::manifest_safety::{self, EnvDelivery};
+
+mod manifest;
 
 /// What a pool's runner gets besides its own container.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -163,49 +169,35 @@ impl Resources {
                     milli_cpu: total.milli_cpu - runner.milli_cpu,
                     memory: total.memory - runner.memory,
                 };
-                let need_cpu = 2 * RUNNER_MIN.milli_cpu.max(SIDECAR_MIN.milli_cpu);
-                let need_memory = 2 * RUNNER_MIN.memory.max(SIDECAR_MIN.memory);
+                let need = Share {
+                    milli_cpu: 2 * RUNNER_MIN.milli_cpu.max(SIDECAR_MIN.milli_cpu),
+                    memory: 2 * RUNNER_MIN.memory.max(SIDECAR_MIN.memory),
+                };
                 let cpu_short = runner.milli_cpu < RUNNER_MIN.milli_cpu
                     || sidecar.milli_cpu < SIDECAR_MIN.milli_cpu;
                 let memory_short =
                     runner.memory < RUNNER_MIN.memory || sidecar.memory < SIDECAR_MIN.memory;
+                if !cpu_short && !memory_short {
+                    return Ok((runner, Some(sidecar)));
+                }
                 // Only what does not fit is named, with the least of it each container needs.
-                let (what, runner_least, sidecar_least, give) = match (cpu_short, memory_short) {
-                    (false, false) => return Ok((runner, Some(sidecar))),
-                    (true, false) => (
-                        format!("cpu {} does", vcpus(total.milli_cpu)),
-                        format!("cpu {}", vcpus(RUNNER_MIN.milli_cpu)),
-                        format!("cpu {}", vcpus(SIDECAR_MIN.milli_cpu)),
-                        format!("cpu {}", vcpus(need_cpu)),
-                    ),
-                    (false, true) => (
-                        format!("memory {} MB does", total.memory),
-                        format!("memory {} MB", RUNNER_MIN.memory),
-                        format!("memory {} MB", SIDECAR_MIN.memory),
-                        format!("memory {need_memory} MB"),
-                    ),
-                    (true, true) => (
-                        format!(
-                            "cpu {} and memory {} MB do",
-                            vcpus(total.milli_cpu),
-                            total.memory
-                        ),
-                        format!(
-                            "cpu {}, memory {} MB",
-                            vcpus(RUNNER_MIN.milli_cpu),
-                            RUNNER_MIN.memory
-                        ),
-                        format!(
-                            "cpu {}, memory {} MB",
-                            vcpus(SIDECAR_MIN.milli_cpu),
-                            SIDECAR_MIN.memory
-                        ),
-                        format!("cpu {} and memory {need_memory} MB", vcpus(need_cpu)),
-                    ),
+                let short = |share: Share| {
+                    let cpu = cpu_short.then(|| format!("cpu {}", vcpus(share.milli_cpu)));
+                    let memory = memory_short.then(|| format!("memory {} MB", share.memory));
+                    cpu.into_iter().chain(memory).collect::<Vec<_>>()
+                };
+                let verb = if cpu_short && memory_short {
+                    "do"
+                } else {
+                    "does"
                 };
                 Err(format!(
-                    "resources: {what} not fit the runner (at least {runner_least}) and {} (at least {sidecar_least}), which share the pod half and half: give at least {give}",
-                    mode.sidecar()
+                    "resources: {} {verb} not fit the runner (at least {}) and {} (at least {}), which share the pod half and half: give at least {}",
+                    short(total).join(" and "),
+                    short(RUNNER_MIN).join(", "),
+                    mode.sidecar(),
+                    short(SIDECAR_MIN).join(", "),
+                    short(need).join(" and "),
                 ))
             }
         }
@@ -229,33 +221,33 @@ pub const BUILDKIT_CONTAINER: &str = "buildkitd";
 /// reach. Not a unix socket: inside rootlesskit's user namespace no group of the runner user
 /// can be given the socket (docs/runner-contract.md, "Docker in the runner's pod").
 pub const BUILDKIT_HOST: &str = "tcp://127.0.0.1:1234";
-/// The rootless image's user and group (moby/buildkit `Dockerfile`, stage `rootless`).
-const BUILDKIT_UID: u32 = 1000;
-/// buildkitd's state: an emptyDir, as the image's VOLUME is not honoured by Kubernetes.
-const BUILDKIT_STATE_DIR: &str = "/home/user/.local/share/buildkit";
 
 /// The name of the Docker daemon's container in the pod.
 pub const DIND_CONTAINER: &str = "dind";
 /// The daemon's socket, in the emptyDir both containers mount at `/run/dind`.
 pub const DIND_DOCKER_HOST: &str = "unix:///run/dind/docker.sock";
-const DIND_SOCKET_DIR: &str = "/run/dind";
-/// The group that owns the daemon's socket: the `docker` group of the runner images.
-const DOCKER_GID: u32 = 123;
-/// The runner's work directory (`RUNNER_WORKDIR`), mounted at the same path in the daemon so
-/// that the bind mounts a job asks for resolve there.
-const WORKDIR: &str = "/runner/_work";
 
-/// Variables a sidecar keeps from the runner's environment: the proxy its daemon pulls
-/// through. Every other variable of the runner is overridden with an empty value in the
-/// sidecar (docs/edge-connect-behaviours.md B27).
-const SIDECAR_KEEPS: [&str; 6] = [
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-];
+/// The pool's Docker mode (docs/runner-contract.md, "Docker in the runner's pod"); absent for
+/// a pool without Docker, as on runners made by earlier releases.
+pub const ENV_DOCKER: &str = "RUNNER_DOCKER";
+// The variables a Docker pod gives the runner besides `RUNNER_DOCKER` (docs/runner-contract.md,
+// "Docker in the runner's pod"). `runner_env::RESERVED` holds them from a pool's `env`, all but
+// `BUILDKIT_HOST`, as in every release so far: a pool's own value of it is replaced in a
+// buildkit pod and kept in the others.
+pub const ENV_DOCKER_HOST: &str = "DOCKER_HOST";
+pub const ENV_DEFAULT_JOB_IMAGE: &str = "RUNNER_DEFAULT_JOB_IMAGE";
+pub const ENV_JOB_IMAGES: &str = "RUNNER_JOB_IMAGES";
+const ENV_BUILDKIT_HOST: &str = "BUILDKIT_HOST";
+
+/// The longest image reference a pool may give, in bytes: distribution's reference grammar
+/// takes a name of at most 255 characters (`NameTotalLengthMax`) and a tag of at most 128, and
+/// a sha256 digest adds 71 (docs/runner-contract.md, "Docker in the runner's pod").
+pub const MAX_IMAGE_LEN: usize = 512;
+/// The most labels `job_images` may map: each becomes part of one environment variable of the
+/// runner (`RUNNER_JOB_IMAGES`), which stays below some 20 KB with them.
+pub const MAX_JOB_IMAGES: usize = 32;
+/// The longest label `job_images` may name, in bytes.
+pub const MAX_LABEL_LEN: usize = 64;
 
 /// True for an image reference that names its registry (`docker.io/library/docker:…`,
 /// `registry.example.com:5000/x`, `localhost/x`): the CRM reads the registry host from the
@@ -271,315 +263,184 @@ pub fn fully_qualified(image: &str) -> bool {
     }
 }
 
-/// The pod the provider writes for a pool with a sidecar or a size of its own.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pod {
-    /// The Deployment's name, the one the platform's generator would give the App
-    /// (`appinst_start::deployment_name`): the start watch reads the same pod either way.
-    pub deployment: String,
-    /// The `run` label that selects the pod.
-    pub run: String,
-    /// The runner's image.
-    pub runner_image: String,
-    /// The runner container's command words (the generator's split of `command`).
-    pub command: Vec<String>,
-    /// The runner container's arguments.
-    pub args: Vec<String>,
-    /// The sidecar's image (dind's Docker daemon or the rootless BuildKit daemon).
-    pub sidecar_image: String,
-    /// Names of the runner's environment, overridden with empty values in the sidecar.
-    pub runner_env_names: Vec<String>,
+/// What a pool's extra specs ask of its pod (`ExtraSpecs::pod`): its Docker settings, and its
+/// size as split between the containers when the specs were read (the one split of a command).
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
     /// Which sidecar the pod has, if any.
     pub docker: DockerMode,
+    /// The sidecar's image, when the pool names one.
+    pub docker_image: Option<&'a String>,
+    /// `dind`: label -> job image.
+    pub job_images: &'a BTreeMap<String, String>,
+    /// `dind`: the job image of the labels `job_images` does not map.
+    pub default_job_image: Option<&'a String>,
     /// The runner's and the sidecar's requests and limits, when the pool gives a size.
     pub shares: Option<(Share, Option<Share>)>,
 }
 
-impl Pod {
-    /// The Deployment as one line of JSON (no `\n---`, no `[[`: B25, B29). `Err` names what
-    /// would not survive the platform.
-    pub fn manifest(&self) -> Result<String, String> {
-        let blank = self
-            .runner_env_names
-            .iter()
-            .filter(|n| !SIDECAR_KEEPS.contains(&n.as_str()))
-            .map(|n| EnvVar {
-                name: n.clone(),
-                value: String::new(),
-            });
-        let dind_pod = self.docker == DockerMode::Dind;
-        let mut sidecar_env: Vec<EnvVar> = std::iter::once(EnvVar {
-            // The image's entrypoint makes TLS certificates for a TCP listener when this is
-            // set; the daemon listens on the socket only.
-            name: "DOCKER_TLS_CERTDIR".into(),
-            value: String::new(),
-        })
-        .filter(|_| dind_pod)
-        .chain(blank)
-        .collect();
-        let work = || VolumeMount::new("work", WORKDIR);
-        let socket = || VolumeMount::new("dind-socket", DIND_SOCKET_DIR);
-        let runner = Container {
-            name: "runner".into(),
-            image: self.runner_image.clone(),
-            image_pull_policy: Some("Always"),
-            command: self.command.clone(),
-            args: self.args.clone(),
-            resources: self.shares.map(|(runner, _)| runner.into()),
-            volume_mounts: if dind_pod {
-                vec![work(), socket()]
-            } else {
-                Vec::new()
-            },
-            ..Container::default()
+impl Asked<'_> {
+    /// The pool's Docker settings and size against its resolved container. The runner's pod
+    /// is a manifest of the provider's: only deployment kubernetes carries one, and
+    /// `envvars_yaml` would put the runner's secrets into the sidecar after the values that
+    /// blank them there (docs/edge-connect-behaviours.md B27). Images are fully qualified
+    /// (B28). `whence(key)` says where the container's `deployment` or `env_delivery` came
+    /// from, and what to give the pool instead when it was the config's.
+    pub fn check(
+        &self,
+        container: &manifest_safety::Container,
+        whence: &dyn Fn(&str) -> (String, String),
+    ) -> Result<(), String> {
+        let mode = self.docker;
+        let kubernetes = container.deployment == manifest_safety::Deployment::Kubernetes;
+        let docker_deployment = || {
+            let (source, advice) = whence("deployment");
+            format!("{source} is docker{advice}")
         };
-        let mut sidecar_resources: Option<ResourceRequirements> =
-            self.shares.and_then(|(_, s)| s).map(Into::into);
-        let buildkitd = Container {
-            name: BUILDKIT_CONTAINER.into(),
-            image: self.sidecar_image.clone(),
-            // The image's entrypoint is `rootlesskit buildkitd`; these go to buildkitd. No
-            // process sandbox: Kubernetes cannot unmask /proc for a pid namespace of its own.
-            args: vec![
-                "--oci-worker-no-process-sandbox".into(),
-                "--addr".into(),
-                BUILDKIT_HOST.into(),
-            ],
-            security_context: Some(SecurityContext {
-                // rootlesskit's unshare and the snapshotters' mount need both.
-                seccomp_profile: Some(Profile::UNCONFINED),
-                app_armor_profile: Some(Profile::UNCONFINED),
-                run_as_user: Some(BUILDKIT_UID),
-                run_as_group: Some(BUILDKIT_UID),
-                ..SecurityContext::default()
-            }),
-            volume_mounts: vec![VolumeMount::new("buildkit-state", BUILDKIT_STATE_DIR)],
-            ..Container::default()
-        };
-        let dind = Container {
-            name: DIND_CONTAINER.into(),
-            image: self.sidecar_image.clone(),
-            // The image's entrypoint sets up cgroups (its `dind` script) and runs these.
-            args: vec![
-                "dockerd".into(),
-                format!("--host={DIND_DOCKER_HOST}"),
-                format!("--group={DOCKER_GID}"),
-            ],
-            security_context: Some(SecurityContext {
-                privileged: Some(true),
-                ..SecurityContext::default()
-            }),
-            volume_mounts: vec![
-                work(),
-                socket(),
-                // The image's VOLUME is not honoured by Kubernetes; the daemon's overlay
-                // storage cannot live on the container's own overlay.
-                VolumeMount::new("dind-storage", "/var/lib/docker"),
-            ],
-            ..Container::default()
-        };
-        let (containers, volumes) = match self.docker {
-            DockerMode::None => (vec![runner], Vec::new()),
-            DockerMode::Dind => (
-                vec![runner, dind],
-                vec!["work", "dind-socket", "dind-storage"],
-            ),
-            DockerMode::Buildkit => (vec![runner, buildkitd], vec!["buildkit-state"]),
-        };
-        let containers = containers
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut c)| {
-                if i > 0 {
-                    c.env = std::mem::take(&mut sidecar_env);
-                    c.resources = sidecar_resources.take();
+        if self.shares.is_some() && !kubernetes {
+            return Err(format!(
+                "resources: needs deployment kubernetes, and {}",
+                docker_deployment()
+            ));
+        }
+        if mode != DockerMode::Dind {
+            // A buildkit pod runs no job containers: its labels stay host labels.
+            let (dind, either) = ("docker = \"dind\"", "docker = \"dind\" or \"buildkit\"");
+            let image = self.docker_image.is_some() && mode == DockerMode::None;
+            for (key, set, needs) in [
+                ("docker_image", image, either),
+                ("job_images", !self.job_images.is_empty(), dind),
+                ("default_job_image", self.default_job_image.is_some(), dind),
+            ] {
+                if set {
+                    return Err(format!("{key}: needs {needs}"));
                 }
-                c
-            })
-            .collect();
-        let labels = BTreeMap::from([("run".to_string(), self.run.clone())]);
-        let deployment = Deployment {
-            api_version: "apps/v1",
-            kind: "Deployment",
-            metadata: Metadata {
-                name: self.deployment.clone(),
-                labels: None,
-            },
-            spec: DeploymentSpec {
-                replicas: 1,
-                selector: Selector {
-                    match_labels: labels.clone(),
-                },
-                template: PodTemplate {
-                    metadata: Metadata {
-                        name: String::new(),
-                        labels: Some(labels),
-                    },
-                    spec: PodSpec {
-                        containers,
-                        volumes: volumes
-                            .into_iter()
-                            .map(|name| Volume {
-                                name: name.into(),
-                                empty_dir: EmptyDir {},
-                            })
-                            .collect(),
-                    },
-                },
-            },
-        };
-        let json = serde_json::to_string(&deployment)
-            .map_err(|e| format!("cannot write the pod's manifest: {e}"))?;
-        if json.contains("[[") || json.contains("]]") {
-            return Err(
-                "the pod's manifest would hold `[[` or `]]`, which Edge Connect takes as a template (docs/edge-connect-behaviours.md B29)".into(),
+            }
+            if mode == DockerMode::None {
+                return Ok(());
+            }
+        }
+        if !kubernetes {
+            return Err(format!(
+                "docker: \"{}\" needs deployment kubernetes, and {}",
+                mode.as_str(),
+                docker_deployment()
+            ));
+        }
+        if container.env_delivery != EnvDelivery::EnvVars {
+            let (source, advice) = whence("env_delivery");
+            return Err(format!(
+                "docker: \"{}\" needs env_delivery env_vars, and {source} is envvars_yaml, which would hand the runner's secrets to the sidecar{advice}",
+                mode.as_str(),
+            ));
+        }
+        let images = self
+            .docker_image
+            .map(|i| ("docker_image".to_string(), i))
+            .into_iter()
+            .chain(
+                self.default_job_image
+                    .map(|i| ("default_job_image".to_string(), i)),
+            )
+            .chain(
+                self.job_images
+                    .iter()
+                    .map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)),
             );
+        for (key, image) in images {
+            if image.len() > MAX_IMAGE_LEN {
+                return Err(format!(
+                    "{key}: {} bytes is longer than any image reference ({MAX_IMAGE_LEN} at most)",
+                    image.len()
+                ));
+            }
+            // The runner joins its labels with `,` (NAME:docker://IMAGE,...), and the example
+            // entrypoint refuses an image that holds one (docs/runner-contract.md); no image
+            // reference holds one either.
+            if image.contains(',') {
+                return Err(format!(
+                    "{key}: `{}` holds a `,`, which no image reference holds and a runner label cannot carry",
+                    crate::text::echo(image)
+                ));
+            }
+            if !fully_qualified(image) {
+                return Err(format!(
+                    "{key}: `{}` does not name its registry; Edge Connect needs every image of the pod fully qualified (docker.io/library/...)",
+                    crate::text::echo(image)
+                ));
+            }
         }
-        Ok(json)
+        if self.job_images.len() > MAX_JOB_IMAGES {
+            return Err(format!(
+                "job_images: {} labels are more than {MAX_JOB_IMAGES}, the most one runner's environment carries",
+                self.job_images.len()
+            ));
+        }
+        for label in self.job_images.keys() {
+            if label.len() > MAX_LABEL_LEN {
+                return Err(format!(
+                    "job_images: a label of {} bytes is longer than {MAX_LABEL_LEN}",
+                    label.len()
+                ));
+            }
+            if label.is_empty()
+                || label.contains([':', ','])
+                || label.chars().any(char::is_whitespace)
+            {
+                return Err(format!(
+                    "job_images: `{}` is not a runner label (no `:`, `,` or spaces)",
+                    crate::text::echo(label)
+                ));
+            }
+        }
+        Ok(())
     }
-}
 
-// The objects, with the field names of the Kubernetes API (apps/v1 Deployment, core/v1 pod).
+    /// The runner's image as this pool needs it: a pool whose pod the provider writes (with
+    /// `docker` or `resources`) needs it fully qualified, as the CRM reads the registry of every
+    /// image of the pod (docs/edge-connect-behaviours.md B28). CreateInstance and `check
+    /// --image` ask it.
+    pub fn check_runner_image(&self, image: &str) -> Result<(), String> {
+        if self.writes_pod() && !fully_qualified(image) {
+            return Err(format!(
+                "the pool's image `{}` does not name its registry; a pool with docker or resources needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod",
+                crate::text::echo(image)
+            ));
+        }
+        Ok(())
+    }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Deployment {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: Metadata,
-    spec: DeploymentSpec,
-}
+    /// True when the provider writes the pod: the platform's generator can give it neither a
+    /// sidecar nor requests and limits.
+    fn writes_pod(&self) -> bool {
+        self.docker != DockerMode::None || self.shares.is_some()
+    }
 
-#[derive(Serialize)]
-struct Metadata {
-    #[serde(skip_serializing_if = "String::is_empty")]
-    name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    labels: Option<BTreeMap<String, String>>,
-}
-
-#[derive(Serialize)]
-struct DeploymentSpec {
-    replicas: u32,
-    selector: Selector,
-    template: PodTemplate,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Selector {
-    match_labels: BTreeMap<String, String>,
-}
-
-#[derive(Serialize)]
-struct PodTemplate {
-    metadata: Metadata,
-    spec: PodSpec,
-}
-
-#[derive(Serialize)]
-struct PodSpec {
-    containers: Vec<Container>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    volumes: Vec<Volume>,
-}
-
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Container {
-    name: String,
-    image: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    image_pull_policy: Option<&'static str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    command: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    args: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    env: Vec<EnvVar>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resources: Option<ResourceRequirements>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    security_context: Option<SecurityContext>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    volume_mounts: Vec<VolumeMount>,
-}
-
-/// Requests equal to limits: the container is given what it may use, and the pod's sum stays
-/// within the pool's size.
-#[derive(Serialize)]
-struct ResourceRequirements {
-    requests: BTreeMap<&'static str, String>,
-    limits: BTreeMap<&'static str, String>,
-}
-
-impl From<Share> for ResourceRequirements {
-    fn from(share: Share) -> Self {
-        let quantities = BTreeMap::from([
-            ("cpu", format!("{}m", share.milli_cpu)),
-            ("memory", format!("{}Mi", share.memory)),
-        ]);
-        ResourceRequirements {
-            requests: quantities.clone(),
-            limits: quantities,
+    /// What the runner is told of its sidecar (docs/runner-contract.md, "Docker in the runner's
+    /// pod"), added to its plain variables `env`.
+    pub fn runner_env(&self, env: &mut BTreeMap<String, String>) {
+        let mut set = |name: &str, value: &str| env.insert(name.to_string(), value.to_string());
+        if self.docker != DockerMode::None {
+            set(ENV_DOCKER, self.docker.as_str());
+        }
+        if self.docker == DockerMode::Buildkit {
+            set(ENV_BUILDKIT_HOST, BUILDKIT_HOST);
+        }
+        if self.docker == DockerMode::Dind {
+            set(ENV_DOCKER_HOST, DIND_DOCKER_HOST);
+            let default = self.default_job_image.map(String::as_str);
+            set(ENV_DEFAULT_JOB_IMAGE, default.unwrap_or(DEFAULT_JOB_IMAGE));
+            if !self.job_images.is_empty() {
+                let images = self.job_images.iter();
+                let images = images.map(|(l, i)| (l.clone(), serde_json::Value::from(i.as_str())));
+                set(
+                    ENV_JOB_IMAGES,
+                    &serde_json::Value::Object(images.collect()).to_string(),
+                );
+            }
         }
     }
 }
-
-#[derive(Serialize)]
-struct EnvVar {
-    name: String,
-    value: String,
-}
-
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct SecurityContext {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    privileged: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_as_user: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_as_group: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seccomp_profile: Option<Profile>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    app_armor_profile: Option<Profile>,
-}
-
-/// A seccomp or AppArmor profile (`SeccompProfile`, `AppArmorProfile`: the same shape).
-#[derive(Serialize)]
-struct Profile {
-    #[serde(rename = "type")]
-    kind: &'static str,
-}
-
-impl Profile {
-    const UNCONFINED: Profile = Profile { kind: "Unconfined" };
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct VolumeMount {
-    name: &'static str,
-    mount_path: &'static str,
-}
-
-impl VolumeMount {
-    fn new(name: &'static str, mount_path: &'static str) -> Self {
-        VolumeMount { name, mount_path }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Volume {
-    name: String,
-    empty_dir: EmptyDir,
-}
-
-#[derive(Serialize)]
-struct EmptyDir {}
 
 #[cfg(test)]
 mod tests {
