@@ -134,73 +134,61 @@ impl Resources {
             milli_cpu: self.milli_cpu(),
             memory: self.memory,
         };
-        match mode {
-            DockerMode::None => {
-                // Only what is below its least is named.
-                let below: Vec<String> = [
-                    (total.milli_cpu < RUNNER_MIN.milli_cpu).then(|| {
-                        format!(
-                            "cpu {} is below the runner's least of {}",
-                            vcpus(total.milli_cpu),
-                            vcpus(RUNNER_MIN.milli_cpu)
-                        )
-                    }),
-                    (total.memory < RUNNER_MIN.memory).then(|| {
-                        format!(
-                            "memory {} MB is below the runner's least of {} MB",
-                            total.memory, RUNNER_MIN.memory
-                        )
-                    }),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                if !below.is_empty() {
-                    return Err(format!("resources: {}", below.join(", and ")));
-                }
-                Ok((total, None))
-            }
-            DockerMode::Dind | DockerMode::Buildkit => {
-                let runner = Share {
-                    milli_cpu: total.milli_cpu / 2,
-                    memory: total.memory / 2,
-                };
-                let sidecar = Share {
-                    milli_cpu: total.milli_cpu - runner.milli_cpu,
-                    memory: total.memory - runner.memory,
-                };
-                let need = Share {
-                    milli_cpu: 2 * RUNNER_MIN.milli_cpu.max(SIDECAR_MIN.milli_cpu),
-                    memory: 2 * RUNNER_MIN.memory.max(SIDECAR_MIN.memory),
-                };
-                let cpu_short = runner.milli_cpu < RUNNER_MIN.milli_cpu
-                    || sidecar.milli_cpu < SIDECAR_MIN.milli_cpu;
-                let memory_short =
-                    runner.memory < RUNNER_MIN.memory || sidecar.memory < SIDECAR_MIN.memory;
-                if !cpu_short && !memory_short {
-                    return Ok((runner, Some(sidecar)));
-                }
-                // Only what does not fit is named, with the least of it each container needs.
-                let short = |share: Share| {
-                    let cpu = cpu_short.then(|| format!("cpu {}", vcpus(share.milli_cpu)));
-                    let memory = memory_short.then(|| format!("memory {} MB", share.memory));
-                    cpu.into_iter().chain(memory).collect::<Vec<_>>()
-                };
-                let verb = if cpu_short && memory_short {
-                    "do"
-                } else {
-                    "does"
-                };
-                Err(format!(
-                    "resources: {} {verb} not fit the runner (at least {}) and {} (at least {}), which share the pod half and half: give at least {}",
-                    short(total).join(" and "),
-                    short(RUNNER_MIN).join(", "),
-                    mode.sidecar(),
-                    short(SIDECAR_MIN).join(", "),
-                    short(need).join(" and "),
-                ))
-            }
+        let runner = match mode {
+            DockerMode::None => total,
+            DockerMode::Dind | DockerMode::Buildkit => Share {
+                milli_cpu: total.milli_cpu / 2,
+                memory: total.memory / 2,
+            },
+        };
+        let sidecar = (mode != DockerMode::None).then_some(Share {
+            milli_cpu: total.milli_cpu - runner.milli_cpu,
+            memory: total.memory - runner.memory,
+        });
+        let cpu_short = runner.milli_cpu < RUNNER_MIN.milli_cpu
+            || sidecar.is_some_and(|s| s.milli_cpu < SIDECAR_MIN.milli_cpu);
+        let memory_short = runner.memory < RUNNER_MIN.memory
+            || sidecar.is_some_and(|s| s.memory < SIDECAR_MIN.memory);
+        if !cpu_short && !memory_short {
+            return Ok((runner, sidecar));
         }
+        // Only what does not fit is named, with the least of it each container needs.
+        if sidecar.is_none() {
+            let below = [
+                cpu_short.then(|| {
+                    let (cpu, least) = (vcpus(total.milli_cpu), vcpus(RUNNER_MIN.milli_cpu));
+                    format!("cpu {cpu} is below the runner's least of {least}")
+                }),
+                memory_short.then(|| {
+                    let (memory, least) = (total.memory, RUNNER_MIN.memory);
+                    format!("memory {memory} MB is below the runner's least of {least} MB")
+                }),
+            ];
+            let below: Vec<String> = below.into_iter().flatten().collect();
+            return Err(format!("resources: {}", below.join(", and ")));
+        }
+        let need = Share {
+            milli_cpu: 2 * RUNNER_MIN.milli_cpu.max(SIDECAR_MIN.milli_cpu),
+            memory: 2 * RUNNER_MIN.memory.max(SIDECAR_MIN.memory),
+        };
+        let short = |share: Share| {
+            let cpu = cpu_short.then(|| format!("cpu {}", vcpus(share.milli_cpu)));
+            let memory = memory_short.then(|| format!("memory {} MB", share.memory));
+            cpu.into_iter().chain(memory).collect::<Vec<_>>()
+        };
+        let verb = if cpu_short && memory_short {
+            "do"
+        } else {
+            "does"
+        };
+        Err(format!(
+            "resources: {} {verb} not fit the runner (at least {}) and {} (at least {}), which share the pod half and half: give at least {}",
+            short(total).join(" and "),
+            short(RUNNER_MIN).join(", "),
+            mode.sidecar(),
+            short(SIDECAR_MIN).join(", "),
+            short(need).join(" and "),
+        ))
     }
 }
 
@@ -431,8 +419,10 @@ impl Asked<'_> {
             let default = self.default_job_image.map(String::as_str);
             set(ENV_DEFAULT_JOB_IMAGE, default.unwrap_or(DEFAULT_JOB_IMAGE));
             if !self.job_images.is_empty() {
-                let images = self.job_images.iter();
-                let images = images.map(|(l, i)| (l.clone(), serde_json::Value::from(i.as_str())));
+                let images = self
+                    .job_images
+                    .iter()
+                    .map(|(l, i)| (l.clone(), i.as_str().into()));
                 set(
                     ENV_JOB_IMAGES,
                     &serde_json::Value::Object(images.collect()).to_string(),
