@@ -185,15 +185,11 @@ impl ExtraSpecs {
 
     /// Where the resolved `deployment` or `env_delivery` comes from, and, when from the config,
     /// what to give the pool for a pod of the provider's (kubernetes, env_vars).
-    fn whence(&self, key: &str) -> (String, String) {
-        let wanted = if key == "deployment" {
-            "kubernetes"
-        } else {
-            "env_vars"
-        };
-        let advice = match self.pools(key) {
-            true => String::new(),
-            false => format!("; give the pool \"{key}\": \"{wanted}\""),
+    fn whence(&self, key: &str) -> (String, &'static str) {
+        let advice = match (self.pools(key), key) {
+            (true, _) => "",
+            (false, "deployment") => "; give the pool \"deployment\": \"kubernetes\"",
+            (false, _) => "; give the pool \"env_delivery\": \"env_vars\"",
         };
         (self.source(key), advice)
     }

@@ -244,8 +244,8 @@ pub fn runner_env(
         set("GARM_CA_BUNDLE", &value);
     }
     if let Some(proxy) = &bootstrap.proxy_config {
-        for name in NO_PROXY {
-            if let Some(no_proxy) = proxy.no_proxy.as_deref().filter(|v| !v.is_empty()) {
+        if let Some(no_proxy) = proxy.no_proxy.as_deref().filter(|v| !v.is_empty()) {
+            for name in NO_PROXY {
                 set(name, no_proxy);
             }
         }
@@ -253,8 +253,8 @@ pub fn runner_env(
             (HTTP_PROXY, &proxy.http_proxy),
             (HTTPS_PROXY, &proxy.https_proxy),
         ] {
-            for name in names {
-                if let Some(v) = value.as_ref().map(|v| v.expose()).filter(|v| !v.is_empty()) {
+            if let Some(v) = value.as_ref().map(|v| v.expose()).filter(|v| !v.is_empty()) {
+                for name in names {
                     secret.insert(name.to_string(), Secret::new(v));
                 }
             }

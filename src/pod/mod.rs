@@ -277,7 +277,7 @@ impl Asked<'_> {
     pub fn check(
         &self,
         container: &manifest_safety::Container,
-        whence: &dyn Fn(&str) -> (String, String),
+        whence: &dyn Fn(&str) -> (String, &'static str),
     ) -> Result<(), String> {
         let mode = self.docker;
         let kubernetes = container.deployment == manifest_safety::Deployment::Kubernetes;

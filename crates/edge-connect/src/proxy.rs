@@ -12,14 +12,17 @@ use hyper_util::client::proxy::matcher::Matcher;
 
 use crate::options::SetupError;
 
-// The proxy variables, each by its upper-case name (read first) and its lower-case twin: a
-// proxy URL (which may carry the proxy's user and password) by the target's scheme, or for
-// every scheme, and the hosts that bypass it. The provider names them from here only.
+// The proxy variables, each by its upper-case name (read first) and its lower-case twin; the
+// provider names them from here only (the ones it masks, gives a runner, keeps in a sidecar).
+/// The proxy URL for `http://` targets (it may carry the proxy's user and password).
 pub const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];
+/// The proxy URL for `https://` targets.
 pub const HTTPS_PROXY: [&str; 2] = ["HTTPS_PROXY", "https_proxy"];
+/// The proxy URL for targets neither of the two above covers.
 pub const ALL_PROXY: [&str; 2] = ["ALL_PROXY", "all_proxy"];
+/// The hosts reached without the proxy.
 pub const NO_PROXY: [&str; 2] = ["NO_PROXY", "no_proxy"];
-/// The variables a proxy URL is read from.
+/// The variables a proxy URL, and with it possibly a password, is read from.
 pub const URL_VARIABLES: [[&str; 2]; 3] = [HTTPS_PROXY, HTTP_PROXY, ALL_PROXY];
 
 /// The proxy chosen for one Edge Connect URL.
