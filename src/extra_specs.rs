@@ -469,6 +469,26 @@ mod tests {
         assert_eq!(no_command.container(config).unwrap().command, None);
     }
 
+    /// The split is read once, by the provider: a pool cannot hand in shares of its own.
+    #[test]
+    fn the_shares_are_the_providers_split_never_the_pools() {
+        let forged = json!({"shares": [{"milli_cpu": 1, "memory": 1}, null]});
+        let err = ExtraSpecs::from_value(Some(&forged))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("shares"), "{err}");
+        let schema = ExtraSpecs::json_schema().unwrap();
+        assert!(schema["properties"].get("shares").is_none());
+        let sized = json!({"docker": "buildkit", "resources": {"cpu": 2, "memory": 4096}});
+        let half = crate::pod::Share {
+            milli_cpu: 1000,
+            memory: 2048,
+        };
+        let specs = ExtraSpecs::from_value(Some(&sized)).unwrap();
+        assert_eq!(specs.shares, Some((half, Some(half))));
+        assert_eq!(specs.pod().shares, specs.shares);
+    }
+
     #[test]
     fn null_means_defaults() {
         let s = ExtraSpecs::from_value(Some(&serde_json::Value::Null)).unwrap();
