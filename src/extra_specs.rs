@@ -78,19 +78,13 @@ pub struct ExtraSpecs {
     pub pre_install_scripts: Option<HashMap<String, String>>,
     /// GARM cloud-init key; accepted and ignored.
     pub extra_context: Option<HashMap<String, String>>,
+    /// `resources` split between the pod's containers, by [`ExtraSpecs::from_value`]: the one
+    /// split of a command.
+    #[serde(skip)]
+    pub shares: Option<(crate::pod::Share, Option<crate::pod::Share>)>,
 }
 
 crate::object::object_only!(ExtraSpecs, "an object of extra specs");
-
-/// The longest image reference a pool may give, in bytes: distribution's reference grammar
-/// takes a name of at most 255 characters (`NameTotalLengthMax`) and a tag of at most 128, and
-/// a sha256 digest adds 71 (docs/runner-contract.md, "Docker in the runner's pod").
-pub const MAX_IMAGE_LEN: usize = 512;
-/// The most labels `job_images` may map: each becomes part of one environment variable of the
-/// runner (`RUNNER_JOB_IMAGES`), which stays below some 20 KB with them.
-pub const MAX_JOB_IMAGES: usize = 32;
-/// The longest label `job_images` may name, in bytes.
-pub const MAX_LABEL_LEN: usize = 64;
 
 /// `job_images` in the schema: its bounds, which schemars cannot say of a map.
 fn job_images_schema(generator: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
@@ -110,9 +104,9 @@ fn job_images_schema(generator: &mut schemars::gen::SchemaGenerator) -> schemars
         other => return other,
     };
     schema.object = Some(Box::new(ObjectValidation {
-        max_properties: Some(MAX_JOB_IMAGES as u32),
-        additional_properties: Some(Box::new(string(MAX_IMAGE_LEN))),
-        property_names: Some(Box::new(string(MAX_LABEL_LEN))),
+        max_properties: Some(crate::pod::MAX_JOB_IMAGES as u32),
+        additional_properties: Some(Box::new(string(crate::pod::MAX_IMAGE_LEN))),
+        property_names: Some(Box::new(string(crate::pod::MAX_LABEL_LEN))),
         ..Default::default()
     }));
     schemars::schema::Schema::Object(schema)
@@ -136,16 +130,18 @@ impl ExtraSpecs {
     }
 
     /// The pool over the provider config: its container resolved over `[edge_connect]`
-    /// ([`ExtraSpecs::container`]), its Docker settings and environment values against that
-    /// container, its pull password variable against the config's prefix. Each refusal names
-    /// the key and where its value came from, the pool's `extra_specs.*` or the config's
-    /// `edge_connect.*`.
+    /// ([`ExtraSpecs::container`]), its pod and environment values against that container, its
+    /// pull password variable against the config's prefix (what holds without the config,
+    /// [`ExtraSpecs::from_value`] checked). Each refusal names the key and where its value came
+    /// from, the pool's `extra_specs.*` or the config's `edge_connect.*`.
     pub fn under(&self, config: &crate::config::Config) -> Result<Container, Error> {
         let container = self
             .container(config.edge_connect.container())
             .map_err(Error::failed)?;
         let invalid = |m: String| Error::failed(format!("invalid extra_specs: {m}"));
-        self.check_docker(&container).map_err(invalid)?;
+        self.pod()
+            .check(&container, &|key| self.whence(key))
+            .map_err(invalid)?;
         for (name, value) in &self.env {
             crate::manifest_safety::check_env_value(
                 container.deployment,
@@ -163,30 +159,55 @@ impl ExtraSpecs {
                 invalid(format!("{m}; {source}"))
             })?;
         }
-        self.check_pull_password_env(config.image_pull_password_env_prefix.as_deref())?;
+        self.check_pull_prefix(config.image_pull_password_env_prefix.as_deref())?;
         Ok(container)
     }
 
-    /// Where the resolved value of `key` (`deployment`, `env_delivery`, `command`,
-    /// `command_args`) comes from, as a refusal names it: the pool's own setting, or the
-    /// provider config's.
-    fn source(&self, key: &str) -> String {
-        let pools = match key {
+    /// True when the resolved value of `key` (`deployment`, `env_delivery`, `command`,
+    /// `command_args`) is the pool's own setting, not the provider config's.
+    fn pools(&self, key: &str) -> bool {
+        match key {
             "deployment" => self.deployment.is_some(),
             "env_delivery" => self.env_delivery.is_some(),
             "command" => self.command.is_some(),
             _ => self.command_args.is_some(),
-        };
-        if pools {
+        }
+    }
+
+    /// Where the resolved value of `key` comes from, as a refusal names it.
+    fn source(&self, key: &str) -> String {
+        if self.pools(key) {
             format!("extra_specs.{key}")
         } else {
             format!("edge_connect.{key} in the provider config")
         }
     }
 
+    /// Where the resolved `deployment` or `env_delivery` comes from, and, when from the config,
+    /// what to give the pool for a pod of the provider's (kubernetes, env_vars).
+    fn whence(&self, key: &str) -> (String, &'static str) {
+        let advice = match (self.pools(key), key) {
+            (true, _) => "",
+            (false, "deployment") => "; give the pool \"deployment\": \"kubernetes\"",
+            (false, _) => "; give the pool \"env_delivery\": \"env_vars\"",
+        };
+        (self.source(key), advice)
+    }
+
+    /// What the pool asks of its pod, for the module that owns it.
+    pub fn pod(&self) -> crate::pod::Asked<'_> {
+        crate::pod::Asked {
+            docker: self.docker.unwrap_or_default(),
+            docker_image: self.docker_image.as_ref(),
+            job_images: &self.job_images,
+            default_job_image: self.default_job_image.as_ref(),
+            shares: self.shares,
+        }
+    }
+
     /// Parses and validates a JSON value (`null` and absent mean "no settings").
     pub fn from_value(value: Option<&serde_json::Value>) -> Result<Self, Error> {
-        let specs = match value {
+        let mut specs = match value {
             None | Some(serde_json::Value::Null) => ExtraSpecs::default(),
             // Named by key, never by value: extra specs travel with secrets (a proxy_config sent
             // here by mistake, env values), and serde's own message would quote them.
@@ -203,11 +224,12 @@ impl ExtraSpecs {
         specs
             .validate()
             .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
-        specs.check_pull_password_env(None)?;
+        specs.check_pull_password_env()?;
         Ok(specs)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    /// The pool alone; splits its size ([`ExtraSpecs::shares`]).
+    fn validate(&mut self) -> Result<(), String> {
         if self.flavor.as_deref().is_some_and(|f| f.trim().is_empty()) {
             return Err("flavor: must not be empty".into());
         }
@@ -253,7 +275,16 @@ impl ExtraSpecs {
                 value,
             )?;
         }
-        self.check_docker(&container)?;
+        if let Some(resources) = &self.resources {
+            if self.flavor.is_some() {
+                return Err(
+                    "give flavor or resources, not both: Edge Connect takes one or the other"
+                        .into(),
+                );
+            }
+            self.shares = Some(resources.split(self.docker.unwrap_or_default())?);
+        }
+        self.pod().check(&container, &|key| self.whence(key))?;
         if self.image_pull_username.is_some() != self.image_pull_password_env.is_some() {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }
@@ -278,7 +309,7 @@ impl ExtraSpecs {
             command_args: self.command_args.clone().unwrap_or(config.command_args),
         };
         container.check(&|key| {
-            let from = if self.source(key).starts_with("extra_specs") {
+            let from = if self.pools(key) {
                 "extra_specs"
             } else {
                 "edge_connect"
@@ -288,170 +319,10 @@ impl ExtraSpecs {
         Ok(container)
     }
 
-    /// The pool's Docker settings against its resolved container. The runner's pod with a
-    /// sidecar is a manifest of the provider's: only deployment kubernetes carries one, and
-    /// `envvars_yaml` would put the runner's secrets into the sidecar after the values that
-    /// blank them there (docs/edge-connect-behaviours.md B27). Images are fully qualified
-    /// (B28).
-    pub fn check_docker(&self, container: &Container) -> Result<(), String> {
-        let mode = self.docker.unwrap_or_default();
-        if let Some(resources) = &self.resources {
-            if self.flavor.is_some() {
-                return Err(
-                    "give flavor or resources, not both: Edge Connect takes one or the other"
-                        .into(),
-                );
-            }
-            resources.split(mode)?;
-            if container.deployment != crate::config::Deployment::Kubernetes {
-                return Err(format!(
-                    "resources: needs deployment kubernetes, and {} is docker{}",
-                    self.source("deployment"),
-                    self.to_kubernetes()
-                ));
-            }
-        }
-        if mode != crate::pod::DockerMode::Dind {
-            // A buildkit pod runs no job containers: its labels stay host labels.
-            for (key, set, needs) in [
-                (
-                    "docker_image",
-                    self.docker_image.is_some() && mode == crate::pod::DockerMode::None,
-                    "docker = \"dind\" or \"buildkit\"",
-                ),
-                (
-                    "job_images",
-                    !self.job_images.is_empty(),
-                    "docker = \"dind\"",
-                ),
-                (
-                    "default_job_image",
-                    self.default_job_image.is_some(),
-                    "docker = \"dind\"",
-                ),
-            ] {
-                if set {
-                    return Err(format!("{key}: needs {needs}"));
-                }
-            }
-            if mode == crate::pod::DockerMode::None {
-                return Ok(());
-            }
-        }
-        if container.deployment != crate::config::Deployment::Kubernetes {
-            return Err(format!(
-                "docker: \"{}\" needs deployment kubernetes, and {} is docker{}",
-                mode.as_str(),
-                self.source("deployment"),
-                self.to_kubernetes()
-            ));
-        }
-        if container.env_delivery != crate::config::EnvDelivery::EnvVars {
-            let advice = if self.env_delivery.is_some() {
-                ""
-            } else {
-                "; give the pool \"env_delivery\": \"env_vars\""
-            };
-            return Err(format!(
-                "docker: \"{}\" needs env_delivery env_vars, and {} is envvars_yaml, which would hand the runner's secrets to the sidecar{advice}",
-                mode.as_str(),
-                self.source("env_delivery"),
-            ));
-        }
-        let images = self
-            .docker_image
-            .iter()
-            .map(|i| ("docker_image".to_string(), i))
-            .chain(
-                self.default_job_image
-                    .iter()
-                    .map(|i| ("default_job_image".to_string(), i)),
-            )
-            .chain(
-                self.job_images
-                    .iter()
-                    .map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)),
-            );
-        for (key, image) in images {
-            if image.len() > MAX_IMAGE_LEN {
-                return Err(format!(
-                    "{key}: {} bytes is longer than any image reference ({MAX_IMAGE_LEN} at most)",
-                    image.len()
-                ));
-            }
-            // The runner joins its labels with `,` (NAME:docker://IMAGE,...), and the example
-            // entrypoint refuses an image that holds one (docs/runner-contract.md); no image
-            // reference holds one either.
-            if image.contains(',') {
-                return Err(format!(
-                    "{key}: `{}` holds a `,`, which no image reference holds and a runner label cannot carry",
-                    crate::text::echo(image)
-                ));
-            }
-            if !crate::pod::fully_qualified(image) {
-                return Err(format!(
-                    "{key}: `{}` does not name its registry; Edge Connect needs every image of the pod fully qualified (docker.io/library/...)",
-                    crate::text::echo(image)
-                ));
-            }
-        }
-        if self.job_images.len() > MAX_JOB_IMAGES {
-            return Err(format!(
-                "job_images: {} labels are more than {MAX_JOB_IMAGES}, the most one runner's environment carries",
-                self.job_images.len()
-            ));
-        }
-        for label in self.job_images.keys() {
-            if label.len() > MAX_LABEL_LEN {
-                return Err(format!(
-                    "job_images: a label of {} bytes is longer than {MAX_LABEL_LEN}",
-                    label.len()
-                ));
-            }
-            if label.is_empty()
-                || label.contains([':', ','])
-                || label.chars().any(char::is_whitespace)
-            {
-                return Err(format!(
-                    "job_images: `{}` is not a runner label (no `:`, `,` or spaces)",
-                    crate::text::echo(label)
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The runner's image as this pool needs it: a pool whose pod the provider writes (with
-    /// `docker` or `resources`) needs it fully qualified, as the CRM reads the registry of every
-    /// image of the pod (docs/edge-connect-behaviours.md B28). CreateInstance and `check
-    /// --image` ask it.
-    pub fn check_runner_image(&self, image: &str) -> Result<(), String> {
-        let pod = self.docker.unwrap_or_default() != crate::pod::DockerMode::None
-            || self.resources.is_some();
-        if pod && !crate::pod::fully_qualified(image) {
-            return Err(format!(
-                "the pool's image `{}` does not name its registry; a pool with docker or resources needs it fully qualified (docker.io/..., ghcr.io/...), as Edge Connect reads the registry of every image of the pod",
-                crate::text::echo(image)
-            ));
-        }
-        Ok(())
-    }
-
-    /// What to do when the resolved deployment is docker and the pool needs kubernetes.
-    fn to_kubernetes(&self) -> &'static str {
-        if self.deployment.is_some() {
-            ""
-        } else {
-            "; give the pool \"deployment\": \"kubernetes\""
-        }
-    }
-
-    /// Refuses an `image_pull_password_env` the provider must not hand to a registry: one of
-    /// its own credential variables (the platform sends pull credentials to whatever registry
-    /// the pool's image names), or (with the operator's `image_pull_password_env_prefix`) a
-    /// name outside the prefix. `ValidatePoolInfo` and CreateInstance call it with the config's
-    /// prefix; [`ExtraSpecs::from_value`] without one (the fixed names only).
-    pub fn check_pull_password_env(&self, prefix: Option<&str>) -> Result<(), Error> {
+    /// Refuses an `image_pull_password_env` that names one of the provider's own credential
+    /// variables: the platform sends pull credentials to whatever registry the pool's image
+    /// names. The operator's `image_pull_password_env_prefix` is [`ExtraSpecs::under`]'s.
+    fn check_pull_password_env(&self) -> Result<(), Error> {
         let Some(var) = &self.image_pull_password_env else {
             return Ok(());
         };
@@ -461,17 +332,26 @@ impl ExtraSpecs {
         let upper = var.to_ascii_uppercase();
         if upper == crate::config::ENV_USERNAME
             || upper == crate::config::ENV_PASSWORD
-            || PROXY_VARIABLES.contains(&upper.as_str())
+            || edge_connect::proxy::URL_VARIABLES
+                .iter()
+                .any(|[name, _]| *name == upper)
         {
             return Err(Error::failed(format!(
                 "invalid extra_specs: image_pull_password_env: {shown} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password"
             )));
         }
-        match prefix.filter(|p| !var.starts_with(p)) {
-            Some(prefix) => Err(Error::failed(format!(
-                "invalid extra_specs: image_pull_password_env: {shown} does not start with {prefix} (image_pull_password_env_prefix in the provider config)"
+        Ok(())
+    }
+
+    /// Refuses an `image_pull_password_env` outside the operator's
+    /// `image_pull_password_env_prefix`, when the provider config gives one.
+    fn check_pull_prefix(&self, prefix: Option<&str>) -> Result<(), Error> {
+        match (&self.image_pull_password_env, prefix) {
+            (Some(var), Some(prefix)) if !var.starts_with(prefix) => Err(Error::failed(format!(
+                "invalid extra_specs: image_pull_password_env: {} does not start with {prefix} (image_pull_password_env_prefix in the provider config)",
+                crate::text::echo(var)
             ))),
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 
@@ -482,10 +362,6 @@ impl ExtraSpecs {
         })
     }
 }
-
-/// Proxy variables the client reads (crates/edge-connect/src/proxy.rs); their URLs may hold
-/// the proxy's user and password.
-const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
 
 #[cfg(test)]
 mod tests {
@@ -542,16 +418,16 @@ mod tests {
         ))
         .unwrap();
         assert!(ok
-            .check_pull_password_env(Some("EDP_EDGE_CONNECT_REGISTRY_"))
+            .check_pull_prefix(Some("EDP_EDGE_CONNECT_REGISTRY_"))
             .is_ok());
         let ok = ExtraSpecs::from_value(Some(
             &json!({"image_pull_username":"x","image_pull_password_env":"REGISTRY_PASSWORD"}),
         ))
         .unwrap();
-        assert!(ok.check_pull_password_env(None).is_ok());
-        assert!(ok.check_pull_password_env(Some("REGISTRY_")).is_ok());
+        assert!(ok.check_pull_prefix(None).is_ok());
+        assert!(ok.check_pull_prefix(Some("REGISTRY_")).is_ok());
         assert_eq!(
-            ok.check_pull_password_env(Some("GARM_PULL_")).unwrap_err().to_string(),
+            ok.check_pull_prefix(Some("GARM_PULL_")).unwrap_err().to_string(),
             "invalid extra_specs: image_pull_password_env: REGISTRY_PASSWORD does not start with GARM_PULL_ (image_pull_password_env_prefix in the provider config)"
         );
     }
@@ -591,6 +467,26 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(no_command.container(config).unwrap().command, None);
+    }
+
+    /// The split is read once, by the provider: a pool cannot hand in shares of its own.
+    #[test]
+    fn the_shares_are_the_providers_split_never_the_pools() {
+        let forged = json!({"shares": [{"milli_cpu": 1, "memory": 1}, null]});
+        let err = ExtraSpecs::from_value(Some(&forged))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("shares"), "{err}");
+        let schema = ExtraSpecs::json_schema().unwrap();
+        assert!(schema["properties"].get("shares").is_none());
+        let sized = json!({"docker": "buildkit", "resources": {"cpu": 2, "memory": 4096}});
+        let half = crate::pod::Share {
+            milli_cpu: 1000,
+            memory: 2048,
+        };
+        let specs = ExtraSpecs::from_value(Some(&sized)).unwrap();
+        assert_eq!(specs.shares, Some((half, Some(half))));
+        assert_eq!(specs.pod().shares, specs.shares);
     }
 
     #[test]

@@ -293,8 +293,9 @@ fn protect(
     credentials: &Credentials,
     environment: &HashMap<String, String>,
 ) -> Result<(), Error> {
-    let proxies: Vec<Secret> = PROXY_VARIABLES
+    let proxies: Vec<Secret> = edge_connect::proxy::URL_VARIABLES
         .iter()
+        .flatten()
         .filter_map(|name| environment.get(*name))
         .map(Secret::new)
         .collect();
@@ -307,16 +308,6 @@ fn protect(
     tracing::debug!(masked = scrubber().len(), "secrets protected");
     Ok(())
 }
-
-/// The variables a proxy URL (possibly with a password) is read from, as the client reads them.
-const PROXY_VARIABLES: [&str; 6] = [
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-];
 
 /// The process environment as a map (credentials overrides, image pull passwords).
 pub fn process_environment() -> HashMap<String, String> {

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::config::Placement;
 use crate::garm::BootstrapInstance;
+use crate::pod;
+use edge_connect::proxy::{HTTPS_PROXY, HTTP_PROXY, NO_PROXY};
 use edge_connect::Secret;
 
 /// GARM controller id (ownership).
@@ -40,10 +42,6 @@ pub fn app_inst_marks(controller_id: &str, pool_id: &str) -> BTreeMap<String, St
     ])
 }
 
-/// The pool's Docker mode (docs/runner-contract.md, "Docker in the runner's pod"); absent for
-/// a pool without Docker, as on runners made by earlier releases.
-pub const ENV_DOCKER: &str = "RUNNER_DOCKER";
-
 /// Names the provider sets itself; extra specs may not override them.
 pub const RESERVED: &[&str] = &[
     ENV_CONTROLLER_ID,
@@ -66,10 +64,10 @@ pub const RESERVED: &[&str] = &[
     "RUNNER_NO_DEFAULT_LABELS",
     "DISABLE_RUNNER_UPDATE",
     "RUNNER_WORKDIR",
-    ENV_DOCKER,
-    "DOCKER_HOST",
-    "RUNNER_JOB_IMAGES",
-    "RUNNER_DEFAULT_JOB_IMAGE",
+    pod::ENV_DOCKER,
+    pod::ENV_DOCKER_HOST,
+    pod::ENV_JOB_IMAGES,
+    pod::ENV_DEFAULT_JOB_IMAGE,
     "METADATA_URL",
     "CALLBACK_URL",
     "BEARER_TOKEN",
@@ -78,12 +76,12 @@ pub const RESERVED: &[&str] = &[
     "RUNNER_DOWNLOAD_FILENAME",
     "RUNNER_DOWNLOAD_SHA256",
     "RUNNER_DOWNLOAD_TOKEN",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
+    HTTP_PROXY[0],
+    HTTP_PROXY[1],
+    HTTPS_PROXY[0],
+    HTTPS_PROXY[1],
+    NO_PROXY[0],
+    NO_PROXY[1],
 ];
 
 /// The container's environment, split by sensitivity.
@@ -247,16 +245,18 @@ pub fn runner_env(
     }
     if let Some(proxy) = &bootstrap.proxy_config {
         if let Some(no_proxy) = proxy.no_proxy.as_deref().filter(|v| !v.is_empty()) {
-            set("NO_PROXY", no_proxy);
-            set("no_proxy", no_proxy);
+            for name in NO_PROXY {
+                set(name, no_proxy);
+            }
         }
-        for (upper, lower, value) in [
-            ("HTTP_PROXY", "http_proxy", &proxy.http_proxy),
-            ("HTTPS_PROXY", "https_proxy", &proxy.https_proxy),
+        for (names, value) in [
+            (HTTP_PROXY, &proxy.http_proxy),
+            (HTTPS_PROXY, &proxy.https_proxy),
         ] {
             if let Some(v) = value.as_ref().map(|v| v.expose()).filter(|v| !v.is_empty()) {
-                secret.insert(upper.to_string(), Secret::new(v));
-                secret.insert(lower.to_string(), Secret::new(v));
+                for name in names {
+                    secret.insert(name.to_string(), Secret::new(v));
+                }
             }
         }
     }

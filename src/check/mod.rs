@@ -287,7 +287,7 @@ fn report_size(
 }
 
 /// The image as a person's reference and as this pool's create will take it
-/// ([`ExtraSpecs::check_runner_image`]): one verdict.
+/// ([`crate::pod::Asked::check_runner_image`]): one verdict.
 fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report<'_>) {
     let well_formed = !image.is_empty()
         && !image.contains(char::is_whitespace)
@@ -301,7 +301,7 @@ fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report<'_>) {
                 "{image:?} is not an image reference like registry.example.com/team/runner:tag"
             ),
         );
-    } else if let Err(why) = specs.check_runner_image(image) {
+    } else if let Err(why) = specs.pod().check_runner_image(image) {
         report.fail("image", why);
     } else {
         report.pass("image", format!("{image} is well formed"));

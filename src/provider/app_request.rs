@@ -7,8 +7,7 @@ use crate::config::{Deployment, EnvDelivery, Placement};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::BootstrapInstance;
-use crate::pod::{self, DockerMode};
-use crate::runner_env::{runner_env, ENV_CONTROLLER_ID, ENV_DOCKER, ENV_POOL_ID};
+use crate::runner_env::{runner_env, ENV_CONTROLLER_ID, ENV_POOL_ID};
 use edge_connect::appinst_start::deployment_name;
 use edge_connect::models::{
     env_vars_yaml, ConfigFile, FlavorKey, KubernetesResources, NewApp, NodePoolResources,
@@ -50,32 +49,7 @@ impl Provider {
             &specs.env,
             deployment == Deployment::Docker,
         );
-        let docker = specs.docker.unwrap_or_default();
-        if docker == DockerMode::Buildkit {
-            // docs/runner-contract.md, "Docker in the runner's pod".
-            env.plain.insert(ENV_DOCKER.into(), docker.as_str().into());
-            env.plain
-                .insert("BUILDKIT_HOST".into(), pod::BUILDKIT_HOST.into());
-        }
-        if docker == DockerMode::Dind {
-            // docs/runner-contract.md, "Docker in the runner's pod".
-            let plain = &mut env.plain;
-            plain.insert(ENV_DOCKER.into(), docker.as_str().into());
-            plain.insert("DOCKER_HOST".into(), pod::DIND_DOCKER_HOST.into());
-            plain.insert(
-                "RUNNER_DEFAULT_JOB_IMAGE".into(),
-                specs
-                    .default_job_image
-                    .clone()
-                    .unwrap_or_else(|| pod::DEFAULT_JOB_IMAGE.into()),
-            );
-            if !specs.job_images.is_empty() {
-                let images = serde_json::to_string(&specs.job_images).map_err(|e| {
-                    Error::caused_by(format!("cannot write RUNNER_JOB_IMAGES: {e}"), e)
-                })?;
-                plain.insert("RUNNER_JOB_IMAGES".into(), images);
-            }
-        }
+        specs.pod().runner_env(&mut env.plain);
         let secret: std::collections::BTreeMap<_, _> = env
             .secret
             .iter()
@@ -101,52 +75,16 @@ impl Provider {
             }
             _ => (None, None),
         };
-        let shares = specs
-            .resources
-            .map(|r| r.split(docker))
-            .transpose()
-            .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
-        let deployment_manifest = match (docker, shares) {
-            (DockerMode::None, None) => None,
-            _ => {
-                specs
-                    .check_runner_image(&bootstrap.image)
-                    .map_err(Error::failed)?;
-                let key = self.app_key(name);
-                let deployment = deployment_name(&key.name, &key.version);
-                let pod = pod::Pod {
-                    // As the generator's `run` label (`K8SSanitize` of name and version) would
-                    // read for our names: the Deployment's name without `-deployment`.
-                    run: deployment
-                        .strip_suffix("-deployment")
-                        .unwrap_or(&deployment)
-                        .to_string(),
-                    deployment,
-                    runner_image: bootstrap.image.clone(),
-                    command: container
-                        .command
-                        .as_deref()
-                        .map(split_command)
-                        .unwrap_or_default(),
-                    args: container
-                        .command_args
-                        .iter()
-                        .map(|a| a.trim().to_string())
-                        .collect(),
-                    sidecar_image: specs.docker_image.clone().unwrap_or_else(|| {
-                        if docker == DockerMode::Buildkit {
-                            pod::DEFAULT_BUILDKIT_IMAGE.into()
-                        } else {
-                            pod::DEFAULT_DIND_IMAGE.into()
-                        }
-                    }),
-                    runner_env_names: env.plain.keys().chain(secret.keys()).cloned().collect(),
-                    docker,
-                    shares,
-                };
-                Some(pod.manifest().map_err(Error::failed)?)
-            }
-        };
+        let key = self.app_key(name);
+        let deployment_manifest = specs
+            .pod()
+            .manifest(
+                deployment_name(&key.name, &key.version),
+                &bootstrap.image,
+                &container,
+                env.plain.keys().chain(secret.keys()),
+            )
+            .map_err(Error::failed)?;
         let (env_vars, secret_env_vars, configs) = match delivery {
             EnvDelivery::EnvVars => (env.plain, secret, Vec::new()),
             EnvDelivery::EnvvarsYaml => {
@@ -172,7 +110,7 @@ impl Provider {
             }
         };
         Ok(NewApp {
-            key: self.app_key(name),
+            key,
             image_type: "Docker",
             image_path: bootstrap.image.clone(),
             deployment: deployment.as_str(),
@@ -216,34 +154,5 @@ impl Provider {
             .ok_or_else(|| {
                 Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
             })
-    }
-}
-
-/// `command` in words as the platform's generator splits it (on spaces outside double quotes,
-/// each word trimmed; main `pkg/deploygen/kube.go:203-215`), so that a pool's runner runs the
-/// same command whoever writes its pod.
-fn split_command(command: &str) -> Vec<String> {
-    let mut quoted = false;
-    command
-        .split(|c: char| {
-            if c == '"' {
-                quoted = !quoted;
-            }
-            !quoted && c == ' '
-        })
-        .map(str::trim)
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn commands_split_as_the_generator_splits_them() {
-        assert_eq!(
-            super::split_command(" /entrypoint.sh  \"--once now\" x"),
-            ["/entrypoint.sh", "\"--once now\"", "x"]
-        );
     }
 }

@@ -23,7 +23,7 @@ mod lines;
 mod login;
 pub mod models;
 mod options;
-mod proxy;
+pub mod proxy;
 mod rpc;
 mod scrub;
 mod state;

@@ -12,6 +12,19 @@ use hyper_util::client::proxy::matcher::Matcher;
 
 use crate::options::SetupError;
 
+// The proxy variables, each by its upper-case name (read first) and its lower-case twin; the
+// provider names them from here only (the ones it masks, gives a runner, keeps in a sidecar).
+/// The proxy URL for `http://` targets (it may carry the proxy's user and password).
+pub const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];
+/// The proxy URL for `https://` targets.
+pub const HTTPS_PROXY: [&str; 2] = ["HTTPS_PROXY", "https_proxy"];
+/// The proxy URL for targets neither of the two above covers.
+pub const ALL_PROXY: [&str; 2] = ["ALL_PROXY", "all_proxy"];
+/// The hosts reached without the proxy.
+pub const NO_PROXY: [&str; 2] = ["NO_PROXY", "no_proxy"];
+/// The variables a proxy URL, and with it possibly a password, is read from.
+pub const URL_VARIABLES: [[&str; 2]; 3] = [HTTPS_PROXY, HTTP_PROXY, ALL_PROXY];
+
 /// The proxy chosen for one Edge Connect URL.
 #[derive(Clone)]
 pub(crate) struct ProxyChoice {
@@ -45,13 +58,13 @@ pub(crate) fn choose(
         return Ok(None);
     }
     let by_scheme = match target.scheme() {
-        "https" => get(["HTTPS_PROXY", "https_proxy"]),
-        _ => get(["HTTP_PROXY", "http_proxy"]),
+        "https" => get(HTTPS_PROXY),
+        _ => get(HTTP_PROXY),
     };
-    let Some((variable, value)) = by_scheme.or_else(|| get(["ALL_PROXY", "all_proxy"])) else {
+    let Some((variable, value)) = by_scheme.or_else(|| get(ALL_PROXY)) else {
         return Ok(None);
     };
-    if let Some((_, no_proxy)) = get(["NO_PROXY", "no_proxy"]) {
+    if let Some((_, no_proxy)) = get(NO_PROXY) {
         // Asked with a stand-in proxy: only whether `NO_PROXY` exempts the target counts.
         let matcher = Matcher::builder().all("http://proxy").no(no_proxy).build();
         if target
