@@ -366,8 +366,9 @@ impl Provider {
     /// once at most (fewer while the controller answers 429 / 503). An AppInst still creating is
     /// waited for when `wait` (a person's remove-all), else reported at once, as GARM's
     /// DeleteInstance does. An estate larger than one command keeps is removed in rounds: each
-    /// reads the runners no earlier round tried, as many as fit, and removes them; what is kept
-    /// is bounded per runner, and its size never fails the cleanup.
+    /// reads the runners no earlier round tried, keeps whole runners within the inventory's one
+    /// bound (a runner that does not fit is left whole for the next round), and removes them; the
+    /// estate's size never fails the cleanup (docs/reliability.md, "Issue 34").
     pub(super) async fn remove_all(&self, wait: bool) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
