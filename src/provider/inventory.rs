@@ -136,7 +136,7 @@ pub(super) enum Read<'a> {
     /// A RemoveAll round: those not in `done`, whole (the App and every AppInst of it), as many
     /// as the bound keeps; each runner that does not fit is left for the next round.
     Round {
-        /// The Apps earlier rounds tried.
+        /// The Apps earlier rounds could not remove.
         done: &'a std::collections::HashSet<AppKey>,
     },
 }
