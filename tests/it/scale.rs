@@ -551,3 +551,44 @@ fn remove_all_of_fifty_thousand_runners_removes_everything_within_the_memory_bou
     );
     assert!(w.app_inst_names().is_empty());
 }
+
+#[test]
+fn remove_all_of_a_runner_larger_than_the_bound_fails_naming_it_and_removes_nothing_of_it() {
+    // A round keeps runners whole; one that alone holds more than the bound (five AppInsts with
+    // 7 MiB of errors each, 35 MiB) fits no round, so RemoveAll says so at once instead of
+    // reading the same answer until the deadline.
+    let w = World::with_sim(crate::support::two_zones(), Site::Zone, "");
+    let error = "x".repeat(7 * 1024 * 1024);
+    seed_estate(&w, "garm-huge-", 1, 1, &error);
+    w.sim
+        .inject(Fault::create_error_left(1, error.as_str()).times(4));
+    with_client(&w, async |client| {
+        for n in 3..=6 {
+            let inst = NewAppInst {
+                zone_key: Some(SiteRef {
+                    organization: "TelekomOP".into(),
+                    name: "Berlin".into(),
+                    ..Default::default()
+                }),
+                ..app_inst_of(
+                    AppKey {
+                        organization: ORG.into(),
+                        name: "garm-huge-0-1".into(),
+                        version: "1".into(),
+                    },
+                    &format!("garm-huge-0-1-{n}"),
+                    None,
+                )
+            };
+            assert!(client.create_app_inst(&inst, &mut |_| {}).await.is_err());
+        }
+    });
+    assert_eq!(w.app_inst_names().len(), 6);
+    let r = remove_all_within_memory(&w);
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (1, "Edge Connect ShowAppInst: a runner of this controller holds more than one command keeps (its bound of 32 MiB); not read further\n")
+    );
+    assert_eq!(w.app_inst_names().len(), 6, "nothing of it removed");
+    assert_eq!(w.app_names(), ["garm-huge-0-1"]);
+}
