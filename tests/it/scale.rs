@@ -529,7 +529,9 @@ fn remove_all_of_runners_whose_app_insts_fill_the_bound_removes_everything_in_ro
 fn remove_all_of_fifty_thousand_runners_removes_everything_within_the_memory_bound() {
     // Issue 44, fault 1, at the size the issue found it: 50,000 runners as the provider makes
     // them, one in ten with a failover's leftover in CreateError (5,000), removed in rounds
-    // within the command's deadline and the provider's memory bound.
+    // within the command's deadline and the provider's memory bound. Their AppInsts have an
+    // empty `uri`, as the simulator gives an App without access ports (a runner's has none); the
+    // leftovers' CRM error is the text a `uri` would add.
     let w = World::with_sim(
         crate::support::two_zones(),
         Site::Zone,
