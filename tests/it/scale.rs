@@ -448,31 +448,34 @@ fn seed_estate(w: &World, prefix: &str, count: usize, leftover_every: usize, err
         .collect();
     w.sim
         .inject(Fault::create_error_left(1, error).times(leftovers.len()));
-    with_client(w, async |client| {
-        use futures_util::StreamExt;
-        let creates = futures_util::stream::iter(&leftovers).map(|app| async move {
-            let inst = NewAppInst {
-                zone_key: Some(SiteRef {
-                    organization: "TelekomOP".into(),
-                    name: "Berlin".into(),
-                    ..Default::default()
-                }),
-                ..app_inst_of(
-                    AppKey {
-                        organization: ORG.into(),
-                        name: app.clone(),
-                        version: "1".into(),
-                    },
-                    &format!("{app}-2"),
-                    None,
-                )
-            };
-            // The create fails as injected, and leaves the AppInst behind.
-            let created = client.create_app_inst(&inst, &mut |_| {}).await;
-            assert!(created.is_err(), "{app}-2 was created instead of left");
+    // A thousand at a time, each under its own client deadline, however slow the machine.
+    for chunk in leftovers.chunks(1_000) {
+        with_client(w, async |client| {
+            use futures_util::StreamExt;
+            let creates = futures_util::stream::iter(chunk).map(|app| async move {
+                let inst = NewAppInst {
+                    zone_key: Some(SiteRef {
+                        organization: "TelekomOP".into(),
+                        name: "Berlin".into(),
+                        ..Default::default()
+                    }),
+                    ..app_inst_of(
+                        AppKey {
+                            organization: ORG.into(),
+                            name: app.clone(),
+                            version: "1".into(),
+                        },
+                        &format!("{app}-2"),
+                        None,
+                    )
+                };
+                // The create fails as injected, and leaves the AppInst behind.
+                let created = client.create_app_inst(&inst, &mut |_| {}).await;
+                assert!(created.is_err(), "{app}-2 was created instead of left");
+            });
+            creates.buffer_unordered(16).collect::<Vec<()>>().await;
         });
-        creates.buffer_unordered(16).collect::<Vec<()>>().await;
-    });
+    }
     assert_eq!(
         w.sim.app_insts().len(),
         count + leftovers.len(),
