@@ -367,44 +367,44 @@ impl Provider {
     /// once at most (fewer while the controller answers 429 / 503). An AppInst still creating is
     /// waited for when `wait` (a person's remove-all), else reported at once, as GARM's
     /// DeleteInstance does. An estate larger than one command keeps is removed in rounds: each
-    /// reads the runners no earlier round tried, as many as fit, and removes them; what is kept
-    /// is bounded per runner, and its size never fails the cleanup.
+    /// reads the runners no earlier round failed to remove, keeps whole runners within the
+    /// inventory's one bound (a runner that does not fit is left whole for the next round), and
+    /// removes them; the estate's size never fails the cleanup (docs/reliability.md, "Issue 34").
     pub(super) async fn remove_all(&self, wait: bool) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
         let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
-        let mut tried = std::collections::HashSet::new();
-        // How many failed, the first failure, and whether every one is a held AppInst.
-        let (mut failed, mut first, mut all_held) = (0usize, None::<String>, true);
+        // The runners a round could not remove: later rounds pass over them. The others are
+        // gone, so memory follows the failures, not the estate.
+        let mut failed = std::collections::HashSet::new();
+        // How many were tried, the first failure, and whether every one is a held AppInst.
+        let (mut total, mut first, mut all_held) = (0usize, None::<String>, true);
         loop {
-            let round = Read::Round { done: &tried };
+            let round = Read::Round { done: &failed };
             let (runners, _, more) = self.runners("", None, round).await?;
             if runners.is_empty() {
                 break;
             }
-            if more || !tried.is_empty() {
+            if more || total > 0 {
                 self.report(&format!(
                     "removing {} runners; more are left for the next round",
                     runners.len()
                 ));
             }
-            tried.extend(runners.iter().map(|r| r.key.clone()));
+            total += runners.len();
             let failures = stream::iter(runners)
                 .map(|r| async move {
-                    self.remove_runner(&r, busy, Some(throttle))
-                        .await
-                        .map_err(|e| {
-                            (
-                                format!("{}: {e}", r.vars.instance_name),
-                                e.leaves_something(),
-                            )
-                        })
+                    let result = self.remove_runner(&r, busy, Some(throttle)).await;
+                    result.err().map(|e| {
+                        let line = format!("{}: {e}", r.vars.instance_name);
+                        (r.key, line, e.leaves_something())
+                    })
                 })
                 .buffer_unordered(REMOVE_ALL_CONCURRENCY)
-                .filter_map(|r| async move { r.err() });
+                .filter_map(|failure| async move { failure });
             let mut failures = std::pin::pin!(failures);
-            while let Some((line, held)) = failures.next().await {
-                failed += 1;
+            while let Some((key, line, held)) = failures.next().await {
+                failed.insert(key);
                 all_held &= held;
                 first.get_or_insert(line);
             }
@@ -412,7 +412,7 @@ impl Provider {
                 break;
             }
         }
-        let total = tried.len();
+        let failed = failed.len();
         crate::metrics::removed_all(total - failed, failed);
         let Some(first) = first else {
             tracing::info!(total, "removed all instances of this controller");

@@ -7,8 +7,9 @@
 //! or both by name (docs/edge-connect-behaviours.md B23). Every line that arrives
 //! is parsed and checked, because a server older than a field answers with everything. Both
 //! answers are read as they stream in, so memory follows the number of our runners, not the
-//! size of the organization; what is kept has a bound ([`Kept`]), and reaching it is an error
-//! that names it.
+//! size of the organization; what is kept has one bound ([`Kept`]), and reaching it is an error
+//! that names it, except in a RemoveAll round ([`Read::Round`]), which keeps whole runners while
+//! they fit and leaves the others, whole, to the next round (docs/reliability.md, "Issue 34").
 //!
 //! An AppInst belongs to a runner when it deploys the runner's App (organization, name and
 //! version), whatever its name: a failover past a site that holds the runner's first AppInst
@@ -33,50 +34,52 @@ use crate::runner_env::{
     RunnerVars, ENV_CONTROLLER_ID, ENV_POOL_ID, MARK_CONTROLLER_ID, MARK_POOL_ID,
 };
 
-/// At most this many runners (our Apps, each with its AppInsts) are kept from one command's
-/// answers. A GARM controller runs hundreds of runners, a large one a few thousand; an answer
-/// that brings more (one that repeats an App of ours without end) ends a List in an error naming
-/// this bound, and makes RemoveAll work in rounds ([`Provider::runners`]).
-pub const MAX_KEPT_RUNNERS: usize = 50_000;
 /// At most this many AppInsts of one runner are kept: one, two after a failover past a site
 /// that holds the first (B24), a few more after leftovers on other sites; an answer that gives
 /// one App more is not an answer about runners.
 pub const MAX_APP_INSTS_PER_RUNNER: usize = 16;
-/// At most this many bytes of text are kept from one command's answers (keys, ownership
-/// variables, states, errors): our runners' share of an answer is small, a hostile answer's
-/// values may be megabytes each. A RemoveAll round gives the Apps half of it and their
-/// AppInsts the rest.
+/// At most this many bytes are kept from one command's answers: the runners, their Apps and
+/// AppInsts together, each counted as its text (keys, ownership variables, states, errors,
+/// addresses) and what holding it costs besides ([`APP_OVERHEAD`], [`APP_INST_OVERHEAD`]). Some
+/// 15,000 ordinary runners fit (a GARM controller runs hundreds, a large one a few thousand); a
+/// hostile answer's values may be megabytes each. An answer that brings more (one that repeats
+/// an App of ours without end) ends a List in an error naming this bound, and makes RemoveAll
+/// work in rounds ([`Provider::runners`]); with the rest of the command, this stays within the
+/// 64 MiB of data memory docs/reliability.md states.
 pub const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
-/// What one kept object costs besides its text (the struct and its allocations).
-const OBJECT_OVERHEAD: usize = 256;
+/// What one string costs besides its text: the allocator's header and rounding (a short string
+/// takes a 32-byte chunk).
+const PER_STRING: usize = 24;
+/// What one kept App costs besides its text: its 9 strings (key and [`RunnerVars`]), and its slot
+/// in the map of runners four times over: the hash table keeps up to 2.3 slots per entry after
+/// it doubles, 3.4 while it doubles, and the map becomes a list of runners beside it.
+const APP_OVERHEAD: usize =
+    4 * std::mem::size_of::<(AppKey, (RunnerVars, Vec<AppInst>))>() + 9 * PER_STRING;
+/// What one kept AppInst costs besides its text: the struct and up to 14 strings.
+const APP_INST_OVERHEAD: usize = std::mem::size_of::<AppInst>() + 14 * PER_STRING;
 
-/// What the inventory has kept so far, against [`MAX_KEPT_RUNNERS`], [`MAX_KEPT_BYTES`] and
-/// [`MAX_APP_INSTS_PER_RUNNER`].
+/// What the inventory has kept so far, against [`MAX_KEPT_BYTES`].
 struct Kept {
     runners: usize,
     bytes: usize,
-    /// The bytes the runners' Apps may take: all of them, or half in a RemoveAll round.
-    app_bytes: usize,
 }
 
-/// The bound a runner's App would pass: the runners kept so far are all that fit.
+/// The bound an App or an AppInst would pass: what is kept so far is all that fits.
 struct Full;
 
 impl Kept {
-    fn new(round: bool) -> Self {
-        let app_bytes = MAX_KEPT_BYTES / if round { 2 } else { 1 };
+    fn new() -> Self {
         Kept {
             runners: 0,
             bytes: 0,
-            app_bytes,
         }
     }
 
     /// Counts one more runner whose App holds `text` bytes of strings, or says that it does not
     /// fit (then nothing is counted).
     fn runner(&mut self, text: usize) -> Result<(), Full> {
-        let bytes = self.bytes + text + OBJECT_OVERHEAD;
-        if self.runners == MAX_KEPT_RUNNERS || bytes > self.app_bytes {
+        let bytes = self.bytes + text + APP_OVERHEAD;
+        if bytes > MAX_KEPT_BYTES {
             return Err(Full);
         }
         self.runners += 1;
@@ -84,31 +87,44 @@ impl Kept {
         Ok(())
     }
 
-    /// Counts one more AppInst with `text` bytes of strings for a runner that has `has` already,
-    /// or fails naming the bound.
-    fn app_inst(&mut self, has: usize, text: usize) -> Result<(), ApiError> {
-        self.bytes += text + OBJECT_OVERHEAD;
-        if has >= MAX_APP_INSTS_PER_RUNNER {
-            return Err(ApiError::protocol(
-                Rpc::ShowAppInst,
-                format!("the answer gives one App more than {MAX_APP_INSTS_PER_RUNNER} AppInsts; not read further"),
-            ));
+    /// Counts one more AppInst with `text` bytes of strings, or says that it does not fit (then
+    /// nothing is counted).
+    fn app_inst(&mut self, text: usize) -> Result<(), Full> {
+        let bytes = self.bytes + text + APP_INST_OVERHEAD;
+        if bytes > MAX_KEPT_BYTES {
+            return Err(Full);
         }
-        if self.bytes > MAX_KEPT_BYTES {
-            return Err(too_much(Rpc::ShowAppInst));
-        }
+        self.bytes = bytes;
         Ok(())
+    }
+
+    /// Gives back what a runner left for the next round held: its App of `app_text` bytes and
+    /// its AppInsts.
+    fn release(&mut self, app_text: usize, insts: &[AppInst]) {
+        let insts: usize = insts.iter().map(|i| inst_len(i) + APP_INST_OVERHEAD).sum();
+        self.runners -= 1;
+        self.bytes -= app_text + APP_OVERHEAD + insts;
+    }
+
+    /// The error of an answer that holds more than one command keeps, naming the bound and how
+    /// many runners were read by then.
+    fn too_much(&self, rpc: Rpc) -> ApiError {
+        ApiError::protocol(
+            rpc,
+            format!(
+                "the answer holds more of this controller's runners than one command keeps (its bound of {} MiB reached with {} runners); not read further",
+                MAX_KEPT_BYTES / (1024 * 1024),
+                self.runners
+            ),
+        )
     }
 }
 
-/// The error of an answer that holds more than one command keeps.
-fn too_much(rpc: Rpc) -> ApiError {
+/// The error of an answer that gives one App more AppInsts than a runner has.
+fn too_many_app_insts() -> ApiError {
     ApiError::protocol(
-        rpc,
-        format!(
-            "the answer holds more of this controller's runners than one command keeps ({MAX_KEPT_RUNNERS} runners, {} MiB); not read further",
-            MAX_KEPT_BYTES / (1024 * 1024)
-        ),
+        Rpc::ShowAppInst,
+        format!("the answer gives one App more than {MAX_APP_INSTS_PER_RUNNER} AppInsts; not read further"),
     )
 }
 
@@ -117,10 +133,10 @@ fn too_much(rpc: Rpc) -> ApiError {
 pub(super) enum Read<'a> {
     /// All of them: more than the bounds is an error.
     All,
-    /// A RemoveAll round: those not in `done`, as many as the bounds keep; the rest is left for
-    /// the next round.
+    /// A RemoveAll round: those not in `done`, whole (the App and every AppInst of it), as many
+    /// as the bound keeps; each runner that does not fit is left for the next round.
     Round {
-        /// The Apps earlier rounds tried.
+        /// The Apps earlier rounds could not remove.
         done: &'a std::collections::HashSet<AppKey>,
     },
 }
@@ -187,7 +203,8 @@ impl Provider {
                 client.show_app_insts(app_filter, marks),
             )
             .await?;
-            let mut kept = Kept::new(matches!(which, Read::Round { .. }));
+            let round = matches!(which, Read::Round { .. });
+            let mut kept = Kept::new();
             // Each App's key is moved into the map, not copied: the runner gets it back at the end.
             let mut ours: HashMap<AppKey, (RunnerVars, Vec<AppInst>)> = HashMap::new();
             let (mut foreign, mut more) = (0, false);
@@ -211,29 +228,39 @@ impl Provider {
                 // without end must reach the bound, not run until the deadline. A round keeps
                 // what fits and leaves the rest for the next one.
                 if kept.runner(key_len(&app.key) + vars.len()).is_err() {
-                    match which {
-                        Read::All => return Err(too_much(Rpc::ShowApp)),
-                        Read::Round { .. } => {
-                            more = true;
-                            break;
-                        }
+                    if !round {
+                        return Err(kept.too_much(Rpc::ShowApp));
                     }
+                    more = true;
+                    break;
                 }
                 ours.insert(app.key, (vars, Vec::new()));
             }
-            join(insts, &mut ours, &mut kept).await?;
+            more |= join(insts, &mut ours, &mut kept, round).await?;
             // An App of ours without a marked AppInst is stopped, or its AppInst was made
             // before the marks: only the unmarked read can tell (once, for all such Apps).
             if !marks.is_empty() && ours.values().any(|(_, insts)| insts.is_empty()) {
                 let mut unmarked: HashMap<_, _> =
                     ours.extract_if(|_, (_, insts)| insts.is_empty()).collect();
-                join(
+                more |= join(
                     client.show_app_insts(app_filter, &[]).await?,
                     &mut unmarked,
                     &mut kept,
+                    round,
                 )
                 .await?;
                 ours.extend(unmarked);
+            }
+            // Each runner left whole for the next round was alone more than the bound: no
+            // round would ever keep it.
+            if more && ours.is_empty() {
+                return Err(ApiError::protocol(
+                    Rpc::ShowAppInst,
+                    format!(
+                        "a runner of this controller holds more than one command keeps (its bound of {} MiB); not read further",
+                        MAX_KEPT_BYTES / (1024 * 1024)
+                    ),
+                ));
             }
             let mut runners = Vec::with_capacity(ours.len());
             for (key, (vars, mut app_insts)) in ours {
@@ -256,12 +283,16 @@ impl Provider {
     pub(super) async fn app_insts_of(&self, app_key: &AppKey) -> Result<Vec<AppInst>, Error> {
         let client = &self.client;
         Ok(retry_transient(client, "ShowAppInst", || async move {
-            let mut kept = Kept::new(false);
+            let mut kept = Kept::new();
             let mut found = Vec::new();
             let mut insts = client.show_app_insts(app_key, &[]).await?;
             while let Some(inst) = insts.try_next().await? {
                 if inst.app_key.as_ref() == Some(app_key) {
-                    kept.app_inst(found.len(), inst_len(&inst))?;
+                    if found.len() == MAX_APP_INSTS_PER_RUNNER {
+                        return Err(too_many_app_insts());
+                    }
+                    kept.app_inst(inst_len(&inst))
+                        .map_err(|Full| kept.too_much(Rpc::ShowAppInst))?;
                     found.push(inst);
                 }
             }
@@ -273,22 +304,42 @@ impl Provider {
 }
 
 /// Adds each AppInst of the answer to the runner of `ours` whose App it deploys, under any name.
+/// One that passes the bound ends a read of all in an error; in a `round` its runner is left,
+/// whole, for the next round: dropped from `ours` with what it held, its later AppInsts passed
+/// over. Returns whether a runner was left.
 async fn join(
     mut insts: edge_connect::Show<AppInst>,
     ours: &mut HashMap<AppKey, (RunnerVars, Vec<AppInst>)>,
     kept: &mut Kept,
-) -> Result<(), ApiError> {
+    round: bool,
+) -> Result<bool, ApiError> {
+    let mut left = false;
     while let Some(inst) = insts.try_next().await? {
         let Some((_, found)) = inst.app_key.as_ref().and_then(|k| ours.get_mut(k)) else {
             continue;
         };
-        kept.app_inst(found.len(), inst_len(&inst))?;
-        // Nearly every runner has one AppInst: room for one more at a time, not the four a
-        // first push reserves (an AppInst is some 400 bytes: 1.2 MB of a 1,000-runner List).
-        found.reserve_exact(1);
-        found.push(inst);
+        if found.len() == MAX_APP_INSTS_PER_RUNNER {
+            return Err(too_many_app_insts());
+        }
+        if kept.app_inst(inst_len(&inst)).is_ok() {
+            // Nearly every runner has one AppInst: room for one more at a time, not the four a
+            // first push reserves (an AppInst is some 400 bytes: 1.2 MB of a 1,000-runner List).
+            found.reserve_exact(1);
+            found.push(inst);
+            continue;
+        }
+        if !round {
+            return Err(kept.too_much(Rpc::ShowAppInst));
+        }
+        // A runner is removed whole (its AppInsts, then its App) or not at all in a round: one
+        // removed with an AppInst unread would leave that AppInst, and its App in use.
+        if let Some((key, (vars, found))) = inst.app_key.as_ref().and_then(|k| ours.remove_entry(k))
+        {
+            kept.release(key_len(&key) + vars.len(), &found);
+        }
+        left = true;
     }
-    Ok(())
+    Ok(left)
 }
 
 fn key_len(key: &AppKey) -> usize {
@@ -319,30 +370,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_bound_counts_runners_not_objects_and_names_itself() {
-        let mut kept = Kept::new(false);
-        for _ in 0..MAX_KEPT_RUNNERS {
-            assert!(kept.runner(0).is_ok());
-            // A runner's AppInsts are its own: they do not use up runners.
-            kept.app_inst(0, 0).unwrap();
-        }
-        assert!(kept.runner(0).is_err(), "one runner more does not fit");
-        assert_eq!(
-            too_much(Rpc::ShowApp).to_string(),
-            "Edge Connect ShowApp: the answer holds more of this controller's runners than one command keeps (50000 runners, 32 MiB); not read further"
-        );
-        let e = kept.app_inst(MAX_APP_INSTS_PER_RUNNER, 0).unwrap_err();
-        assert!(e.to_string().contains("more than 16 AppInsts"), "{e}");
-        let mut kept = Kept::new(false);
-        kept.app_inst(0, MAX_KEPT_BYTES / 2).unwrap();
-        let e = kept.app_inst(0, MAX_KEPT_BYTES / 2).unwrap_err();
-        assert!(
-            e.to_string().starts_with("Edge Connect ShowAppInst: "),
-            "{e}"
-        );
-        // A round leaves the AppInsts half of the bytes.
-        let mut kept = Kept::new(true);
-        assert!(kept.runner(MAX_KEPT_BYTES / 2).is_err());
+    fn apps_and_app_insts_share_the_bound_and_the_error_counts_the_runners_read() {
+        let mut kept = Kept::new();
+        assert!(kept.runner(MAX_KEPT_BYTES / 2).is_ok());
         assert!(kept.runner(MAX_KEPT_BYTES / 4).is_ok());
+        assert!(kept.app_inst(MAX_KEPT_BYTES / 4).is_err(), "past the bound");
+        assert!(kept.runner(MAX_KEPT_BYTES / 4).is_err(), "past the bound");
+        assert_eq!(
+            (kept.runners, kept.bytes),
+            (2, MAX_KEPT_BYTES / 4 * 3 + 2 * APP_OVERHEAD)
+        );
+        assert_eq!(
+            kept.too_much(Rpc::ShowAppInst).to_string(),
+            "Edge Connect ShowAppInst: the answer holds more of this controller's runners than one command keeps (its bound of 32 MiB reached with 2 runners); not read further"
+        );
+        assert!(too_many_app_insts()
+            .to_string()
+            .contains("more than 16 AppInsts"));
+        // What an ordinary runner costs, App and AppInst: some 15,000 fit.
+        let runner = 150 + APP_OVERHEAD + 170 + APP_INST_OVERHEAD;
+        assert!(
+            (12_000..20_000).contains(&(MAX_KEPT_BYTES / runner)),
+            "{runner} bytes a runner"
+        );
+    }
+
+    #[test]
+    fn a_runner_left_for_the_next_round_gives_back_all_it_held() {
+        let mut kept = Kept::new();
+        assert!(kept.runner(10).is_ok());
+        assert!(kept.runner(20).is_ok());
+        let inst = AppInst {
+            uri: "x".repeat(100),
+            ..Default::default()
+        };
+        assert!(kept.app_inst(inst_len(&inst)).is_ok());
+        let (runners, bytes) = (kept.runners, kept.bytes);
+        kept.release(20, std::slice::from_ref(&inst));
+        assert_eq!(kept.runners, runners - 1);
+        assert_eq!(
+            kept.bytes,
+            bytes - (20 + APP_OVERHEAD) - (inst_len(&inst) + APP_INST_OVERHEAD)
+        );
+        assert_eq!(kept.bytes, 10 + APP_OVERHEAD);
     }
 }
