@@ -48,6 +48,10 @@
 # at DOCKER_HOST before registering; Forgejo/Gitea labels become
 # NAME:docker://IMAGE and the runner gets a config naming the daemon. "buildkit":
 # host labels as for none, plus a default `docker buildx` builder on BUILDKIT_HOST.
+#
+# The site's actions cache (RUNNER_CACHE_SERVER, RUNNER_CACHE_SECRET; docs/runner-contract.md
+# "The site's actions cache"): forgejo-runner on dind with Docker labels only gets
+# it in its config; every other runner keeps its own cache and says why.
 
 # xtrace would print the instance token; refuse it even under `bash -x`.
 set +x
