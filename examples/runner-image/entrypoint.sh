@@ -693,8 +693,9 @@ check_site_cache() {
 # controller's). A job of a host label runs in this container as the
 # runner's user and can read the config file; a job of a Docker label runs in
 # a container of the dind sidecar's daemon, which has neither this
-# container's files nor its processes. See docs/site-cache.md "What
-# isolation holds".
+# container's files nor its processes (short of escaping to the node through
+# the privileged daemon, the trust dind already asks for). See
+# docs/site-cache.md "What isolation holds".
 site_cache_use() {
 	local flavor=$1 label host_labels=() parts=()
 	[[ -n $CACHE_SERVER ]] || return 1
