@@ -48,6 +48,10 @@
 # at DOCKER_HOST before registering; Forgejo/Gitea labels become
 # NAME:docker://IMAGE and the runner gets a config naming the daemon. "buildkit":
 # host labels as for none, plus a default `docker buildx` builder on BUILDKIT_HOST.
+#
+# The site's actions cache (RUNNER_CACHE_SERVER, RUNNER_CACHE_SECRET; docs/runner-contract.md
+# "The site's actions cache"): forgejo-runner on dind with Docker labels only gets
+# it in its config; every other runner keeps its own cache and says why.
 
 # xtrace would print the instance token; refuse it even under `bash -x`.
 set +x
@@ -135,6 +139,14 @@ if [[ ${1-} == --run-one-job ]]; then
 	shift
 	run_one_job "$@"
 fi
+
+# The site's actions cache (docs/runner-contract.md "The site's actions
+# cache"). Its secret leaves the environment before this script starts any
+# program, so that none inherits it; it reaches only the runner's config file,
+# through jq's stdin. Checked in main, once a failure can be reported.
+CACHE_SERVER=${RUNNER_CACHE_SERVER-}
+CACHE_SECRET=${RUNNER_CACHE_SECRET-}
+unset RUNNER_CACHE_SECRET
 
 # A container that starts again after its runner was registered (a crash, a
 # node restart, the platform restarting it) has nothing left to do: its
@@ -520,7 +532,7 @@ register_runner() {
 # Secrets the job must not inherit. The registration token is a shell
 # variable only, but unset it too. exec skips the EXIT trap, so clean up here.
 drop_secrets() {
-	unset BEARER_TOKEN METADATA_URL CALLBACK_URL RUNNER_DOWNLOAD_TOKEN REG_TOKEN
+	unset BEARER_TOKEN METADATA_URL CALLBACK_URL RUNNER_DOWNLOAD_TOKEN REG_TOKEN CACHE_SECRET
 	rm -rf -- "$STATE_DIR"
 	STATE_DIR=""
 }
@@ -634,7 +646,81 @@ docker_labels() {
 	RUNNER_FORGE_LABELS="${out[*]}"
 }
 
-# write_runner_config FILE: the forgejo-runner / Gitea runner config for
+# --- the site's actions cache -----------------------------------------------------
+# The provider sets RUNNER_CACHE_SERVER and RUNNER_CACHE_SECRET (captured into
+# CACHE_SERVER and CACHE_SECRET at the top) on a runner whose site cache is
+# Ready: the address of the site's `forgejo-runner cache-server` and the
+# secret it checks every request's signature with. See docs/site-cache.md
+# "What the runner image does with the site cache" for the sources.
+
+# check_site_cache: refuses values the provider must never send, each in one
+# line naming the variable. GitHub's runner has no setting for a cache
+# server, so there they are dropped unlooked-at.
+check_site_cache() {
+	local shown
+	[[ -n $CACHE_SERVER || -n $CACHE_SECRET ]] || return 0
+	STEP="checking the site cache settings"
+	if [[ $FORGE_TYPE == github ]]; then
+		log "not using the site's actions cache: GitHub's runner has no external cache (it takes the cache's address from GitHub's service); a dind sidecar still pulls Docker Hub images through the site's registry mirror"
+		CACHE_SERVER=""
+		CACHE_SECRET=""
+		return 0
+	fi
+	[[ -n $CACHE_SECRET ]] || die "RUNNER_CACHE_SERVER is set but RUNNER_CACHE_SECRET is not: the provider sets both for a runner whose site cache is Ready, or neither; this is a bug of the provider, report it"
+	[[ -n $CACHE_SERVER ]] || die "RUNNER_CACHE_SECRET is set but RUNNER_CACHE_SERVER is not: the provider sets both for a runner whose site cache is Ready, or neither; this is a bug of the provider, report it"
+	# The URL is no secret (the provider puts it in env_vars) and may be
+	# shown, made printable and cut short. No path: forgejo-runner's cache
+	# proxy replaces the server URL's path with the request's own.
+	shown=${CACHE_SERVER//[[:cntrl:]]/?}
+	if ((${#CACHE_SERVER} > 2048)) ||
+		! [[ $CACHE_SERVER =~ ^https?://[^/?#[:space:][:cntrl:]]+/?$ ]]; then
+		die "RUNNER_CACHE_SERVER must be the cache server's URL, http:// or https:// and its host[:port] only, without blanks or control characters, not '${shown:0:200}'"
+	fi
+	# Never shown: only what is wrong with it.
+	((${#CACHE_SECRET} <= 1024)) || die "RUNNER_CACHE_SECRET is longer than 1024 characters; the provider sends the site cache's secret as it is configured, which must be shorter"
+	[[ $CACHE_SECRET != *[[:cntrl:]]* ]] || die "RUNNER_CACHE_SECRET holds a control character (a line break?); the site cache's secret must be one line of printable characters"
+}
+
+# site_cache_use FLAVOR: whether this runner points its jobs at the site's
+# cache; says why not when it does not. Needs RUNNER_FORGE_LABELS.
+#
+# Only forgejo-runner speaks the cache server's protocol: Gitea's runner
+# registers each job's token with a gitea-runner cache-server instead.
+#
+# And only where no job can read the secret: it signs cache requests for any
+# repository, so a job holding it could read and overwrite the cache entries
+# of every repository whose runners use the same cache (all of this GARM
+# controller's). A job of a host label runs in this container as the
+# runner's user and can read the config file; a job of a Docker label runs in
+# a container of the dind sidecar's daemon, which has neither this
+# container's files nor its processes (short of escaping to the node through
+# the privileged daemon, the trust dind already asks for). See
+# docs/site-cache.md "What isolation holds".
+site_cache_use() {
+	local flavor=$1 label host_labels=() parts=()
+	[[ -n $CACHE_SERVER ]] || return 1
+	if [[ $flavor != forgejo ]]; then
+		log "not using the site's actions cache at $CACHE_SERVER: it is forgejo-runner's cache server, whose protocol Gitea's runner does not speak; the runner keeps its own cache"
+		return 1
+	fi
+	if [[ $DOCKER_MODE != dind ]]; then
+		log "not using the site's actions cache at $CACHE_SERVER: jobs run in this container as the runner's user (RUNNER_DOCKER=$DOCKER_MODE) and could read the cache's secret, and with it every repository's cache entries; only runners whose jobs all run in containers of a dind sidecar use it; the runner keeps its own cache"
+		return 1
+	fi
+	IFS=, read -r -a parts <<<"$RUNNER_FORGE_LABELS"
+	for label in "${parts[@]}"; do
+		[[ $label != *:host ]] || host_labels+=("${label%:host}")
+	done
+	if ((${#host_labels[@]} > 0)); then
+		local IFS=,
+		log "not using the site's actions cache at $CACHE_SERVER: jobs of the label(s) ${host_labels[*]} run in this container as the runner's user and could read the cache's secret, and with it every repository's cache entries; the runner keeps its own cache"
+		return 1
+	fi
+	log "using the site's actions cache at $CACHE_SERVER"
+	return 0
+}
+
+# write_runner_config FILE USE_CACHE: the forgejo-runner / Gitea runner config for
 # RUNNER_DOCKER=dind (JSON, which both read as YAML). docker_host names the
 # sidecar's daemon and has the runner mount its socket into job and service
 # containers as /var/run/docker.sock, so `docker build` works in a container
@@ -643,11 +729,20 @@ docker_labels() {
 # network "" gives each job a network of its own, which its service containers
 # join; privileged stays false: only the sidecar needs it. Sources:
 # docs/runner-contract.md "What the example image does with Docker".
+# With USE_CACHE true it names the site's cache server and its secret too
+# (forgejo-runner's cache.external_server and cache.secret; docs/site-cache.md
+# "What the runner image does with the site cache"). The secret travels on
+# jq's stdin, never in an argv, and the file is private before it is written.
 write_runner_config() {
-	local file=$1
+	local file=$1 use_cache=$2 secret=""
 	STEP="writing the runner config $file"
-	jq -n --arg host "$DOCKER_HOST" \
-		'{container: {docker_host: $host, network: "", privileged: false, valid_volumes: []}}' >"$file"
+	if [[ $use_cache == true ]]; then
+		secret=$CACHE_SECRET
+	fi
+	install -m 0600 /dev/null "$file"
+	printf '%s' "$secret" | jq -Rs --arg host "$DOCKER_HOST" --arg server "$CACHE_SERVER" --argjson cache "$use_cache" \
+		'{container: {docker_host: $host, network: "", privileged: false, valid_volumes: []}}
+		+ if $cache then {cache: {external_server: $server, secret: .}} else {} end' >"$file"
 }
 
 # --- GitHub actions/runner -------------------------------------------------------
@@ -838,13 +933,19 @@ run_forge_runner() {
 	STEP="preparing the runner labels"
 	if [[ $DOCKER_MODE == dind ]]; then
 		docker_labels "${RUNNER_LABELS:-}"
-		local config="$home/garm-runner-config.yaml"
-		write_runner_config "$config"
+		# Only a dind runner can use the site cache (site_cache_use), so
+		# only it needs a config.
+		local config="$home/garm-runner-config.yaml" use_cache=false
+		if site_cache_use "$flavor"; then
+			use_cache=true
+		fi
+		write_runner_config "$config" "$use_cache"
 		# A persistent flag of both runners' every subcommand.
 		reg_args+=(--config "$config")
 		run_args+=(--config "$config")
 	else
 		host_labels "${RUNNER_LABELS:-}"
+		site_cache_use "$flavor" || true
 	fi
 	[[ -n $RUNNER_FORGE_LABELS ]] || die "RUNNER_LABELS is empty; GARM needs its runner-controller-id/runner-pool-id labels"
 
@@ -897,6 +998,7 @@ STEP="checking the environment"
 for var in FORGE_TYPE FORGE_URL RUNNER_NAME; do
 	[[ -n ${!var:-} ]] || die "$var is not set"
 done
+check_site_cache
 
 case $DOCKER_MODE in
 none) ;;

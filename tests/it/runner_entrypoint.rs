@@ -1895,3 +1895,346 @@ async fn dind_entrypoint_runs_a_container_step_and_a_build_step_against_a_real_d
     );
     assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
 }
+
+// ---------------------------------------------------------------------------
+// The site's actions cache (RUNNER_CACHE_SERVER, RUNNER_CACHE_SECRET;
+// docs/runner-contract.md "The site's actions cache", docs/site-cache.md "What
+// the runner image does with the site cache")
+
+const CACHE_SERVER: &str = "http://127.0.0.1:5000";
+/// Distinctive, so that a leak is found by a plain substring search.
+const CACHE_SECRET: &str = "site-cache-secret-K8dQ2wL5";
+
+/// Labels that all run jobs in containers of the dind sidecar's daemon.
+fn docker_only_labels_in() -> String {
+    format!("ubuntu-latest,debian:docker://docker.io/library/debian:trixie,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}")
+}
+
+/// GARM's labels and one pool tag, without a scheme.
+fn plain_labels_in() -> String {
+    format!("ubuntu-latest,runner-controller-id={CONTROLLER_ID},runner-pool-id={POOL_ID}")
+}
+
+fn docker_only_labels() -> String {
+    format!(
+        "ubuntu-latest:docker://{DEFAULT_JOB_IMAGE},\
+         debian:docker://docker.io/library/debian:trixie,\
+         runner-controller-id={CONTROLLER_ID}:docker://{DEFAULT_JOB_IMAGE},\
+         runner-pool-id={POOL_ID}:docker://{DEFAULT_JOB_IMAGE}"
+    )
+}
+
+/// Sets the two variables as the provider does for a site whose cache is
+/// Ready, and records what the entrypoint hands jq and curl.
+fn with_site_cache(w: &mut World) {
+    w.set("RUNNER_CACHE_SERVER", CACHE_SERVER);
+    w.set("RUNNER_CACHE_SECRET", CACHE_SECRET);
+    w.sandbox.install_argv_recorder("jq");
+    w.sandbox.install_argv_recorder("curl");
+}
+
+/// Every file under `dir` whose content holds `needle`.
+fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if kind.is_file() {
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            if String::from_utf8_lossy(&bytes).contains(needle) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The cache secret is in no log line, no argv of any program the
+/// entrypoint ran (the runner's, jq's, curl's), no status message, neither
+/// the environment the runner's job run (`job_sub`) got nor the entrypoint's
+/// own (/proc/1/environ while it stays up), and in no file but `only_in`.
+fn assert_cache_secret_only_in(
+    w: &World,
+    run: &Run,
+    job_sub: &str,
+    only_in: Option<&std::path::Path>,
+) {
+    assert!(
+        !run.stdout.contains(CACHE_SECRET) && !run.stderr.contains(CACHE_SECRET),
+        "the cache secret reached the log:\n{}",
+        run.stderr
+    );
+    for program in ["jq", "curl"] {
+        let calls = w
+            .sandbox
+            .recorded(&format!("{program}.calls"))
+            .unwrap_or_default();
+        assert!(!calls.is_empty(), "{program} was not recorded");
+        assert!(
+            !calls.contains(CACHE_SECRET),
+            "the cache secret in {program}'s argv:\n{calls}"
+        );
+    }
+    for call in w.sandbox.runner_calls() {
+        assert!(
+            !call.contains(CACHE_SECRET),
+            "the cache secret in the runner's argv: {call}"
+        );
+    }
+    for call in w.garm.calls().iter().filter(|c| c.path == STATUS) {
+        assert!(
+            !call.message().contains(CACHE_SECRET),
+            "the cache secret sent to GARM"
+        );
+    }
+    for (what, env) in [
+        ("the runner's job run", w.sandbox.recorded_env(job_sub)),
+        ("the entrypoint's /proc/PID/environ", run.environ.clone()),
+    ] {
+        assert!(!env.is_empty(), "{what}: no environment recorded");
+        assert!(
+            !env.contains_key("RUNNER_CACHE_SECRET"),
+            "{what} has RUNNER_CACHE_SECRET"
+        );
+        for (k, v) in &env {
+            assert!(
+                !v.contains(CACHE_SECRET),
+                "{what} has the cache secret in {k}"
+            );
+        }
+    }
+    let holding = files_holding(&w.sandbox.root, CACHE_SECRET);
+    assert_eq!(
+        holding,
+        only_in
+            .map(|p| p.to_path_buf())
+            .into_iter()
+            .collect::<Vec<_>>()
+    );
+}
+
+entrypoint_test!(
+    site_cache_goes_into_the_forgejo_runners_config_only_for_a_dind_runner_of_docker_labels,
+    async {
+        let (mut w, socket) = dind_world(Forge::Forgejo).await;
+        let _daemon = FakeDockerDaemon::start(&socket);
+        w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+        w.set("RUNNER_LABELS", docker_only_labels_in());
+        with_site_cache(&mut w);
+
+        let run = w.run_stayed_up().await;
+
+        assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID));
+        assert_messages_clean(&w.garm);
+        let config = w.sandbox.home.join("garm-runner-config.yaml");
+        let config_arg = config.display().to_string();
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!({
+                "container": {
+                    "docker_host": format!("unix://{}", socket.display()),
+                    "network": "",
+                    "privileged": false,
+                    "valid_volumes": [],
+                },
+                "cache": {"external_server": CACHE_SERVER, "secret": CACHE_SECRET},
+            })
+        );
+        let meta = std::fs::metadata(&config).unwrap();
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        assert_eq!(
+            meta.permissions().mode() & 0o777,
+            0o600,
+            "the config is private"
+        );
+        // SAFETY: getuid(2) cannot fail and touches no memory.
+        assert_eq!(
+            meta.uid(),
+            unsafe { libc::getuid() },
+            "owned by the runner's user"
+        );
+        let argv = w.sandbox.argv("register").unwrap();
+        let at = argv.iter().position(|a| a == "--labels").unwrap();
+        assert_eq!(argv[at + 1], docker_only_labels());
+        assert_eq!(
+            w.sandbox.argv("one-job").unwrap(),
+            strings(&["one-job", "--wait", "--config", &config_arg])
+        );
+        assert_has(
+            &run.stderr,
+            &format!("garm-entrypoint: using the site's actions cache at {CACHE_SERVER}\n"),
+        );
+        assert_job_env_clean(&w.sandbox.recorded_env("one-job"));
+        assert_cache_secret_only_in(&w, &run, "one-job", Some(&config));
+    }
+);
+
+// Where a job could read the secret (host labels), and for Gitea's runner,
+// which does not speak the cache server's protocol, the runner keeps its own
+// cache and the secret is written nowhere.
+entrypoint_test!(
+    site_cache_is_not_used_where_a_job_could_read_its_secret_nor_by_gitea_runners,
+    async {
+        let host = "not using the site's actions cache at http://127.0.0.1:5000: jobs";
+        let cases = [
+            (
+                RunnerCli::Forgejo13,
+                false,
+                plain_labels_in(),
+                format!("{host} run in this container as the runner's user (RUNNER_DOCKER=none) and could read the cache's secret, and with it every repository's cache entries; only runners whose jobs all run in containers of a dind sidecar use it; the runner keeps its own cache"),
+            ),
+            (
+                RunnerCli::Forgejo13,
+                true,
+                format!("{},edge:host,more:host", docker_only_labels_in()),
+                format!("{host} of the label(s) edge,more run in this container as the runner's user and could read the cache's secret, and with it every repository's cache entries; the runner keeps its own cache"),
+            ),
+            (
+                RunnerCli::GiteaRunner3,
+                true,
+                docker_only_labels_in(),
+                "not using the site's actions cache at http://127.0.0.1:5000: it is forgejo-runner's cache server, whose protocol Gitea's runner does not speak; the runner keeps its own cache".to_string(),
+            ),
+            (
+                RunnerCli::ActRunner0213,
+                false,
+                plain_labels_in(),
+                "not using the site's actions cache at http://127.0.0.1:5000: it is forgejo-runner's cache server, whose protocol Gitea's runner does not speak; the runner keeps its own cache".to_string(),
+            ),
+        ];
+        for (cli, dind, labels, expected) in cases {
+            let (mut w, socket) = dind_world(Forge::Forgejo).await;
+            let _daemon = FakeDockerDaemon::start(&socket);
+            if !dind {
+                for var in ["RUNNER_DOCKER", "DOCKER_HOST", "RUNNER_DEFAULT_JOB_IMAGE"] {
+                    w.env.remove(var);
+                }
+            }
+            w.sandbox.install_runner_stub(cli);
+            w.set("RUNNER_LABELS", labels);
+            with_site_cache(&mut w);
+
+            let run = w.run_stayed_up().await;
+
+            assert_eq!(w.garm.summaries(), registered(GITEA_AGENT_ID), "{cli:?}");
+            assert_has(&run.stderr, &format!("garm-entrypoint: {expected}\n"));
+            let config = w.sandbox.home.join("garm-runner-config.yaml");
+            if dind {
+                let written: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+                assert_eq!(written.get("cache"), None, "{cli:?}");
+                assert!(written.get("container").is_some(), "{cli:?}");
+            } else {
+                assert!(!config.exists(), "{cli:?}: no config without dind");
+            }
+            let sub = match cli {
+                RunnerCli::Forgejo13 => "one-job",
+                _ => "daemon",
+            };
+            assert_cache_secret_only_in(&w, &run, sub, None);
+        }
+    }
+);
+
+entrypoint_test!(
+    site_cache_settings_the_provider_must_not_send_are_refused,
+    async {
+        let long = "s".repeat(1025);
+        let cases: &[(Option<&str>, Option<&str>, String)] = &[
+        (
+            Some(CACHE_SERVER),
+            None,
+            "RUNNER_CACHE_SERVER is set but RUNNER_CACHE_SECRET is not: the provider sets both for a runner whose site cache is Ready, or neither; this is a bug of the provider, report it".into(),
+        ),
+        (
+            Some(CACHE_SERVER),
+            Some(""),
+            "RUNNER_CACHE_SERVER is set but RUNNER_CACHE_SECRET is not: the provider sets both for a runner whose site cache is Ready, or neither; this is a bug of the provider, report it".into(),
+        ),
+        (
+            None,
+            Some(CACHE_SECRET),
+            "RUNNER_CACHE_SECRET is set but RUNNER_CACHE_SERVER is not: the provider sets both for a runner whose site cache is Ready, or neither; this is a bug of the provider, report it".into(),
+        ),
+        (Some("ftp://127.0.0.1:5000"), Some(CACHE_SECRET), bad_server("ftp://127.0.0.1:5000")),
+        (Some("127.0.0.1:5000"), Some(CACHE_SECRET), bad_server("127.0.0.1:5000")),
+        (Some("http://"), Some(CACHE_SECRET), bad_server("http://")),
+        (Some("http://127.0.0.1 :5000"), Some(CACHE_SECRET), bad_server("http://127.0.0.1 :5000")),
+        (Some("http://127.0.0.1:5000/cache"), Some(CACHE_SECRET), bad_server("http://127.0.0.1:5000/cache")),
+        (Some("http://127.0.0.1:5000\u{1}"), Some(CACHE_SECRET), bad_server("http://127.0.0.1:5000?")),
+        (
+            Some(CACHE_SERVER),
+            Some(long.as_str()),
+            "RUNNER_CACHE_SECRET is longer than 1024 characters; the provider sends the site cache's secret as it is configured, which must be shorter".into(),
+        ),
+        (
+            Some(CACHE_SERVER),
+            Some("site-cache-secret-K8dQ2wL5\n"),
+            "RUNNER_CACHE_SECRET holds a control character (a line break?); the site cache's secret must be one line of printable characters".into(),
+        ),
+    ];
+        for (server, secret, expected) in cases {
+            let (mut w, socket) = dind_world(Forge::Forgejo).await;
+            let _daemon = FakeDockerDaemon::start(&socket);
+            w.sandbox.install_runner_stub(RunnerCli::Forgejo13);
+            w.set("RUNNER_LABELS", docker_only_labels_in());
+            if let Some(v) = server {
+                w.set("RUNNER_CACHE_SERVER", *v);
+            }
+            if let Some(v) = secret {
+                w.set("RUNNER_CACHE_SECRET", *v);
+            }
+
+            let run = w.run().await;
+
+            run.assert_failed();
+            assert_eq!(
+                w.garm.summaries(),
+                vec![installing(), failed()],
+                "{server:?}"
+            );
+            assert_eq!(&last_status_message(&w.garm), expected);
+            assert_eq!(
+                run.last_line(),
+                format!("garm-entrypoint: error: {expected}")
+            );
+            assert!(!run.stderr.contains(CACHE_SECRET), "{}", run.stderr);
+            assert_eq!(w.sandbox.argv("register"), None, "nothing spent");
+        }
+    }
+);
+
+fn bad_server(shown: &str) -> String {
+    format!("RUNNER_CACHE_SERVER must be the cache server's URL, http:// or https:// and its host[:port] only, without blanks or control characters, not '{shown}'")
+}
+
+// GitHub's runner has no external cache: the values are not even looked at,
+// and the secret goes nowhere.
+entrypoint_test!(site_cache_is_ignored_by_the_github_runner, async {
+    for server in [CACHE_SERVER, "not a URL"] {
+        let (mut w, socket) = dind_world(Forge::GitHub).await;
+        let _daemon = FakeDockerDaemon::start(&socket);
+        w.sandbox.install_github_stubs();
+        with_site_cache(&mut w);
+        w.set("RUNNER_CACHE_SERVER", server);
+
+        let run = w.run_stayed_up().await;
+
+        assert_eq!(w.garm.summaries(), registered(GITHUB_AGENT_ID), "{server}");
+        assert_has(
+            &run.stderr,
+            "garm-entrypoint: not using the site's actions cache: GitHub's runner has no external cache (it takes the cache's address from GitHub's service); a dind sidecar still pulls Docker Hub images through the site's registry mirror\n",
+        );
+        assert!(!w.sandbox.home.join("garm-runner-config.yaml").exists());
+        assert_cache_secret_only_in(&w, &run, "run", None);
+    }
+});

@@ -905,6 +905,27 @@ echo "${{5-}}"
         );
     }
 
+    /// Puts a wrapper of the real `program` first on PATH that appends each
+    /// call's argv (joined by spaces, one line) to `log/<program>.calls` and
+    /// then runs the real one: to see what the entrypoint hands the tools it
+    /// runs itself, which anything in the container can read in /proc.
+    pub fn install_argv_recorder(&self, program: &str) {
+        let real = ["/usr/local/bin", "/usr/bin", "/bin"]
+            .iter()
+            .map(|dir| Path::new(dir).join(program))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("{program} is not installed"));
+        let log = self.log.join(format!("{program}.calls"));
+        write_executable(
+            &self.bin.join(program),
+            &format!(
+                "#!/bin/bash\n( IFS=' '; printf '%s\\n' \"$*\" ) >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real.display()
+            ),
+        );
+    }
+
     pub fn set_config_failures(&self, n: u32) {
         std::fs::write(self.log.join("config.failures"), n.to_string()).expect("failures file");
     }
