@@ -56,7 +56,7 @@ pub(crate) struct Shared {
     pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
     pub(crate) logins: AtomicUsize,
     pub(crate) requests: AtomicUsize,
-    /// The URL of each RPC, by [`Rpc::index`], made at its first call: a RemoveAll posts
+    /// The URL of each RPC, by its place in [`Rpc`], made at its first call: a RemoveAll posts
     /// hundreds of times to two URLs, and making one is a parse.
     pub(crate) urls: [OnceLock<reqwest::Url>; Rpc::COUNT],
 }
@@ -257,7 +257,7 @@ impl Client {
     /// The URL `rpc` is posted to: the login's, or `/api/v1/auth/ctrl/<rpc>`, under the
     /// configured URL's path.
     pub(crate) fn url_of(&self, rpc: Rpc) -> &reqwest::Url {
-        self.shared.urls[rpc.index()].get_or_init(|| {
+        self.shared.urls[rpc as usize].get_or_init(|| {
             let mut url = self.shared.base.clone();
             let path = match rpc {
                 Rpc::Login => "/api/v1/login".to_string(),
