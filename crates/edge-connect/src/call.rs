@@ -7,10 +7,10 @@ use std::time::Instant;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use crate::client::{host_port, Client};
+use crate::client::Client;
 use crate::error::{Answer, ApiError};
 use crate::rpc::Rpc;
-use crate::transport::{json_body, read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
+use crate::transport::{host_port, json_body, read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
 use secret::Secret;
 
 impl Client {

@@ -14,7 +14,7 @@ use crate::proxy::ProxyChoice;
 use crate::rpc::Rpc;
 use crate::scrub::Scrubber;
 use crate::token_cache::TokenCache;
-use crate::transport::Wait;
+use crate::transport::{host_port, Wait};
 use secret::Secret;
 
 /// A hook that is told, in one line, about each retry the client makes (so that a CLI can show
@@ -74,14 +74,6 @@ fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
         return Err(SetupError("edge_connect.url: has no host".into()));
     }
     Ok(base)
-}
-
-pub(crate) fn host_port(url: &reqwest::Url) -> String {
-    let host = url.host_str().unwrap_or("?");
-    match url.port_or_known_default() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    }
 }
 
 impl Client {
