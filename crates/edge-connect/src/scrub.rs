@@ -201,7 +201,11 @@ impl Scrubber {
     pub fn scrub<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let patterns = self.read();
         let mut found = Vec::new();
-        let mut views = vec![(View::raw(text.as_bytes()), 0)];
+        let raw = View {
+            bytes: Cow::Borrowed(text.as_bytes()),
+            from: None,
+        };
+        let mut views = vec![(raw, 0)];
         while let Some((view, layer)) = views.pop() {
             patterns.find(&view, &mut found);
             // Spans are kept as u32: a longer text is searched as it is only.
@@ -266,14 +270,7 @@ struct View<'t> {
     from: Option<Vec<(u32, u32)>>,
 }
 
-impl<'t> View<'t> {
-    fn raw(text: &'t [u8]) -> Self {
-        View {
-            bytes: Cow::Borrowed(text),
-            from: None,
-        }
-    }
-
+impl View<'_> {
     /// The span of the text that the bytes `r` of this copy came from.
     fn origin(&self, r: Range<usize>) -> Range<usize> {
         match &self.from {
