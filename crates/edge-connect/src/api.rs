@@ -36,12 +36,7 @@ impl Client {
         filter: &AppKey,
         env_vars: &[(&str, &str)],
     ) -> Result<Show<App>, ApiError> {
-        let key = non_empty([
-            ("organization", &filter.organization),
-            ("name", &filter.name),
-            ("version", &filter.version),
-        ]);
-        let mut app = json!({ "key": key });
+        let mut app = json!({ "key": app_key(filter) });
         if !env_vars.is_empty() {
             app["env_vars"] = string_map(env_vars);
         }
@@ -79,14 +74,9 @@ impl Client {
         app: &AppKey,
         annotations: &[(&str, &str)],
     ) -> Result<Show<AppInst>, ApiError> {
-        let app_key = non_empty([
-            ("organization", &app.organization),
-            ("name", &app.name),
-            ("version", &app.version),
-        ]);
         let mut inst = json!({
             "key": non_empty([("organization", &app.organization)]),
-            "app_key": app_key,
+            "app_key": app_key(app),
         });
         if !annotations.is_empty() {
             inst["annotations"] = string_map(annotations);
@@ -138,6 +128,15 @@ fn non_empty<const N: usize>(parts: [(&str, &String); N]) -> Value {
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
     Value::Object(map)
+}
+
+/// An `AppKey` filter: the parts of `key` that are set.
+fn app_key(key: &AppKey) -> Value {
+    non_empty([
+        ("organization", &key.organization),
+        ("name", &key.name),
+        ("version", &key.version),
+    ])
 }
 
 /// A map filter (`env_vars`, `annotations`): each pair must be on the object.

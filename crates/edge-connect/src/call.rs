@@ -7,10 +7,10 @@ use std::time::Instant;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use crate::client::{host_port, Client};
+use crate::client::Client;
 use crate::error::{Answer, ApiError};
 use crate::rpc::Rpc;
-use crate::transport::{json_body, read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
+use crate::transport::{host_port, json_body, read_body, Wait, MAX_ERROR_BODY, MAX_UNARY_BODY};
 use secret::Secret;
 
 impl Client {
@@ -57,6 +57,9 @@ impl Client {
         // Why the host could not be reached, for an attempt the deadline cuts off after it: that
         // says what went wrong, the cut only that time ran out (as `Retries` does for answers).
         let mut earlier: Option<String> = None;
+        let unreachable = |detail: &str, tried| {
+            ApiError::host_unreachable(rpc, &self.destination(), detail, tried)
+        };
         let again = |e: Result<reqwest::Error, ApiError>, attempts| {
             let since = match self.shared.unreachable_since.lock() {
                 Ok(mut since) => *since.get_or_insert_with(Instant::now),
@@ -67,14 +70,7 @@ impl Client {
                 (Ok(e), _) => e,
                 (Err(_cut), Some(detail)) if retry_unreachable && self.deadline.expired() => {
                     let bound = "the command's deadline, edge_connect.operation_timeout_secs";
-                    let destination = self.destination();
-                    let tried = Some((spent, bound));
-                    return Err(ApiError::host_unreachable(
-                        rpc,
-                        &destination,
-                        &detail,
-                        tried,
-                    ));
+                    return Err(unreachable(&detail, Some((spent, bound))));
                 }
                 (Err(e), _) => return Err(e),
             };
@@ -90,9 +86,10 @@ impl Client {
                 ""
             };
             if !retry_unreachable || !bound.is_empty() {
-                let tried = retry_unreachable.then_some((spent, bound));
-                let destination = self.destination();
-                return Err(ApiError::host_unreachable(rpc, &destination, detail, tried));
+                return Err(unreachable(
+                    detail,
+                    retry_unreachable.then_some((spent, bound)),
+                ));
             }
             self.tell(&format!(
                 "retrying {rpc}: cannot connect to {} (attempt {})",

@@ -14,7 +14,7 @@ use crate::proxy::ProxyChoice;
 use crate::rpc::Rpc;
 use crate::scrub::Scrubber;
 use crate::token_cache::TokenCache;
-use crate::transport::Wait;
+use crate::transport::{host_port, Wait};
 use secret::Secret;
 
 /// A hook that is told, in one line, about each retry the client makes (so that a CLI can show
@@ -56,7 +56,7 @@ pub(crate) struct Shared {
     pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
     pub(crate) logins: AtomicUsize,
     pub(crate) requests: AtomicUsize,
-    /// The URL of each RPC, by [`Rpc::index`], made at its first call: a RemoveAll posts
+    /// The URL of each RPC, by its place in [`Rpc`], made at its first call: a RemoveAll posts
     /// hundreds of times to two URLs, and making one is a parse.
     pub(crate) urls: [OnceLock<reqwest::Url>; Rpc::COUNT],
 }
@@ -74,14 +74,6 @@ fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
         return Err(SetupError("edge_connect.url: has no host".into()));
     }
     Ok(base)
-}
-
-pub(crate) fn host_port(url: &reqwest::Url) -> String {
-    let host = url.host_str().unwrap_or("?");
-    match url.port_or_known_default() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    }
 }
 
 impl Client {
@@ -257,7 +249,7 @@ impl Client {
     /// The URL `rpc` is posted to: the login's, or `/api/v1/auth/ctrl/<rpc>`, under the
     /// configured URL's path.
     pub(crate) fn url_of(&self, rpc: Rpc) -> &reqwest::Url {
-        self.shared.urls[rpc.index()].get_or_init(|| {
+        self.shared.urls[rpc as usize].get_or_init(|| {
             let mut url = self.shared.base.clone();
             let path = match rpc {
                 Rpc::Login => "/api/v1/login".to_string(),

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use secret::Secret;
 
-/// Where and how to reach one Master Controller. `Debug` hides a password in `url` (which
-/// [`Client::new`](crate::Client::new) refuses, but the options may be printed before that).
+/// Where and how to reach one Master Controller. No `Debug`: `url` may hold a password (which
+/// [`Client::new`](crate::Client::new) refuses), so the options are never printed whole.
 #[derive(Clone)]
 pub struct ClientOptions {
     /// Base URL of the console / Master Controller (`https://host`, no `/api/v1`).
@@ -28,27 +28,6 @@ pub struct ClientOptions {
     pub ca_bundle: Option<PathBuf>,
     /// Do not verify TLS certificates (tests against self-signed servers only).
     pub insecure_skip_verify: bool,
-}
-
-impl std::fmt::Debug for ClientOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let url = match reqwest::Url::parse(&self.url) {
-            Ok(mut u) if u.password().is_some() => {
-                let _ = u.set_password(Some("***"));
-                u.to_string()
-            }
-            Ok(_) => self.url.clone(),
-            Err(_) => "(not a URL)".to_string(),
-        };
-        f.debug_struct("ClientOptions")
-            .field("url", &url)
-            .field("region", &self.region)
-            .field("request_timeout", &self.request_timeout)
-            .field("connect_retry", &self.connect_retry)
-            .field("ca_bundle", &self.ca_bundle)
-            .field("insecure_skip_verify", &self.insecure_skip_verify)
-            .finish()
-    }
 }
 
 /// Default for [`ClientOptions::connect_retry`].

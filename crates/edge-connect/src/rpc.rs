@@ -22,13 +22,9 @@ pub enum Rpc {
 }
 
 impl Rpc {
-    /// How many RPCs there are: the numbers of [`Rpc::index`] (the last one's, plus one).
+    /// How many RPCs there are: each one's place in the enum (`rpc as usize`) is below it, as
+    /// long as a new RPC goes last.
     pub(crate) const COUNT: usize = Rpc::ShowFlavorsForZone as usize + 1;
-
-    /// A number of its own below [`Rpc::COUNT`]: its place in the enum (a new RPC goes last).
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
 
     /// The name as in the URL (`login` for the login).
     pub fn name(self) -> &'static str {

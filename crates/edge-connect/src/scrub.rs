@@ -201,7 +201,11 @@ impl Scrubber {
     pub fn scrub<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let patterns = self.read();
         let mut found = Vec::new();
-        let mut views = vec![(View::raw(text.as_bytes()), 0)];
+        let raw = View {
+            bytes: Cow::Borrowed(text.as_bytes()),
+            from: None,
+        };
+        let mut views = vec![(raw, 0)];
         while let Some((view, layer)) = views.pop() {
             patterns.find(&view, &mut found);
             // Spans are kept as u32: a longer text is searched as it is only.
@@ -266,14 +270,7 @@ struct View<'t> {
     from: Option<Vec<(u32, u32)>>,
 }
 
-impl<'t> View<'t> {
-    fn raw(text: &'t [u8]) -> Self {
-        View {
-            bytes: Cow::Borrowed(text),
-            from: None,
-        }
-    }
-
+impl View<'_> {
     /// The span of the text that the bytes `r` of this copy came from.
     fn origin(&self, r: Range<usize>) -> Range<usize> {
         match &self.from {
@@ -283,59 +280,35 @@ impl<'t> View<'t> {
         }
     }
 
-    /// A decoded copy: `decode(bytes, at)` gives the bytes an escape at `at` stands for and its
-    /// length, or `None` where there is no escape. `None` when nothing was decoded.
+    /// A decoded copy: `decode(bytes, at, out)` appends to `out` the bytes an escape at `at`
+    /// stands for and returns its length, or returns `None` (appending nothing) where there is
+    /// no escape. `None` when nothing was decoded.
     fn decoded(
         &self,
-        decode: impl Fn(&[u8], usize) -> Option<(Escaped, usize)>,
+        decode: impl Fn(&[u8], usize, &mut Vec<u8>) -> Option<usize>,
     ) -> Option<View<'static>> {
         let (mut bytes, mut from) = (Vec::with_capacity(self.bytes.len()), Vec::new());
         let mut at = 0;
         let mut changed = false;
         while at < self.bytes.len() {
-            let (out, len) = match decode(&self.bytes, at) {
-                Some(escape) => {
+            let len = match decode(&self.bytes, at, &mut bytes) {
+                Some(len) => {
                     changed = true;
-                    escape
+                    len
                 }
-                None => (Escaped::one(self.bytes[at]), 1),
+                None => {
+                    bytes.push(self.bytes[at]);
+                    1
+                }
             };
             let span = self.origin(at..at + len);
-            for &b in out.as_slice() {
-                bytes.push(b);
-                from.push((span.start as u32, span.end as u32));
-            }
+            from.resize(bytes.len(), (span.start as u32, span.end as u32));
             at += len;
         }
         changed.then_some(View {
             bytes: Cow::Owned(bytes),
             from: Some(from),
         })
-    }
-}
-
-/// The bytes one escape stands for: one UTF-8 character at most.
-struct Escaped {
-    bytes: [u8; 4],
-    len: usize,
-}
-
-impl Escaped {
-    fn one(b: u8) -> Self {
-        Escaped {
-            bytes: [b, 0, 0, 0],
-            len: 1,
-        }
-    }
-
-    fn char(c: char) -> Self {
-        let mut bytes = [0; 4];
-        let len = c.encode_utf8(&mut bytes).len();
-        Escaped { bytes, len }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
     }
 }
 
@@ -348,7 +321,7 @@ fn decode_json(view: &View<'_>) -> Option<View<'static>> {
     if !view.bytes.contains(&b'\\') {
         return None;
     }
-    view.decoded(|b, at| {
+    view.decoded(|b, at, out| {
         if b[at] != b'\\' {
             return None;
         }
@@ -364,7 +337,8 @@ fn decode_json(view: &View<'_>) -> Option<View<'static>> {
             b'u' => {
                 let unit = hex_unit(b, at + 2)?;
                 if let Some(c) = char::from_u32(unit.into()) {
-                    return Some((Escaped::char(c), 6));
+                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                    return Some(6);
                 }
                 // A high surrogate and the low one after it: one character, twelve bytes.
                 let low = b
@@ -372,11 +346,13 @@ fn decode_json(view: &View<'_>) -> Option<View<'static>> {
                     .filter(|p| p == b"\\u")
                     .and(hex_unit(b, at + 8))?;
                 let c = char::decode_utf16([unit, low]).next()?.ok()?;
-                return Some((Escaped::char(c), 12));
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                return Some(12);
             }
             _ => return None,
         };
-        Some((Escaped::one(simple), 2))
+        out.push(simple);
+        Some(2)
     })
 }
 
@@ -393,7 +369,7 @@ fn decode_url(view: &View<'_>) -> Option<View<'static>> {
     if !view.bytes.contains(&b'%') {
         return None;
     }
-    view.decoded(|b, at| {
+    view.decoded(|b, at, out| {
         if b[at] != b'%' {
             return None;
         }
@@ -401,7 +377,8 @@ fn decode_url(view: &View<'_>) -> Option<View<'static>> {
         if !digits.bytes().all(|d| d.is_ascii_hexdigit()) {
             return None;
         }
-        Some((Escaped::one(u8::from_str_radix(digits, 16).ok()?), 3))
+        out.push(u8::from_str_radix(digits, 16).ok()?);
+        Some(3)
     })
 }
 

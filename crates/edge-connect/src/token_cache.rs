@@ -280,33 +280,14 @@ impl TokenCache {
 
 fn write_atomically(path: &Path, body: &impl serde::Serialize) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let unique = format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-    );
-    let tmp = dir.join(unique);
-    let mut options = std::fs::OpenOptions::new();
-    // create_new: fails on anything already there, a planted link included.
-    options.write(true).create_new(true);
-    let result = (|| {
-        let mut file = open_private(&tmp, &mut options, true)?;
-        file.write_all(
-            serde_json::to_string(body)
-                .map_err(std::io::Error::other)?
-                .as_bytes(),
-        )?;
-        file.sync_all()?;
-        // rename replaces a link at `path` itself; it never writes through it.
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    // A new file of its own (O_EXCL, mode 0600: nothing planted is opened), removed if dropped
+    // before it is in place.
+    let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    file.write_all(&serde_json::to_vec(body)?)?;
+    file.as_file().sync_all()?;
+    // rename replaces a link at `path` itself; it never writes through it.
+    file.persist(path)?;
+    Ok(())
 }
 
 #[cfg(test)]

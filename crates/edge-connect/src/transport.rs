@@ -143,14 +143,20 @@ fn plain_http_answered(e: &reqwest::Error) -> bool {
     transport_message(e).contains("InvalidContentType")
 }
 
+/// `host:port` of `url`, for messages (never its user, password, path or query).
+pub(crate) fn host_port(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or("?");
+    match url.port_or_known_default() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    }
+}
+
 /// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
 /// transport error worth retrying.
 pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> ApiError {
     if plain_http_answered(e) {
-        let at = e
-            .url()
-            .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
-            .unwrap_or_else(|| "the server".to_string());
+        let at = e.url().map_or_else(|| "the server".into(), host_port);
         let message = format!(
             "{at} answered in plain HTTP, not TLS: edge_connect.url says https:// for a port that serves http:// (give the port that serves TLS)"
         );

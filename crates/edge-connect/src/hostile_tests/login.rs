@@ -242,17 +242,15 @@ fn a_url_with_credentials_is_refused_without_echoing_them() {
     assert_secret_free(&e.0);
 }
 
+/// The client's options, its proxy choice and a NewApp have no `Debug` at all (each may hold a
+/// password), so only the credentials can be printed.
 #[test]
-fn debug_output_of_credentials_and_client_parts_hides_secrets() {
+fn debug_output_of_credentials_hides_the_password() {
     let creds = Credentials {
         username: "u".into(),
         password: Secret::new(PASSWORD),
     };
     assert_secret_free(&format!("{creds:?}"));
-    let options = options(&format!("https://u:{PASSWORD}@ec.example"));
-    let text = format!("{options:?}");
-    assert_secret_free(&text);
-    assert!(text.contains("ec.example"), "{text}");
 }
 
 /// A session token that is not JWT-shaped has no shape to be masked by: the client gives it to
