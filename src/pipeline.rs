@@ -11,14 +11,13 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use edge_connect::token_cache::TokenCache;
-use edge_connect::{Client, Credentials, Scrubber, Secret};
+use edge_connect::{Client, Credentials, Deadline, Scrubber, Secret};
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::BootstrapInstance;
 use crate::logging::LogGuard;
-use crate::provider::wait::Bound;
 use crate::provider::{Operation, Progress, Provider};
 
 /// The command's one scrubber. A process runs one command, and its writers are the process's
@@ -33,10 +32,9 @@ pub fn scrubber() -> &'static Scrubber {
 pub struct Session {
     /// The validated provider config.
     pub config: Config,
-    /// The command's deadline (`operation_timeout_secs` from when the config was read) and its
-    /// words: reading GARM's stdin, every Edge Connect call, retry and wait take their budget
-    /// from it.
-    pub bound: Bound,
+    /// The command's deadline (`operation_timeout_secs` from when the config was read): reading
+    /// GARM's stdin, every Edge Connect call, retry and wait take their budget from it.
+    pub deadline: Deadline,
     /// One warning per retired key the config holds: logged, and each front door shows it on
     /// stderr as well (the CLI as a line of its own, GARM mode in a failure's one line).
     pub retired: Vec<String>,
@@ -91,7 +89,7 @@ pub struct Finished<T> {
 /// process ends: dropping it flushes the log file.
 pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let config = Config::load(config_file)?;
-    let bound = Bound::command(&config);
+    let deadline = crate::provider::wait::command_deadline(&config);
     let mut log = crate::logging::init(&config, scrubber().clone());
     let mut retired = Vec::new();
     // The variable lets a deployment add the metrics sidecar without editing the config file
@@ -115,7 +113,7 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     }
     let session = Session {
         config,
-        bound,
+        deadline,
         retired,
     };
     Ok((session, log))
@@ -135,21 +133,19 @@ pub fn run<A: Asked, T>(
     asked: A,
     work: impl AsyncFnOnce(&Provider, A) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
-    let Session { config, bound, .. } = session;
+    let Session {
+        config, deadline, ..
+    } = session;
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
     protect(&asked, &credentials, &environment)?;
     let cache = token_cache(&config, &environment, &credentials);
-    let client = Client::new(
-        &config.edge_connect.client_options(),
-        credentials,
-        bound.deadline,
-    )?
-    .with_retry_report(progress.clone())
-    .with_call_report(crate::metrics::rpc_reporter())
-    .with_token_cache(cache)
-    .with_scrubber(scrubber().clone());
-    let provider = Provider::new(client, config, controller_id, environment, progress, bound);
+    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
+        .with_retry_report(progress.clone())
+        .with_call_report(crate::metrics::rpc_reporter())
+        .with_token_cache(cache)
+        .with_scrubber(scrubber().clone());
+    let provider = Provider::new(client, config, controller_id, environment, progress);
     let output = block_on(work(&provider, asked));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
     tracing::info!(requests, logins, "done");

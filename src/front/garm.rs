@@ -92,7 +92,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
     };
 
     // stdin is read under the command's one deadline, not a budget of its own.
-    let within = session.bound.deadline.remaining();
+    let within = session.deadline.remaining();
     request
         .read_stdin(std::io::stdin(), within)
         .map_err(|e| fail(e.into()))?;

@@ -6,7 +6,7 @@ use super::delete::Busy;
 use super::deploy::{Held, HELD_PATIENCE};
 use super::placement::{self, Target};
 use super::status::RunnerView;
-use super::wait::{retry_transient, Bound, Deadline};
+use super::wait::retry_transient;
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
@@ -113,10 +113,7 @@ impl Provider {
         };
         let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
-            let bounded = self.until(Bound {
-                deadline: Deadline::after(START_FAILURE_ROLLBACK),
-                label: format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs()),
-            });
+            let bounded = self.for_rollback(START_FAILURE_ROLLBACK);
             (bounded, Busy::Report { patience })
         } else {
             (self.for_cleanup(), Busy::Wait)

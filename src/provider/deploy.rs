@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use edge_connect::appinst_start::{self, Progress, StartProblem};
+use edge_connect::appinst_start::{self, Forbidden, NotStarted, Progress, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
 use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, Retries, StreamEnd, Subject};
 
@@ -281,40 +281,31 @@ impl Provider {
                 } else {
                     (e.message.clone(), Some(e))
                 }
-            } else if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
+            } else if let Some(not_started) = e.not_started() {
                 // The controller took the AppInst and the site failed to make it (CreateError,
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
-                if appinst_start::docker_pull_failed(&e.message) {
-                    crate::metrics::start_failure(&site_name(site), "DockerPull");
-                    let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
-                    return Attempt::Failed(Error::failed(why).into());
+                match not_started {
+                    NotStarted::PullFailed(docker) => {
+                        crate::metrics::start_failure(&site_name(site), "DockerPull");
+                        let why = cannot_start_message(image, site, StartProblem::Image, &docker);
+                        return Attempt::Failed(Error::failed(why).into());
+                    }
+                    NotStarted::Container { container, reason } => {
+                        let label = crate::metrics::kubelet_reason(&reason);
+                        crate::metrics::start_failure(&site_name(site), label);
+                        let problem = appinst_start::problem(&reason);
+                        let why = sidecar_message(&container, site, &reason)
+                            .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
+                        (why, None)
+                    }
+                    NotStarted::Admission {
+                        policy,
+                        forbids,
+                        detail,
+                    } => (admission_refused(&policy, forbids, &detail, site), None),
                 }
-                let pods = appinst_start::pod_statuses(&e.message);
-                let not_starting = pods
-                    .iter()
-                    .flat_map(|p| &p.not_running)
-                    .find(|(_, reason)| !appinst_start::starting_normally(reason));
-                if let Some(&(_, reason)) = not_starting {
-                    let label = crate::metrics::kubelet_reason(reason);
-                    crate::metrics::start_failure(&site_name(site), label);
-                }
-                match not_starting {
-                    Some(&(container, reason)) => (
-                        sidecar_message(container, site, reason).unwrap_or_else(|| {
-                            cannot_start_message(
-                                image,
-                                site,
-                                appinst_start::problem(reason),
-                                reason,
-                            )
-                        }),
-                        None,
-                    ),
-                    None => match privileged_refused(&e.message, site) {
-                        Some(why) => (why, None),
-                        None => (e.message.clone(), None),
-                    },
-                }
+            } else if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
+                (e.message.clone(), None)
             } else {
                 return Attempt::Failed(Error::from(e).into());
             };
@@ -646,28 +637,23 @@ fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<St
 /// (docs/edge-connect-behaviours.md B30, B31). Names the site, the policy and what runs there:
 /// `baseline` admits neither sidecar (dind's privileged container, buildkit's Unconfined
 /// profiles) but a pool without Docker; `restricted` admits no runner pod of ours.
-fn privileged_refused(message: &str, site: &Placement) -> Option<String> {
-    let (_, rest) = message.split_once("violates PodSecurity \"")?;
-    let policy = rest.split('"').next().unwrap_or_default();
+fn admission_refused(policy: &str, forbids: Forbidden, detail: &str, site: &Placement) -> String {
     let on = site_name(site);
-    let detail = rest.split_once("\": ").map_or("", |(_, d)| d);
-    let what = if detail.contains("privileged (") {
-        "privileged pods"
-    } else if detail.contains("\"Unconfined\"") {
-        "Unconfined seccomp and AppArmor profiles"
-    } else {
-        return Some(format!(
+    let what = match forbids {
+        Forbidden::Privileged => "privileged pods",
+        Forbidden::Unconfined => "Unconfined seccomp and AppArmor profiles",
+        Forbidden::Other => return format!(
             "{on} refused the runner's pod (Pod Security \"{policy}\": {detail}): the site's policy admits no pod of this pool; ask its operator, or list another site"
-        ));
+        ),
     };
     let instead = if policy.starts_with("baseline") {
         "use docker = \"none\" for this site's pools, or another site"
     } else {
         "this policy refuses a runner without Docker too; list another site"
     };
-    Some(format!(
+    format!(
         "{on} forbids {what} (Pod Security \"{policy}\": {detail}): neither docker = \"dind\" nor docker = \"buildkit\" can run there; {instead}"
-    ))
+    )
 }
 
 /// A start failure as a metrics label: kubelet's reason when the client knows it, else the

@@ -26,7 +26,7 @@ use crate::garm::BootstrapInstance;
 use crate::runner_env::RunnerVars;
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
-use wait::Bound;
+use wait::Deadline;
 
 /// One provider command, with everything it needs from GARM.
 #[derive(Debug)]
@@ -154,8 +154,8 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
-    /// The client's deadline with the words a wait that runs out names it by.
-    bound: Bound,
+    /// The client's deadline in the words a wait that runs out names it by.
+    bound: String,
     /// When the CreateApp now waiting for its answer was sent (shared with the providers made
     /// from this one): a create dropped during it leaves a request the controller may still
     /// carry out.
@@ -194,33 +194,31 @@ fn removal_order(insts: &mut [AppInst]) {
 }
 
 impl Provider {
-    /// A provider acting for `controller_id`, its calls under `bound` (the client's deadline).
-    /// `environment` is the process environment, used for values that extra specs reference by
-    /// name (image pull passwords).
+    /// A provider acting for `controller_id`, its calls under the deadline of `client` (the
+    /// command's). `environment` is the process environment, used for values that extra specs
+    /// reference by name (image pull passwords).
     pub fn new(
         client: Client,
         config: Config,
         controller_id: impl Into<String>,
         environment: HashMap<String, String>,
         progress: Progress,
-        bound: Bound,
     ) -> Self {
         Provider {
-            client: client.until(bound.deadline),
+            client,
+            bound: wait::command_bound(&config),
             config,
             controller_id: controller_id.into(),
             environment,
             progress,
-            bound,
             create_app_in_flight: Arc::default(),
         }
     }
 
-    /// This provider with its client under `bound` instead of the command's deadline: a failed
-    /// create's rollback, a person's cleanup waiting for what the platform holds busy.
-    pub fn until(&self, bound: Bound) -> Provider {
+    /// This provider with its client under `deadline` (named `bound`) instead of the command's.
+    fn until(&self, deadline: Deadline, bound: String) -> Provider {
         Provider {
-            client: self.client.until(bound.deadline),
+            client: self.client.until(deadline),
             bound,
             ..self.clone()
         }
@@ -229,13 +227,20 @@ impl Provider {
     /// This provider under a command's deadline again, from now: a person's cleanup after a
     /// failed create, a deploy test's.
     pub fn anew(&self) -> Provider {
-        self.until(Bound::command(&self.config))
+        let deadline = wait::command_deadline(&self.config);
+        self.until(deadline, wait::command_bound(&self.config))
+    }
+
+    /// The rollback of a runner that cannot start, under `deadline` from now.
+    fn for_rollback(&self, deadline: Duration) -> Provider {
+        let bound = format!("the rollback's {} s", deadline.as_secs());
+        self.until(Deadline::after(deadline), bound)
     }
 
     /// The deadline of this provider's calls in words: the command's
-    /// (`edge_connect.operation_timeout_secs=…`) or the one [`Provider::until`] was given.
+    /// (`edge_connect.operation_timeout_secs=…`), a rollback's or a cleanup's.
     pub fn bound(&self) -> &str {
-        &self.bound.label
+        &self.bound
     }
 
     /// Records that a CreateApp was sent at `sent` (`None`: its answer came).
@@ -266,13 +271,11 @@ impl Provider {
     /// This provider for cleanup after a failure or an interrupt: its client's deadline extended
     /// by [`CLEANUP_GRACE`].
     pub fn for_cleanup(&self) -> Provider {
-        self.until(Bound {
-            deadline: self.client.deadline().extended(CLEANUP_GRACE),
-            label: format!(
-                "the cleanup grace (the command's deadline plus {} s)",
-                CLEANUP_GRACE.as_secs()
-            ),
-        })
+        let bound = format!(
+            "the cleanup grace (the command's deadline plus {} s)",
+            CLEANUP_GRACE.as_secs()
+        );
+        self.until(self.client.deadline().extended(CLEANUP_GRACE), bound)
     }
 
     /// Runs one operation within the deadline of its client, its beginning and end recorded as
