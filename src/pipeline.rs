@@ -35,6 +35,8 @@ pub struct Session {
     /// The command's deadline (`operation_timeout_secs` from when the config was read): reading
     /// GARM's stdin, every Edge Connect call, retry and wait take their budget from it.
     pub deadline: Deadline,
+    /// Where the command's metrics events go (`metrics_events_file`, or nowhere).
+    pub metrics: crate::metrics::Recorder,
     /// One warning per retired key the config holds: logged, and each front door shows it on
     /// stderr as well (the CLI as a line of its own, GARM mode in a failure's one line).
     pub retired: Vec<String>,
@@ -97,9 +99,10 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let events = std::env::var_os(crate::metrics::EVENTS_FILE_VARIABLE)
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);
-    if let Some(events) = events.as_ref().or(config.metrics_events_file.as_ref()) {
-        crate::metrics::install(events, scrubber().clone());
-    }
+    let metrics = events.as_ref().or(config.metrics_events_file.as_ref());
+    let metrics = metrics.map_or_else(Default::default, |events| {
+        crate::metrics::open(events, scrubber().clone())
+    });
     for (key, why) in config.retired_keys() {
         let warning = format!("{key} is retired and ignored ({why}); remove it from the config");
         tracing::warn!(key, "{warning}");
@@ -114,6 +117,7 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let session = Session {
         config,
         deadline,
+        metrics,
         retired,
     };
     Ok((session, log))
@@ -134,7 +138,10 @@ pub fn run<A: Asked, T>(
     work: impl AsyncFnOnce(&Provider, A) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
     let Session {
-        config, deadline, ..
+        config,
+        deadline,
+        metrics,
+        ..
     } = session;
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
@@ -142,10 +149,17 @@ pub fn run<A: Asked, T>(
     let cache = token_cache(&config, &environment, &credentials);
     let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
         .with_retry_report(progress.clone())
-        .with_call_report(crate::metrics::rpc_reporter())
+        .with_call_report(metrics.rpc_reporter())
         .with_token_cache(cache)
         .with_scrubber(scrubber().clone());
-    let provider = Provider::new(client, config, controller_id, environment, progress);
+    let provider = Provider::new(
+        client,
+        config,
+        controller_id,
+        environment,
+        progress,
+        metrics,
+    );
     let output = block_on(work(&provider, asked));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
     tracing::info!(requests, logins, "done");

@@ -11,6 +11,7 @@ use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
+use crate::metrics::Facts;
 use crate::naming::edge_name;
 use edge_connect::models::{App, AppKey, NewApp};
 use edge_connect::{ApiErrorKind, Rpc, MAX_COLLECTED};
@@ -28,6 +29,7 @@ impl Provider {
         bootstrap: &BootstrapInstance,
         pool_id: &str,
         specs: ExtraSpecs,
+        facts: &mut Facts,
     ) -> Result<Outcome, Error> {
         // Everything that can be refused locally is refused before the first API call.
         let name = edge_name(&bootstrap.name);
@@ -91,9 +93,12 @@ impl Provider {
                     self.deploy(&app.key, pool_id, &sites, targets, image, memory)
                         .await
                 };
-                deploy.await
+                deploy.await.map(|site| facts.placed(site))
             }
         };
+        if let Err(failure) = &made {
+            facts.failed(failure);
+        }
         let Err(failure) = made else {
             tracing::info!(app = %name, "created");
             let instance = ProviderInstance {

@@ -36,6 +36,8 @@ struct Refusal {
     why: String,
     /// The controller's refusal, when it was one (`explain` lists what exists).
     api: Option<ApiError>,
+    /// The metrics label of the start failure it was, if it was one.
+    start_failure: Option<String>,
     /// Why its AppInst is still there, when it could not be removed yet (the site's CRM holds
     /// it): the AppInst name is unique across zones, so a later site places the runner under a
     /// second name ([`app_inst_name`]).
@@ -60,6 +62,10 @@ pub(super) struct DeployFailure {
     /// delete was refused), in the order of the sites: the rollback does not ask again, and
     /// reports them after the cause.
     pub held: Vec<Held>,
+    /// The last site tried (`ORG/NAME`).
+    pub site: String,
+    /// The metrics label of the last start failure met, if any.
+    pub reason: Option<String>,
 }
 
 /// An AppInst of the runner that could not be removed (a site's CRM holds it, B17, or its delete
@@ -72,10 +78,11 @@ pub(super) struct Held {
 }
 
 impl DeployFailure {
-    /// A runner that does not start.
-    fn start(error: Error) -> Self {
+    /// A runner that does not start (`reason`: its metrics label).
+    fn start(error: Error, reason: String) -> Self {
         DeployFailure {
             start_failure: true,
+            reason: Some(reason),
             ..error.into()
         }
     }
@@ -87,6 +94,8 @@ impl From<Error> for DeployFailure {
             error,
             start_failure: false,
             held: Vec::new(),
+            site: String::new(),
+            reason: None,
         }
     }
 }
@@ -108,7 +117,7 @@ impl Provider {
     /// tried; when its CRM holds the AppInst (B17), the next sites place it under a second
     /// name ([`app_inst_name`]): the AppInst name is unique across zones on Gen3 (B4). `image`
     /// names the image in the messages (Start does not know it); the AppInst carries the marks
-    /// of `pool_id`'s runners.
+    /// of `pool_id`'s runners. Returns the site (`ORG/NAME`) that took it.
     pub(super) async fn deploy(
         &self,
         app_key: &AppKey,
@@ -117,9 +126,8 @@ impl Provider {
         targets: Vec<Target>,
         image: Option<&str>,
         memory: Option<u64>,
-    ) -> Result<(), DeployFailure> {
-        crate::metrics::note_pool(pool_id);
-        let (mut tried, mut last) = (Vec::new(), None);
+    ) -> Result<String, DeployFailure> {
+        let (mut tried, mut last, mut reason) = (Vec::new(), None, None);
         let mut held: Vec<Held> = Vec::new();
         let runner = Runner {
             app_key,
@@ -132,19 +140,23 @@ impl Provider {
             let failover = i + 1 < sites.len();
             let name_taken = held.iter().any(|h| h.name == app_key.name);
             let name = app_inst_name(&app_key.name, i, name_taken);
-            crate::metrics::note_site(&site_name(site));
+            let on = site_name(site);
             let mut refusal = match self.place(&runner, &name, site, target, failover).await {
                 Attempt::Placed => {
-                    crate::metrics::placed(&site_name(site));
                     for h in &held {
                         // Not waited for: GARM's DeleteInstance of the runner removes it
                         // (docs/architecture.md, "Failover").
                         tracing::warn!(app_inst = %h.name, error = %h.why, "an earlier site still holds an AppInst of this runner; DeleteInstance removes it");
                     }
-                    return Ok(());
+                    return Ok(on);
                 }
                 Attempt::Refused(refusal) => refusal,
                 Attempt::Failed(mut failure) => {
+                    if let Some(label) = &failure.reason {
+                        self.metrics.start_failure(pool_id, &on, label);
+                    }
+                    failure.reason = failure.reason.or(reason);
+                    failure.site = on;
                     // A runner that does not start on the last site after others refused it:
                     // every site is named, the first cause first.
                     if failure.start_failure && !tried.is_empty() {
@@ -156,11 +168,15 @@ impl Provider {
                     return Err(failure);
                 }
             };
+            if let Some(label) = &refusal.start_failure {
+                self.metrics.start_failure(pool_id, &on, label);
+                reason = refusal.start_failure.clone();
+            }
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
                 if let Some(next) = sites.get(i + 1) {
-                    crate::metrics::failover(&site_name(site), &site_name(next));
+                    self.metrics.failover(pool_id, &on, &site_name(next));
                 }
             } else {
                 tracing::info!(%site, error = refusal.why, "site cannot take the AppInst");
@@ -187,6 +203,8 @@ impl Provider {
             // A held AppInst is a runner that did not start: the rollback is the short one.
             start_failure,
             held,
+            site: sites.last().map(site_name).unwrap_or_default(),
+            reason,
         })
     }
 
@@ -219,13 +237,14 @@ impl Provider {
                     let (why, refused) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
-                    crate::metrics::start_failure(&site_name(site), failure_label(&failure));
+                    let label = failure_label(&failure).to_string();
                     if !refused {
-                        return Attempt::Failed(DeployFailure::start(Error::failed(why)));
+                        return Attempt::Failed(DeployFailure::start(Error::failed(why), label));
                     }
                     return Attempt::Refused(Refusal {
                         why,
                         api: None,
+                        start_failure: Some(label),
                         held: self.clean_site(app_key, name).await,
                     });
                 }
@@ -264,12 +283,13 @@ impl Provider {
                     return Attempt::Refused(Refusal {
                         why,
                         api: None,
+                        start_failure: None,
                         held: None,
                     });
                 }
             }
             let accepted = matches!(e.answer, Answer::Trailer(_));
-            let (why, api) = if site_unusable(&e, &target) {
+            let (why, api, start_failure) = if site_unusable(&e, &target) {
                 if e.kind == ApiErrorKind::Forbidden {
                     // Gen2 answers a cloudlet outside the organization's cloudlet pools with 403
                     // (docs/edge-connect-behaviours.md B3): not a problem of the organization.
@@ -277,35 +297,40 @@ impl Provider {
                     let why = format!(
                         "{site} is not in a cloudlet pool of organization {org} (HTTP 403)"
                     );
-                    (why, None)
+                    (why, None, None)
                 } else {
-                    (e.message.clone(), Some(e))
+                    (e.message.clone(), Some(e), None)
                 }
             } else if let Some(not_started) = e.not_started() {
                 // The controller took the AppInst and the site failed to make it (CreateError,
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
                 match not_started {
                     NotStarted::PullFailed(docker) => {
-                        crate::metrics::start_failure(&site_name(site), "DockerPull");
                         let why = cannot_start_message(image, site, StartProblem::Image, &docker);
-                        return Attempt::Failed(Error::failed(why).into());
+                        return Attempt::Failed(DeployFailure {
+                            reason: Some("DockerPull".into()),
+                            ..Error::failed(why).into()
+                        });
                     }
                     NotStarted::Container { container, reason } => {
-                        let label = crate::metrics::kubelet_reason(&reason);
-                        crate::metrics::start_failure(&site_name(site), label);
+                        let label = crate::metrics::kubelet_reason(&reason).to_string();
                         let problem = appinst_start::problem(&reason);
                         let why = sidecar_message(&container, site, &reason)
                             .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
-                        (why, None)
+                        (why, None, Some(label))
                     }
                     NotStarted::Admission {
                         policy,
                         forbids,
                         detail,
-                    } => (admission_refused(&policy, forbids, &detail, site), None),
+                    } => (
+                        admission_refused(&policy, forbids, &detail, site),
+                        None,
+                        None,
+                    ),
                 }
             } else if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
-                (e.message.clone(), None)
+                (e.message.clone(), None, None)
             } else {
                 return Attempt::Failed(Error::from(e).into());
             };
@@ -315,7 +340,11 @@ impl Provider {
                 if let Some(cleanup) = self.clean_site(app_key, name).await {
                     // Known to stay: the rollback names it after the cause and does not ask
                     // for the delete just refused again.
-                    let mut failure = DeployFailure::start(Error::failed(why));
+                    let mut failure = DeployFailure {
+                        start_failure: true,
+                        reason: start_failure,
+                        ..Error::failed(why).into()
+                    };
                     failure.held.push(Held {
                         name: name.to_string(),
                         why: cleanup,
@@ -326,6 +355,7 @@ impl Provider {
             return Attempt::Refused(Refusal {
                 why,
                 api,
+                start_failure,
                 held: None,
             });
         }

@@ -22,7 +22,8 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
-use crate::garm::BootstrapInstance;
+use crate::garm::{BootstrapInstance, GarmCommand};
+use crate::metrics::{Facts, Recorder};
 use crate::runner_env::RunnerVars;
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
@@ -107,15 +108,15 @@ impl Operation {
     }
 
     /// The GARM command it is, and its pool when it names one: the labels of its metrics.
-    fn metrics_labels(&self) -> (&'static str, String) {
+    fn command(&self) -> (GarmCommand, Option<&str>) {
         match self {
-            Operation::Create { pool_id, .. } => ("CreateInstance", pool_id.clone()),
-            Operation::Delete { .. } => ("DeleteInstance", String::new()),
-            Operation::Get { .. } => ("GetInstance", String::new()),
-            Operation::List { pool_id } => ("ListInstances", pool_id.clone().unwrap_or_default()),
-            Operation::RemoveAll { .. } => ("RemoveAllInstances", String::new()),
-            Operation::Start { .. } => ("StartInstance", String::new()),
-            Operation::Stop { .. } => ("StopInstance", String::new()),
+            Operation::Create { pool_id, .. } => (GarmCommand::CreateInstance, Some(pool_id)),
+            Operation::Delete { .. } => (GarmCommand::DeleteInstance, None),
+            Operation::Get { .. } => (GarmCommand::GetInstance, None),
+            Operation::List { pool_id } => (GarmCommand::ListInstances, pool_id.as_deref()),
+            Operation::RemoveAll { .. } => (GarmCommand::RemoveAllInstances, None),
+            Operation::Start { .. } => (GarmCommand::StartInstance, None),
+            Operation::Stop { .. } => (GarmCommand::StopInstance, None),
         }
     }
 
@@ -154,6 +155,8 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
+    /// Where the command's metrics events go.
+    metrics: Recorder,
     /// The client's deadline in the words a wait that runs out names it by.
     bound: String,
     /// When the CreateApp now waiting for its answer was sent (shared with the providers made
@@ -180,6 +183,27 @@ struct OwnedRunner {
     app_insts: Vec<AppInst>,
 }
 
+/// What a command returns for its metrics, as each command learns it.
+impl Facts {
+    /// A delete, stop, start or get found `runner`: the pool its App records and the site of
+    /// its AppInst (the one that runs, first in removal order; none: stopped).
+    fn found(&mut self, runner: &OwnedRunner) {
+        self.pool.clone_from(&runner.vars.pool_id);
+        self.site = crate::metrics::site_of(runner.app_insts.first());
+    }
+
+    /// The runner is Ready on `site`.
+    fn placed(&mut self, site: String) {
+        (self.site, self.placed) = (site, true);
+    }
+
+    /// A deploy failed: its last site, and its last start failure.
+    fn failed(&mut self, failure: &deploy::DeployFailure) {
+        self.site.clone_from(&failure.site);
+        self.start_failure = failure.reason.clone().unwrap_or_default();
+    }
+}
+
 /// The one order in which every command meets a runner's AppInsts: the one that runs (`Ready`)
 /// first, then those Edge Connect deletes once a transient state ends, and last those still
 /// creating, which a CRM on the edge holds for up to 15 minutes (docs/edge-connect-behaviours.md
@@ -203,9 +227,11 @@ impl Provider {
         controller_id: impl Into<String>,
         environment: HashMap<String, String>,
         progress: Progress,
+        metrics: Recorder,
     ) -> Self {
         Provider {
             client,
+            metrics,
             bound: wait::command_bound(&config),
             config,
             controller_id: controller_id.into(),
@@ -279,37 +305,45 @@ impl Provider {
     }
 
     /// Runs one operation within the deadline of its client, its beginning and end recorded as
-    /// metrics events (docs/operations.md, "Metrics").
+    /// metrics events from what it returned (docs/operations.md, "Metrics").
     pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
-        let (command, pool) = operation.metrics_labels();
-        crate::metrics::begin(command, &pool);
-        let logins = self.client.logins();
-        let result = self.dispatch(operation).await;
+        let (command, pool) = operation.command();
+        let (command, pool) = (format!("{command:?}"), pool.unwrap_or_default().to_string());
+        let (began, logins) = (std::time::Instant::now(), self.client.logins());
+        self.metrics.begin(&command, &pool);
+        let mut facts = Facts {
+            pool: pool.clone(),
+            ..Facts::default()
+        };
+        let result = self.dispatch(operation, &mut facts).await;
         if let (Ok(Outcome::Instances(list)), false) = (&result, pool.is_empty()) {
             // A stopped runner (no AppInst, no state) is on no site, whatever its App records.
             let sites = list.iter().map(|r| match r.state.is_empty() {
                 true => "",
                 false => r.site.as_str(),
             });
-            crate::metrics::listed(&pool, sites);
+            self.metrics.listed(&pool, sites);
         }
-        crate::metrics::end(command, &result, self.client.logins() - logins);
+        let logins = self.client.logins() - logins;
+        let labels = (command.as_str(), pool.as_str());
+        self.metrics.end(labels, began, facts, &result, logins);
         result
     }
 
-    async fn dispatch(&self, operation: Operation) -> Result<Outcome, Error> {
+    /// The operation's work; `facts` receives what the metrics of its end say.
+    async fn dispatch(&self, operation: Operation, facts: &mut Facts) -> Result<Outcome, Error> {
         match operation {
             Operation::Create {
                 bootstrap,
                 pool_id,
                 specs,
-            } => self.create(&bootstrap, &pool_id, *specs?).await,
-            Operation::Delete { instance, wait } => self.delete(&instance, wait).await,
-            Operation::Get { instance } => self.get(&instance).await,
+            } => self.create(&bootstrap, &pool_id, *specs?, facts).await,
+            Operation::Delete { instance, wait } => self.delete(&instance, wait, facts).await,
+            Operation::Get { instance } => self.get(&instance, facts).await,
             Operation::List { pool_id } => self.list(pool_id.as_deref()).await,
             Operation::RemoveAll { wait } => self.remove_all(wait).await,
-            Operation::Start { instance } => self.start(&instance).await,
-            Operation::Stop { instance, wait } => self.stop(&instance, wait).await,
+            Operation::Start { instance } => self.start(&instance, facts).await,
+            Operation::Stop { instance, wait } => self.stop(&instance, wait, facts).await,
         }
     }
 
