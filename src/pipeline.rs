@@ -137,12 +137,7 @@ pub fn run<A: Asked, T>(
     asked: A,
     work: impl AsyncFnOnce(&Provider, A) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
-    let Session {
-        config,
-        deadline,
-        metrics,
-        ..
-    } = session;
+    let (config, deadline, metrics) = (session.config, session.deadline, session.metrics);
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
     protect(&asked, &credentials, &environment)?;

@@ -192,13 +192,11 @@ impl Recorder {
     /// A label value: masked by the command's scrubber (whole, before it is cut: a cut could
     /// leave a secret's start unrecognised), then at most [`MAX_LABEL`] characters.
     fn label(&self, s: &str) -> String {
-        let masked = self.0.as_ref().map(|sink| sink.scrubber.scrub(s));
-        masked
-            .as_deref()
-            .unwrap_or(s)
-            .chars()
-            .take(MAX_LABEL)
-            .collect()
+        let masked = self
+            .0
+            .as_ref()
+            .map_or(s.into(), |sink| sink.scrubber.scrub(s));
+        masked.chars().take(MAX_LABEL).collect()
     }
 
     /// A command begins: `cmd` its GARM name, `pool` its pool when it names one.

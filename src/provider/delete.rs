@@ -506,13 +506,10 @@ pub(super) fn held_by_crm(inst: &AppInst) -> String {
 
 /// ` on ORG/NAME`, the AppInst's zone or cloudlet, or nothing.
 fn site_of(inst: &AppInst) -> String {
-    inst.zone_key
-        .as_ref()
-        .filter(|z| !z.is_empty())
-        .or(inst.cloudlet())
-        .map_or_else(String::new, |s| {
-            format!(" on {}/{}", s.organization, s.name)
-        })
+    let site = crate::metrics::site_of(Some(inst));
+    (!site.is_empty())
+        .then(|| format!(" on {site}"))
+        .unwrap_or_default()
 }
 
 /// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.

@@ -77,17 +77,6 @@ pub(super) struct Held {
     pub why: Error,
 }
 
-impl DeployFailure {
-    /// A runner that does not start (`reason`: its metrics label).
-    fn start(error: Error, reason: String) -> Self {
-        DeployFailure {
-            start_failure: true,
-            reason: Some(reason),
-            ..error.into()
-        }
-    }
-}
-
 impl From<Error> for DeployFailure {
     fn from(error: Error) -> Self {
         DeployFailure {
@@ -237,14 +226,18 @@ impl Provider {
                     let (why, refused) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
-                    let label = failure_label(&failure).to_string();
+                    let label = Some(failure_label(&failure).to_string());
                     if !refused {
-                        return Attempt::Failed(DeployFailure::start(Error::failed(why), label));
+                        return Attempt::Failed(DeployFailure {
+                            start_failure: true,
+                            reason: label,
+                            ..Error::failed(why).into()
+                        });
                     }
                     return Attempt::Refused(Refusal {
                         why,
                         api: None,
-                        start_failure: Some(label),
+                        start_failure: label,
                         held: self.clean_site(app_key, name).await,
                     });
                 }
@@ -312,7 +305,7 @@ impl Provider {
                             ..Error::failed(why).into()
                         });
                     }
-                    NotStarted::Container { container, reason } => {
+                    NotStarted::Container(container, reason) => {
                         let label = crate::metrics::kubelet_reason(&reason).to_string();
                         let problem = appinst_start::problem(&reason);
                         let why = sidecar_message(&container, site, &reason)

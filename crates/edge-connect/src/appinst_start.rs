@@ -217,13 +217,9 @@ pub fn pod_of(pod: &str, deployment: &str) -> bool {
 pub enum NotStarted {
     /// Docker could not get the image: docker's words.
     PullFailed(String),
-    /// A container of the pod that does not start: its name and the reason the platform wrote.
-    Container {
-        /// The container's name in the pod.
-        container: String,
-        /// kubelet's or the runtime's reason.
-        reason: String,
-    },
+    /// A container of the pod that does not start: its name in the pod, and the reason kubelet
+    /// or the runtime wrote.
+    Container(String, String),
     /// The site's admission refused the pod (B30, B31): its Pod Security `policy` (`baseline:
     /// latest`), what it `forbids`, and its own words (`detail`).
     Admission {
@@ -256,13 +252,12 @@ pub fn not_started(message: &str) -> Option<NotStarted> {
         return Some(NotStarted::PullFailed(message.to_string()));
     }
     let pods = pod_statuses(message);
-    let not_starting = pods
-        .iter()
-        .flat_map(|p| &p.not_running)
-        .find(|(_, reason)| !starting_normally(reason));
-    if let Some(&(container, reason)) = not_starting {
-        let (container, reason) = (container.to_string(), reason.to_string());
-        return Some(NotStarted::Container { container, reason });
+    let mut not_running = pods.iter().flat_map(|p| &p.not_running);
+    if let Some((container, reason)) = not_running.find(|(_, r)| !starting_normally(r)) {
+        return Some(NotStarted::Container(
+            container.to_string(),
+            reason.to_string(),
+        ));
     }
     let (_, rest) = message.split_once("violates PodSecurity \"")?;
     let policy = rest.split('"').next().unwrap_or_default().to_string();
@@ -396,7 +391,7 @@ mod tests {
         let (container, reason) = ("c".to_string(), "Unschedulable".to_string());
         assert_eq!(
             not_started(pod),
-            Some(NotStarted::Container { container, reason })
+            Some(NotStarted::Container(container, reason))
         );
         let creating = "Invalid pod state, pod p: Pending (0/1), container c: ContainerCreating";
         assert_eq!(not_started(creating), None);
