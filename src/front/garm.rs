@@ -98,6 +98,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         .map_err(|e| fail(e.into()))?;
     // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
     let (version, controller_id) = (request.version, request.controller_id.clone());
+    let pool = request.pool_id.clone();
     let operation = operation(request).map_err(fail)?;
     span.record(
         "instance",
@@ -118,7 +119,7 @@ fn execute(log: &mut Option<LogGuard>) -> Result<(), Error> {
         crate::pipeline::process_environment(),
         progress,
         operation,
-        async |provider, operation| provider.run(operation).await,
+        async |provider, operation| provider.run_in(operation, pool).await,
     )
     .map_err(|e| match follow_up {
         // A failure that leaves part of the runner behind says who removes it (docs/operations.md,

@@ -107,7 +107,8 @@ impl Operation {
         }
     }
 
-    /// The GARM command it is, and its pool when it names one: the labels of its metrics.
+    /// The GARM command it is, and its pool when it names one: the labels of its metrics (a
+    /// command GARM names by instance takes the pool from [`Provider::run_in`]).
     fn command(&self) -> (GarmCommand, Option<&str>) {
         match self {
             Operation::Create { pool_id, .. } => (GarmCommand::CreateInstance, Some(pool_id)),
@@ -307,8 +308,19 @@ impl Provider {
     /// Runs one operation within the deadline of its client, its beginning and end recorded as
     /// metrics events from what it returned (docs/operations.md, "Metrics").
     pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
-        let (command, pool) = operation.command();
-        let (command, pool) = (format!("{command:?}"), pool.unwrap_or_default().to_string());
+        self.run_in(operation, None).await
+    }
+
+    /// [`Provider::run`] for GARM, whose `GARM_POOL_ID` (`pool`, interface v0.1.1) names the
+    /// pool of a command about one runner as well.
+    pub async fn run_in(
+        &self,
+        operation: Operation,
+        pool: Option<String>,
+    ) -> Result<Outcome, Error> {
+        let (command, named) = operation.command();
+        let pool = named.map(str::to_string).or(pool).unwrap_or_default();
+        let command = format!("{command:?}");
         let (began, logins) = (std::time::Instant::now(), self.client.logins());
         self.metrics.begin(&command, &pool);
         let mut facts = Facts {
