@@ -364,8 +364,8 @@ impl Provider {
         // other.
         self.remove_app_insts(&runner, busy, None).await?;
         self.delete_app(&runner.key, None).await?;
-        let removed = runner.app_insts.first();
-        self.metrics.removed(&runner.vars.pool_id, removed);
+        self.metrics
+            .removed(&runner.vars.pool_id, runner.app_insts.first());
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
     }
@@ -506,10 +506,10 @@ pub(super) fn held_by_crm(inst: &AppInst) -> String {
 
 /// ` on ORG/NAME`, the AppInst's zone or cloudlet, or nothing.
 fn site_of(inst: &AppInst) -> String {
-    let site = crate::metrics::site_of(Some(inst));
-    (!site.is_empty())
-        .then(|| format!(" on {site}"))
-        .unwrap_or_default()
+    match crate::metrics::site_of(Some(inst)) {
+        site if site.is_empty() => site,
+        site => format!(" on {site}"),
+    }
 }
 
 /// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use edge_connect::appinst_start::{self, Forbidden, NotStarted, Progress, StartProblem};
+use edge_connect::appinst_start::{self, Admission, Forbidden, NotStarted, Progress, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
 use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, Retries, StreamEnd, Subject};
 
@@ -312,15 +312,9 @@ impl Provider {
                             .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
                         (why, None, Some(label))
                     }
-                    NotStarted::Admission {
-                        policy,
-                        forbids,
-                        detail,
-                    } => (
-                        admission_refused(&policy, forbids, &detail, site),
-                        None,
-                        None,
-                    ),
+                    NotStarted::Admission(refused) => {
+                        (admission_refused(&refused, site), None, None)
+                    }
                 }
             } else if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
                 (e.message.clone(), None, None)
@@ -333,16 +327,16 @@ impl Provider {
                 if let Some(cleanup) = self.clean_site(app_key, name).await {
                     // Known to stay: the rollback names it after the cause and does not ask
                     // for the delete just refused again.
-                    let mut failure = DeployFailure {
-                        start_failure: true,
-                        reason: start_failure,
-                        ..Error::failed(why).into()
-                    };
-                    failure.held.push(Held {
+                    let held = vec![Held {
                         name: name.to_string(),
                         why: cleanup,
+                    }];
+                    return Attempt::Failed(DeployFailure {
+                        start_failure: true,
+                        reason: start_failure,
+                        held,
+                        ..Error::failed(why).into()
                     });
-                    return Attempt::Failed(failure);
                 }
             }
             return Attempt::Refused(Refusal {
@@ -660,9 +654,9 @@ fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<St
 /// (docs/edge-connect-behaviours.md B30, B31). Names the site, the policy and what runs there:
 /// `baseline` admits neither sidecar (dind's privileged container, buildkit's Unconfined
 /// profiles) but a pool without Docker; `restricted` admits no runner pod of ours.
-fn admission_refused(policy: &str, forbids: Forbidden, detail: &str, site: &Placement) -> String {
-    let on = site_name(site);
-    let what = match forbids {
+fn admission_refused(refused: &Admission, site: &Placement) -> String {
+    let (on, policy, detail) = (site_name(site), &refused.policy, &refused.detail);
+    let what = match refused.forbids {
         Forbidden::Privileged => "privileged pods",
         Forbidden::Unconfined => "Unconfined seccomp and AppArmor profiles",
         Forbidden::Other => return format!(

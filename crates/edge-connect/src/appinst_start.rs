@@ -220,16 +220,20 @@ pub enum NotStarted {
     /// A container of the pod that does not start: its name in the pod, and the reason kubelet
     /// or the runtime wrote.
     Container(String, String),
-    /// The site's admission refused the pod (B30, B31): its Pod Security `policy` (`baseline:
-    /// latest`), what it `forbids`, and its own words (`detail`).
-    Admission {
-        /// The level and version, as quoted.
-        policy: String,
-        /// What of the pod the policy refuses.
-        forbids: Forbidden,
-        /// The policy's words after the quote.
-        detail: String,
-    },
+    /// The site's admission refused the pod (B30, B31).
+    Admission(Admission),
+}
+
+/// A Pod Security refusal of the pod: its `policy` (`baseline:latest`), what it `forbids`, and
+/// its own words (`detail`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// The level and version, as quoted.
+    pub policy: String,
+    /// What of the pod the policy refuses.
+    pub forbids: Forbidden,
+    /// The policy's words after the quote.
+    pub detail: String,
 }
 
 /// What a Pod Security policy refused of a pod.
@@ -269,11 +273,11 @@ pub fn not_started(message: &str) -> Option<NotStarted> {
     } else {
         Forbidden::Other
     };
-    Some(NotStarted::Admission {
+    Some(NotStarted::Admission(Admission {
         policy,
         forbids,
         detail,
-    })
+    }))
 }
 
 /// True when a failed create's error says docker could not get the image: `docker run` (or the
@@ -399,11 +403,11 @@ mod tests {
             let message =
                 format!("pods \"r-1\" is forbidden: violates PodSecurity \"{policy}\": {detail}");
             let (policy, detail) = (policy.to_string(), detail.to_string());
-            let admission = NotStarted::Admission {
+            let admission = NotStarted::Admission(Admission {
                 policy,
                 forbids,
                 detail,
-            };
+            });
             assert_eq!(not_started(&message), Some(admission));
         };
         refused(
