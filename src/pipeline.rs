@@ -172,7 +172,7 @@ pub fn run<A: Asked, T>(
 /// the session token (a JWT is masked by its shape anyway, any other token because it is
 /// known). Where: the log (`logging::init`), stderr and GARM's fault line (`front::say`), a
 /// runner's `provider_fault` and the table's fault (`Provider::view_of`), `check`'s lines, the
-/// labels of metrics events (`metrics::install`); the client's error texts are kept whole for
+/// labels of metrics events (`metrics::open`); the client's error texts are kept whole for
 /// these writers to mask, then cut. More secrets than the scrubber can hold refuse the command
 /// here, before any request (docs/reliability.md, "One scrubber per command, handed to every
 /// writer").

@@ -6,7 +6,7 @@ use super::delete::Busy;
 use super::deploy::{Held, HELD_PATIENCE};
 use super::placement::{self, Target};
 use super::status::RunnerView;
-use super::wait::retry_transient;
+use super::wait::{retry_transient, Deadline};
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
@@ -118,7 +118,8 @@ impl Provider {
         };
         let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
-            let bounded = self.for_rollback(START_FAILURE_ROLLBACK);
+            let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
+            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
             (bounded, Busy::Report { patience })
         } else {
             (self.for_cleanup(), Busy::Wait)
@@ -182,7 +183,7 @@ impl Provider {
     }
 
     /// Removes whatever a failed create left (its AppInsts in any state, then the App) by the
-    /// client's deadline (the rollback's, see [`Provider::until`]) and returns the error to
+    /// client's deadline (the rollback's or the cleanup grace's) and returns the error to
     /// report, noting a failed cleanup (a later DeleteInstance finishes it). The AppInsts in
     /// `held` are known to be held by their sites' CRMs: not asked about again, they keep the
     /// App (DeleteApp would be refused while an AppInst of it exists) and are named first, in

@@ -258,12 +258,6 @@ impl Provider {
         self.until(deadline, wait::command_bound(&self.config))
     }
 
-    /// The rollback of a runner that cannot start, under `deadline` from now.
-    fn for_rollback(&self, deadline: Duration) -> Provider {
-        let bound = format!("the rollback's {} s", deadline.as_secs());
-        self.until(Deadline::after(deadline), bound)
-    }
-
     /// The deadline of this provider's calls in words: the command's
     /// (`edge_connect.operation_timeout_secs=…`), a rollback's or a cleanup's.
     pub fn bound(&self) -> &str {
