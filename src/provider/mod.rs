@@ -306,13 +306,14 @@ impl Provider {
     }
 
     /// [`Provider::run`] for GARM, whose `GARM_POOL_ID` (`pool`, interface v0.1.1) names the
-    /// pool of a command about one runner as well.
+    /// pool of a command about one runner as well (not RemoveAllInstances': it is about none).
     pub async fn run_in(
         &self,
         operation: Operation,
         pool: Option<String>,
     ) -> Result<Outcome, Error> {
         let (command, named) = operation.command();
+        let pool = pool.filter(|_| operation.instance().is_some());
         let pool = named.map(str::to_string).or(pool).unwrap_or_default();
         let command = format!("{command:?}");
         let (began, logins) = (std::time::Instant::now(), self.client.logins());

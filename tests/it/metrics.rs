@@ -396,7 +396,8 @@ fn the_environment_can_name_the_events_file() {
 }
 
 /// Interface v0.1.1 names the pool of a command about one runner (`GARM_POOL_ID`): its begin
-/// and end count under it; a scale set's runner (the variable empty) and v0.1.0 under none.
+/// and end count under it; a scale set's runner (the variable empty) under none, and
+/// RemoveAllInstances, which is about no pool, under none whatever GARM sends.
 #[test]
 fn a_command_about_one_runner_counts_under_the_pool_garm_names() {
     let (w, events) = world_with_events(two_zones());
@@ -409,6 +410,7 @@ fn a_command_about_one_runner_counts_under_the_pool_garm_names() {
         (POOL, "GetInstance"),
         ("", "GetInstance"),
         (POOL, "DeleteInstance"),
+        (POOL, "RemoveAllInstances"),
     ] {
         let run = w.garm(command, &[instance, v011, ("GARM_POOL_ID", pool)], None);
         assert_eq!(run.code, 0, "{}", run.stderr);
@@ -428,6 +430,8 @@ fn a_command_about_one_runner_counts_under_the_pool_garm_names() {
         ("\"end\" \"GetInstance\"", &none),
         ("\"begin\" \"DeleteInstance\"", &pool),
         ("\"end\" \"DeleteInstance\"", &pool),
+        ("\"begin\" \"RemoveAllInstances\"", &none),
+        ("\"end\" \"RemoveAllInstances\"", &none),
     ]
     .map(|(event, pool)| (event.to_string(), pool.clone()));
     assert_eq!(counted, want, "{text}");
