@@ -141,9 +141,6 @@ impl Provider {
                 }
                 Attempt::Refused(refusal) => refusal,
                 Attempt::Failed(mut failure) => {
-                    if let Some(label) = &failure.reason {
-                        self.metrics.start_failure(pool_id, &on, label);
-                    }
                     failure.reason = failure.reason.or(reason);
                     failure.site = on;
                     // A runner that does not start on the last site after others refused it:
@@ -157,10 +154,7 @@ impl Provider {
                     return Err(failure);
                 }
             };
-            if let Some(label) = &refusal.start_failure {
-                self.metrics.start_failure(pool_id, &on, label);
-                reason = refusal.start_failure.clone();
-            }
+            reason = refusal.start_failure.take().or(reason);
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
@@ -226,7 +220,11 @@ impl Provider {
                     let (why, refused) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
-                    let label = Some(failure_label(&failure).to_string());
+                    // Recorded at once: a cleanup follows, and GARM may kill the command during it.
+                    let label = failure_label(&failure);
+                    self.metrics
+                        .start_failure(runner.pool_id, &site_name(site), label);
+                    let label = Some(label.to_string());
                     if !refused {
                         return Attempt::Failed(DeployFailure {
                             start_failure: true,
@@ -300,17 +298,22 @@ impl Provider {
                 match not_started {
                     NotStarted::PullFailed(docker) => {
                         let why = cannot_start_message(image, site, StartProblem::Image, &docker);
+                        self.metrics
+                            .start_failure(runner.pool_id, &site_name(site), "DockerPull");
                         return Attempt::Failed(DeployFailure {
                             reason: Some("DockerPull".into()),
                             ..Error::failed(why).into()
                         });
                     }
                     NotStarted::Container(container, reason) => {
-                        let label = crate::metrics::kubelet_reason(&reason).to_string();
+                        let label = crate::metrics::kubelet_reason(&reason);
+                        self.metrics
+                            .start_failure(runner.pool_id, &site_name(site), label);
+                        let label = Some(label.to_string());
                         let problem = appinst_start::problem(&reason);
                         let why = sidecar_message(&container, site, &reason)
                             .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
-                        (why, None, Some(label))
+                        (why, None, label)
                     }
                     NotStarted::Admission(refused) => {
                         (admission_refused(&refused, site), None, None)
