@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use edge_connect::token_cache::TokenCache;
-use edge_connect::{Client, Credentials, Scrubber, Secret};
+use edge_connect::{Client, Credentials, Deadline, Scrubber, Secret};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -20,7 +20,6 @@ use crate::extra_specs::ExtraSpecs;
 use crate::garm::env::{Facts, SUPPORTED_INTERFACE_VERSIONS};
 use crate::garm::{read_stdin, GarmCommand, Request};
 use crate::logging::LogGuard;
-use crate::provider::wait::Bound;
 use crate::provider::{Operation, Outcome, Progress, Provider};
 
 /// The command's one scrubber. A process runs one command, and its writers are the process's
@@ -35,10 +34,11 @@ pub fn scrubber() -> &'static Scrubber {
 pub struct Session {
     /// The validated provider config.
     pub config: Config,
-    /// The command's deadline (`operation_timeout_secs` from when the config was read) and its
-    /// words: reading GARM's stdin, every Edge Connect call, retry and wait take their budget
-    /// from it.
-    pub bound: Bound,
+    /// The command's deadline (`operation_timeout_secs` from when the config was read): reading
+    /// GARM's stdin, every Edge Connect call, retry and wait take their budget from it.
+    pub deadline: Deadline,
+    /// Where the command's metrics events go (`metrics_events_file`, or nowhere).
+    pub metrics: crate::metrics::Recorder,
     /// One warning per retired key the config holds: logged, and each front door shows it on
     /// stderr as well (the CLI as a line of its own, GARM mode in a failure's one line).
     pub retired: Vec<String>,
@@ -61,7 +61,7 @@ pub struct Finished<T> {
 /// process ends: dropping it flushes the log file.
 pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let config = Config::load(config_file)?;
-    let bound = Bound::command(&config);
+    let deadline = crate::provider::wait::command_deadline(&config);
     let mut log = crate::logging::init(&config, scrubber().clone());
     let mut retired = Vec::new();
     // The variable lets a deployment add the metrics sidecar without editing the config file
@@ -69,9 +69,10 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let events = std::env::var_os(crate::metrics::EVENTS_FILE_VARIABLE)
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);
-    if let Some(events) = events.as_ref().or(config.metrics_events_file.as_ref()) {
-        crate::metrics::install(events, scrubber().clone());
-    }
+    let metrics = events.as_ref().or(config.metrics_events_file.as_ref());
+    let metrics = metrics.map_or_else(Default::default, |events| {
+        crate::metrics::open(events, scrubber().clone())
+    });
     for (key, why) in config.retired_keys() {
         let warning = format!("{key} is retired and ignored ({why}); remove it from the config");
         tracing::warn!(key, "{warning}");
@@ -85,7 +86,8 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     }
     let session = Session {
         config,
-        bound,
+        deadline,
+        metrics,
         retired,
     };
     Ok((session, log))
@@ -116,6 +118,7 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
     } = Request::from_process()?;
     let json = |value: serde_json::Value| Ok(Answer::Text(value.to_string()));
     let span_pool = pool_id.clone().unwrap_or_default();
+    let pool = pool_id.clone();
     let mut opened = || {
         let (session, guard) = open(Path::new(&config_file))?;
         *log = Some(guard);
@@ -138,7 +141,7 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         }
         GarmCommand::CreateInstance => {
             let session = opened()?;
-            let read = read_stdin(std::io::stdin(), session.bound.deadline.remaining());
+            let read = read_stdin(std::io::stdin(), session.deadline.remaining());
             let create = |bootstrap| Operation::create(bootstrap, pool_id, specs);
             (session, read.map(create))
         }
@@ -190,7 +193,7 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
     let secrets = asked(&operation, &environment);
     let Facts(_, _, follow_up) = command.facts();
     // The pipeline logs the requests and logins the command took.
-    let work = async |provider: &Provider| provider.run(operation).await;
+    let work = async |provider: &Provider| provider.run_in(operation, pool).await;
     match run(
         session,
         &controller_id,
@@ -223,21 +226,24 @@ pub fn run<T>(
     asked: Vec<Secret>,
     work: impl AsyncFnOnce(&Provider) -> Result<T, Error>,
 ) -> Result<Finished<T>, Error> {
-    let Session { config, bound, .. } = session;
+    let (config, deadline, metrics) = (session.config, session.deadline, session.metrics);
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
     protect(&asked, &credentials, &environment)?;
     let cache = token_cache(&config, &environment, &credentials);
-    let client = Client::new(
-        &config.edge_connect.client_options(),
-        credentials,
-        bound.deadline,
-    )?
-    .with_retry_report(progress.clone())
-    .with_call_report(crate::metrics::rpc_reporter())
-    .with_token_cache(cache)
-    .with_scrubber(scrubber().clone());
-    let provider = Provider::new(client, config, controller_id, environment, progress, bound);
+    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
+        .with_retry_report(progress.clone())
+        .with_call_report(metrics.rpc_reporter())
+        .with_token_cache(cache)
+        .with_scrubber(scrubber().clone());
+    let provider = Provider::new(
+        client,
+        config,
+        controller_id,
+        environment,
+        progress,
+        metrics,
+    );
     let output = block_on(work(&provider));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());
     tracing::info!(requests, logins, "done");
@@ -279,7 +285,7 @@ pub fn pull_password(specs: &ExtraSpecs, environment: &HashMap<String, String>) 
 /// when it learns it, the session token (a JWT is masked by its shape anyway, any other token
 /// because it is known). Where: the log (`logging::init`), stderr and GARM's fault line
 /// (`front::say`), a runner's `provider_fault` and the table's fault (`Provider::view_of`),
-/// `check`'s lines, the labels of metrics events (`metrics::install`); the client's error texts
+/// `check`'s lines, the labels of metrics events (`metrics::open`); the client's error texts
 /// are kept whole for these writers to mask, then cut. More secrets than the scrubber can hold
 /// refuse the command here, before any request (docs/reliability.md, "One scrubber per command,
 /// handed to every writer").

@@ -3,8 +3,9 @@
 //! (`garm-provider-edge-connect metrics serve`, [`serve`]) folds them into counters and
 //! histograms and serves them to Prometheus.
 //!
-//! Recording: [`install`] opens the events file once per process (nothing is recorded without
-//! it, the default); each [`Event`] is then one `write(2)` under `O_APPEND` and a shared `flock`,
+//! Recording: [`open`] opens the events file once per process (nothing is recorded without it,
+//! the default) as a [`Recorder`], a value the pipeline hands to the client and the provider;
+//! each [`Event`] is then one `write(2)` under `O_APPEND` and a shared `flock`,
 //! so that GARM's concurrent commands never interleave their lines, the sidecar never truncates
 //! a line being written, and a command that GARM kills loses nothing it already wrote. Labels
 //! are bounded by construction (a pool id, a site, a fixed set of reasons); an event never
@@ -18,7 +19,7 @@ mod sidecar;
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use edge_connect::Scrubber;
@@ -129,62 +130,196 @@ impl Event {
     }
 }
 
-/// The events file, the command's scrubber and what the running command noted for its `End`.
-struct Recorder {
+/// Where a command's events go: the events file and the command's scrubber, handed to the
+/// client (its requests) and the provider (everything else); the default records nothing.
+#[derive(Clone, Default)]
+pub struct Recorder(Option<Arc<Sink>>);
+
+struct Sink {
     file: std::fs::File,
     scrubber: Scrubber,
-    command: Mutex<Noted>,
 }
 
-/// What the running command learnt on its way, for its `End` event.
-#[derive(Default)]
-struct Noted {
-    began: Option<Instant>,
-    /// The pool the command was given (its `Begin`'s): its `End` carries the same, so that
-    /// started minus ended counts the killed commands of each pool.
-    given: String,
-    /// The pool of the runner the command acts on: the one given, or the one its App records.
-    pool: String,
-    site: String,
-    reason: String,
+/// What a command learnt on its way, for its `End` (and a create's or start's `Placed`).
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// The runner's pool (the one given, or the one its App records).
+    pub pool: String,
+    /// Where a create or start placed the runner, the last site it tried, or the site of the
+    /// AppInst a delete, stop or get found.
+    pub site: String,
+    /// The runner became Ready on `site`.
+    pub placed: bool,
+    /// The label of the last start failure, if one came.
+    pub start_failure: String,
 }
 
-static RECORDER: OnceLock<Recorder> = OnceLock::new();
-
-/// Records events to `path` from now on in this process, every label value masked by
-/// `scrubber` (the command's, which learns its secrets after this). A file that cannot be opened
-/// is logged and the command goes on without metrics: a runner matters more than its count.
-pub fn install(path: &Path, scrubber: Scrubber) {
+/// Records events to `path`, every label value masked by `scrubber` (the command's, which
+/// learns its secrets after this). A file that cannot be opened is logged and the command goes
+/// on without metrics: a runner matters more than its count.
+pub fn open(path: &Path, scrubber: Scrubber) -> Recorder {
     match crate::logging::open_append(path) {
-        Ok(file) => {
-            let _ = RECORDER.set(Recorder {
-                file,
-                scrubber,
-                command: Mutex::new(Noted::default()),
-            });
+        Ok(file) => Recorder(Some(Arc::new(Sink { file, scrubber }))),
+        Err(e) => {
+            tracing::warn!(
+                "cannot open metrics_events_file {}: {e}; this command records no metrics",
+                crate::text::one_line(&path.display().to_string())
+            );
+            Recorder::default()
         }
-        Err(e) => tracing::warn!(
-            "cannot open metrics_events_file {}: {e}; this command records no metrics",
-            crate::text::one_line(&path.display().to_string())
-        ),
     }
 }
 
-/// Appends `event`: one write of one line under a shared lock (the sidecar takes the lock
-/// exclusively to truncate). Failures are logged, never returned.
-pub fn record(event: Event) {
-    let Some(recorder) = RECORDER.get() else {
-        return;
-    };
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let Ok(mut line) = serde_json::to_vec(&Line { t, event }) else {
-        return;
-    };
-    line.push(b'\n');
-    if let Err(e) = append(&recorder.file, &line) {
-        tracing::warn!("cannot record a metrics event: {e}");
+impl Recorder {
+    /// Appends `event`: one write of one line under a shared lock (the sidecar takes the lock
+    /// exclusively to truncate). Failures are logged, never returned.
+    fn record(&self, event: Event) {
+        let Some(sink) = &self.0 else {
+            return;
+        };
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let Ok(mut line) = serde_json::to_vec(&Line { t, event }) else {
+            return;
+        };
+        line.push(b'\n');
+        if let Err(e) = append(&sink.file, &line) {
+            tracing::warn!("cannot record a metrics event: {e}");
+        }
+    }
+
+    /// A label value: masked by the command's scrubber (whole, before it is cut: a cut could
+    /// leave a secret's start unrecognised), then at most [`MAX_LABEL`] characters.
+    fn label(&self, s: &str) -> String {
+        let masked = self
+            .0
+            .as_ref()
+            .map_or(s.into(), |sink| sink.scrubber.scrub(s));
+        masked.chars().take(MAX_LABEL).collect()
+    }
+
+    /// A command begins: `cmd` its GARM name, `pool` its pool when it names one.
+    pub fn begin(&self, cmd: &str, pool: &str) {
+        let (cmd, pool) = (cmd.into(), self.label(pool));
+        self.record(Event::Begin { cmd, pool });
+    }
+
+    /// The command `cmd` of `pool` (its `Begin`'s, so that started minus ended counts the
+    /// killed commands of each pool) begun at `began` ends with `result`, having learnt `facts`
+    /// and made `logins`. A placed runner's `Placed` comes first.
+    pub fn end<T>(
+        &self,
+        (cmd, pool): (&str, &str),
+        began: Instant,
+        facts: Facts,
+        result: &Result<T, Error>,
+        logins: usize,
+    ) {
+        if self.0.is_none() {
+            return;
+        }
+        let (secs, site) = (began.elapsed().as_secs_f64(), self.label(&facts.site));
+        if facts.placed {
+            let (pool, site) = (self.label(&facts.pool), site.clone());
+            self.record(Event::Placed { pool, site, secs });
+        }
+        let (outcome, reason) = match result {
+            Ok(_) => ("ok", String::new()),
+            Err(Error::NotFound(_)) => ("not_found", String::new()),
+            Err(Error::Duplicate(_)) => ("duplicate", String::new()),
+            Err(Error::Interrupted(_)) => ("interrupted", String::new()),
+            Err(e) => ("error", reason_of(e, self.label(&facts.start_failure))),
+        };
+        self.record(Event::End {
+            cmd: cmd.into(),
+            pool: self.label(pool),
+            site,
+            outcome: outcome.into(),
+            reason,
+            secs,
+            logins: logins as u64,
+        });
+    }
+
+    /// A DeleteInstance removed a runner of `pool` whose AppInst `inst` was (none: stopped):
+    /// the runners gauge of its pool and site counts one less.
+    pub fn removed(&self, pool: &str, inst: Option<&edge_connect::models::AppInst>) {
+        // The site as ListInstances shows it (`status::RunnerView`'s `site`): the cloudlet first.
+        let runs_on = inst.and_then(|i| {
+            i.cloudlet()
+                .or(i.zone_key.as_ref().filter(|z| !z.is_empty()))
+        });
+        let site = runs_on.map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name));
+        let (pool, site) = (self.label(pool), self.label(&site));
+        self.record(Event::Removed { pool, site });
+    }
+
+    /// `from` could not take a runner of `pool`; `to` is tried next.
+    pub fn failover(&self, pool: &str, from: &str, to: &str) {
+        let (pool, from, to) = (self.label(pool), self.label(from), self.label(to));
+        self.record(Event::Failover { pool, from, to });
+    }
+
+    /// A runner of `pool` will not start on `site`; `reason` is one of a fixed set (a kubelet
+    /// reason the client knows, or the provider's own verdict).
+    pub fn start_failure(&self, pool: &str, site: &str, reason: &str) {
+        let (pool, site, reason) = (self.label(pool), self.label(site), self.label(reason));
+        self.record(Event::StartFailure { pool, site, reason });
+    }
+
+    /// A delete met `inst` of a runner of `pool`, which its site's CRM holds: its age (from its
+    /// `created_at`) by pool and site.
+    pub fn crm_hold(&self, pool: &str, inst: &edge_connect::models::AppInst) {
+        use time::format_description::well_known::Rfc3339;
+        let Ok(created) = time::OffsetDateTime::parse(&inst.created_at, &Rfc3339) else {
+            return;
+        };
+        let secs = (time::OffsetDateTime::now_utc() - created).as_seconds_f64();
+        self.record(Event::CrmHold {
+            pool: self.label(pool),
+            site: self.label(&site_of(Some(inst))),
+            secs: secs.max(0.0),
+        });
+    }
+
+    /// A List found runners of `pool` on `sites` (one entry per runner).
+    pub fn listed<'a>(&self, pool: &str, sites: impl Iterator<Item = &'a str>) {
+        if self.0.is_none() {
+            return;
+        }
+        // Counted by the site as read, then each of the few sites masked once (not each runner's).
+        let mut read = std::collections::BTreeMap::<&str, u64>::new();
+        for site in sites {
+            *read.entry(site).or_insert(0) += 1;
+        }
+        let mut runners = std::collections::BTreeMap::new();
+        for (site, n) in read {
+            *runners.entry(self.label(site)).or_insert(0) += n;
+        }
+        let pool = self.label(pool);
+        self.record(Event::Listed { pool, runners });
+    }
+
+    /// RemoveAllInstances ended.
+    pub fn removed_all(&self, removed: usize, failed: usize) {
+        let (removed, failed) = (removed as u64, failed as u64);
+        self.record(Event::RemovedAll { removed, failed });
+    }
+
+    /// The client's report of each request (`Client::with_call_report`).
+    pub fn rpc_reporter(&self) -> Option<edge_connect::CallReport> {
+        self.0.as_ref()?;
+        let this = self.clone();
+        Some(Arc::new(
+            move |rpc: edge_connect::Rpc, status: Option<u16>, took: std::time::Duration| {
+                this.record(Event::Rpc {
+                    rpc: rpc.name().into(),
+                    status: status.map_or_else(|| "transport".into(), |s| s.to_string()),
+                    secs: took.as_secs_f64(),
+                })
+            },
+        ))
     }
 }
 
@@ -218,68 +353,11 @@ pub(crate) fn flock(fd: std::os::fd::RawFd, how: libc::c_int) -> std::io::Result
     }
 }
 
-/// A label value: masked by the command's scrubber (whole, before it is cut: a cut could leave
-/// a secret's start unrecognised), then at most [`MAX_LABEL`] characters.
-fn label(s: &str) -> String {
-    let masked = RECORDER.get().map(|r| r.scrubber.scrub(s));
-    masked
-        .as_deref()
-        .unwrap_or(s)
-        .chars()
-        .take(MAX_LABEL)
-        .collect()
-}
-
-fn noted() -> Option<std::sync::MutexGuard<'static, Noted>> {
-    RECORDER.get().and_then(|r| r.command.lock().ok())
-}
-
-/// A command begins: `cmd` its GARM name, `pool` its pool when it names one.
-pub fn begin(cmd: &str, pool: &str) {
-    if let Some(mut noted) = noted() {
-        *noted = Noted {
-            began: Some(Instant::now()),
-            given: label(pool),
-            pool: label(pool),
-            ..Noted::default()
-        };
-    } else {
-        return;
-    }
-    record(Event::Begin {
-        cmd: cmd.into(),
-        pool: label(pool),
-    });
-}
-
-/// The command ends with `result`; `logins` it made.
-pub fn end<T>(cmd: &str, result: &Result<T, Error>, logins: usize) {
-    let Some(noted) = noted().map(|mut n| std::mem::take(&mut *n)) else {
-        return;
-    };
-    let (outcome, reason) = match result {
-        Ok(_) => ("ok", String::new()),
-        Err(Error::NotFound(_)) => ("not_found", String::new()),
-        Err(Error::Duplicate(_)) => ("duplicate", String::new()),
-        Err(Error::Interrupted(_)) => ("interrupted", String::new()),
-        Err(e) => ("error", reason_of(e, noted.reason)),
-    };
-    record(Event::End {
-        cmd: cmd.into(),
-        pool: noted.given,
-        site: noted.site,
-        outcome: outcome.into(),
-        reason,
-        secs: noted.began.map_or(0.0, |b| b.elapsed().as_secs_f64()),
-        logins: logins as u64,
-    });
-}
-
-/// A failure's reason label: what the command noted (a start failure), the client's error kind,
-/// or `left_behind` / `other`.
-fn reason_of(e: &Error, noted: String) -> String {
-    if !noted.is_empty() {
-        return noted;
+/// A failure's reason label: the start failure the command met, the client's error kind, or
+/// `left_behind` / `other`.
+fn reason_of(e: &Error, start_failure: String) -> String {
+    if !start_failure.is_empty() {
+        return start_failure;
     }
     if e.leaves_something() {
         return "left_behind".into();
@@ -294,97 +372,16 @@ fn reason_of(e: &Error, noted: String) -> String {
     "other".into()
 }
 
-/// The pool a command found its runner in (a delete learns it from the App).
-pub fn note_pool(pool: &str) {
-    if let Some(mut noted) = noted() {
-        if noted.pool.is_empty() {
-            noted.pool = label(pool);
-        }
-    }
-}
-
-/// The site the command is placing its runner on now (the last one tried names a failed
-/// create's).
-pub fn note_site(site: &str) {
-    if let Some(mut noted) = noted() {
-        noted.site = label(site);
-    }
-}
-
-/// A delete, stop or get found its runner: the pool its App records and the site of its
-/// AppInst (the one that runs, first in removal order; none: stopped).
-pub fn note_runner(pool: &str, inst: Option<&edge_connect::models::AppInst>) {
-    note_pool(pool);
-    note_site(&inst.map(site_of).unwrap_or_default());
-}
-
-/// A DeleteInstance removed a runner of `pool` whose AppInst `inst` was (none: stopped): the
-/// runners gauge of its pool and site counts one less.
-pub fn removed(pool: &str, inst: Option<&edge_connect::models::AppInst>) {
-    // The site as ListInstances shows it (`status::RunnerView`'s `site`): the cloudlet first.
-    let runs_on = inst.and_then(|i| {
-        i.cloudlet()
-            .or(i.zone_key.as_ref().filter(|z| !z.is_empty()))
+/// The configured site an AppInst was placed on, as `ORG/NAME`: its zone, else its cloudlet
+/// (`""`: none, a stopped runner).
+pub fn site_of(inst: Option<&edge_connect::models::AppInst>) -> String {
+    let inst = inst.and_then(|i| {
+        i.zone_key
+            .as_ref()
+            .filter(|z| !z.is_empty())
+            .or(i.cloudlet())
     });
-    record(Event::Removed {
-        pool: label(pool),
-        site: label(
-            &runs_on.map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name)),
-        ),
-    });
-}
-
-/// The configured site an AppInst was placed on, as `ORG/NAME`: its zone, else its cloudlet.
-fn site_of(inst: &edge_connect::models::AppInst) -> String {
-    inst.zone_key
-        .as_ref()
-        .filter(|z| !z.is_empty())
-        .or(inst.cloudlet())
-        .map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name))
-}
-
-/// The runner is Ready on `site`.
-pub fn placed(site: &str) {
-    let Some((pool, secs)) = noted().map(|mut n| {
-        n.site = label(site);
-        let secs = n.began.map_or(0.0, |b| b.elapsed().as_secs_f64());
-        (n.pool.clone(), secs)
-    }) else {
-        return;
-    };
-    record(Event::Placed {
-        pool,
-        site: label(site),
-        secs,
-    });
-}
-
-/// `from` could not take the runner; `to` is tried next.
-pub fn failover(from: &str, to: &str) {
-    let Some(pool) = noted().map(|n| n.pool.clone()) else {
-        return;
-    };
-    record(Event::Failover {
-        pool,
-        from: label(from),
-        to: label(to),
-    });
-}
-
-/// The runner will not start on `site`; `reason` is one of a fixed set (a kubelet reason the
-/// client knows, or the provider's own verdict).
-pub fn start_failure(site: &str, reason: &str) {
-    let Some(pool) = noted().map(|mut n| {
-        n.reason = label(reason);
-        n.pool.clone()
-    }) else {
-        return;
-    };
-    record(Event::StartFailure {
-        pool,
-        site: label(site),
-        reason: label(reason),
-    });
+    inst.map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name))
 }
 
 /// The kubelet reason as a label: itself when the client knows it, else `Other` (a controller
@@ -396,62 +393,4 @@ pub fn kubelet_reason(reason: &str) -> &str {
     } else {
         reason
     }
-}
-
-/// A delete met `inst` of a runner of `pool`, which its site's CRM holds: its age (from its
-/// `created_at`) by pool and site.
-pub fn crm_hold(pool: &str, inst: &edge_connect::models::AppInst) {
-    use time::format_description::well_known::Rfc3339;
-    let Ok(created) = time::OffsetDateTime::parse(&inst.created_at, &Rfc3339) else {
-        return;
-    };
-    let site = site_of(inst);
-    let secs = (time::OffsetDateTime::now_utc() - created).as_seconds_f64();
-    record(Event::CrmHold {
-        pool: label(pool),
-        site: label(&site),
-        secs: secs.max(0.0),
-    });
-}
-
-/// A List found runners of `pool` on `sites` (one entry per runner).
-pub fn listed<'a>(pool: &str, sites: impl Iterator<Item = &'a str>) {
-    if RECORDER.get().is_none() {
-        return;
-    }
-    // Counted by the site as read, then each of the few sites masked once (not each runner's).
-    let mut read = std::collections::BTreeMap::<&str, u64>::new();
-    for site in sites {
-        *read.entry(site).or_insert(0) += 1;
-    }
-    let mut runners = std::collections::BTreeMap::new();
-    for (site, n) in read {
-        *runners.entry(label(site)).or_insert(0) += n;
-    }
-    record(Event::Listed {
-        pool: label(pool),
-        runners,
-    });
-}
-
-/// RemoveAllInstances ended.
-pub fn removed_all(removed: usize, failed: usize) {
-    record(Event::RemovedAll {
-        removed: removed as u64,
-        failed: failed as u64,
-    });
-}
-
-/// The client's report of each request (`Client::with_call_report`).
-pub fn rpc_reporter() -> Option<edge_connect::CallReport> {
-    RECORDER.get()?;
-    Some(std::sync::Arc::new(
-        |rpc: edge_connect::Rpc, status: Option<u16>, took: std::time::Duration| {
-            record(Event::Rpc {
-                rpc: rpc.name().into(),
-                status: status.map_or_else(|| "transport".into(), |s| s.to_string()),
-                secs: took.as_secs_f64(),
-            })
-        },
-    ))
 }

@@ -6,11 +6,12 @@ use super::delete::Busy;
 use super::deploy::{Held, HELD_PATIENCE};
 use super::placement::{self, Target};
 use super::status::RunnerView;
-use super::wait::{retry_transient, Bound, Deadline};
+use super::wait::{retry_transient, Deadline};
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::{BootstrapInstance, InstanceStatus, ProviderInstance};
+use crate::metrics::Facts;
 use crate::naming::edge_name;
 use edge_connect::models::{App, AppKey, NewApp};
 use edge_connect::{ApiErrorKind, Rpc, MAX_COLLECTED};
@@ -28,6 +29,7 @@ impl Provider {
         bootstrap: &BootstrapInstance,
         pool_id: &str,
         specs: ExtraSpecs,
+        facts: &mut Facts,
     ) -> Result<Outcome, Error> {
         // Everything that can be refused locally is refused before the first API call.
         let name = edge_name(&bootstrap.name);
@@ -91,9 +93,12 @@ impl Provider {
                     self.deploy(&app.key, pool_id, &sites, targets, image, memory)
                         .await
                 };
-                deploy.await
+                deploy.await.map(|site| facts.placed(site))
             }
         };
+        if let Err(failure) = &made {
+            facts.failed(failure);
+        }
         let Err(failure) = made else {
             tracing::info!(app = %name, "created");
             let instance = ProviderInstance {
@@ -113,10 +118,8 @@ impl Provider {
         };
         let (rollback, busy) = if failure.start_failure {
             let patience = HELD_PATIENCE;
-            let bounded = self.until(Bound {
-                deadline: Deadline::after(START_FAILURE_ROLLBACK),
-                label: format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs()),
-            });
+            let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
+            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
             (bounded, Busy::Report { patience })
         } else {
             (self.for_cleanup(), Busy::Wait)
@@ -180,7 +183,7 @@ impl Provider {
     }
 
     /// Removes whatever a failed create left (its AppInsts in any state, then the App) by the
-    /// client's deadline (the rollback's, see [`Provider::until`]) and returns the error to
+    /// client's deadline (the rollback's or the cleanup grace's) and returns the error to
     /// report, noting a failed cleanup (a later DeleteInstance finishes it). The AppInsts in
     /// `held` are known to be held by their sites' CRMs: not asked about again, they keep the
     /// App (DeleteApp would be refused while an AppInst of it exists) and are named first, in

@@ -11,6 +11,7 @@ use super::inventory::Read;
 use super::wait::retry_transient;
 use super::{Outcome, OwnedRunner, Provider, POLL_INTERVAL};
 use crate::error::Error;
+use crate::metrics::Facts;
 
 /// How many Edge Connect calls RemoveAll has in flight at most (a fixed limit: the retired
 /// `edge_connect.remove_all_concurrency` is ignored). Each runner is two calls in sequence
@@ -175,7 +176,7 @@ impl Provider {
         for inst in &runner.app_insts {
             if let Busy::Report { patience } = busy {
                 if patience.is_zero() && creating(&inst.state) {
-                    crate::metrics::crm_hold(&runner.vars.pool_id, inst);
+                    self.metrics.crm_hold(&runner.vars.pool_id, inst);
                     held_insts.push(held(inst));
                     continue;
                 }
@@ -346,19 +347,25 @@ impl Provider {
     /// Connect will not delete yet is waited for when `wait` (a person's delete), else reported
     /// at once: GARM retries a failed DeleteInstance every few seconds, and one that waited
     /// would hold the runner in `creating` for the whole wait (docs/reliability.md).
-    pub(super) async fn delete(&self, instance: &str, wait: bool) -> Result<Outcome, Error> {
+    pub(super) async fn delete(
+        &self,
+        instance: &str,
+        wait: bool,
+        facts: &mut Facts,
+    ) -> Result<Outcome, Error> {
         let Some(runner) = self.find_runner(instance).await? else {
             tracing::info!(instance, "nothing to delete");
             return Ok(Outcome::Done);
         };
-        crate::metrics::note_runner(&runner.vars.pool_id, runner.app_insts.first());
+        facts.found(&runner);
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         // A runner has two AppInsts when a failover went past a site that held its first one
         // (docs/architecture.md, "Failover"): the one that runs goes first, whatever holds the
         // other.
         self.remove_app_insts(&runner, busy, None).await?;
         self.delete_app(&runner.key, None).await?;
-        crate::metrics::removed(&runner.vars.pool_id, runner.app_insts.first());
+        self.metrics
+            .removed(&runner.vars.pool_id, runner.app_insts.first());
         tracing::info!(instance, "deleted");
         Ok(Outcome::Done)
     }
@@ -413,7 +420,7 @@ impl Provider {
             }
         }
         let failed = failed.len();
-        crate::metrics::removed_all(total - failed, failed);
+        self.metrics.removed_all(total - failed, failed);
         let Some(first) = first else {
             tracing::info!(total, "removed all instances of this controller");
             return Ok(Outcome::Done);
@@ -499,13 +506,10 @@ pub(super) fn held_by_crm(inst: &AppInst) -> String {
 
 /// ` on ORG/NAME`, the AppInst's zone or cloudlet, or nothing.
 fn site_of(inst: &AppInst) -> String {
-    inst.zone_key
-        .as_ref()
-        .filter(|z| !z.is_empty())
-        .or(inst.cloudlet())
-        .map_or_else(String::new, |s| {
-            format!(" on {}/{}", s.organization, s.name)
-        })
+    match crate::metrics::site_of(Some(inst)) {
+        site if site.is_empty() => site,
+        site => format!(" on {site}"),
+    }
 }
 
 /// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use edge_connect::appinst_start::{self, Progress, StartProblem};
+use edge_connect::appinst_start::{self, Admission, Forbidden, NotStarted, Progress, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
 use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, Retries, StreamEnd, Subject};
 
@@ -36,6 +36,8 @@ struct Refusal {
     why: String,
     /// The controller's refusal, when it was one (`explain` lists what exists).
     api: Option<ApiError>,
+    /// The metrics label of the start failure it was, if it was one.
+    start_failure: Option<String>,
     /// Why its AppInst is still there, when it could not be removed yet (the site's CRM holds
     /// it): the AppInst name is unique across zones, so a later site places the runner under a
     /// second name ([`app_inst_name`]).
@@ -60,6 +62,10 @@ pub(super) struct DeployFailure {
     /// delete was refused), in the order of the sites: the rollback does not ask again, and
     /// reports them after the cause.
     pub held: Vec<Held>,
+    /// The last site tried (`ORG/NAME`).
+    pub site: String,
+    /// The metrics label of the last start failure met, if any.
+    pub reason: Option<String>,
 }
 
 /// An AppInst of the runner that could not be removed (a site's CRM holds it, B17, or its delete
@@ -71,22 +77,14 @@ pub(super) struct Held {
     pub why: Error,
 }
 
-impl DeployFailure {
-    /// A runner that does not start.
-    fn start(error: Error) -> Self {
-        DeployFailure {
-            start_failure: true,
-            ..error.into()
-        }
-    }
-}
-
 impl From<Error> for DeployFailure {
     fn from(error: Error) -> Self {
         DeployFailure {
             error,
             start_failure: false,
             held: Vec::new(),
+            site: String::new(),
+            reason: None,
         }
     }
 }
@@ -108,7 +106,7 @@ impl Provider {
     /// tried; when its CRM holds the AppInst (B17), the next sites place it under a second
     /// name ([`app_inst_name`]): the AppInst name is unique across zones on Gen3 (B4). `image`
     /// names the image in the messages (Start does not know it); the AppInst carries the marks
-    /// of `pool_id`'s runners.
+    /// of `pool_id`'s runners. Returns the site (`ORG/NAME`) that took it.
     pub(super) async fn deploy(
         &self,
         app_key: &AppKey,
@@ -117,9 +115,8 @@ impl Provider {
         targets: Vec<Target>,
         image: Option<&str>,
         memory: Option<u64>,
-    ) -> Result<(), DeployFailure> {
-        crate::metrics::note_pool(pool_id);
-        let (mut tried, mut last) = (Vec::new(), None);
+    ) -> Result<String, DeployFailure> {
+        let (mut tried, mut last, mut reason) = (Vec::new(), None, None);
         let mut held: Vec<Held> = Vec::new();
         let runner = Runner {
             app_key,
@@ -132,19 +129,20 @@ impl Provider {
             let failover = i + 1 < sites.len();
             let name_taken = held.iter().any(|h| h.name == app_key.name);
             let name = app_inst_name(&app_key.name, i, name_taken);
-            crate::metrics::note_site(&site_name(site));
+            let on = site_name(site);
             let mut refusal = match self.place(&runner, &name, site, target, failover).await {
                 Attempt::Placed => {
-                    crate::metrics::placed(&site_name(site));
                     for h in &held {
                         // Not waited for: GARM's DeleteInstance of the runner removes it
                         // (docs/architecture.md, "Failover").
                         tracing::warn!(app_inst = %h.name, error = %h.why, "an earlier site still holds an AppInst of this runner; DeleteInstance removes it");
                     }
-                    return Ok(());
+                    return Ok(on);
                 }
                 Attempt::Refused(refusal) => refusal,
                 Attempt::Failed(mut failure) => {
+                    failure.reason = failure.reason.or(reason);
+                    failure.site = on;
                     // A runner that does not start on the last site after others refused it:
                     // every site is named, the first cause first.
                     if failure.start_failure && !tried.is_empty() {
@@ -156,11 +154,12 @@ impl Provider {
                     return Err(failure);
                 }
             };
+            reason = refusal.start_failure.take().or(reason);
             // With one site only the final error says it, so GARM mode's stderr stays one line.
             if sites.len() > 1 {
                 tracing::warn!(%site, error = refusal.why, "site cannot take the AppInst; trying the next one");
                 if let Some(next) = sites.get(i + 1) {
-                    crate::metrics::failover(&site_name(site), &site_name(next));
+                    self.metrics.failover(pool_id, &on, &site_name(next));
                 }
             } else {
                 tracing::info!(%site, error = refusal.why, "site cannot take the AppInst");
@@ -187,6 +186,8 @@ impl Provider {
             // A held AppInst is a runner that did not start: the rollback is the short one.
             start_failure,
             held,
+            site: sites.last().map(site_name).unwrap_or_default(),
+            reason,
         })
     }
 
@@ -219,13 +220,22 @@ impl Provider {
                     let (why, refused) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
-                    crate::metrics::start_failure(&site_name(site), failure_label(&failure));
+                    // Recorded at once: a cleanup follows, and GARM may kill the command during it.
+                    let label = failure_label(&failure);
+                    self.metrics
+                        .start_failure(runner.pool_id, &site_name(site), label);
+                    let label = Some(label.to_string());
                     if !refused {
-                        return Attempt::Failed(DeployFailure::start(Error::failed(why)));
+                        return Attempt::Failed(DeployFailure {
+                            start_failure: true,
+                            reason: label,
+                            ..Error::failed(why).into()
+                        });
                     }
                     return Attempt::Refused(Refusal {
                         why,
                         api: None,
+                        start_failure: label,
                         held: self.clean_site(app_key, name).await,
                     });
                 }
@@ -264,12 +274,13 @@ impl Provider {
                     return Attempt::Refused(Refusal {
                         why,
                         api: None,
+                        start_failure: None,
                         held: None,
                     });
                 }
             }
             let accepted = matches!(e.answer, Answer::Trailer(_));
-            let (why, api) = if site_unusable(&e, &target) {
+            let (why, api, start_failure) = if site_unusable(&e, &target) {
                 if e.kind == ApiErrorKind::Forbidden {
                     // Gen2 answers a cloudlet outside the organization's cloudlet pools with 403
                     // (docs/edge-connect-behaviours.md B3): not a problem of the organization.
@@ -277,44 +288,39 @@ impl Provider {
                     let why = format!(
                         "{site} is not in a cloudlet pool of organization {org} (HTTP 403)"
                     );
-                    (why, None)
+                    (why, None, None)
                 } else {
-                    (e.message.clone(), Some(e))
+                    (e.message.clone(), Some(e), None)
                 }
-            } else if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
+            } else if let Some(not_started) = e.not_started() {
                 // The controller took the AppInst and the site failed to make it (CreateError,
                 // undone by the controller; docs/edge-connect-behaviours.md B13 for docker).
-                if appinst_start::docker_pull_failed(&e.message) {
-                    crate::metrics::start_failure(&site_name(site), "DockerPull");
-                    let why = cannot_start_message(image, site, StartProblem::Image, &e.message);
-                    return Attempt::Failed(Error::failed(why).into());
+                match not_started {
+                    NotStarted::PullFailed(docker) => {
+                        let why = cannot_start_message(image, site, StartProblem::Image, &docker);
+                        self.metrics
+                            .start_failure(runner.pool_id, &site_name(site), "DockerPull");
+                        return Attempt::Failed(DeployFailure {
+                            reason: Some("DockerPull".into()),
+                            ..Error::failed(why).into()
+                        });
+                    }
+                    NotStarted::Container(container, reason) => {
+                        let label = crate::metrics::kubelet_reason(&reason);
+                        self.metrics
+                            .start_failure(runner.pool_id, &site_name(site), label);
+                        let label = Some(label.to_string());
+                        let problem = appinst_start::problem(&reason);
+                        let why = sidecar_message(&container, site, &reason)
+                            .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
+                        (why, None, label)
+                    }
+                    NotStarted::Admission(refused) => {
+                        (admission_refused(&refused, site), None, None)
+                    }
                 }
-                let pods = appinst_start::pod_statuses(&e.message);
-                let not_starting = pods
-                    .iter()
-                    .flat_map(|p| &p.not_running)
-                    .find(|(_, reason)| !appinst_start::starting_normally(reason));
-                if let Some(&(_, reason)) = not_starting {
-                    let label = crate::metrics::kubelet_reason(reason);
-                    crate::metrics::start_failure(&site_name(site), label);
-                }
-                match not_starting {
-                    Some(&(container, reason)) => (
-                        sidecar_message(container, site, reason).unwrap_or_else(|| {
-                            cannot_start_message(
-                                image,
-                                site,
-                                appinst_start::problem(reason),
-                                reason,
-                            )
-                        }),
-                        None,
-                    ),
-                    None => match privileged_refused(&e.message, site) {
-                        Some(why) => (why, None),
-                        None => (e.message.clone(), None),
-                    },
-                }
+            } else if accepted && matches!(e.kind, ApiErrorKind::Rejected | ApiErrorKind::Server) {
+                (e.message.clone(), None, None)
             } else {
                 return Attempt::Failed(Error::from(e).into());
             };
@@ -324,17 +330,22 @@ impl Provider {
                 if let Some(cleanup) = self.clean_site(app_key, name).await {
                     // Known to stay: the rollback names it after the cause and does not ask
                     // for the delete just refused again.
-                    let mut failure = DeployFailure::start(Error::failed(why));
-                    failure.held.push(Held {
+                    let held = vec![Held {
                         name: name.to_string(),
                         why: cleanup,
+                    }];
+                    return Attempt::Failed(DeployFailure {
+                        start_failure: true,
+                        reason: start_failure,
+                        held,
+                        ..Error::failed(why).into()
                     });
-                    return Attempt::Failed(failure);
                 }
             }
             return Attempt::Refused(Refusal {
                 why,
                 api,
+                start_failure,
                 held: None,
             });
         }
@@ -646,28 +657,23 @@ fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<St
 /// (docs/edge-connect-behaviours.md B30, B31). Names the site, the policy and what runs there:
 /// `baseline` admits neither sidecar (dind's privileged container, buildkit's Unconfined
 /// profiles) but a pool without Docker; `restricted` admits no runner pod of ours.
-fn privileged_refused(message: &str, site: &Placement) -> Option<String> {
-    let (_, rest) = message.split_once("violates PodSecurity \"")?;
-    let policy = rest.split('"').next().unwrap_or_default();
-    let on = site_name(site);
-    let detail = rest.split_once("\": ").map_or("", |(_, d)| d);
-    let what = if detail.contains("privileged (") {
-        "privileged pods"
-    } else if detail.contains("\"Unconfined\"") {
-        "Unconfined seccomp and AppArmor profiles"
-    } else {
-        return Some(format!(
+fn admission_refused(refused: &Admission, site: &Placement) -> String {
+    let (on, policy, detail) = (site_name(site), &refused.policy, &refused.detail);
+    let what = match refused.forbids {
+        Forbidden::Privileged => "privileged pods",
+        Forbidden::Unconfined => "Unconfined seccomp and AppArmor profiles",
+        Forbidden::Other => return format!(
             "{on} refused the runner's pod (Pod Security \"{policy}\": {detail}): the site's policy admits no pod of this pool; ask its operator, or list another site"
-        ));
+        ),
     };
     let instead = if policy.starts_with("baseline") {
         "use docker = \"none\" for this site's pools, or another site"
     } else {
         "this policy refuses a runner without Docker too; list another site"
     };
-    Some(format!(
+    format!(
         "{on} forbids {what} (Pod Security \"{policy}\": {detail}): neither docker = \"dind\" nor docker = \"buildkit\" can run there; {instead}"
-    ))
+    )
 }
 
 /// A start failure as a metrics label: kubelet's reason when the client knows it, else the

@@ -10,14 +10,20 @@ use super::delete::{Busy, REPORT_AT_ONCE};
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::garm::InstanceStatus;
+use crate::metrics::Facts;
 
 impl Provider {
     /// Stop: the runner's AppInsts removed, the one that runs first; one that Edge Connect will
     /// not delete yet is waited for when `wait` (a person's stop), else named at once with the
     /// time its CRM lets it go.
-    pub(super) async fn stop(&self, instance: &str, wait: bool) -> Result<Outcome, Error> {
+    pub(super) async fn stop(
+        &self,
+        instance: &str,
+        wait: bool,
+        facts: &mut Facts,
+    ) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
-        crate::metrics::note_runner(&runner.vars.pool_id, runner.app_insts.first());
+        facts.found(&runner);
         // Normally one; two after a failover past a site that held the first.
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         self.remove_app_insts(&runner, busy, None)
@@ -32,8 +38,9 @@ impl Provider {
         Ok(Outcome::Done)
     }
 
-    pub(super) async fn start(&self, instance: &str) -> Result<Outcome, Error> {
+    pub(super) async fn start(&self, instance: &str, facts: &mut Facts) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
+        facts.found(&runner);
         let running = |inst: &&edge_connect::models::AppInst| {
             super::status::garm_status(Some(inst)).0 == InstanceStatus::Running
         };
@@ -50,16 +57,17 @@ impl Provider {
             sites.push(self.config.placement());
         }
         let targets = self.targets(&sites).await?;
-        self.deploy(
-            &runner.key,
-            &runner.vars.pool_id,
-            &sites,
-            targets,
-            None,
-            None,
-        )
-        .await
-        .map_err(|failure| failure.error)?;
+        let pool = &runner.vars.pool_id;
+        match self
+            .deploy(&runner.key, pool, &sites, targets, None, None)
+            .await
+        {
+            Ok(site) => facts.placed(site),
+            Err(failure) => {
+                facts.failed(&failure);
+                return Err(failure.error);
+            }
+        }
         tracing::info!(instance, "started");
         Ok(Outcome::Done)
     }

@@ -22,11 +22,12 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
-use crate::garm::BootstrapInstance;
+use crate::garm::{BootstrapInstance, GarmCommand};
+use crate::metrics::{Facts, Recorder};
 use crate::runner_env::RunnerVars;
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::Client;
-use wait::Bound;
+use wait::Deadline;
 
 /// One provider command, with everything it needs from GARM.
 #[derive(Debug)]
@@ -106,16 +107,17 @@ impl Operation {
         }
     }
 
-    /// The GARM command it is, and its pool when it names one: the labels of its metrics.
-    fn metrics_labels(&self) -> (&'static str, String) {
+    /// The GARM command it is, and its pool when it names one: the labels of its metrics (a
+    /// command GARM names by instance takes the pool from [`Provider::run_in`]).
+    fn command(&self) -> (GarmCommand, Option<&str>) {
         match self {
-            Operation::Create { pool_id, .. } => ("CreateInstance", pool_id.clone()),
-            Operation::Delete { .. } => ("DeleteInstance", String::new()),
-            Operation::Get { .. } => ("GetInstance", String::new()),
-            Operation::List { pool_id } => ("ListInstances", pool_id.clone().unwrap_or_default()),
-            Operation::RemoveAll { .. } => ("RemoveAllInstances", String::new()),
-            Operation::Start { .. } => ("StartInstance", String::new()),
-            Operation::Stop { .. } => ("StopInstance", String::new()),
+            Operation::Create { pool_id, .. } => (GarmCommand::CreateInstance, Some(pool_id)),
+            Operation::Delete { .. } => (GarmCommand::DeleteInstance, None),
+            Operation::Get { .. } => (GarmCommand::GetInstance, None),
+            Operation::List { pool_id } => (GarmCommand::ListInstances, pool_id.as_deref()),
+            Operation::RemoveAll { .. } => (GarmCommand::RemoveAllInstances, None),
+            Operation::Start { .. } => (GarmCommand::StartInstance, None),
+            Operation::Stop { .. } => (GarmCommand::StopInstance, None),
         }
     }
 
@@ -154,8 +156,10 @@ pub struct Provider {
     controller_id: String,
     environment: HashMap<String, String>,
     progress: Progress,
-    /// The client's deadline with the words a wait that runs out names it by.
-    bound: Bound,
+    /// Where the command's metrics events go.
+    metrics: Recorder,
+    /// The client's deadline in the words a wait that runs out names it by.
+    bound: String,
     /// When the CreateApp now waiting for its answer was sent (shared with the providers made
     /// from this one): a create dropped during it leaves a request the controller may still
     /// carry out.
@@ -180,6 +184,27 @@ struct OwnedRunner {
     app_insts: Vec<AppInst>,
 }
 
+/// What a command returns for its metrics, as each command learns it.
+impl Facts {
+    /// A delete, stop, start or get found `runner`: the pool its App records and the site of
+    /// its AppInst (the one that runs, first in removal order; none: stopped).
+    fn found(&mut self, runner: &OwnedRunner) {
+        self.pool.clone_from(&runner.vars.pool_id);
+        self.site = crate::metrics::site_of(runner.app_insts.first());
+    }
+
+    /// The runner is Ready on `site`.
+    fn placed(&mut self, site: String) {
+        (self.site, self.placed) = (site, true);
+    }
+
+    /// A deploy failed: its last site, and its last start failure.
+    fn failed(&mut self, failure: &deploy::DeployFailure) {
+        self.site.clone_from(&failure.site);
+        self.start_failure = failure.reason.clone().unwrap_or_default();
+    }
+}
+
 /// The one order in which every command meets a runner's AppInsts: the one that runs (`Ready`)
 /// first, then those Edge Connect deletes once a transient state ends, and last those still
 /// creating, which a CRM on the edge holds for up to 15 minutes (docs/edge-connect-behaviours.md
@@ -194,33 +219,33 @@ fn removal_order(insts: &mut [AppInst]) {
 }
 
 impl Provider {
-    /// A provider acting for `controller_id`, its calls under `bound` (the client's deadline).
-    /// `environment` is the process environment, used for values that extra specs reference by
-    /// name (image pull passwords).
+    /// A provider acting for `controller_id`, its calls under the deadline of `client` (the
+    /// command's). `environment` is the process environment, used for values that extra specs
+    /// reference by name (image pull passwords).
     pub fn new(
         client: Client,
         config: Config,
         controller_id: impl Into<String>,
         environment: HashMap<String, String>,
         progress: Progress,
-        bound: Bound,
+        metrics: Recorder,
     ) -> Self {
         Provider {
-            client: client.until(bound.deadline),
+            client,
+            metrics,
+            bound: wait::command_bound(&config),
             config,
             controller_id: controller_id.into(),
             environment,
             progress,
-            bound,
             create_app_in_flight: Arc::default(),
         }
     }
 
-    /// This provider with its client under `bound` instead of the command's deadline: a failed
-    /// create's rollback, a person's cleanup waiting for what the platform holds busy.
-    pub fn until(&self, bound: Bound) -> Provider {
+    /// This provider with its client under `deadline` (named `bound`) instead of the command's.
+    fn until(&self, deadline: Deadline, bound: String) -> Provider {
         Provider {
-            client: self.client.until(bound.deadline),
+            client: self.client.until(deadline),
             bound,
             ..self.clone()
         }
@@ -229,13 +254,14 @@ impl Provider {
     /// This provider under a command's deadline again, from now: a person's cleanup after a
     /// failed create, a deploy test's.
     pub fn anew(&self) -> Provider {
-        self.until(Bound::command(&self.config))
+        let deadline = wait::command_deadline(&self.config);
+        self.until(deadline, wait::command_bound(&self.config))
     }
 
     /// The deadline of this provider's calls in words: the command's
-    /// (`edge_connect.operation_timeout_secs=…`) or the one [`Provider::until`] was given.
+    /// (`edge_connect.operation_timeout_secs=…`), a rollback's or a cleanup's.
     pub fn bound(&self) -> &str {
-        &self.bound.label
+        &self.bound
     }
 
     /// Records that a CreateApp was sent at `sent` (`None`: its answer came).
@@ -266,47 +292,65 @@ impl Provider {
     /// This provider for cleanup after a failure or an interrupt: its client's deadline extended
     /// by [`CLEANUP_GRACE`].
     pub fn for_cleanup(&self) -> Provider {
-        self.until(Bound {
-            deadline: self.client.deadline().extended(CLEANUP_GRACE),
-            label: format!(
-                "the cleanup grace (the command's deadline plus {} s)",
-                CLEANUP_GRACE.as_secs()
-            ),
-        })
+        let bound = format!(
+            "the cleanup grace (the command's deadline plus {} s)",
+            CLEANUP_GRACE.as_secs()
+        );
+        self.until(self.client.deadline().extended(CLEANUP_GRACE), bound)
     }
 
     /// Runs one operation within the deadline of its client, its beginning and end recorded as
-    /// metrics events (docs/operations.md, "Metrics").
+    /// metrics events from what it returned (docs/operations.md, "Metrics").
     pub async fn run(&self, operation: Operation) -> Result<Outcome, Error> {
-        let (command, pool) = operation.metrics_labels();
-        crate::metrics::begin(command, &pool);
-        let logins = self.client.logins();
-        let result = self.dispatch(operation).await;
+        self.run_in(operation, None).await
+    }
+
+    /// [`Provider::run`] for GARM, whose `GARM_POOL_ID` (`pool`, interface v0.1.1) names the
+    /// pool of a command about one runner as well (not RemoveAllInstances': it is about none).
+    pub async fn run_in(
+        &self,
+        operation: Operation,
+        pool: Option<String>,
+    ) -> Result<Outcome, Error> {
+        let (command, named) = operation.command();
+        let pool = pool.filter(|_| operation.instance().is_some());
+        let pool = named.map(str::to_string).or(pool).unwrap_or_default();
+        let command = format!("{command:?}");
+        let (began, logins) = (std::time::Instant::now(), self.client.logins());
+        self.metrics.begin(&command, &pool);
+        let mut facts = Facts {
+            pool: pool.clone(),
+            ..Facts::default()
+        };
+        let result = self.dispatch(operation, &mut facts).await;
         if let (Ok(Outcome::Instances(list)), false) = (&result, pool.is_empty()) {
             // A stopped runner (no AppInst, no state) is on no site, whatever its App records.
             let sites = list.iter().map(|r| match r.state.is_empty() {
                 true => "",
                 false => r.site.as_str(),
             });
-            crate::metrics::listed(&pool, sites);
+            self.metrics.listed(&pool, sites);
         }
-        crate::metrics::end(command, &result, self.client.logins() - logins);
+        let logins = self.client.logins() - logins;
+        let labels = (command.as_str(), pool.as_str());
+        self.metrics.end(labels, began, facts, &result, logins);
         result
     }
 
-    async fn dispatch(&self, operation: Operation) -> Result<Outcome, Error> {
+    /// The operation's work; `facts` receives what the metrics of its end say.
+    async fn dispatch(&self, operation: Operation, facts: &mut Facts) -> Result<Outcome, Error> {
         match operation {
             Operation::Create {
                 bootstrap,
                 pool_id,
                 specs,
-            } => self.create(&bootstrap, &pool_id, *specs?).await,
-            Operation::Delete { instance, wait } => self.delete(&instance, wait).await,
-            Operation::Get { instance } => self.get(&instance).await,
+            } => self.create(&bootstrap, &pool_id, *specs?, facts).await,
+            Operation::Delete { instance, wait } => self.delete(&instance, wait, facts).await,
+            Operation::Get { instance } => self.get(&instance, facts).await,
             Operation::List { pool_id } => self.list(pool_id.as_deref()).await,
             Operation::RemoveAll { wait } => self.remove_all(wait).await,
-            Operation::Start { instance } => self.start(&instance).await,
-            Operation::Stop { instance, wait } => self.stop(&instance, wait).await,
+            Operation::Start { instance } => self.start(&instance, facts).await,
+            Operation::Stop { instance, wait } => self.stop(&instance, wait, facts).await,
         }
     }
 

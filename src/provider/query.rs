@@ -2,6 +2,7 @@
 
 use super::{Outcome, OwnedRunner, Provider};
 use crate::error::Error;
+use crate::metrics::Facts;
 
 impl Provider {
     /// The runner behind `instance`, or NotFound (exit 30 for GARM).
@@ -14,9 +15,9 @@ impl Provider {
         })
     }
 
-    pub(super) async fn get(&self, instance: &str) -> Result<Outcome, Error> {
+    pub(super) async fn get(&self, instance: &str, facts: &mut Facts) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
-        crate::metrics::note_runner(&runner.vars.pool_id, runner.app_insts.first());
+        facts.found(&runner);
         Ok(Outcome::Instance(Box::new(self.view_of(runner))))
     }
 

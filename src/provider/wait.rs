@@ -5,24 +5,18 @@ use edge_connect::{ApiError, Client, Retries};
 
 pub use edge_connect::Deadline;
 
-/// A deadline and the words that name it in a wait that runs out: the two travel together.
-#[derive(Debug, Clone)]
-pub struct Bound {
-    /// When everything under it ends.
-    pub deadline: Deadline,
-    /// What a person is told it is (`edge_connect.operation_timeout_secs=30s`).
-    pub label: String,
+/// The command's deadline: `edge_connect.operation_timeout_secs` from now, made once per
+/// command (`pipeline::open`) and carried by its client.
+pub fn command_deadline(config: &crate::config::Config) -> Deadline {
+    Deadline::after(std::time::Duration::from_secs(
+        config.edge_connect.operation_timeout_secs,
+    ))
 }
 
-impl Bound {
-    /// The command's: `edge_connect.operation_timeout_secs` from now.
-    pub fn command(config: &crate::config::Config) -> Self {
-        let secs = config.edge_connect.operation_timeout_secs;
-        Bound {
-            deadline: Deadline::after(std::time::Duration::from_secs(secs)),
-            label: format!("edge_connect.operation_timeout_secs={secs}s"),
-        }
-    }
+/// The command's deadline in the words a wait that runs out names it by.
+pub fn command_bound(config: &crate::config::Config) -> String {
+    let secs = config.edge_connect.operation_timeout_secs;
+    format!("edge_connect.operation_timeout_secs={secs}s")
 }
 
 /// Runs an idempotent call of `client`, retrying transient failures (transport, 429, 5xx) with

@@ -146,8 +146,8 @@ fn the_sidecar_keeps_its_counters_across_a_restart_and_truncates_the_events() {
     let (child, port) = sidecar(&events);
     let (_, after) = get(port, "/metrics").unwrap();
     assert_eq!(sample(&after, &ok), Some(1.0), "{after}");
-    // GARM names a runner to delete by instance: the delete starts and ends without a pool,
-    // and names the site its AppInst ran on.
+    // GARM names a runner to delete by instance: in interface v0.1.0 the delete starts and ends
+    // without a pool, and names the site its AppInst ran on.
     let deleted = "edge_connect_provider_commands_total{command=\"DeleteInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"ok\",reason=\"\"}";
     assert_eq!(sample(&after, deleted), Some(1.0), "{after}");
     let got = "edge_connect_provider_commands_total{command=\"GetInstance\",pool=\"\",site=\"TelekomOP/Munich\",outcome=\"ok\",reason=\"\"}";
@@ -393,6 +393,48 @@ fn the_environment_can_name_the_events_file() {
     );
     assert!(kinds.contains(&"\"listed\"".to_string()), "{text}");
     assert_eq!(kinds.last().map(String::as_str), Some("\"end\""), "{text}");
+}
+
+/// Interface v0.1.1 names the pool of a command about one runner (`GARM_POOL_ID`): its begin
+/// and end count under it; a scale set's runner (the variable empty) under none, and
+/// RemoveAllInstances, which is about no pool, under none whatever GARM sends.
+#[test]
+fn a_command_about_one_runner_counts_under_the_pool_garm_names() {
+    let (w, events) = world_with_events(two_zones());
+    let r = w.create("bootstrap-github-jit.json", "garm-mpool1", POOL, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::write(&events, "").unwrap();
+    let instance = ("GARM_INSTANCE_ID", "garm-mpool1");
+    let v011 = ("GARM_INTERFACE_VERSION", "v0.1.1");
+    for (pool, command) in [
+        (POOL, "GetInstance"),
+        ("", "GetInstance"),
+        (POOL, "DeleteInstance"),
+        (POOL, "RemoveAllInstances"),
+    ] {
+        let run = w.garm(command, &[instance, v011, ("GARM_POOL_ID", pool)], None);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let text = std::fs::read_to_string(&events).unwrap();
+    let counted: Vec<(String, String)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["ev"] == "begin" || v["ev"] == "end")
+        .map(|v| (format!("{} {}", v["ev"], v["cmd"]), v["pool"].to_string()))
+        .collect();
+    let (pool, none) = (format!("\"{POOL}\""), "\"\"".to_string());
+    let want = [
+        ("\"begin\" \"GetInstance\"", &pool),
+        ("\"end\" \"GetInstance\"", &pool),
+        ("\"begin\" \"GetInstance\"", &none),
+        ("\"end\" \"GetInstance\"", &none),
+        ("\"begin\" \"DeleteInstance\"", &pool),
+        ("\"end\" \"DeleteInstance\"", &pool),
+        ("\"begin\" \"RemoveAllInstances\"", &none),
+        ("\"end\" \"RemoveAllInstances\"", &none),
+    ]
+    .map(|(event, pool)| (event.to_string(), pool.clone()));
+    assert_eq!(counted, want, "{text}");
 }
 
 /// The PromQL of every panel and variable of the Grafana dashboard.

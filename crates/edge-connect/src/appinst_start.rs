@@ -210,11 +210,81 @@ pub fn pod_of(pod: &str, deployment: &str) -> bool {
         .is_some_and(|(hash, suffix)| word(hash) && word(suffix))
 }
 
+/// Why a site did not start the AppInst it took, as the create's error said it (the controller
+/// accepted the create and the site failed to make it, B13, B22, B30). A site without room says
+/// it as the container reason `Unschedulable` ([`StartProblem::Capacity`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotStarted {
+    /// Docker could not get the image: docker's words.
+    PullFailed(String),
+    /// A container of the pod that does not start: its name in the pod, and the reason kubelet
+    /// or the runtime wrote.
+    Container(String, String),
+    /// The site's admission refused the pod (B30, B31).
+    Admission(Admission),
+}
+
+/// A Pod Security refusal of the pod: its `policy` (`baseline:latest`), what it `forbids`, and
+/// its own words (`detail`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// The level and version, as quoted.
+    pub policy: String,
+    /// What of the pod the policy refuses.
+    pub forbids: Forbidden,
+    /// The policy's words after the quote.
+    pub detail: String,
+}
+
+/// What a Pod Security policy refused of a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forbidden {
+    /// A privileged container (dind's).
+    Privileged,
+    /// Unconfined seccomp or AppArmor profiles (buildkit's).
+    Unconfined,
+    /// Anything else, which a pool without Docker asks for as well.
+    Other,
+}
+
+/// What a failed create's message says about the start, if anything: docker's pull failure
+/// first, then the first container of a pod line that does not start normally, then a Pod
+/// Security refusal, which the CRM ends with the ReplicaSet's message when it saw no pod
+/// (`violates PodSecurity "<policy>": <detail>`, docs/edge-connect-behaviours.md B30, B31).
+pub fn not_started(message: &str) -> Option<NotStarted> {
+    if docker_pull_failed(message) {
+        return Some(NotStarted::PullFailed(message.to_string()));
+    }
+    let pods = pod_statuses(message);
+    let mut not_running = pods.iter().flat_map(|p| &p.not_running);
+    if let Some((container, reason)) = not_running.find(|(_, r)| !starting_normally(r)) {
+        return Some(NotStarted::Container(
+            container.to_string(),
+            reason.to_string(),
+        ));
+    }
+    let (_, rest) = message.split_once("violates PodSecurity \"")?;
+    let policy = rest.split('"').next().unwrap_or_default().to_string();
+    let detail = rest.split_once("\": ").map_or("", |(_, d)| d).to_string();
+    let forbids = if detail.contains("privileged (") {
+        Forbidden::Privileged
+    } else if detail.contains("\"Unconfined\"") {
+        Forbidden::Unconfined
+    } else {
+        Forbidden::Other
+    };
+    Some(NotStarted::Admission(Admission {
+        policy,
+        forbids,
+        detail,
+    }))
+}
+
 /// True when a failed create's error says docker could not get the image: `docker run` (or the
 /// forced `docker image pull`) failed with a pull error (main `pkg/dockermgmt/dockerapp.go:433,
 /// 454`; `CreateAppInstLocal`, `:342`, words it `error running app`). Docker's own words for a
 /// missing image, a refused pull or an unknown registry follow the prefix.
-pub fn docker_pull_failed(message: &str) -> bool {
+fn docker_pull_failed(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     let docker = m.contains("error running docker run")
         || m.contains("error running app")
@@ -315,5 +385,49 @@ mod tests {
         assert!(!docker_pull_failed(
             "Create App Inst failed: no space left on device"
         ));
+    }
+
+    #[test]
+    fn a_failed_creates_message_is_read_as_what_did_not_start() {
+        let pull = "error pulling docker image: r/x:1, pull access denied for r/x, exit status 1";
+        assert_eq!(not_started(pull), Some(NotStarted::PullFailed(pull.into())));
+        let pod = "Invalid pod state, pod p: Pending (0/1), container c: Unschedulable";
+        let (container, reason) = ("c".to_string(), "Unschedulable".to_string());
+        assert_eq!(
+            not_started(pod),
+            Some(NotStarted::Container(container, reason))
+        );
+        let creating = "Invalid pod state, pod p: Pending (0/1), container c: ContainerCreating";
+        assert_eq!(not_started(creating), None);
+        let refused = |policy: &str, detail: &str, forbids| {
+            let message =
+                format!("pods \"r-1\" is forbidden: violates PodSecurity \"{policy}\": {detail}");
+            let (policy, detail) = (policy.to_string(), detail.to_string());
+            let admission = NotStarted::Admission(Admission {
+                policy,
+                forbids,
+                detail,
+            });
+            assert_eq!(not_started(&message), Some(admission));
+        };
+        refused(
+            "baseline:latest",
+            "privileged (container \"dind\" must not set securityContext.privileged=true)",
+            Forbidden::Privileged,
+        );
+        refused(
+            "baseline:latest",
+            "seccompProfile (pod must not set type to \"Unconfined\")",
+            Forbidden::Unconfined,
+        );
+        refused(
+            "restricted:latest",
+            "runAsNonRoot != true",
+            Forbidden::Other,
+        );
+        assert_eq!(
+            not_started("Create App Inst failed: no space left on device"),
+            None
+        );
     }
 }

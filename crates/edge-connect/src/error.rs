@@ -204,6 +204,14 @@ impl ApiError {
             && one_line(&self.message).eq_ignore_ascii_case("zone not specified")
     }
 
+    /// What a CreateAppInst that the controller accepted and the site failed to make says about
+    /// the start (`None` for any other error).
+    pub fn not_started(&self) -> Option<crate::appinst_start::NotStarted> {
+        let made = matches!(self.answer, Answer::Trailer(_))
+            && matches!(self.kind, ApiErrorKind::Rejected | ApiErrorKind::Server);
+        made.then(|| crate::appinst_start::not_started(&self.message))?
+    }
+
     /// `AppInst busy, already under deletion`: another client is deleting it; wait until gone.
     pub fn already_being_deleted(&self) -> bool {
         self.kind == ApiErrorKind::Busy
