@@ -58,7 +58,9 @@ pub struct Config {
     pub edge_connect: EdgeConnectConfig,
 }
 
-/// `[edge_connect]`: a table, never an array of its values in order (`crate::object`).
+// A table, never an array of its values in order (`crate::object`); the doc line below is the
+// schema's description, which the Helm chart's values.schema.json repeats word for word.
+/// `[edge_connect]`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(remote = "Self", deny_unknown_fields)]
 pub struct EdgeConnectConfig {
