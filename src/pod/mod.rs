@@ -1,8 +1,8 @@
 //! The runner's pod when a pool asks for Docker or gives its size, the one place of that
 //! concern: the pool's `docker` mode, sidecar image and job images, its `resources` and their
 //! split between the containers, their checks, the variables they give the runner, and the
-//! Kubernetes Deployment the provider writes for it, as typed objects serialised to one line
-//! of JSON. The settings are read as extra specs (`ExtraSpecs::pod` hands them here).
+//! Kubernetes Deployment the provider writes for it, as one line of JSON. The settings are read
+//! as extra specs (`ExtraSpecs::pod` hands them here).
 //!
 //! Edge Connect keeps a user manifest as sent and its controller and CRM decode JSON as well as
 //! YAML (docs/edge-connect-behaviours.md B25, B26), so no YAML is written. The CRM re-encodes
