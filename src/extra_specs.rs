@@ -87,29 +87,16 @@ pub struct ExtraSpecs {
 crate::object::object_only!(ExtraSpecs, "an object of extra specs");
 
 /// `job_images` in the schema: its bounds, which schemars cannot say of a map.
-fn job_images_schema(generator: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
-    use schemars::schema::{InstanceType, ObjectValidation, SchemaObject, StringValidation};
-    let string = |max: usize| {
-        schemars::schema::Schema::Object(SchemaObject {
-            instance_type: Some(InstanceType::String.into()),
-            string: Some(Box::new(StringValidation {
-                max_length: Some(max as u32),
-                ..Default::default()
-            })),
-            ..Default::default()
-        })
-    };
-    let mut schema = match generator.subschema_for::<BTreeMap<String, String>>() {
-        schemars::schema::Schema::Object(o) => o,
-        other => return other,
-    };
-    schema.object = Some(Box::new(ObjectValidation {
-        max_properties: Some(crate::pod::MAX_JOB_IMAGES as u32),
-        additional_properties: Some(Box::new(string(crate::pod::MAX_IMAGE_LEN))),
-        property_names: Some(Box::new(string(crate::pod::MAX_LABEL_LEN))),
-        ..Default::default()
-    }));
-    schemars::schema::Schema::Object(schema)
+fn job_images_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    let string = |max: usize| serde_json::json!({"type": "string", "maxLength": max});
+    let schema = serde_json::json!({
+        "type": "object",
+        "maxProperties": crate::pod::MAX_JOB_IMAGES,
+        "additionalProperties": string(crate::pod::MAX_IMAGE_LEN),
+        "propertyNames": string(crate::pod::MAX_LABEL_LEN),
+    });
+    // A JSON Schema object reads as one; `true` (any value) is never reached.
+    serde_json::from_value(schema).unwrap_or(schemars::schema::Schema::Bool(true))
 }
 
 impl ExtraSpecs {
@@ -487,6 +474,24 @@ mod tests {
         let specs = ExtraSpecs::from_value(Some(&sized)).unwrap();
         assert_eq!(specs.shares, Some((half, Some(half))));
         assert_eq!(specs.pod().shares, specs.shares);
+    }
+
+    #[test]
+    fn the_schema_bounds_job_images_as_creates_do() {
+        let schema = ExtraSpecs::json_schema().unwrap();
+        let string = |max: usize| json!({"type": "string", "maxLength": max});
+        let mut job_images = schema["properties"]["job_images"].clone();
+        job_images.as_object_mut().unwrap().remove("description");
+        assert_eq!(
+            job_images,
+            json!({
+                "type": "object",
+                "default": {},
+                "maxProperties": crate::pod::MAX_JOB_IMAGES,
+                "additionalProperties": string(crate::pod::MAX_IMAGE_LEN),
+                "propertyNames": string(crate::pod::MAX_LABEL_LEN),
+            })
+        );
     }
 
     #[test]
