@@ -129,23 +129,15 @@ impl ExtraSpecs {
         self.pod()
             .check(&container, &|key| self.whence(key))
             .map_err(invalid)?;
-        for (name, value) in &self.env {
-            crate::manifest_safety::check_env_value(
-                container.deployment,
-                container.env_delivery,
-                name,
-                value,
-            )
-            .map_err(|m| {
-                let source = match container.deployment {
-                    Deployment::Docker => format!("{} is docker", self.source("deployment")),
-                    Deployment::Kubernetes => {
-                        format!("{} is envvars_yaml", self.source("env_delivery"))
-                    }
-                };
-                invalid(format!("{m}; {source}"))
-            })?;
-        }
+        self.check_env(&container).map_err(|m| {
+            let source = match container.deployment {
+                Deployment::Docker => format!("{} is docker", self.source("deployment")),
+                Deployment::Kubernetes => {
+                    format!("{} is envvars_yaml", self.source("env_delivery"))
+                }
+            };
+            invalid(format!("{m}; {source}"))
+        })?;
         self.check_pull_prefix(config.image_pull_password_env_prefix.as_deref())?;
         Ok(container)
     }
@@ -254,14 +246,7 @@ impl ExtraSpecs {
         // the docker ones when the pool says docker); CreateInstance resolves them over the
         // config's and checks again.
         let container = self.container(Container::default())?;
-        for (name, value) in &self.env {
-            crate::manifest_safety::check_env_value(
-                container.deployment,
-                container.env_delivery,
-                name,
-                value,
-            )?;
-        }
+        self.check_env(&container)?;
         if let Some(resources) = &self.resources {
             if self.flavor.is_some() {
                 return Err(
@@ -276,6 +261,14 @@ impl ExtraSpecs {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }
         Ok(())
+    }
+
+    /// The pool's `env` values against what `container`'s deployment and delivery keep intact.
+    fn check_env(&self, container: &Container) -> Result<(), String> {
+        let (deployment, delivery) = (container.deployment, container.env_delivery);
+        self.env.iter().try_for_each(|(name, value)| {
+            crate::manifest_safety::check_env_value(deployment, delivery, name, value)
+        })
     }
 
     /// The pool's runner container: its `command`, `command_args`, `deployment` and

@@ -322,19 +322,14 @@ impl Asked<'_> {
                 mode.as_str(),
             ));
         }
-        let images = self
-            .docker_image
-            .map(|i| ("docker_image".to_string(), i))
-            .into_iter()
-            .chain(
-                self.default_job_image
-                    .map(|i| ("default_job_image".to_string(), i)),
-            )
-            .chain(
-                self.job_images
-                    .iter()
-                    .map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)),
-            );
+        let labelled = self.job_images.iter();
+        let images = [
+            ("docker_image".to_string(), self.docker_image),
+            ("default_job_image".to_string(), self.default_job_image),
+        ]
+        .into_iter()
+        .filter_map(|(key, image)| Some((key, image?)))
+        .chain(labelled.map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)));
         for (key, image) in images {
             if image.len() > MAX_IMAGE_LEN {
                 return Err(format!(
