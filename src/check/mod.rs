@@ -116,15 +116,10 @@ pub fn run(
     match config.credentials(environment) {
         Ok(c) => {
             // Each value comes from its variable when that is set, else from the file.
-            let source = |var: &'static str| {
-                if environment.get(var).is_some_and(|v| !v.is_empty()) {
-                    var.to_string()
-                } else {
-                    match &config.credentials_file {
-                        Some(path) => format!("credentials_file {}", path.display()),
-                        None => "credentials_file".to_string(),
-                    }
-                }
+            let source = |var: &'static str| match &config.credentials_file {
+                _ if environment.get(var).is_some_and(|v| !v.is_empty()) => var.to_string(),
+                Some(path) => format!("credentials_file {}", path.display()),
+                None => "credentials_file".to_string(),
             };
             let (user, password) = (
                 source(crate::config::ENV_USERNAME),
