@@ -192,7 +192,7 @@ impl ExtraSpecs {
             // here by mistake, env values), and serde's own message would quote them.
             Some(v) => {
                 serde_path_to_error::deserialize::<_, ExtraSpecs>(v.clone()).map_err(|e| {
-                    let what = crate::text::describe_serde(&e.inner().to_string(), false);
+                    let what = crate::text::describe_serde(&e.inner().to_string(), false, &[]);
                     Error::failed(format!(
                         "invalid extra_specs: {}",
                         crate::text::keyed(&e.path().to_string(), &what)
