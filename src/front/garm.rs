@@ -19,7 +19,12 @@ pub fn run() -> u8 {
     // A panic is a bug, but GARM still stores stderr as the fault: keep it to one line too
     // (the default hook prints two or three, and a backtrace note). Exit code stays 101.
     std::panic::set_hook(Box::new(|info| {
-        let message = info.payload_as_str().unwrap_or("unknown panic");
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("unknown panic");
         let at = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
