@@ -175,7 +175,7 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
         .iter()
         .map(|name| {
             (
-                edit_distance(&given.to_lowercase(), &name.to_lowercase()),
+                strsim::levenshtein(&given.to_lowercase(), &name.to_lowercase()),
                 *name,
             )
         })
@@ -190,24 +190,6 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
         line.push_str(&format!(" (allowed here: {})", all.join(", ")));
     }
     Some(line)
-}
-
-/// Levenshtein distance by characters (names are short: a row of costs suffices).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// `what` prefixed with the key it is about (`edge_connect.request_timeout_secs: ...`), as
