@@ -165,9 +165,7 @@ pub fn run(
         check_image(image, &specs, &mut report);
     }
     let sites = crate::provider::placement::candidates(&config, &specs, "check");
-    let cleanup = deploy_test::Cleanup {
-        command: remove_all_command(config_path),
-    };
+    let remove_all = remove_all_command(config_path);
     let ran = crate::pipeline::run(
         session,
         CHECK_CONTROLLER,
@@ -191,7 +189,7 @@ pub fn run(
                 &sites,
                 image,
                 extra_specs,
-                &cleanup,
+                &remove_all,
                 &mut report,
             );
             let mut signals = leftovers::StopSignals::watch();
@@ -205,7 +203,7 @@ pub fn run(
                     provider,
                     signal,
                     &mut signals,
-                    &cleanup,
+                    &remove_all,
                     &mut report,
                 )
                 .await),
