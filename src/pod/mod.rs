@@ -414,13 +414,9 @@ impl Asked<'_> {
             let default = self.default_job_image.map(String::as_str);
             set(ENV_DEFAULT_JOB_IMAGE, default.unwrap_or(DEFAULT_JOB_IMAGE));
             if !self.job_images.is_empty() {
-                let images = self
-                    .job_images
-                    .iter()
-                    .map(|(l, i)| (l.clone(), i.as_str().into()));
                 set(
                     ENV_JOB_IMAGES,
-                    &serde_json::Value::Object(images.collect()).to_string(),
+                    &serde_json::json!(self.job_images).to_string(),
                 );
             }
         }
