@@ -87,29 +87,16 @@ pub struct ExtraSpecs {
 crate::object::object_only!(ExtraSpecs, "an object of extra specs");
 
 /// `job_images` in the schema: its bounds, which schemars cannot say of a map.
-fn job_images_schema(generator: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
-    use schemars::schema::{InstanceType, ObjectValidation, SchemaObject, StringValidation};
-    let string = |max: usize| {
-        schemars::schema::Schema::Object(SchemaObject {
-            instance_type: Some(InstanceType::String.into()),
-            string: Some(Box::new(StringValidation {
-                max_length: Some(max as u32),
-                ..Default::default()
-            })),
-            ..Default::default()
-        })
-    };
-    let mut schema = match generator.subschema_for::<BTreeMap<String, String>>() {
-        schemars::schema::Schema::Object(o) => o,
-        other => return other,
-    };
-    schema.object = Some(Box::new(ObjectValidation {
-        max_properties: Some(crate::pod::MAX_JOB_IMAGES as u32),
-        additional_properties: Some(Box::new(string(crate::pod::MAX_IMAGE_LEN))),
-        property_names: Some(Box::new(string(crate::pod::MAX_LABEL_LEN))),
-        ..Default::default()
-    }));
-    schemars::schema::Schema::Object(schema)
+fn job_images_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    let string = |max: usize| serde_json::json!({"type": "string", "maxLength": max});
+    let schema = serde_json::json!({
+        "type": "object",
+        "maxProperties": crate::pod::MAX_JOB_IMAGES,
+        "additionalProperties": string(crate::pod::MAX_IMAGE_LEN),
+        "propertyNames": string(crate::pod::MAX_LABEL_LEN),
+    });
+    // A JSON Schema object reads as one; `true` (any value) is never reached.
+    serde_json::from_value(schema).unwrap_or(schemars::schema::Schema::Bool(true))
 }
 
 impl ExtraSpecs {
@@ -142,23 +129,15 @@ impl ExtraSpecs {
         self.pod()
             .check(&container, &|key| self.whence(key))
             .map_err(invalid)?;
-        for (name, value) in &self.env {
-            crate::manifest_safety::check_env_value(
-                container.deployment,
-                container.env_delivery,
-                name,
-                value,
-            )
-            .map_err(|m| {
-                let source = match container.deployment {
-                    Deployment::Docker => format!("{} is docker", self.source("deployment")),
-                    Deployment::Kubernetes => {
-                        format!("{} is envvars_yaml", self.source("env_delivery"))
-                    }
-                };
-                invalid(format!("{m}; {source}"))
-            })?;
-        }
+        self.check_env(&container).map_err(|m| {
+            let source = match container.deployment {
+                Deployment::Docker => format!("{} is docker", self.source("deployment")),
+                Deployment::Kubernetes => {
+                    format!("{} is envvars_yaml", self.source("env_delivery"))
+                }
+            };
+            invalid(format!("{m}; {source}"))
+        })?;
         self.check_pull_prefix(config.image_pull_password_env_prefix.as_deref())?;
         Ok(container)
     }
@@ -213,7 +192,7 @@ impl ExtraSpecs {
             // here by mistake, env values), and serde's own message would quote them.
             Some(v) => {
                 serde_path_to_error::deserialize::<_, ExtraSpecs>(v.clone()).map_err(|e| {
-                    let what = crate::text::describe_serde(&e.inner().to_string(), false);
+                    let what = crate::text::describe_serde(&e.inner().to_string(), false, &[]);
                     Error::failed(format!(
                         "invalid extra_specs: {}",
                         crate::text::keyed(&e.path().to_string(), &what)
@@ -267,14 +246,7 @@ impl ExtraSpecs {
         // the docker ones when the pool says docker); CreateInstance resolves them over the
         // config's and checks again.
         let container = self.container(Container::default())?;
-        for (name, value) in &self.env {
-            crate::manifest_safety::check_env_value(
-                container.deployment,
-                container.env_delivery,
-                name,
-                value,
-            )?;
-        }
+        self.check_env(&container)?;
         if let Some(resources) = &self.resources {
             if self.flavor.is_some() {
                 return Err(
@@ -289,6 +261,14 @@ impl ExtraSpecs {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }
         Ok(())
+    }
+
+    /// The pool's `env` values against what `container`'s deployment and delivery keep intact.
+    fn check_env(&self, container: &Container) -> Result<(), String> {
+        let (deployment, delivery) = (container.deployment, container.env_delivery);
+        self.env.iter().try_for_each(|(name, value)| {
+            crate::manifest_safety::check_env_value(deployment, delivery, name, value)
+        })
     }
 
     /// The pool's runner container: its `command`, `command_args`, `deployment` and
@@ -487,6 +467,24 @@ mod tests {
         let specs = ExtraSpecs::from_value(Some(&sized)).unwrap();
         assert_eq!(specs.shares, Some((half, Some(half))));
         assert_eq!(specs.pod().shares, specs.shares);
+    }
+
+    #[test]
+    fn the_schema_bounds_job_images_as_creates_do() {
+        let schema = ExtraSpecs::json_schema().unwrap();
+        let string = |max: usize| json!({"type": "string", "maxLength": max});
+        let mut job_images = schema["properties"]["job_images"].clone();
+        job_images.as_object_mut().unwrap().remove("description");
+        assert_eq!(
+            job_images,
+            json!({
+                "type": "object",
+                "default": {},
+                "maxProperties": crate::pod::MAX_JOB_IMAGES,
+                "additionalProperties": string(crate::pod::MAX_IMAGE_LEN),
+                "propertyNames": string(crate::pod::MAX_LABEL_LEN),
+            })
+        );
     }
 
     #[test]

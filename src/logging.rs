@@ -14,7 +14,6 @@
 
 use std::borrow::Cow;
 use std::io::Write;
-#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -143,13 +142,11 @@ pub fn init(config: &Config, scrubber: Scrubber) -> LogGuard {
 pub(crate) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.create(true).append(true);
-    #[cfg(unix)]
     options
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     let file = crate::text::open_regular(path, &options).map_err(|e| {
         // ELOOP is what O_NOFOLLOW answers for a symlink: say so in words.
-        #[cfg(unix)]
         if e.raw_os_error() == Some(libc::ELOOP) {
             return std::io::Error::new(
                 e.kind(),
@@ -158,7 +155,6 @@ pub(crate) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
         }
         // ENXIO: a FIFO without a reader (a non-blocking open for writing fails that way), or
         // a device without its driver: say what the path is.
-        #[cfg(unix)]
         if e.raw_os_error() == Some(libc::ENXIO) {
             let meta = std::fs::symlink_metadata(path);
             if let Some(e) = meta.ok().and_then(|m| crate::text::not_regular(&m)) {
@@ -167,7 +163,6 @@ pub(crate) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
         }
         e
     })?;
-    #[cfg(unix)]
     keep_private(&file)?;
     Ok(file)
 }
@@ -175,7 +170,6 @@ pub(crate) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
 /// A log file of another user is refused (its owner reads what we write, and may have
 /// planted it to collect it); our own file is made 0600 on the open descriptor, whatever mode
 /// it had (an earlier version, or a umask, may have left it 0644).
-#[cfg(unix)]
 fn keep_private(file: &std::fs::File) -> std::io::Result<()> {
     let meta = file.metadata()?;
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -89,13 +89,9 @@ pub fn is_terminal_control(c: char) -> bool {
 /// password or a token. This keeps the kind of value and what was expected and drops the rest.
 /// With `show_value`, a short escaped excerpt of a string value is kept, for files that hold no
 /// secret (the provider config), because "got the string \"60s\"" is what lets the operator fix it.
-pub fn describe_serde(message: &str, show_value: bool) -> String {
-    describe_serde_without(message, show_value, &[])
-}
-
-/// [`describe_serde`], where an unknown name is offered neither `retired` nor, as the nearest,
-/// any of them: names a type still reads, so that an old file loads, but no one should write.
-pub fn describe_serde_without(message: &str, show_value: bool, retired: &[&str]) -> String {
+/// An unknown name is offered neither `retired` nor, as the nearest, any of them: names a type
+/// still reads, so that an old file loads, but no one should write.
+pub fn describe_serde(message: &str, show_value: bool, retired: &[&str]) -> String {
     // "invalid type: <unexpected>, expected <expected>" and "invalid value: ..."
     for prefix in ["invalid type: ", "invalid value: "] {
         if let Some(rest) = message.strip_prefix(prefix) {
@@ -179,7 +175,7 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
         .iter()
         .map(|name| {
             (
-                edit_distance(&given.to_lowercase(), &name.to_lowercase()),
+                strsim::levenshtein(&given.to_lowercase(), &name.to_lowercase()),
                 *name,
             )
         })
@@ -194,24 +190,6 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
         line.push_str(&format!(" (allowed here: {})", all.join(", ")));
     }
     Some(line)
-}
-
-/// Levenshtein distance by characters (names are short: a row of costs suffices).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// `what` prefixed with the key it is about (`edge_connect.request_timeout_secs: ...`), as
@@ -350,40 +328,51 @@ mod tests {
         let m = describe_serde(
             "invalid type: integer `424242424242`, expected a string",
             false,
+            &[],
         );
         assert_eq!(m, "expected a string, got a number");
         let m = describe_serde(
             "invalid type: string \"http://u:s3cret@proxy\", expected struct ProxyConfig",
             false,
+            &[],
         );
         assert_eq!(m, "expected a table / object, got a string");
-        let m = describe_serde("invalid type: string \"60s\", expected u64", true);
+        let m = describe_serde("invalid type: string \"60s\", expected u64", true, &[]);
         assert_eq!(
             m,
             "expected a whole number (0 or more), got the string \"60s\""
         );
         assert_eq!(
-            describe_serde("unknown field `surprise`, expected one of `a`, `b`", false),
+            describe_serde(
+                "unknown field `surprise`, expected one of `a`, `b`",
+                false,
+                &[]
+            ),
             "unknown field `surprise` (allowed here: `a`, `b`)"
         );
         // The nearest allowed name, and every one of them (serde_json's position dropped).
         assert_eq!(
             describe_serde(
                 "unknown field `Flavour`, expected one of `flavor`, `zones`, `env` at line 1 column 10",
-                false
+                false,
+                &[]
             ),
             "unknown field `Flavour`; did you mean `flavor`? (allowed here: `flavor`, `zones`, `env`)"
         );
         let long = "k".repeat(100_000);
         assert_eq!(
-            describe_serde(&format!("unknown field `{long}`, expected `flavor`"), false),
+            describe_serde(
+                &format!("unknown field `{long}`, expected `flavor`"),
+                false,
+                &[]
+            ),
             format!(
                 "unknown field `{}… (100000 bytes in all)` (allowed here: `flavor`)",
                 "k".repeat(64)
             )
         );
         assert_eq!(
-            describe_serde("something new with s3cret", false),
+            describe_serde("something new with s3cret", false, &[]),
             "a value of the wrong form"
         );
     }
@@ -411,7 +400,7 @@ mod tests {
                 format!("invalid type: integer `{v}`, expected a string"),
                 format!("custom error {v}"),
             ] {
-                let d = describe_serde(&msg, false);
+                let d = describe_serde(&msg, false, &[]);
                 proptest::prop_assert!(!d.contains(&v), "{d}");
             }
         }

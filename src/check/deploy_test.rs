@@ -17,25 +17,19 @@ use crate::provider::{Operation, Provider};
 /// The image deployed when `--image` is not given: small, public, and it stays up.
 const DEFAULT_IMAGE: &str = "docker.io/library/nginx:1.27-alpine";
 
-/// How the deploy test cleans up after itself.
-pub(super) struct Cleanup {
-    /// The command that removes every runner of the deploy test now.
-    pub command: String,
+/// How what is left will be removed: by the next deploy test, or now by `remove_all` (the
+/// command line that removes every runner of the deploy test).
+fn how(remove_all: &str) -> String {
+    format!("the next `check --deploy-test` with this config removes it, or now: {remove_all}")
 }
 
-impl Cleanup {
-    /// How what is left will be removed.
-    fn how(&self) -> String {
-        format!(
-            "the next `check --deploy-test` with this config removes it, or now: {}",
-            self.command
-        )
-    }
-
-    /// What stays of the deploy test's runners (`left`), and how it will be removed.
-    fn left(&self, left: &[String]) -> String {
-        format!("left on Edge Connect: {}; {}", left.join("; "), self.how())
-    }
+/// What stays of the deploy test's runners (`runners`), and how it will be removed.
+fn left(remove_all: &str, runners: &[String]) -> String {
+    format!(
+        "left on Edge Connect: {}; {}",
+        runners.join("; "),
+        how(remove_all)
+    )
 }
 
 pub(super) async fn deploy_test(
@@ -43,7 +37,7 @@ pub(super) async fn deploy_test(
     sites: &[Placement],
     image: Option<&str>,
     extra_specs: Option<&serde_json::Value>,
-    cleanup: &Cleanup,
+    remove_all: &str,
     report: &mut Report<'_>,
 ) {
     // What earlier checks left (one that was killed too), before anything new is made.
@@ -55,7 +49,7 @@ pub(super) async fn deploy_test(
         );
     }
     if !earlier.left.is_empty() {
-        report.fail("earlier deploy tests", cleanup.left(&earlier.left));
+        report.fail("earlier deploy tests", left(remove_all, &earlier.left));
     }
     let image = image.unwrap_or(DEFAULT_IMAGE);
     for (i, site) in sites.iter().enumerate() {
@@ -68,7 +62,7 @@ pub(super) async fn deploy_test(
         if let Err(e) = created {
             // A failed create has rolled back, or left the rest to DeleteInstance: this one.
             report.fail(&what, e.to_string());
-            finish(provider, &name, cleanup, report).await;
+            finish(provider, &name, remove_all, report).await;
             continue;
         }
         let started = Instant::now();
@@ -92,7 +86,7 @@ pub(super) async fn deploy_test(
                     &what,
                     format!("{image} runs there, but DeleteInstance {name} failed: {e}"),
                 );
-                finish(provider, &name, cleanup, report).await;
+                finish(provider, &name, remove_all, report).await;
             }
         }
     }
@@ -100,7 +94,7 @@ pub(super) async fn deploy_test(
 
 /// After a failed create or delete: removes what is left of `name`, waiting while the platform
 /// holds it busy, and reports what it removed or what stays and how it will go.
-async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut Report<'_>) {
+async fn finish(provider: &Provider, name: &str, remove_all: &str, report: &mut Report<'_>) {
     let started = Instant::now();
     let done = leftovers::remove(&provider.anew(), Which::Named(name)).await;
     let what = format!("cleanup {name}");
@@ -114,7 +108,7 @@ async fn finish(provider: &Provider, name: &str, cleanup: &Cleanup, report: &mut
         );
     }
     if !done.left.is_empty() {
-        report.fail(&what, cleanup.left(&done.left));
+        report.fail(&what, left(remove_all, &done.left));
     }
 }
 
@@ -124,7 +118,7 @@ pub(super) async fn interrupted(
     provider: &Provider,
     signal: &str,
     signals: &mut super::leftovers::StopSignals,
-    cleanup: &Cleanup,
+    remove_all: &str,
     report: &mut Report<'_>,
 ) -> Error {
     let provider = provider.for_cleanup();
@@ -140,10 +134,10 @@ pub(super) async fn interrupted(
         Some(done) if done.left.is_empty() => {
             format!("interrupted by {signal}; nothing of it was left on Edge Connect")
         }
-        Some(done) => format!("interrupted by {signal}; {}", cleanup.left(&done.left)),
+        Some(done) => format!("interrupted by {signal}; {}", left(remove_all, &done.left)),
         None => format!(
             "interrupted by {signal}, then stopped at once: what it made may be left; {}",
-            cleanup.how()
+            how(remove_all)
         ),
     };
     report.fail("deploy test", detail);

@@ -192,21 +192,16 @@ impl StopSignals {
     /// The name of the next signal. None of them can be watched: nothing ever stops the
     /// command but a kill, so this never resolves.
     pub(crate) async fn next(&mut self) -> &'static str {
-        let [int, term, hup] = &mut self.watched;
-        async fn next(
-            watched: &mut (Option<tokio::signal::unix::Signal>, &'static str),
-        ) -> &'static str {
-            if let Some(signal) = watched.0.as_mut() {
-                if signal.recv().await.is_some() {
-                    return watched.1;
+        let waits = self.watched.iter_mut().map(|(signal, name)| {
+            Box::pin(async move {
+                if let Some(signal) = signal {
+                    if signal.recv().await.is_some() {
+                        return *name;
+                    }
                 }
-            }
-            std::future::pending().await
-        }
-        tokio::select! {
-            name = next(int) => name,
-            name = next(term) => name,
-            name = next(hup) => name,
-        }
+                std::future::pending().await
+            })
+        });
+        futures_util::future::select_all(waits).await.0
     }
 }

@@ -116,15 +116,10 @@ pub fn run(
     match config.credentials(environment) {
         Ok(c) => {
             // Each value comes from its variable when that is set, else from the file.
-            let source = |var: &'static str| {
-                if environment.get(var).is_some_and(|v| !v.is_empty()) {
-                    var.to_string()
-                } else {
-                    match &config.credentials_file {
-                        Some(path) => format!("credentials_file {}", path.display()),
-                        None => "credentials_file".to_string(),
-                    }
-                }
+            let source = |var: &'static str| match &config.credentials_file {
+                _ if environment.get(var).is_some_and(|v| !v.is_empty()) => var.to_string(),
+                Some(path) => format!("credentials_file {}", path.display()),
+                None => "credentials_file".to_string(),
             };
             let (user, password) = (
                 source(crate::config::ENV_USERNAME),
@@ -170,9 +165,7 @@ pub fn run(
         check_image(image, &specs, &mut report);
     }
     let sites = crate::provider::placement::candidates(&config, &specs, "check");
-    let cleanup = deploy_test::Cleanup {
-        command: remove_all_command(config_path),
-    };
+    let remove_all = remove_all_command(config_path);
     let ran = crate::pipeline::run(
         session,
         CHECK_CONTROLLER,
@@ -196,7 +189,7 @@ pub fn run(
                 &sites,
                 image,
                 extra_specs,
-                &cleanup,
+                &remove_all,
                 &mut report,
             );
             let mut signals = leftovers::StopSignals::watch();
@@ -210,7 +203,7 @@ pub fn run(
                     provider,
                     signal,
                     &mut signals,
-                    &cleanup,
+                    &remove_all,
                     &mut report,
                 )
                 .await),

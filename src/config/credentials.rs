@@ -1,6 +1,8 @@
 //! Edge Connect credentials: the credentials file (private to its owner) and the
 //! `EDP_EDGE_CONNECT_*` overrides from the environment.
 
+use std::os::unix::fs::PermissionsExt;
+
 use super::*;
 
 /// Environment variable that overrides the credentials file's `username`.
@@ -39,30 +41,26 @@ impl Config {
                 ))
             };
             // Credentials files must not be readable by group or others: GARM's host is shared.
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
-                let mode = meta.permissions().mode() & 0o777;
-                if mode & 0o077 != 0 && !self.allow_insecure_credentials_file {
-                    let who = match (mode & 0o070 != 0, mode & 0o007 != 0) {
-                        (true, true) => "group and others",
-                        (true, false) => "its group",
-                        _ => "others",
-                    };
-                    // A Kubernetes Secret volume: the kubelet links its files into `..data`
-                    // and sets their mode itself, so chmod cannot help (docs/operations.md,
-                    // "Credentials and fsGroup").
-                    let fix = if path.parent().is_some_and(|d| d.join("..data").exists()) {
-                        "set the Secret volume's defaultMode to 0400 (256) and remove the pod's fsGroup, or take the credentials from the environment".to_string()
-                    } else {
-                        format!("run: chmod 600 {}", path.display())
-                    };
-                    return Err(Error::failed(format!(
-                        "credentials_file {} is readable by {who} (mode {mode:o}); {fix}",
-                        path.display()
-                    )));
-                }
+            let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 && !self.allow_insecure_credentials_file {
+                let who = match (mode & 0o070 != 0, mode & 0o007 != 0) {
+                    (true, true) => "group and others",
+                    (true, false) => "its group",
+                    _ => "others",
+                };
+                // A Kubernetes Secret volume: the kubelet links its files into `..data`
+                // and sets their mode itself, so chmod cannot help (docs/operations.md,
+                // "Credentials and fsGroup").
+                let fix = if path.parent().is_some_and(|d| d.join("..data").exists()) {
+                    "set the Secret volume's defaultMode to 0400 (256) and remove the pod's fsGroup, or take the credentials from the environment".to_string()
+                } else {
+                    format!("run: chmod 600 {}", path.display())
+                };
+                return Err(Error::failed(format!(
+                    "credentials_file {} is readable by {who} (mode {mode:o}); {fix}",
+                    path.display()
+                )));
             }
             let text = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
                 .map_err(unreadable)?;

@@ -88,7 +88,7 @@ pub(super) fn toml_error(
         .filter(|(of, _)| *of == table)
         .map(|(_, name)| name)
         .collect();
-    let described = crate::text::describe_serde_without(message, show_value, &retired);
+    let described = crate::text::describe_serde(message, show_value, &retired);
     let described = if described == "a value of the wrong form" && show_value {
         crate::text::echo_max(message, 300)
     } else if is_secs {

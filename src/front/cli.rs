@@ -186,6 +186,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             .clone()
             .ok_or_else(|| Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required"))
     };
+    let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
     // A created runner is printed as GARM gets it.
     let format = match &cli.command {
         Command::Get { format, .. } | Command::List { format, .. } => *format,
@@ -246,7 +247,6 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 Some(file) => Some(read_json(file, "extra specs file", "")?.0),
                 None => None,
             };
-            let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
             let failed = crate::check::run(
                 &config_path,
                 &options,
@@ -297,7 +297,6 @@ fn execute(cli: Cli) -> Result<(), Error> {
     }
     let summary = summary(&operation);
     let target = operation.instance().unwrap_or_default().to_string();
-    let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
     let environment = crate::pipeline::process_environment();
     let secrets = crate::pipeline::asked(&operation, &environment);
     let finished = crate::pipeline::run(

@@ -69,7 +69,7 @@ fn describe_json(e: &serde_json::Error) -> String {
         // Syntax messages describe the text ("expected value", "trailing characters"), not a value.
         crate::text::echo_max(message, 200)
     } else {
-        crate::text::describe_serde(message, false)
+        crate::text::describe_serde(message, false, &[])
     };
     if e.line() == 0 {
         what

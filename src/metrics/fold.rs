@@ -355,7 +355,8 @@ impl Metrics {
     }
 }
 
-/// A sample value as the exposition format spells it (`+Inf`, where Rust writes `inf`).
+/// A sample value as the exposition format spells it (`+Inf`, where Rust writes `inf`; Rust's
+/// `NaN` is the format's).
 struct Value(f64);
 
 impl std::fmt::Display for Value {
@@ -363,7 +364,6 @@ impl std::fmt::Display for Value {
         match self.0 {
             v if v == f64::INFINITY => f.write_str("+Inf"),
             v if v == f64::NEG_INFINITY => f.write_str("-Inf"),
-            v if v.is_nan() => f.write_str("NaN"),
             v => write!(f, "{v}"),
         }
     }
@@ -416,6 +416,13 @@ mod tests {
 
     fn line(event: Event) -> Vec<u8> {
         serde_json::to_vec(&Line { t: 1, event }).unwrap()
+    }
+
+    #[test]
+    fn sample_values_are_spelled_as_the_exposition_format_spells_them() {
+        let spelled =
+            [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 2.5, 3.0].map(|v| Value(v).to_string());
+        assert_eq!(spelled, ["+Inf", "-Inf", "NaN", "2.5", "3"]);
     }
 
     #[test]

@@ -1,10 +1,8 @@
-//! The Deployment of a pod the provider writes (`Asked::manifest`), from typed objects with the
-//! field names of the Kubernetes API.
-
-use std::collections::BTreeMap;
+//! The Deployment of a pod the provider writes (`Asked::manifest`), as JSON with the field
+//! names of the Kubernetes API (apps/v1 Deployment, core/v1 pod).
 
 use edge_connect::proxy::{HTTPS_PROXY, HTTP_PROXY, NO_PROXY};
-use serde::Serialize;
+use serde_json::{json, Value};
 
 use super::{
     Asked, DockerMode, Share, BUILDKIT_CONTAINER, BUILDKIT_HOST, DEFAULT_BUILDKIT_IMAGE,
@@ -51,94 +49,71 @@ impl Asked<'_> {
         self.check_runner_image(image)?;
         let blank = runner_env
             .filter(|n| !SIDECAR_KEEPS.iter().flatten().any(|keep| keep == n))
-            .map(|n| EnvVar {
-                name: n.clone(),
-                value: String::new(),
-            });
+            .map(|n| json!({"name": n, "value": ""}));
         let sidecar_image = match (self.docker_image, self.docker) {
             (Some(image), _) => image.clone(),
             (None, DockerMode::Buildkit) => DEFAULT_BUILDKIT_IMAGE.into(),
             (None, _) => DEFAULT_DIND_IMAGE.into(),
         };
         let dind_pod = self.docker == DockerMode::Dind;
-        let mut sidecar_env: Vec<EnvVar> = std::iter::once(EnvVar {
+        let sidecar_env: Vec<Value> = std::iter::once(json!({
             // The image's entrypoint makes TLS certificates for a TCP listener when this is
             // set; the daemon listens on the socket only.
-            name: "DOCKER_TLS_CERTDIR".into(),
-            value: String::new(),
-        })
+            "name": "DOCKER_TLS_CERTDIR",
+            "value": "",
+        }))
         .filter(|_| dind_pod)
         .chain(blank)
         .collect();
-        let work = || VolumeMount::new("work", WORKDIR);
-        let socket = || VolumeMount::new("dind-socket", DIND_SOCKET_DIR);
-        let runner = Container {
-            name: "runner".into(),
-            image: image.to_string(),
-            image_pull_policy: Some("Always"),
-            command: container
-                .command
-                .as_deref()
-                .map(split_command)
-                .unwrap_or_default(),
-            args: container
-                .command_args
-                .iter()
-                .map(|a| a.trim().to_string())
-                .collect(),
-            resources: self.shares.map(|(runner, _)| runner.into()),
-            volume_mounts: if dind_pod {
-                vec![work(), socket()]
-            } else {
-                Vec::new()
-            },
-            ..Container::default()
-        };
-        let mut sidecar_resources: Option<ResourceRequirements> =
-            self.shares.and_then(|(_, s)| s).map(Into::into);
-        let buildkitd = Container {
-            name: BUILDKIT_CONTAINER.into(),
-            image: sidecar_image.clone(),
+        let work = json!({"name": "work", "mountPath": WORKDIR});
+        let socket = json!({"name": "dind-socket", "mountPath": DIND_SOCKET_DIR});
+        let runner = json!({
+            "name": "runner",
+            "image": image,
+            "imagePullPolicy": "Always",
+            "command": container.command.as_deref().map(split_command),
+            "args": container.command_args.iter().map(|a| a.trim()).collect::<Vec<_>>(),
+            "resources": self.shares.map(|(runner, _)| resources(runner)),
+            "volumeMounts": if dind_pod { vec![&work, &socket] } else { Vec::new() },
+        });
+        let sidecar_resources = self.shares.and_then(|(_, s)| s).map(resources);
+        let buildkitd = json!({
+            "name": BUILDKIT_CONTAINER,
+            "image": sidecar_image,
             // The image's entrypoint is `rootlesskit buildkitd`; these go to buildkitd. No
             // process sandbox: Kubernetes cannot unmask /proc for a pid namespace of its own.
-            args: vec![
-                "--oci-worker-no-process-sandbox".into(),
-                "--addr".into(),
-                BUILDKIT_HOST.into(),
-            ],
-            security_context: Some(SecurityContext {
+            "args": ["--oci-worker-no-process-sandbox", "--addr", BUILDKIT_HOST],
+            "env": sidecar_env,
+            "resources": sidecar_resources,
+            "securityContext": {
                 // rootlesskit's unshare and the snapshotters' mount need both.
-                seccomp_profile: Some(Profile::UNCONFINED),
-                app_armor_profile: Some(Profile::UNCONFINED),
-                run_as_user: Some(BUILDKIT_UID),
-                run_as_group: Some(BUILDKIT_UID),
-                ..SecurityContext::default()
-            }),
-            volume_mounts: vec![VolumeMount::new("buildkit-state", BUILDKIT_STATE_DIR)],
-            ..Container::default()
-        };
-        let dind = Container {
-            name: DIND_CONTAINER.into(),
-            image: sidecar_image.clone(),
+                "seccompProfile": {"type": "Unconfined"},
+                "appArmorProfile": {"type": "Unconfined"},
+                "runAsUser": BUILDKIT_UID,
+                "runAsGroup": BUILDKIT_UID,
+            },
+            "volumeMounts": [{"name": "buildkit-state", "mountPath": BUILDKIT_STATE_DIR}],
+        });
+        let dind = json!({
+            "name": DIND_CONTAINER,
+            "image": sidecar_image,
             // The image's entrypoint sets up cgroups (its `dind` script) and runs these.
-            args: vec![
-                "dockerd".into(),
+            "args": [
+                "dockerd",
                 format!("--host={DIND_DOCKER_HOST}"),
                 format!("--group={DOCKER_GID}"),
             ],
-            security_context: Some(SecurityContext {
-                privileged: Some(true),
-                ..SecurityContext::default()
-            }),
-            volume_mounts: vec![
-                work(),
-                socket(),
+            "env": sidecar_env,
+            "resources": sidecar_resources,
+            "securityContext": {"privileged": true},
+            "volumeMounts": [
+                work,
+                socket,
                 // The image's VOLUME is not honoured by Kubernetes; the daemon's overlay
                 // storage cannot live on the container's own overlay.
-                VolumeMount::new("dind-storage", "/var/lib/docker"),
+                {"name": "dind-storage", "mountPath": "/var/lib/docker"},
             ],
-            ..Container::default()
-        };
+        });
         let (containers, volumes) = match self.docker {
             DockerMode::None => (vec![runner], Vec::new()),
             DockerMode::Dind => (
@@ -147,55 +122,32 @@ impl Asked<'_> {
             ),
             DockerMode::Buildkit => (vec![runner, buildkitd], vec!["buildkit-state"]),
         };
-        let containers = containers
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut c)| {
-                if i > 0 {
-                    c.env = std::mem::take(&mut sidecar_env);
-                    c.resources = sidecar_resources.take();
-                }
-                c
-            })
-            .collect();
         // As the generator's `run` label (`K8SSanitize` of name and version) would read for our
         // names: the Deployment's name without `-deployment`.
         let run = deployment
             .strip_suffix("-deployment")
             .unwrap_or(&deployment);
-        let labels = BTreeMap::from([("run".to_string(), run.to_string())]);
-        let deployment = Deployment {
-            api_version: "apps/v1",
-            kind: "Deployment",
-            metadata: Metadata {
-                name: deployment.clone(),
-                labels: None,
-            },
-            spec: DeploymentSpec {
-                replicas: 1,
-                selector: Selector {
-                    match_labels: labels.clone(),
-                },
-                template: PodTemplate {
-                    metadata: Metadata {
-                        name: String::new(),
-                        labels: Some(labels),
-                    },
-                    spec: PodSpec {
-                        containers,
-                        volumes: volumes
+        let mut deployment = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": deployment},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"run": run}},
+                "template": {
+                    "metadata": {"labels": {"run": run}},
+                    "spec": {
+                        "containers": containers,
+                        "volumes": volumes
                             .into_iter()
-                            .map(|name| Volume {
-                                name: name.into(),
-                                empty_dir: EmptyDir {},
-                            })
-                            .collect(),
+                            .map(|name| json!({"name": name, "emptyDir": {}}))
+                            .collect::<Vec<_>>(),
                     },
                 },
             },
-        };
-        let json = serde_json::to_string(&deployment)
-            .map_err(|e| format!("cannot write the pod's manifest: {e}"))?;
+        });
+        leave_out_unset(&mut deployment);
+        let json = deployment.to_string();
         if json.contains("[[") || json.contains("]]") {
             return Err(
                 "the pod's manifest would hold `[[` or `]]`, which Edge Connect takes as a template (docs/edge-connect-behaviours.md B29)".into(),
@@ -223,147 +175,28 @@ fn split_command(command: &str) -> Vec<String> {
         .collect()
 }
 
-// The objects, with the field names of the Kubernetes API (apps/v1 Deployment, core/v1 pod).
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Deployment {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: Metadata,
-    spec: DeploymentSpec,
-}
-
-#[derive(Serialize)]
-struct Metadata {
-    #[serde(skip_serializing_if = "String::is_empty")]
-    name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    labels: Option<BTreeMap<String, String>>,
-}
-
-#[derive(Serialize)]
-struct DeploymentSpec {
-    replicas: u32,
-    selector: Selector,
-    template: PodTemplate,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Selector {
-    match_labels: BTreeMap<String, String>,
-}
-
-#[derive(Serialize)]
-struct PodTemplate {
-    metadata: Metadata,
-    spec: PodSpec,
-}
-
-#[derive(Serialize)]
-struct PodSpec {
-    containers: Vec<Container>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    volumes: Vec<Volume>,
-}
-
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Container {
-    name: String,
-    image: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    image_pull_policy: Option<&'static str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    command: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    args: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    env: Vec<EnvVar>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resources: Option<ResourceRequirements>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    security_context: Option<SecurityContext>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    volume_mounts: Vec<VolumeMount>,
-}
-
 /// Requests equal to limits: the container is given what it may use, and the pod's sum stays
 /// within the pool's size.
-#[derive(Serialize)]
-struct ResourceRequirements {
-    requests: BTreeMap<&'static str, String>,
-    limits: BTreeMap<&'static str, String>,
+fn resources(share: Share) -> Value {
+    let quantities = json!({
+        "cpu": format!("{}m", share.milli_cpu),
+        "memory": format!("{}Mi", share.memory),
+    });
+    json!({"requests": quantities, "limits": quantities})
 }
 
-impl From<Share> for ResourceRequirements {
-    fn from(share: Share) -> Self {
-        let quantities = BTreeMap::from([
-            ("cpu", format!("{}m", share.milli_cpu)),
-            ("memory", format!("{}Mi", share.memory)),
-        ]);
-        ResourceRequirements {
-            requests: quantities.clone(),
-            limits: quantities,
+/// Drops every field that is null or an empty list, as the Kubernetes API's own JSON omits an
+/// unset field (`omitempty`): a container without a command, variables or mounts.
+fn leave_out_unset(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            fields.retain(|_, v| !(v.is_null() || v.as_array().is_some_and(Vec::is_empty)));
+            fields.values_mut().for_each(leave_out_unset);
         }
+        Value::Array(items) => items.iter_mut().for_each(leave_out_unset),
+        _ => {}
     }
 }
-
-#[derive(Serialize)]
-struct EnvVar {
-    name: String,
-    value: String,
-}
-
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct SecurityContext {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    privileged: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_as_user: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_as_group: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seccomp_profile: Option<Profile>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    app_armor_profile: Option<Profile>,
-}
-
-/// A seccomp or AppArmor profile (`SeccompProfile`, `AppArmorProfile`: the same shape).
-#[derive(Serialize)]
-struct Profile {
-    #[serde(rename = "type")]
-    kind: &'static str,
-}
-
-impl Profile {
-    const UNCONFINED: Profile = Profile { kind: "Unconfined" };
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct VolumeMount {
-    name: &'static str,
-    mount_path: &'static str,
-}
-
-impl VolumeMount {
-    fn new(name: &'static str, mount_path: &'static str) -> Self {
-        VolumeMount { name, mount_path }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Volume {
-    name: String,
-    empty_dir: EmptyDir,
-}
-
-#[derive(Serialize)]
-struct EmptyDir {}
 
 #[cfg(test)]
 mod tests {

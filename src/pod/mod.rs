@@ -1,8 +1,8 @@
 //! The runner's pod when a pool asks for Docker or gives its size, the one place of that
 //! concern: the pool's `docker` mode, sidecar image and job images, its `resources` and their
 //! split between the containers, their checks, the variables they give the runner, and the
-//! Kubernetes Deployment the provider writes for it, as typed objects serialised to one line
-//! of JSON. The settings are read as extra specs (`ExtraSpecs::pod` hands them here).
+//! Kubernetes Deployment the provider writes for it, as one line of JSON. The settings are read
+//! as extra specs (`ExtraSpecs::pod` hands them here).
 //!
 //! Edge Connect keeps a user manifest as sent and its controller and CRM decode JSON as well as
 //! YAML (docs/edge-connect-behaviours.md B25, B26), so no YAML is written. The CRM re-encodes
@@ -322,19 +322,14 @@ impl Asked<'_> {
                 mode.as_str(),
             ));
         }
-        let images = self
-            .docker_image
-            .map(|i| ("docker_image".to_string(), i))
-            .into_iter()
-            .chain(
-                self.default_job_image
-                    .map(|i| ("default_job_image".to_string(), i)),
-            )
-            .chain(
-                self.job_images
-                    .iter()
-                    .map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)),
-            );
+        let labelled = self.job_images.iter();
+        let images = [
+            ("docker_image".to_string(), self.docker_image),
+            ("default_job_image".to_string(), self.default_job_image),
+        ]
+        .into_iter()
+        .filter_map(|(key, image)| Some((key, image?)))
+        .chain(labelled.map(|(label, i)| (format!("job_images.{}", crate::text::echo(label)), i)));
         for (key, image) in images {
             if image.len() > MAX_IMAGE_LEN {
                 return Err(format!(
@@ -419,13 +414,9 @@ impl Asked<'_> {
             let default = self.default_job_image.map(String::as_str);
             set(ENV_DEFAULT_JOB_IMAGE, default.unwrap_or(DEFAULT_JOB_IMAGE));
             if !self.job_images.is_empty() {
-                let images = self
-                    .job_images
-                    .iter()
-                    .map(|(l, i)| (l.clone(), i.as_str().into()));
                 set(
                     ENV_JOB_IMAGES,
-                    &serde_json::Value::Object(images.collect()).to_string(),
+                    &serde_json::json!(self.job_images).to_string(),
                 );
             }
         }
