@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// e.g. `{"rpc":"CreateAppInst","count":1,"kind":"stream_error","after_lines":2,"message":"boom"}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fault {
-    /// RPC name as in the URL (`CreateAppInst`, `ShowApp`, ...), `login`, `refresh`, or `*`
+    /// RPC name as in the URL (`CreateAppInst`, `ShowApp`, ...), `login`, or `*`
     /// for any call. Matched case-insensitively.
     #[serde(alias = "target")]
     pub rpc: String,

@@ -32,7 +32,7 @@ pub(crate) struct Claims {
     pub email: String,
     /// Signing key id.
     pub kid: u32,
-    /// Issue time of the first token of a refresh chain.
+    /// Issue time of the first token of a refresh chain (the simulator has no refresh).
     pub firstiat: i64,
     /// `passwordauth`.
     pub authtype: String,
@@ -63,8 +63,6 @@ pub(crate) struct TokenAuthority {
     serial: AtomicU64,
     logins: AtomicUsize,
 }
-
-pub(crate) const REFRESH_CHAIN_LIMIT_SECS: i64 = 30 * 24 * 3600;
 
 impl TokenAuthority {
     /// An authority issuing tokens that live `ttl`, signing with a fresh random key.
@@ -119,8 +117,8 @@ impl TokenAuthority {
         self.logins.store(0, Ordering::SeqCst);
     }
 
-    /// A signed token for `username`; `firstiat` continues a refresh chain.
-    pub(crate) fn issue(&self, username: &str, firstiat: Option<i64>) -> String {
+    /// A signed token for `username`.
+    pub(crate) fn issue(&self, username: &str) -> String {
         let ttl = self.ttl();
         let now = unix_now_f64();
         let iat = now.floor() as i64;
@@ -133,7 +131,7 @@ impl TokenAuthority {
             username: username.to_string(),
             email: format!("{username}@edge-connect-sim.invalid"),
             kid: 1,
-            firstiat: firstiat.unwrap_or(iat),
+            firstiat: iat,
             authtype: "passwordauth".into(),
             jti: serial.to_string(),
         };
@@ -184,10 +182,9 @@ impl TokenAuthority {
         Ok(claims)
     }
 
-    /// The caller's claims from `Authorization: Bearer` or the `token` cookie, or the MC's 401.
+    /// The caller's claims from `Authorization: Bearer`, or the MC's 401.
     pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Claims, ApiError> {
         let token = bearer_token(headers)
-            .or_else(|| cookie_token(headers))
             .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "No bearer token found"))?;
         self.verify(&token).map_err(|e| match e {
             TokenError::Invalid => {
@@ -207,17 +204,6 @@ fn bearer_token(headers: &HeaderMap) -> Option<String> {
     (!token.is_empty()).then(|| token.to_string())
 }
 
-fn cookie_token(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, value)| *name == "token" && !value.is_empty())
-        .map(|(_, value)| value.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,7 +215,7 @@ mod tests {
     #[test]
     fn tokens_are_hs512_jwts_with_exp() {
         let auth = authority(Duration::from_secs(3600));
-        let token = auth.issue("garm", None);
+        let token = auth.issue("garm");
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         let header: serde_json::Value =
@@ -243,8 +229,8 @@ mod tests {
     #[test]
     fn tampered_tokens_are_invalid() {
         let auth = authority(Duration::from_secs(3600));
-        let token = auth.issue("garm", None);
-        let other = authority(Duration::from_secs(3600)).issue("garm", None);
+        let token = auth.issue("garm");
+        let other = authority(Duration::from_secs(3600)).issue("garm");
         assert_eq!(auth.verify(&other).unwrap_err(), TokenError::Invalid);
         assert_eq!(auth.verify("garbage").unwrap_err(), TokenError::Invalid);
         assert_eq!(
@@ -256,10 +242,10 @@ mod tests {
     #[test]
     fn revoked_tokens_are_expired() {
         let auth = authority(Duration::from_secs(3600));
-        let token = auth.issue("garm", None);
+        let token = auth.issue("garm");
         auth.revoke_all();
         assert!(matches!(auth.verify(&token), Err(TokenError::Expired(_))));
-        let fresh = auth.issue("garm", None);
+        let fresh = auth.issue("garm");
         assert!(auth.verify(&fresh).is_ok());
     }
 }
