@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 pub struct Fault {
     /// RPC name as in the URL (`CreateAppInst`, `ShowApp`, ...), `login`, or `*`
     /// for any call. Matched case-insensitively.
-    #[serde(alias = "target")]
     pub rpc: String,
     /// How many matching calls the fault applies to (default 1).
     #[serde(default = "one")]
@@ -270,7 +269,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f, Fault::http_status("CreateAppInst", 503).times(2));
-        let f: Fault = serde_json::from_str(r#"{"target":"x","kind":"timeout"}"#).unwrap();
+        let f: Fault = serde_json::from_str(r#"{"rpc":"x","kind":"timeout"}"#).unwrap();
         assert_eq!(
             f.kind,
             FaultKind::Timeout {
