@@ -51,17 +51,11 @@ pub(crate) fn validate_config_kinds(
     Ok(())
 }
 
-/// `App.Validate(fields)`: key, access ports, template delimiter, config kinds.
+/// `App.Validate(fields)`: key, access ports, config kinds.
 pub(crate) fn validate(input: &AppIn) -> Result<(), ApiError> {
     validate_key(&input.key)?;
     if !input.access_ports.is_empty() {
         ports::parse(&input.access_ports).map_err(ApiError::bad_request)?;
-    }
-    if !input.template_delimiter.is_empty() && input.template_delimiter.split(' ').count() != 2 {
-        return Err(ApiError::bad_request(format!(
-            "invalid app template delimiter {}, valid format '<START-DELIM> <END-DELIM>'",
-            input.template_delimiter
-        )));
     }
     validate_config_kinds(input.configs.iter().map(|c| c.kind.clone()))
 }

@@ -51,8 +51,6 @@ pub(crate) struct App {
     pub revision: String,
     #[serde(skip_serializing_if = "AccessType::is_zero")]
     pub access_type: AccessType,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub template_delimiter: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// No `omitempty` in Go: `null` when unset.
@@ -138,7 +136,6 @@ pub(crate) struct AppIn {
     pub internal_ports: bool,
     pub revision: String,
     pub access_type: AccessType,
-    pub template_delimiter: String,
     pub created_at: TimestampIn,
     pub updated_at: TimestampIn,
     pub required_outbound_connections: Option<Vec<Value>>,
@@ -192,7 +189,6 @@ impl AppIn {
             internal_ports: self.internal_ports,
             revision: self.revision.clone(),
             access_type: self.access_type,
-            template_delimiter: self.template_delimiter.clone(),
             created_at: Timestamp::default(),
             updated_at: Timestamp::default(),
             required_outbound_connections: self.required_outbound_connections.clone(),
