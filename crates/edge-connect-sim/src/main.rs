@@ -123,7 +123,7 @@ struct Cli {
     write_provider_config: Option<PathBuf>,
 
     /// Enable the /__sim/* control endpoints (fault injection, seeding, state dump, reset,
-    /// request log, capacity, token lifetime). They need no token: use only for tests.
+    /// request log, capacity, containers). They need no token: use only for tests.
     #[arg(long)]
     faults: bool,
 }

@@ -51,7 +51,6 @@ pub(crate) enum TokenError {
 
 #[derive(Debug)]
 struct Policy {
-    ttl: Duration,
     revoked_below: u64,
     revoked_at: f64,
 }
@@ -59,6 +58,7 @@ struct Policy {
 /// Issues and checks tokens with a per-process random HMAC key.
 pub(crate) struct TokenAuthority {
     mac: HmacSha512,
+    ttl: Duration,
     policy: Mutex<Policy>,
     serial: AtomicU64,
     logins: AtomicUsize,
@@ -75,8 +75,8 @@ impl TokenAuthority {
             .map_err(|e| anyhow::anyhow!("cannot create the token signing key: {e}"))?;
         Ok(TokenAuthority {
             mac,
+            ttl,
             policy: Mutex::new(Policy {
-                ttl,
                 revoked_below: 0,
                 revoked_at: 0.0,
             }),
@@ -85,14 +85,9 @@ impl TokenAuthority {
         })
     }
 
-    /// Lifetime of tokens issued from now on.
-    pub(crate) fn set_ttl(&self, ttl: Duration) {
-        lock(&self.policy).ttl = ttl;
-    }
-
-    /// Current lifetime of new tokens.
+    /// Lifetime of new tokens.
     pub(crate) fn ttl(&self) -> Duration {
-        lock(&self.policy).ttl
+        self.ttl
     }
 
     /// Makes every token issued so far expired as of now.

@@ -188,20 +188,6 @@ async fn expire_tokens_fault_invalidates_issued_tokens_only() {
 }
 
 #[tokio::test]
-async fn token_ttl_endpoint_shortens_new_tokens() {
-    let sim = sim();
-    let c = Client::anonymous(&sim.url());
-    assert_eq!(
-        c.control("token-ttl", json!({"seconds": 5})).await.body,
-        "{}"
-    );
-    let logged_in = Client::login(&sim.url()).await;
-    let claims = claims(logged_in.token.as_deref().unwrap());
-    let lifetime = claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap();
-    assert!((5..=6).contains(&lifetime), "{lifetime}");
-}
-
-#[tokio::test]
 async fn unknown_rpc_is_404() {
     let sim = sim();
     let c = Client::login(&sim.url()).await;
