@@ -74,13 +74,12 @@ impl Shared {
         lock(&self.state).set_capacity(SiteKey::new(org, name), max);
     }
 
-    /// Back to a fresh simulator: no objects, faults, limits, log entries or login count;
-    /// the token lifetime returns to the configured one. Issued tokens stay valid.
+    /// Back to a fresh simulator: no objects, faults, limits, log entries or login count.
+    /// Issued tokens stay valid.
     pub(crate) fn reset(&self) {
         lock(&self.state).clear();
         lock(&self.faults).clear();
         self.log.clear();
-        self.tokens.set_ttl(self.config.token_ttl);
         self.tokens.reset_logins();
     }
 

@@ -9,9 +9,8 @@ use serde::{Deserialize, Serialize};
 /// e.g. `{"rpc":"CreateAppInst","count":1,"kind":"stream_error","after_lines":2,"message":"boom"}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fault {
-    /// RPC name as in the URL (`CreateAppInst`, `ShowApp`, ...), `login`, `refresh`, or `*`
+    /// RPC name as in the URL (`CreateAppInst`, `ShowApp`, ...), `login`, or `*`
     /// for any call. Matched case-insensitively.
-    #[serde(alias = "target")]
     pub rpc: String,
     /// How many matching calls the fault applies to (default 1).
     #[serde(default = "one")]
@@ -270,7 +269,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f, Fault::http_status("CreateAppInst", 503).times(2));
-        let f: Fault = serde_json::from_str(r#"{"target":"x","kind":"timeout"}"#).unwrap();
+        let f: Fault = serde_json::from_str(r#"{"rpc":"x","kind":"timeout"}"#).unwrap();
         assert_eq!(
             f.kind,
             FaultKind::Timeout {

@@ -22,7 +22,7 @@ pub struct RequestLogEntry {
     pub method: String,
     /// Request path without query string.
     pub path: String,
-    /// RPC name (`CreateApp`, `login`, `refresh`), empty for unknown paths.
+    /// RPC name (`CreateApp`, `login`), empty for unknown paths.
     pub rpc: String,
     /// HTTP status of the reply (200 also for streams that ended with an error result).
     pub status: u16,

@@ -32,14 +32,13 @@ pub(crate) enum Rpc {
     ShowCloudlet,
     ShowZone,
     ShowFlavorsForZone,
-    ShowFlavorsForCloudlet,
 }
 
 /// An RPC with its name in the URL, its wrapper key in the request (lower-case) and that key's
 /// Go field name (for error texts).
 type RpcEntry = (Rpc, &'static str, &'static str, &'static str);
 
-const RPCS: [RpcEntry; 11] = [
+const RPCS: [RpcEntry; 10] = [
     (Rpc::CreateApp, "CreateApp", "app", "App"),
     (Rpc::DeleteApp, "DeleteApp", "app", "App"),
     (Rpc::ShowApp, "ShowApp", "app", "App"),
@@ -55,23 +54,16 @@ const RPCS: [RpcEntry; 11] = [
         "zonekey",
         "ZoneKey",
     ),
-    (
-        Rpc::ShowFlavorsForCloudlet,
-        "ShowFlavorsForCloudlet",
-        "cloudletkey",
-        "CloudletKey",
-    ),
 ];
 
 impl Rpc {
     /// The RPC for a URL segment with its wrapper keys, if this generation has it (zones are
-    /// Gen3-only, `ShowFlavorsForCloudlet` Gen2-only). Route matching is case-sensitive, as in
+    /// Gen3-only). Route matching is case-sensitive, as in
     /// echo.
     fn parse(name: &str, api: ApiGeneration) -> Option<RpcEntry> {
         let entry = RPCS.into_iter().find(|e| e.1 == name)?;
         let available = match entry.0 {
             Rpc::ShowZone | Rpc::ShowFlavorsForZone => api == ApiGeneration::Gen3,
-            Rpc::ShowFlavorsForCloudlet => api == ApiGeneration::Gen2,
             _ => true,
         };
         available.then_some(entry)
@@ -88,15 +80,13 @@ impl Rpc {
             Rpc::ShowFlavor => infra::show_flavors(&call),
             Rpc::ShowCloudlet => infra::show_cloudlets(&call),
             Rpc::ShowZone => infra::show_zones(&call),
-            Rpc::ShowFlavorsForZone => infra::show_flavors_for(&call, true),
-            Rpc::ShowFlavorsForCloudlet => infra::show_flavors_for(&call, false),
+            Rpc::ShowFlavorsForZone => infra::show_flavors_for_zone(&call),
         }
     }
 }
 
 enum Route {
     Login,
-    Refresh,
     Ctrl(RpcEntry),
     Control(String),
     NotFound,
@@ -106,8 +96,6 @@ impl Route {
     fn resolve(path: &str, shared: &Shared) -> Route {
         if path == "/api/v1/login" {
             Route::Login
-        } else if path == "/api/v1/auth/refresh" {
-            Route::Refresh
         } else if let Some(name) = path.strip_prefix("/api/v1/auth/ctrl/") {
             Rpc::parse(name, shared.config.api).map_or(Route::NotFound, Route::Ctrl)
         } else if let Some(rest) = path.strip_prefix("/__sim/") {
@@ -124,7 +112,6 @@ impl Route {
     fn rpc_name(&self) -> &'static str {
         match self {
             Route::Login => "login",
-            Route::Refresh => "refresh",
             Route::Ctrl((_, name, _, _)) => name,
             Route::Control(_) | Route::NotFound => "",
         }
@@ -188,7 +175,6 @@ async fn api(
     }
     match route {
         Route::Login => auth::login(&shared.config, &shared.tokens, &parts.headers, &bytes).await,
-        Route::Refresh => auth::refresh(&shared.tokens, &parts.headers),
         Route::Ctrl((rpc, _, wrapper, go_wrapper)) => {
             shared.tokens.authenticate(&parts.headers)?;
             let env = envelope(normalize(parse_json(&bytes)?), wrapper, go_wrapper)?;
@@ -270,14 +256,6 @@ mod tests {
             Some(Rpc::ShowZone)
         );
         assert_eq!(Rpc::parse("ShowZone", ApiGeneration::Gen2), None);
-        assert_eq!(
-            Rpc::parse("ShowFlavorsForCloudlet", ApiGeneration::Gen2).map(|e| e.0),
-            Some(Rpc::ShowFlavorsForCloudlet)
-        );
-        assert_eq!(
-            Rpc::parse("ShowFlavorsForCloudlet", ApiGeneration::Gen3),
-            None
-        );
         assert_eq!(Rpc::parse("showapp", ApiGeneration::Gen3), None);
     }
 

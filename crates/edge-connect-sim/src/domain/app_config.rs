@@ -1,7 +1,7 @@
 //! App validation and normalisation with the controller's order and texts (`App.Validate`,
 //! `configureApp`, `resolveAppResourcesSpec`; main `pkg/controller/app_api.go`).
 
-use crate::model::enums::{AccessType, ImageType, VmAppOsType};
+use crate::model::enums::{AccessType, ImageType};
 use crate::model::{
     key_json, App, AppIn, AppKey, Infra, KubernetesResources, NodePoolResources, NodePoolTopology,
     NodeResources, Udec64,
@@ -51,17 +51,11 @@ pub(crate) fn validate_config_kinds(
     Ok(())
 }
 
-/// `App.Validate(fields)`: key, access ports, template delimiter, config kinds.
+/// `App.Validate(fields)`: key, access ports, config kinds.
 pub(crate) fn validate(input: &AppIn) -> Result<(), ApiError> {
     validate_key(&input.key)?;
     if !input.access_ports.is_empty() {
         ports::parse(&input.access_ports).map_err(ApiError::bad_request)?;
-    }
-    if !input.template_delimiter.is_empty() && input.template_delimiter.split(' ').count() != 2 {
-        return Err(ApiError::bad_request(format!(
-            "invalid app template delimiter {}, valid format '<START-DELIM> <END-DELIM>'",
-            input.template_delimiter
-        )));
     }
     validate_config_kinds(input.configs.iter().map(|c| c.kind.clone()))
 }
@@ -118,11 +112,6 @@ pub(crate) fn configure(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
         };
     }
     let deployment = app.deployment.clone();
-    if deployment == "helm" && !app.deployment_manifest.is_empty() {
-        return Err(ApiError::bad_request(
-            "Manifest is not used for Helm deployments. Use config files for customizations",
-        ));
-    }
     if !DEPLOYMENTS.contains(&deployment.as_str()) {
         return Err(ApiError::bad_request(format!(
             "Invalid deployment, must be one of [{}]",
@@ -167,11 +156,6 @@ pub(crate) fn configure(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
         ));
     }
     app.access_type = AccessType::LoadBalancer;
-    if deployment == "vm" && !app.command.is_empty() {
-        return Err(ApiError::bad_request(
-            "Invalid argument, command is not supported for VM based deployments",
-        ));
-    }
     if app.image_path.is_empty()
         && app.image_type == ImageType::Docker
         && app.deployment_manifest.is_empty()
@@ -189,16 +173,6 @@ pub(crate) fn configure(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
                 app.image_path = rest.to_string();
             }
         }
-    }
-    if app.scale_with_cluster && deployment != "kubernetes" {
-        return Err(ApiError::bad_request(
-            "app scaling is only supported for Kubernetes deployments",
-        ));
-    }
-    if app.vm_app_os_type != VmAppOsType::Unknown && deployment != "vm" {
-        return Err(ApiError::bad_request(
-            "VM App OS Type is only supported for VM deployments",
-        ));
     }
     if app.image_type == ImageType::Docker && !app.image_path.is_empty() {
         app.image_path = fix_image_path(&app.image_path);
@@ -235,18 +209,12 @@ pub(crate) fn configure(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
                 "Allow serverless only supported for deployment type Kubernetes",
             ));
         }
-        if app.scale_with_cluster {
-            return Err(ApiError::bad_request(
-                "Allow serverless does not support scale with cluster",
-            ));
-        }
         if app.deployment_generator != KUBERNETES_BASIC {
             return Err(ApiError::bad_request(
                 "Allow serverless only allowed for system generated manifests",
             ));
         }
     }
-    validate_skip_hc_ports(app, &ports)?;
     if !deploys_to_kubernetes(&deployment) {
         let http: Vec<String> = ports
             .iter()
@@ -258,33 +226,6 @@ pub(crate) fn configure(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
                 "http ports [{}] not allowed for {deployment} deployment",
                 http.join(" ")
             )));
-        }
-    }
-    Ok(())
-}
-
-/// `validateSkipHcPorts`: every skipped port must be one of the access ports.
-fn validate_skip_hc_ports(app: &App, ports: &[ports::PortSpec]) -> Result<(), ApiError> {
-    if app.skip_hc_ports.is_empty() || app.skip_hc_ports == "all" {
-        return Ok(());
-    }
-    let skip = ports::parse(&app.skip_hc_ports)
-        .map_err(|e| ApiError::bad_request(format!("Cannot parse skipHcPorts: {e}")))?;
-    for s in &skip {
-        if s.proto == "udp" {
-            return Err(ApiError::bad_request(
-                "Protocol L_PROTO_UDP unsupported for healthchecks",
-            ));
-        }
-        for n in s.port..=s.last() {
-            let found = ports
-                .iter()
-                .any(|p| p.proto == s.proto && p.port <= n && n <= p.last());
-            if !found {
-                return Err(ApiError::bad_request(format!(
-                    "skipHcPort {n} not found in accessPorts"
-                )));
-            }
         }
     }
     Ok(())
@@ -354,11 +295,6 @@ fn resolve_resources(infra: &Infra, app: &mut App) -> Result<(), ApiError> {
 
 /// Checks of the request itself that the controller makes before touching the store.
 pub(crate) fn precheck(input: &AppIn) -> Result<(), ApiError> {
-    if input.serverless_config.is_some() {
-        return Err(ApiError::bad_request(
-            "serverless config is deprecated, please replace with KubernetesResources",
-        ));
-    }
     if !input.default_flavor.name.is_empty() && input.kubernetes_resources.is_some() {
         return Err(ApiError::bad_request(
             "cannot specify both flavor and KubernetesResources",

@@ -43,7 +43,7 @@ fn as_read(word: String) -> String {
 pub(crate) fn env_vars_yaml(app: &App) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for cfg in app.configs.iter().filter(|c| c.kind == "envVarsYaml") {
-        let text = replace_vars(&cfg.config, &app.template_delimiter)?;
+        let text = replace_vars(&cfg.config)?;
         let fail = |line: usize, err: String| {
             format!(
                 "cannot unmarshal env vars: {text} - yaml: {err}",
@@ -232,7 +232,7 @@ pub(crate) fn deploy_error(app: &App) -> Option<String> {
         ));
     }
     if app.deployment == "kubernetes" {
-        if let Err(e) = replace_vars(&app.deployment_manifest, &app.template_delimiter) {
+        if let Err(e) = replace_vars(&app.deployment_manifest) {
             return Some(e);
         }
     }

@@ -1,7 +1,8 @@
 //! The `[[ ]]` deployment-variable templating applied to manifests and envVarsYaml
 //! (edgexr/edge-cloud-platform@eb39b06ec `pkg/deployvars/deployment-vars.go:52-72`: Go's
 //! `text/template` with the App's delimiters, data `DeploymentReplaceVars`). Only what a
-//! client can hit is modelled: `[[ .Deployment.<Field> ]]` is replaced; an action that is
+//! client can hit is modelled, with the default delimiters `[[ ]]` (the provider sets no
+//! `template_delimiter`): `[[ .Deployment.<Field> ]]` is replaced; an action that is
 //! not closed, is empty or calls a function fails to parse; any other field fails to execute.
 //! The error texts follow Go's shapes; their line/column details are not reproduced.
 
@@ -24,17 +25,8 @@ fn parse_error(detail: &str) -> String {
 }
 
 /// `text` with its actions replaced, or the error ReplaceDeploymentVars gives.
-pub(crate) fn replace_vars(text: &str, delimiters: &str) -> Result<String, String> {
-    let delimiters = if delimiters.is_empty() {
-        "[[ ]]"
-    } else {
-        delimiters
-    };
-    let Some((open, close)) = delimiters.split_once(' ') else {
-        return Err(format!(
-            "invalid app template delimiter {delimiters}, valid format '<START-DELIM> <END-DELIM>'"
-        ));
-    };
+pub(crate) fn replace_vars(text: &str) -> Result<String, String> {
+    let (open, close) = ("[[", "]]");
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find(open) {
@@ -81,25 +73,21 @@ mod tests {
     #[test]
     fn known_variables_are_replaced() {
         assert_eq!(
-            replace_vars("ip=[[ .Deployment.ClusterIp ]]", "").unwrap(),
+            replace_vars("ip=[[ .Deployment.ClusterIp ]]").unwrap(),
             "ip=99.99.99.99"
         );
-        assert_eq!(replace_vars("no actions", "").unwrap(), "no actions");
-        assert_eq!(
-            replace_vars("<< .Deployment.AppOrg >>", "<< >>").unwrap(),
-            "dummyAppOrg"
-        );
+        assert_eq!(replace_vars("no actions").unwrap(), "no actions");
     }
 
     #[test]
     fn anything_else_fails() {
-        assert!(replace_vars("a[[b]]", "")
+        assert!(replace_vars("a[[b]]")
             .unwrap_err()
             .contains("function \"b\" not defined"));
-        assert!(replace_vars("a[[b", "")
+        assert!(replace_vars("a[[b")
             .unwrap_err()
             .contains("unclosed action"));
-        assert!(replace_vars("[[ .Foo ]]", "")
+        assert!(replace_vars("[[ .Foo ]]")
             .unwrap_err()
             .contains("can't evaluate field Foo"));
     }

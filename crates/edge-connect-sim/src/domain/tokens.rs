@@ -32,7 +32,7 @@ pub(crate) struct Claims {
     pub email: String,
     /// Signing key id.
     pub kid: u32,
-    /// Issue time of the first token of a refresh chain.
+    /// Issue time of the first token of a refresh chain (the simulator has no refresh).
     pub firstiat: i64,
     /// `passwordauth`.
     pub authtype: String,
@@ -51,7 +51,6 @@ pub(crate) enum TokenError {
 
 #[derive(Debug)]
 struct Policy {
-    ttl: Duration,
     revoked_below: u64,
     revoked_at: f64,
 }
@@ -59,12 +58,11 @@ struct Policy {
 /// Issues and checks tokens with a per-process random HMAC key.
 pub(crate) struct TokenAuthority {
     mac: HmacSha512,
+    ttl: Duration,
     policy: Mutex<Policy>,
     serial: AtomicU64,
     logins: AtomicUsize,
 }
-
-pub(crate) const REFRESH_CHAIN_LIMIT_SECS: i64 = 30 * 24 * 3600;
 
 impl TokenAuthority {
     /// An authority issuing tokens that live `ttl`, signing with a fresh random key.
@@ -77,8 +75,8 @@ impl TokenAuthority {
             .map_err(|e| anyhow::anyhow!("cannot create the token signing key: {e}"))?;
         Ok(TokenAuthority {
             mac,
+            ttl,
             policy: Mutex::new(Policy {
-                ttl,
                 revoked_below: 0,
                 revoked_at: 0.0,
             }),
@@ -87,14 +85,9 @@ impl TokenAuthority {
         })
     }
 
-    /// Lifetime of tokens issued from now on.
-    pub(crate) fn set_ttl(&self, ttl: Duration) {
-        lock(&self.policy).ttl = ttl;
-    }
-
-    /// Current lifetime of new tokens.
+    /// Lifetime of new tokens.
     pub(crate) fn ttl(&self) -> Duration {
-        lock(&self.policy).ttl
+        self.ttl
     }
 
     /// Makes every token issued so far expired as of now.
@@ -119,8 +112,8 @@ impl TokenAuthority {
         self.logins.store(0, Ordering::SeqCst);
     }
 
-    /// A signed token for `username`; `firstiat` continues a refresh chain.
-    pub(crate) fn issue(&self, username: &str, firstiat: Option<i64>) -> String {
+    /// A signed token for `username`.
+    pub(crate) fn issue(&self, username: &str) -> String {
         let ttl = self.ttl();
         let now = unix_now_f64();
         let iat = now.floor() as i64;
@@ -133,7 +126,7 @@ impl TokenAuthority {
             username: username.to_string(),
             email: format!("{username}@edge-connect-sim.invalid"),
             kid: 1,
-            firstiat: firstiat.unwrap_or(iat),
+            firstiat: iat,
             authtype: "passwordauth".into(),
             jti: serial.to_string(),
         };
@@ -184,10 +177,9 @@ impl TokenAuthority {
         Ok(claims)
     }
 
-    /// The caller's claims from `Authorization: Bearer` or the `token` cookie, or the MC's 401.
+    /// The caller's claims from `Authorization: Bearer`, or the MC's 401.
     pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Claims, ApiError> {
         let token = bearer_token(headers)
-            .or_else(|| cookie_token(headers))
             .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "No bearer token found"))?;
         self.verify(&token).map_err(|e| match e {
             TokenError::Invalid => {
@@ -207,17 +199,6 @@ fn bearer_token(headers: &HeaderMap) -> Option<String> {
     (!token.is_empty()).then(|| token.to_string())
 }
 
-fn cookie_token(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, value)| *name == "token" && !value.is_empty())
-        .map(|(_, value)| value.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,7 +210,7 @@ mod tests {
     #[test]
     fn tokens_are_hs512_jwts_with_exp() {
         let auth = authority(Duration::from_secs(3600));
-        let token = auth.issue("garm", None);
+        let token = auth.issue("garm");
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         let header: serde_json::Value =
@@ -243,8 +224,8 @@ mod tests {
     #[test]
     fn tampered_tokens_are_invalid() {
         let auth = authority(Duration::from_secs(3600));
-        let token = auth.issue("garm", None);
-        let other = authority(Duration::from_secs(3600)).issue("garm", None);
+        let token = auth.issue("garm");
+        let other = authority(Duration::from_secs(3600)).issue("garm");
         assert_eq!(auth.verify(&other).unwrap_err(), TokenError::Invalid);
         assert_eq!(auth.verify("garbage").unwrap_err(), TokenError::Invalid);
         assert_eq!(
@@ -256,10 +237,10 @@ mod tests {
     #[test]
     fn revoked_tokens_are_expired() {
         let auth = authority(Duration::from_secs(3600));
-        let token = auth.issue("garm", None);
+        let token = auth.issue("garm");
         auth.revoke_all();
         assert!(matches!(auth.verify(&token), Err(TokenError::Expired(_))));
-        let fresh = auth.issue("garm", None);
+        let fresh = auth.issue("garm");
         assert!(auth.verify(&fresh).is_ok());
     }
 }

@@ -313,7 +313,6 @@ fn start(
     });
     let inst = build_inst(
         shared.config.api,
-        &shared.rng,
         key.clone(),
         input,
         app,

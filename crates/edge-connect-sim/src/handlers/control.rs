@@ -1,8 +1,7 @@
 //! The `/__sim/*` control endpoints for tests (no token; only with faults enabled): faults,
-//! token lifetime, seeding, state dump, reset, request log, capacity, containers.
+//! seeding, state dump, reset, request log, capacity, containers.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, StatusCode};
@@ -27,11 +26,6 @@ enum Faults {
 }
 
 #[derive(Deserialize)]
-struct TokenTtl {
-    seconds: f64,
-}
-
-#[derive(Deserialize)]
 struct Capacity {
     organization: String,
     name: String,
@@ -39,10 +33,9 @@ struct Capacity {
     max_app_insts: Option<usize>,
 }
 
-const ENDPOINTS: [&str; 8] = [
+const ENDPOINTS: [&str; 7] = [
     "containers",
     "faults",
-    "token-ttl",
     "seed",
     "state",
     "reset",
@@ -78,14 +71,6 @@ async fn route(
             Ok(unary_ok())
         }
         ("GET", "faults") => json(&shared.pending_faults()),
-        ("POST", "token-ttl") => {
-            let ttl = read::<TokenTtl>(body).await?;
-            let duration = Duration::try_from_secs_f64(ttl.seconds).map_err(|e| {
-                ApiError::new(StatusCode::BAD_REQUEST, format!("Invalid seconds: {e}"))
-            })?;
-            shared.tokens.set_ttl(duration);
-            Ok(unary_ok())
-        }
         ("POST", "seed") => {
             let seed = read::<Seed>(body).await?;
             let seeded = super::seed::seed(shared, &seed)

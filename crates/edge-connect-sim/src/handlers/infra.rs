@@ -79,22 +79,15 @@ pub(crate) fn show_zones(call: &Call) -> Result<Response, ApiError> {
     show_matching::<Zone, SiteFilter>(&call.shared.infra.zones, call, "Zone")
 }
 
-/// `ShowFlavorsForZone` (Gen3, `zone`) and `ShowFlavorsForCloudlet` (Gen2): every flavor is
-/// offered at every site.
-pub(crate) fn show_flavors_for(call: &Call, zone: bool) -> Result<Response, ApiError> {
-    let kind = if zone { "Zone" } else { "Cloudlet" };
-    let key: SiteKey = decode(call.object.clone(), &format!("{kind}Key"))?;
+/// `ShowFlavorsForZone` (Gen3): every flavor is offered at every site.
+pub(crate) fn show_flavors_for_zone(call: &Call) -> Result<Response, ApiError> {
+    let key: SiteKey = decode(call.object.clone(), "ZoneKey")?;
     call.authorize_view()?;
     call.check_region()?;
     let infra = &call.shared.infra;
-    let known = if zone {
-        infra.zone(&key).is_some()
-    } else {
-        infra.cloudlet(&key).is_some()
-    };
-    if !known {
+    if infra.zone(&key).is_none() {
         return Err(ApiError::bad_request(format!(
-            "{kind} key {} not found",
+            "Zone key {} not found",
             key_json(&key)
         )));
     }

@@ -7,8 +7,8 @@
 //! | `app` | CreateApp, DeleteApp, ShowApp |
 //! | `appinst` | CreateAppInst, DeleteAppInst |
 //! | `appinst_show` | ShowAppInst |
-//! | `infra` | ShowFlavor, ShowCloudlet, ShowZone, ShowFlavorsForZone/Cloudlet |
-//! | `auth` | login, refresh |
+//! | `infra` | ShowFlavor, ShowCloudlet, ShowZone, ShowFlavorsForZone |
+//! | `auth` | login |
 //! | `control` | the `/__sim/*` test endpoints |
 //! | `seed` | bulk creation for tests and benchmarks |
 

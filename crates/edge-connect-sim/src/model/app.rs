@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
-use super::enums::{AccessType, DeleteType, ImageType, VmAppOsType};
+use super::enums::{AccessType, ImageType};
 use super::keys::{AppKey, FlavorKey};
 use super::values::{
     ConfigFile, KubernetesResources, NodeResources, SecretMap, TimestampIn, REDACTED,
@@ -32,8 +32,6 @@ pub(crate) struct App {
     )]
     pub credentials: String,
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub auth_public_key: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub command: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub command_args: Vec<String>,
@@ -45,44 +43,20 @@ pub(crate) struct App {
     pub deployment_manifest: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub deployment_generator: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub android_package_name: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub configs: Vec<ConfigFile>,
-    #[serde(skip_serializing_if = "is_false")]
-    pub scale_with_cluster: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub internal_ports: bool,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub official_fqdn: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub md5sum: String,
     #[serde(skip_serializing_if = "AccessType::is_zero")]
     pub access_type: AccessType,
-    #[serde(skip_serializing_if = "is_false")]
-    pub delete_prepare: bool,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub auto_prov_policies: Vec<String>,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub template_delimiter: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub skip_hc_ports: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
-    #[serde(skip_serializing_if = "is_false")]
-    pub trusted: bool,
     /// No `omitempty` in Go: `null` when unset.
     pub required_outbound_connections: Option<Vec<Value>>,
     #[serde(skip_serializing_if = "is_false")]
     pub allow_serverless: bool,
-    #[serde(skip_serializing_if = "VmAppOsType::is_zero")]
-    pub vm_app_os_type: VmAppOsType,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub alert_policies: Vec<String>,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub global_id: String,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env_vars: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "SecretMap::is_empty")]
@@ -96,18 +70,10 @@ pub(crate) struct App {
     pub kubernetes_resources: Option<KubernetesResources>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_resources: Option<NodeResources>,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub obj_id: String,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub app_annotations: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "is_false")]
-    pub is_standalone: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub manages_own_namespaces: bool,
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub compatibility_version: u32,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub tags: BTreeMap<String, String>,
 }
 
 fn redact_string<S: Serializer>(_: &str, s: S) -> Result<S::Ok, S::Error> {
@@ -150,59 +116,32 @@ pub(crate) struct AppIn {
     pub default_flavor: FlavorKey,
     pub username: String,
     pub credentials: String,
-    pub auth_public_key: String,
     pub command: String,
     pub command_args: Vec<String>,
     pub annotations: String,
     pub deployment: String,
     pub deployment_manifest: String,
     pub deployment_generator: String,
-    pub android_package_name: String,
-    pub del_opt: DeleteType,
     pub configs: Vec<ConfigFile>,
-    pub scale_with_cluster: bool,
     pub internal_ports: bool,
     pub revision: String,
-    pub official_fqdn: String,
-    pub md5sum: String,
-    pub auto_prov_policy: String,
     pub access_type: AccessType,
-    pub delete_prepare: bool,
-    pub auto_prov_policies: Vec<String>,
-    pub template_delimiter: String,
-    pub skip_hc_ports: String,
     pub created_at: TimestampIn,
     pub updated_at: TimestampIn,
-    pub trusted: bool,
     pub required_outbound_connections: Option<Vec<Value>>,
     pub allow_serverless: bool,
-    pub serverless_config: Option<Value>,
-    pub vm_app_os_type: VmAppOsType,
-    pub alert_policies: Vec<String>,
-    pub global_id: String,
     pub env_vars: BTreeMap<String, String>,
     pub secret_env_vars: BTreeMap<String, String>,
-    pub update_list_action: String,
     pub kubernetes_resources: Option<KubernetesResources>,
     pub node_resources: Option<NodeResources>,
-    pub obj_id: String,
-    pub app_annotations: BTreeMap<String, String>,
-    pub is_standalone: bool,
     pub manages_own_namespaces: bool,
     pub compatibility_version: u32,
-    pub tags: BTreeMap<String, String>,
 }
 
 impl AppIn {
     /// `IsValidArgsForCreateApp`: internal-only fields that a create must not set.
     pub(crate) fn invalid_create_field(&self) -> Option<&'static str> {
-        if !self.del_opt.is_zero() {
-            Some("DelOpt")
-        } else if !self.auto_prov_policy.is_empty() {
-            Some("AutoProvPolicy")
-        } else if self.delete_prepare {
-            Some("DeletePrepare")
-        } else if self.created_at.seconds_set {
+        if self.created_at.seconds_set {
             Some("CreatedAt.Seconds")
         } else if self.created_at.nanos_set {
             Some("CreatedAt.Nanos")
@@ -225,44 +164,27 @@ impl AppIn {
             default_flavor: self.default_flavor.clone(),
             username: self.username.clone(),
             credentials: self.credentials.clone(),
-            auth_public_key: self.auth_public_key.clone(),
             command: self.command.clone(),
             command_args: self.command_args.clone(),
             annotations: self.annotations.clone(),
             deployment: self.deployment.clone(),
             deployment_manifest: self.deployment_manifest.clone(),
             deployment_generator: self.deployment_generator.clone(),
-            android_package_name: self.android_package_name.clone(),
             configs: self.configs.clone(),
-            scale_with_cluster: self.scale_with_cluster,
             internal_ports: self.internal_ports,
             revision: self.revision.clone(),
-            official_fqdn: self.official_fqdn.clone(),
-            md5sum: self.md5sum.clone(),
             access_type: self.access_type,
-            delete_prepare: self.delete_prepare,
-            auto_prov_policies: self.auto_prov_policies.clone(),
-            template_delimiter: self.template_delimiter.clone(),
-            skip_hc_ports: self.skip_hc_ports.clone(),
             created_at: Timestamp::default(),
             updated_at: Timestamp::default(),
-            trusted: self.trusted,
             required_outbound_connections: self.required_outbound_connections.clone(),
             allow_serverless: self.allow_serverless,
-            vm_app_os_type: self.vm_app_os_type,
-            alert_policies: self.alert_policies.clone(),
-            global_id: self.global_id.clone(),
             env_vars: self.env_vars.clone(),
             secret_env_vars: SecretMap(self.secret_env_vars.clone()),
             secrets_wiped: false,
             kubernetes_resources: self.kubernetes_resources.clone(),
             node_resources: self.node_resources.clone(),
-            obj_id: self.obj_id.clone(),
-            app_annotations: self.app_annotations.clone(),
-            is_standalone: self.is_standalone,
             manages_own_namespaces: self.manages_own_namespaces,
             compatibility_version: self.compatibility_version,
-            tags: self.tags.clone(),
         }
     }
 }

@@ -172,28 +172,6 @@ sim_enum!(
 );
 
 sim_enum!(
-    /// `DeleteType` (app.proto; internal, rejected on create).
-    DeleteType, go = "DeleteType", prefix = "", default = NoAutoDelete,
-    {
-        NoAutoDelete = 0: "NoAutoDelete",
-        AutoDelete = 1: "AutoDelete",
-    }
-);
-
-sim_enum!(
-    /// `VmAppOsType` (app.proto).
-    VmAppOsType, go = "VmAppOsType", prefix = "VmAppOs", default = Unknown,
-    {
-        Unknown = 0: "VmAppOsUnknown",
-        Linux = 1: "VmAppOsLinux",
-        Windows10 = 2: "VmAppOsWindows10",
-        Windows2012 = 3: "VmAppOsWindows2012",
-        Windows2016 = 4: "VmAppOsWindows2016",
-        Windows2019 = 5: "VmAppOsWindows2019",
-    }
-);
-
-sim_enum!(
     /// `TrackedState` (common.proto); no common prefix, so printed in full.
     TrackedState, go = "TrackedState", prefix = "", default = Unknown,
     {
@@ -270,18 +248,6 @@ sim_enum!(
         Rebooting = 8: "Rebooting",
         Reboot = 9: "Reboot",
         Error = 10: "PowerStateError",
-    }
-);
-
-sim_enum!(
-    /// `HealthCheck` (loc.proto).
-    HealthCheck, go = "HealthCheck", prefix = "HealthCheck", default = Unknown,
-    {
-        Unknown = 0: "HealthCheckUnknown",
-        RootlbOffline = 1: "HealthCheckRootlbOffline",
-        ServerFail = 2: "HealthCheckServerFail",
-        Ok = 3: "HealthCheckOk",
-        CloudletOffline = 4: "HealthCheckCloudletOffline",
     }
 );
 

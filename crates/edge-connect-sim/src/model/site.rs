@@ -38,7 +38,7 @@ pub(crate) struct Flavor {
     pub disk: u64,
 }
 
-/// A flavor name line of ShowFlavorsForZone / ShowFlavorsForCloudlet.
+/// A flavor name line of ShowFlavorsForZone.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct FlavorName<'a> {
     pub name: &'a str,

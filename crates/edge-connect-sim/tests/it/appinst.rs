@@ -513,14 +513,6 @@ async fn show_flavors_for_zone_lists_names() {
 }
 
 #[tokio::test]
-async fn gen3_has_no_show_flavors_for_cloudlet() {
-    let (_sim, c) = started().await;
-    c.post("ShowFlavorsForCloudlet", json!({"region": "EU"}))
-        .await
-        .assert_error(404, "Not Found");
-}
-
-#[tokio::test]
 async fn gen2_create_uses_the_cloudlet_in_the_key() {
     let (_sim, c) = setup_gen2().await;
     create_app(&c, "r1").await;
@@ -589,18 +581,6 @@ async fn gen2_has_no_zones() {
     c.post("ShowFlavorsForZone", json!({"region": "EU"}))
         .await
         .assert_error(404, "Not Found");
-}
-
-#[tokio::test]
-async fn gen2_show_flavors_for_cloudlet_lists_names() {
-    let (_sim, c) = setup_gen2().await;
-    let reply = c
-        .post(
-            "ShowFlavorsForCloudlet",
-            json!({"region": "EU", "cloudletkey": {"organization": "TelekomOP", "name": "Munich"}}),
-        )
-        .await;
-    assert_eq!(reply.data().len(), 3);
 }
 
 /// The acceptance path, with request bodies shaped as the provider sends them.

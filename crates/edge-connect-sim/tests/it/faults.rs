@@ -80,7 +80,7 @@ async fn faults_can_be_posted_as_json() {
         .control(
             "faults",
             json!([{"rpc": "DeleteApp", "kind": "http_status", "status": 500},
-                   {"target": "login", "count": 3, "kind": "slow", "delay_ms": 10}]),
+                   {"rpc": "login", "count": 3, "kind": "slow", "delay_ms": 10}]),
         )
         .await;
     assert_eq!((posted.status, posted.body.as_str()), (200, "{}"));
