@@ -68,8 +68,18 @@ fn syntax_error(body: &[u8], err: &serde_json::Error) -> ApiError {
     ApiError::bad_request(format!("Invalid JSON data: {text}"))
 }
 
-/// Fields whose values are maps of user data the simulator reads: their keys are kept as sent.
-const MAP_FIELDS: &[&str] = &["env_vars", "secret_env_vars", "annotations"];
+/// Fields whose values are maps of user data: their keys are kept as sent.
+const MAP_FIELDS: &[&str] = &[
+    "env_vars",
+    "secret_env_vars",
+    "tags",
+    "annotations",
+    "app_annotations",
+    "opt_res_map",
+    "total_opt_res",
+    "min_node_opt_res",
+    "internal_port_to_lb_ip",
+];
 
 /// Lower-cases object keys (Go matches struct fields case-insensitively) except inside map
 /// fields, and drops `null` members (Go leaves the field untouched). For duplicate keys the
