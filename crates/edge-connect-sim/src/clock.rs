@@ -1,5 +1,5 @@
-//! Time and identifier helpers: RFC3339Nano timestamps, Go-style durations, random ids.
-//! Hand-written because the simulator needs only these few formats.
+//! Time and identifier helpers: RFC3339Nano timestamps, Go-style durations, revisions and
+//! ULID-like object ids. Hand-written because the simulator needs only these few formats.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -123,6 +123,21 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// A ULID-shaped id (26 Crockford base32 characters: 48 bits of milliseconds, 80 random).
+    pub(crate) fn ulid(&self) -> String {
+        const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+        let millis = since_epoch().as_millis() & ((1u128 << 48) - 1);
+        let random = (u128::from(self.next_u64()) << 16 | u128::from(self.next_u64() & 0xFFFF))
+            & ((1u128 << 80) - 1);
+        let mut value = millis << 80 | random;
+        let mut out = [b'0'; 26];
+        for slot in out.iter_mut().rev() {
+            *slot = ALPHABET[(value & 31) as usize];
+            value >>= 5;
+        }
+        out.iter().map(|&b| b as char).collect()
+    }
+
     /// `n` lower-case alphanumeric characters, for pod-name style suffixes.
     pub(crate) fn alnum(&self, n: usize) -> String {
         const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -159,5 +174,13 @@ mod tests {
         assert_eq!(go_duration_secs(0), "0s");
         assert_eq!(go_duration_secs(65), "1m5s");
         assert_eq!(go_duration_secs(3723), "1h2m3s");
+    }
+
+    #[test]
+    fn ulids_are_26_chars_and_distinct() {
+        let rng = Rng::new();
+        let (a, b) = (rng.ulid(), rng.ulid());
+        assert_eq!(a.len(), 26);
+        assert_ne!(a, b);
     }
 }

@@ -2,28 +2,36 @@
 
 use std::collections::BTreeMap;
 
-use crate::clock::Timestamp;
+use crate::clock::{Rng, Timestamp};
 use crate::model::enums::ImageType;
 use crate::model::{App, AppKey, FlavorKey, Infra, KubernetesResources, SecretMap};
 use crate::protocol::ApiError;
 
 use super::app_config::configure;
+use super::names::dns_sanitize;
 
 /// App compatibility version reported by current controllers.
 const APP_COMPATIBILITY_VERSION: u32 = 2;
 
 /// Fills the fields the controller sets on a new App.
-pub(crate) fn stamp_new(app: &mut App) {
+pub(crate) fn stamp_new(rng: &Rng, app: &mut App, region: &str) {
     app.created_at = Timestamp::now();
+    app.obj_id = rng.ulid();
     app.compatibility_version = APP_COMPATIBILITY_VERSION;
+    app.global_id = dns_sanitize(&format!(
+        "{}-{}{}{}",
+        region, app.key.name, app.key.version, app.key.organization
+    ));
 }
 
 /// Builds the App a seed request describes (also used by the benchmark and tests).
 pub(crate) fn seeded_app(
     infra: &Infra,
+    rng: &Rng,
     key: AppKey,
     env_vars: BTreeMap<String, String>,
     secret_env_vars: BTreeMap<String, String>,
+    region: &str,
 ) -> Result<App, ApiError> {
     let mut app = App {
         key,
@@ -45,6 +53,6 @@ pub(crate) fn seeded_app(
         app.kubernetes_resources = Some(KubernetesResources::default());
     }
     configure(infra, &mut app)?;
-    stamp_new(&mut app);
+    stamp_new(rng, &mut app, region);
     Ok(app)
 }

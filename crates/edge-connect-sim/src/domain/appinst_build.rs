@@ -240,6 +240,7 @@ pub(crate) fn expose(
 /// A new instance in `CreateRequested`, with everything the controller fills in.
 pub(crate) fn build_inst(
     api: ApiGeneration,
+    rng: &Rng,
     key: AppInstKey,
     input: &AppInstIn,
     app: &App,
@@ -301,10 +302,14 @@ pub(crate) fn build_inst(
         configs: input.configs.clone(),
         dedicated_ip: input.dedicated_ip,
         compatibility_version: if gen3 { 3 } else { 2 },
+        obj_id: if gen3 { rng.ulid() } else { String::new() },
         annotations: input.annotations.clone(),
         kubernetes_resources,
         node_resources,
+        enable_ipv6: input.enable_ipv6,
+        is_standalone: app.is_standalone || input.is_standalone,
         namespace,
+        tags: input.tags.clone(),
         key,
         ..AppInst::default()
     }
@@ -344,7 +349,7 @@ pub(crate) fn seeded_inst(
         uri: String::new(),
         mapped: Vec::new(),
     });
-    let mut inst = build_inst(api, key, &input, app, placement, exposure);
+    let mut inst = build_inst(api, rng, key, &input, app, placement, exposure);
     inst.state = TrackedState::Ready;
     inst.runtime_info.container_ids = vec![container];
     Some(inst)

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::startup::PodWait;
 use crate::faults::StreamFault;
 use crate::lock;
-use crate::model::enums::TrackedState;
+use crate::model::enums::{HealthCheck, TrackedState};
 use crate::model::store::State;
 use crate::model::{key_json, AppInstKey};
 use crate::protocol::capitalize;
@@ -474,6 +474,9 @@ impl Runner {
                 inst.errors.clear();
                 if inst.runtime_info.container_ids.is_empty() && !self.op.container_id.is_empty() {
                     inst.runtime_info.container_ids = vec![self.op.container_id.clone()];
+                }
+                if inst.mapped_ports.as_ref().is_some_and(|p| !p.is_empty()) {
+                    inst.health_check = HealthCheck::Ok;
                 }
             }
         }

@@ -59,7 +59,7 @@ fn store_new(call: &Call, st: &mut State, input: &AppIn) -> Result<Response, Api
     precheck(input)?;
     let mut app = input.to_app();
     configure(&call.shared.infra, &mut app)?;
-    stamp_new(&mut app);
+    stamp_new(&call.shared.rng, &mut app, &call.region);
     st.put_app(app);
     Ok(unary_ok())
 }

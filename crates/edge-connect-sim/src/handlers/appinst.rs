@@ -313,6 +313,7 @@ fn start(
     });
     let inst = build_inst(
         shared.config.api,
+        &shared.rng,
         key.clone(),
         input,
         app,

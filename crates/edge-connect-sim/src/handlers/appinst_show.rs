@@ -34,14 +34,19 @@ fn rest_filter(input: &AppInstIn, api: ApiGeneration) -> Option<Value> {
         },
         revision: input.revision.clone(),
         configs: input.configs.clone(),
+        health_check: input.health_check,
         power_state: input.power_state,
         dedicated_ip: input.dedicated_ip,
         unique_id: input.unique_id.clone(),
         compatibility_version: input.compatibility_version,
+        enable_ipv6: input.enable_ipv6,
+        obj_id: input.obj_id.clone(),
         annotations: input.annotations.clone(),
         kubernetes_resources: input.kubernetes_resources.clone(),
         node_resources: input.node_resources.clone(),
+        is_standalone: input.is_standalone,
         namespace: input.namespace.clone(),
+        tags: input.tags.clone(),
         ..AppInst::default()
     };
     let mut value = serde_json::to_value(&probe).unwrap_or(Value::Null);

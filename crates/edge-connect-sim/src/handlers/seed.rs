@@ -93,9 +93,11 @@ pub(crate) fn seed(shared: &Shared, seed: &Seed) -> Result<Seeded, String> {
         }
         let app = seeded_app(
             &shared.infra,
+            &shared.rng,
             key,
             seed.env_vars.clone(),
             seed.secret_env_vars.clone(),
+            &region,
         )
         .map_err(|e| e.message)?;
         if seed.app_insts {

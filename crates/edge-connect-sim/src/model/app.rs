@@ -57,6 +57,8 @@ pub(crate) struct App {
     pub required_outbound_connections: Option<Vec<Value>>,
     #[serde(skip_serializing_if = "is_false")]
     pub allow_serverless: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub global_id: String,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env_vars: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "SecretMap::is_empty")]
@@ -70,10 +72,18 @@ pub(crate) struct App {
     pub kubernetes_resources: Option<KubernetesResources>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_resources: Option<NodeResources>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub obj_id: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub app_annotations: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub is_standalone: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub manages_own_namespaces: bool,
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub compatibility_version: u32,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
 }
 
 fn redact_string<S: Serializer>(_: &str, s: S) -> Result<S::Ok, S::Error> {
@@ -130,12 +140,17 @@ pub(crate) struct AppIn {
     pub updated_at: TimestampIn,
     pub required_outbound_connections: Option<Vec<Value>>,
     pub allow_serverless: bool,
+    pub global_id: String,
     pub env_vars: BTreeMap<String, String>,
     pub secret_env_vars: BTreeMap<String, String>,
     pub kubernetes_resources: Option<KubernetesResources>,
     pub node_resources: Option<NodeResources>,
+    pub obj_id: String,
+    pub app_annotations: BTreeMap<String, String>,
+    pub is_standalone: bool,
     pub manages_own_namespaces: bool,
     pub compatibility_version: u32,
+    pub tags: BTreeMap<String, String>,
 }
 
 impl AppIn {
@@ -178,13 +193,18 @@ impl AppIn {
             updated_at: Timestamp::default(),
             required_outbound_connections: self.required_outbound_connections.clone(),
             allow_serverless: self.allow_serverless,
+            global_id: self.global_id.clone(),
             env_vars: self.env_vars.clone(),
             secret_env_vars: SecretMap(self.secret_env_vars.clone()),
             secrets_wiped: false,
             kubernetes_resources: self.kubernetes_resources.clone(),
             node_resources: self.node_resources.clone(),
+            obj_id: self.obj_id.clone(),
+            app_annotations: self.app_annotations.clone(),
+            is_standalone: self.is_standalone,
             manages_own_namespaces: self.manages_own_namespaces,
             compatibility_version: self.compatibility_version,
+            tags: self.tags.clone(),
         }
     }
 }

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::enums::{CrmOverride, IpAccess, LProto, Liveness, PowerState, TrackedState};
+use super::enums::{
+    CrmOverride, HealthCheck, IpAccess, LProto, Liveness, PowerState, TrackedState,
+};
 use super::keys::{AppInstKey, AppInstKeyIn, AppKey, ClusterKey, FlavorKey, SiteKey};
 use super::site::Loc;
 use super::values::{ConfigFile, KubernetesResources, NodeResources, TimestampIn};
@@ -93,6 +95,8 @@ pub(crate) struct AppInst {
     pub revision: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub configs: Vec<ConfigFile>,
+    #[serde(skip_serializing_if = "HealthCheck::is_zero")]
+    pub health_check: HealthCheck,
     #[serde(skip_serializing_if = "PowerState::is_zero")]
     pub power_state: PowerState,
     pub updated_at: Timestamp,
@@ -104,14 +108,22 @@ pub(crate) struct AppInst {
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub compatibility_version: u32,
     pub virtual_cluster_key: ClusterKey,
+    #[serde(skip_serializing_if = "is_false")]
+    pub enable_ipv6: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub obj_id: String,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kubernetes_resources: Option<KubernetesResources>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_resources: Option<NodeResources>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub is_standalone: bool,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
 }
 
 /// An AppInst as sent in a request. Output-only fields are decoded too, so a create can be
@@ -141,6 +153,7 @@ pub(crate) struct AppInstIn {
     pub force_update: bool,
     pub update_multiple: bool,
     pub configs: Vec<ConfigFile>,
+    pub health_check: HealthCheck,
     pub power_state: PowerState,
     pub external_volume_size: u64,
     pub availability_zone: String,
@@ -154,10 +167,14 @@ pub(crate) struct AppInstIn {
     pub fed_key: FedKey,
     pub compatibility_version: u32,
     pub virtual_cluster_key: ClusterKey,
+    pub enable_ipv6: bool,
+    pub obj_id: String,
     pub annotations: BTreeMap<String, String>,
     pub kubernetes_resources: Option<KubernetesResources>,
     pub node_resources: Option<NodeResources>,
+    pub is_standalone: bool,
     pub namespace: String,
+    pub tags: BTreeMap<String, String>,
 }
 
 /// `runtime_info` as sent; `container_ids` present at all (even `[]`) counts as set.

@@ -252,6 +252,18 @@ sim_enum!(
 );
 
 sim_enum!(
+    /// `HealthCheck` (loc.proto).
+    HealthCheck, go = "HealthCheck", prefix = "HealthCheck", default = Unknown,
+    {
+        Unknown = 0: "HealthCheckUnknown",
+        RootlbOffline = 1: "HealthCheckRootlbOffline",
+        ServerFail = 2: "HealthCheckServerFail",
+        Ok = 3: "HealthCheckOk",
+        CloudletOffline = 4: "HealthCheckCloudletOffline",
+    }
+);
+
+sim_enum!(
     /// `CRMOverride` (common.proto); no common prefix.
     CrmOverride, go = "CRMOverride", prefix = "", default = NoOverride,
     {
