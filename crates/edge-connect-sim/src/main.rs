@@ -71,6 +71,11 @@ struct Cli {
     #[arg(long, value_name = "RELEASE", default_value = "current")]
     release: ServerRelease,
 
+    /// Cloudlets whose CRM runs centrally, OPERATOR-ORG/NAME: a client that closes a
+    /// CreateAppInst stream early makes the controller undo the create.
+    #[arg(long, value_name = "ORG/NAME", value_delimiter = ',', value_parser = parse_site)]
+    central_crm: Vec<(String, String)>,
+
     /// Cloudlets whose cluster enforces a Pod Security level on the AppInsts' namespaces,
     /// OPERATOR-ORG/NAME=LEVEL, LEVEL as Kubernetes names it: privileged (what EdgeXR's own
     /// clusters admit), baseline or restricted. A pod the level forbids is never created and
@@ -89,6 +94,11 @@ struct Cli {
     /// Images whose container exits at once (CrashLoopBackOff on Kubernetes), as patterns.
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     crashing_image: Vec<String>,
+
+    /// Images whose container exits with an error every time and is seen terminated at every
+    /// poll (`Error`, never CrashLoopBackOff, on Kubernetes), as patterns.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    terminating_image: Vec<String>,
 
     /// Images whose pod no node can take (Pending without containers), as patterns.
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
@@ -170,29 +180,47 @@ fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
     }
 }
 
-/// The settings of the cloudlets `--pod-security` names. A level for a site the simulator does
-/// not have would leave the trial silently permissive: refused.
+/// One entry per cloudlet that a flag sets something of, all its flags in it. A level for a
+/// site the simulator does not have would leave the trial silently permissive: refused.
 fn cloudlet_settings(
     cloudlets: &[(String, String)],
+    central_crm: &[(String, String)],
     pod_security: &[((String, String), PodSecurity)],
 ) -> Result<Vec<CloudletSettings>, String> {
-    pod_security
+    let mut settings: Vec<CloudletSettings> = Vec::new();
+    for (org, name) in central_crm {
+        settings_of(&mut settings, org, name).crm_on_edge = false;
+    }
+    for ((org, name), level) in pod_security {
+        if !cloudlets.iter().any(|(o, n)| o == org && n == name) {
+            let known: Vec<String> = cloudlets.iter().map(|(o, n)| format!("{o}/{n}")).collect();
+            return Err(format!(
+                "--pod-security: {org}/{name} is not a cloudlet of this simulator (its cloudlets: {}; see --cloudlet)",
+                known.join(", ")
+            ));
+        }
+        settings_of(&mut settings, org, name).pod_security = *level;
+    }
+    Ok(settings)
+}
+
+/// The settings entry of a cloudlet, added when it has none yet.
+fn settings_of<'a>(
+    settings: &'a mut Vec<CloudletSettings>,
+    organization: &str,
+    name: &str,
+) -> &'a mut CloudletSettings {
+    let at = match settings
         .iter()
-        .map(|((org, name), level)| {
-            if !cloudlets.iter().any(|(o, n)| o == org && n == name) {
-                let known: Vec<String> =
-                    cloudlets.iter().map(|(o, n)| format!("{o}/{n}")).collect();
-                return Err(format!(
-                    "--pod-security: {org}/{name} is not a cloudlet of this simulator (its cloudlets: {}; see --cloudlet)",
-                    known.join(", ")
-                ));
-            }
-            Ok(CloudletSettings {
-                pod_security: *level,
-                ..CloudletSettings::new(org, name)
-            })
-        })
-        .collect()
+        .position(|s| s.organization == organization && s.name == name)
+    {
+        Some(at) => at,
+        None => {
+            settings.push(CloudletSettings::new(organization, name));
+            settings.len() - 1
+        }
+    };
+    &mut settings[at]
 }
 
 impl Cli {
@@ -200,10 +228,12 @@ impl Cli {
     fn config(self) -> Result<SimConfig, String> {
         let defaults = SimConfig::default();
         let cloudlets = or_default(self.cloudlet, defaults.cloudlets);
-        let cloudlet_settings = cloudlet_settings(&cloudlets, &self.pod_security)?;
+        let cloudlet_settings =
+            cloudlet_settings(&cloudlets, &self.central_crm, &self.pod_security)?;
         let images = [
             (&self.unpullable_image, ImageFault::CannotPull),
             (&self.crashing_image, ImageFault::Crashes),
+            (&self.terminating_image, ImageFault::Terminates),
             (&self.unschedulable_image, ImageFault::Unschedulable),
         ]
         .into_iter()
@@ -344,10 +374,29 @@ mod tests {
     }
 
     #[test]
+    fn a_site_named_by_two_flags_gets_both_settings_in_one_entry() {
+        let settings = cloudlet_settings(
+            &[site("TelekomOP/Munich"), site("TelekomOP/Berlin")],
+            &[site("TelekomOP/Munich")],
+            &[parse_pod_security("TelekomOP/Munich=restricted").unwrap()],
+        )
+        .unwrap();
+        assert_eq!(
+            settings,
+            [CloudletSettings {
+                crm_on_edge: false,
+                pod_security: PodSecurity::Restricted,
+                ..CloudletSettings::new("TelekomOP", "Munich")
+            }]
+        );
+    }
+
+    #[test]
     fn a_level_for_a_site_the_simulator_lacks_is_refused_naming_its_sites() {
         assert_eq!(
             cloudlet_settings(
                 &[site("TelekomOP/Munich")],
+                &[],
                 &[parse_pod_security("TelekomOP/Berlin=baseline").unwrap()],
             ),
             Err("--pod-security: TelekomOP/Berlin is not a cloudlet of this simulator (its cloudlets: TelekomOP/Munich; see --cloudlet)".into())
