@@ -72,6 +72,9 @@ pub struct ExtraSpecs {
     /// The runner's size instead of a flavor: vCPUs, memory and disk of the whole pod. The
     /// provider then writes the pod and gives each container requests and limits within it.
     pub resources: Option<crate::pod::Resources>,
+    /// `false`: this pool's runners neither use nor start their site's cache (the provider
+    /// config's `[site_cache]`).
+    pub site_cache: Option<bool>,
     /// GARM-injected (v0.2.0+): base64 install-script wrapper; accepted and ignored.
     pub runner_install_template: Option<String>,
     /// GARM cloud-init key; accepted and ignored.

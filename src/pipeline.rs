@@ -229,6 +229,13 @@ pub fn run<T>(
     let (config, deadline, metrics) = (session.config, session.deadline, session.metrics);
     // Read once: the credentials file is both the login and the token cache's key.
     let credentials = config.credentials(&environment)?;
+    // Wanted only by what starts or uses an actions cache, which then says what is missing;
+    // every other command goes on without it.
+    let cache_secret = config.site_cache_secret(&environment).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the site cache's actions cache has no usable secret");
+        None
+    });
+    let asked: Vec<Secret> = asked.into_iter().chain(cache_secret.clone()).collect();
     protect(&asked, &credentials, &environment)?;
     let cache = token_cache(&config, &environment, &credentials);
     let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
@@ -243,6 +250,7 @@ pub fn run<T>(
         environment,
         progress,
         metrics,
+        cache_secret,
     );
     let output = block_on(work(&provider));
     let (requests, logins) = (provider.client().requests(), provider.client().logins());

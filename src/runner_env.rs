@@ -42,8 +42,16 @@ pub fn app_inst_marks(controller_id: &str, pool_id: &str) -> BTreeMap<String, St
     ])
 }
 
+/// The site's actions cache server, once it is Ready (docs/runner-contract.md, "The site's
+/// actions cache").
+pub const ENV_CACHE_SERVER: &str = "RUNNER_CACHE_SERVER";
+/// Its secret, in `secret_env_vars`.
+pub const ENV_CACHE_SECRET: &str = "RUNNER_CACHE_SECRET";
+
 /// Names the provider sets itself; extra specs may not override them.
 pub const RESERVED: &[&str] = &[
+    ENV_CACHE_SERVER,
+    ENV_CACHE_SECRET,
     ENV_CONTROLLER_ID,
     ENV_POOL_ID,
     ENV_INSTANCE_NAME,
@@ -268,7 +276,7 @@ pub fn runner_env(
 /// The forge the instance token says this runner is for (`github` or `gitea`), from its
 /// `forge_type` claim. The token is read, not verified: only GARM can verify it, and it only
 /// tells which bootstrap flavour the container must follow.
-fn forge_type(token: &str) -> Option<&'static str> {
+pub fn forge_type(token: &str) -> Option<&'static str> {
     let claims = edge_connect::jwt::unverified_claims(token)?;
     let forge = claims.get("forge_type")?.as_str()?.to_ascii_lowercase();
     match forge.as_str() {

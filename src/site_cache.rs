@@ -1,15 +1,141 @@
-//! The site cache's registry mirror as its programs are configured: the registry container's
-//! environment and the dind daemon's flag, from the mirror's address. The one statement of this
-//! configuration is docs/site-cache.md, "How the site cache is configured"; the real-registry test
+//! The site cache as Edge Connect holds it and its programs are configured: which App stands
+//! for which site and service, the Apps' bodies, and what a runner is given once a cache is
+//! Ready. The one statement of these facts is docs/site-cache.md ("How the site cache is
+//! configured", "How the provider runs it"); the real-registry test
 //! (tests/it/site_cache_mirror.rs) runs Debian's registry and dockerd with exactly these bytes.
+
+use std::collections::BTreeMap;
+
+use sha2::{Digest, Sha256};
+
+use crate::config::{Config, Placement};
+use edge_connect::models::{AppInst, AppKey, FlavorKey, NewApp};
 
 /// Docker Hub's registry host, the one upstream a site mirror caches: the host dockerd and
 /// BuildKit pull Docker Hub images from (docs/site-cache.md, "The registry mirror").
 pub const DOCKER_HUB: &str = "https://registry-1.docker.io";
 /// Where the mirror listens in its pod: the official image's port, the App's one access port.
 pub const LISTEN: &str = ":5000";
-/// Where the mirror keeps what it fetched: the official image's volume (an `emptyDir` in the pod).
+/// Where the mirror keeps what it fetched: the official image's volume.
 pub const STORAGE: &str = "/var/lib/registry";
+/// The pinned images (docs/site-cache.md): distribution's official image, and forgejo-runner's
+/// image of the release the example runner image carries.
+pub const REGISTRY_IMAGE: &str = "docker.io/library/registry:3.0.0";
+pub const ACTIONS_CACHE_IMAGE: &str = "data.forgejo.org/forgejo/runner:13.1.0";
+/// The App variable that marks a cache as this controller's: never the runners'
+/// `GARM_CONTROLLER_ID`, so no runner command ever finds a cache.
+pub const ENV_CACHE_CONTROLLER: &str = "GPEC_SITE_CACHE_CONTROLLER";
+/// The AppInst annotation a ShowAppInst finds this controller's caches by (B23).
+pub const MARK_CACHE_CONTROLLER: &str = "gpec-site-cache";
+/// The cache server's secret inside its container (`secret_env_vars`).
+const ENV_SECRET: &str = "SITE_CACHE_SECRET";
+/// A failed or undone cache is tried again only from the second 10-minute slot after its
+/// last attempt: attempts are at least 10 minutes apart.
+pub const SLOT_SECS: u64 = 600;
+
+/// One service of a site cache, one App each: a service fails, restarts and is removed on its
+/// own, and the platform writes each one's Deployment and Service from its image and access
+/// port, with no manifest of ours (docs/site-cache.md, "How the provider runs it").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// distribution in proxy mode: Docker Hub's images for `dind` and `buildkit`.
+    Registry,
+    /// forgejo-runner's `cache-server`: `actions/cache` of Forgejo runners.
+    Actions,
+}
+
+impl Service {
+    pub const ALL: [Service; 2] = [Service::Registry, Service::Actions];
+
+    /// How names and messages call it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Service::Registry => "registry",
+            Service::Actions => "actions",
+        }
+    }
+
+    /// The access port it listens on.
+    pub fn port(self) -> u32 {
+        match self {
+            Service::Registry => 5000,
+            Service::Actions => 4001,
+        }
+    }
+
+    /// Whether the config runs it.
+    pub fn enabled(self, config: &Config) -> bool {
+        match self {
+            Service::Registry => config.site_cache.registry_mirror,
+            Service::Actions => config.site_cache.actions_cache,
+        }
+    }
+}
+
+/// `ORG/NAME` of a site, as messages and the metrics name it.
+pub fn site_label(site: &Placement) -> String {
+    let (Placement::Zone(k) | Placement::Cloudlet(k)) = site;
+    format!("{}/{}", k.organization, k.name)
+}
+
+fn hex8(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(4)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The App name of `service`'s cache on `site` for `controller_id`:
+/// `sc-<controller hash>-<site hash>-<service>`, 29 characters at most (B4's 40).
+pub fn app_name(controller_id: &str, site: &Placement, service: Service) -> String {
+    let (kind, key) = match site {
+        Placement::Zone(k) => ("zone", k),
+        Placement::Cloudlet(k) => ("cloudlet", k),
+    };
+    let site = format!("{kind}:{}/{}", key.organization, key.name);
+    format!(
+        "sc-{}-{}-{}",
+        hex8(controller_id),
+        hex8(&site),
+        service.word()
+    )
+}
+
+/// The prefix every cache App name of `controller_id` starts with.
+pub fn name_prefix(controller_id: &str) -> String {
+    format!("sc-{}-", hex8(controller_id))
+}
+
+/// The service a cache App name of `controller_id` stands for.
+pub fn service_of(controller_id: &str, app_name: &str) -> Option<Service> {
+    let rest = app_name.strip_prefix(&name_prefix(controller_id))?;
+    Service::ALL
+        .into_iter()
+        .find(|s| rest.len() == 9 + s.word().len() && rest.ends_with(s.word()))
+}
+
+/// The App version of an attempt made at `unix_secs`: its 10-minute slot, `t<slot>`.
+pub fn version_at(unix_secs: u64) -> String {
+    format!("t{}", unix_secs / SLOT_SECS)
+}
+
+/// The slot an App version names, if it is a cache's.
+pub fn slot_of(version: &str) -> Option<u64> {
+    version.strip_prefix('t')?.parse().ok()
+}
+
+/// Seconds since the epoch now (0 on a clock before 1970, which makes every cache look old).
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Whether a cache last tried in `last` may be tried again now: from the second slot after it.
+pub fn may_try_again(last: u64, now: u64) -> bool {
+    now / SLOT_SECS >= last + 2
+}
 
 /// The registry container's environment: a pull-through cache of `upstream` only, storing on the
 /// filesystem under `storage`, listening on `listen`. Environment variables, not a file, because
@@ -26,6 +152,92 @@ pub fn registry_env(upstream: &str, listen: &str, storage: &str) -> Vec<(&'stati
     ]
 }
 
+/// The cache server's command line: the secret goes into a configuration file written at start
+/// from `secret_env_vars` (the server reads it from a flag or that file only, and a flag would
+/// be in the App's `command_args`, which ShowApp shows), then `cache-server` on the access port.
+/// The file is JSON, which the server's YAML reader takes, so that the script holds neither a
+/// newline nor `: `, which the platform's generator would break its manifest's YAML with
+/// (docs/site-cache.md, "How the provider runs it").
+fn actions_cache_args() -> Vec<String> {
+    let port = Service::Actions.port();
+    let script = format!(
+        "umask 077 && printf '{{\"cache\":{{\"secret\":\"%s\"}}}}' \"${ENV_SECRET}\" > /tmp/cache.json && exec forgejo-runner --config /tmp/cache.json cache-server --port {port} --dir /tmp/actcache"
+    );
+    vec!["-c".to_string(), script]
+}
+
+/// The CreateApp body of `service`'s cache on `site`, attempted at `unix_secs`.
+pub fn new_app(
+    config: &Config,
+    controller_id: &str,
+    site: &Placement,
+    service: Service,
+    secret: Option<&str>,
+    unix_secs: u64,
+) -> NewApp {
+    let ec = &config.edge_connect;
+    let cache = &config.site_cache;
+    let mut env_vars =
+        BTreeMap::from([(ENV_CACHE_CONTROLLER.to_string(), controller_id.to_string())]);
+    let mut secret_env_vars = BTreeMap::new();
+    let (image, command, command_args) = match service {
+        Service::Registry => {
+            env_vars.extend(
+                registry_env(DOCKER_HUB, LISTEN, STORAGE)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v)),
+            );
+            (&cache.registry_image, None, Vec::new())
+        }
+        Service::Actions => {
+            if let Some(secret) = secret {
+                secret_env_vars.insert(ENV_SECRET.to_string(), secret.to_string());
+            }
+            (
+                &cache.actions_cache_image,
+                Some("sh".to_string()),
+                actions_cache_args(),
+            )
+        }
+    };
+    let flavor = cache.flavor.clone().or_else(|| ec.default_flavor.clone());
+    NewApp {
+        key: AppKey {
+            organization: ec.organization.clone(),
+            name: app_name(controller_id, site, service),
+            version: version_at(unix_secs),
+        },
+        image_type: "Docker",
+        image_path: image.clone(),
+        deployment: "kubernetes",
+        default_flavor: FlavorKey {
+            name: flavor.unwrap_or_default(),
+        },
+        kubernetes_resources: None,
+        command,
+        command_args,
+        configs: Vec::new(),
+        env_vars,
+        secret_env_vars,
+        username: None,
+        credentials: None,
+        deployment_manifest: None,
+        access_ports: format!("tcp:{}", service.port()),
+    }
+}
+
+/// The AppInst annotations of a cache of `controller_id`.
+pub fn marks(controller_id: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(MARK_CACHE_CONTROLLER.to_string(), controller_id.to_string())])
+}
+
+/// The URL a Ready cache AppInst of `service` is reached at, as ShowAppInst reports its access
+/// port (B36, B37): `http://host:port`, `https://` where the load balancer terminates TLS.
+pub fn url_of(inst: &AppInst, service: Service) -> Option<String> {
+    let (address, tls) = inst.address(service.port())?;
+    Some(mirror_url(&address, tls))
+}
+
 /// The mirror's URL for the daemons, from the address ShowAppInst reports (`host:port`) and
 /// whether the load balancer terminates TLS on the port. The scheme is always written: dockerd
 /// takes a mirror without one as `https://`.
@@ -40,9 +252,34 @@ pub fn dockerd_flag(url: &str) -> String {
     format!("--registry-mirror={url}")
 }
 
+/// `buildkitd.toml` for the mirror at `url`: Docker Hub mirrored by its `host:port`, and that
+/// host spoken to in plain HTTP unless the URL is `https` (docs/site-cache.md, "Pointing the
+/// daemons at the mirror").
+pub fn buildkitd_toml(url: &str) -> String {
+    let (host, http) = match url.strip_prefix("http://") {
+        Some(host) => (host, true),
+        None => (url.strip_prefix("https://").unwrap_or(url), false),
+    };
+    let mut toml = format!("[registry.\"docker.io\"]\n  mirrors = [\"{host}\"]\n");
+    if http {
+        toml.push_str(&format!("\n[registry.\"{host}\"]\n  http = true\n"));
+    }
+    toml
+}
+
+/// What a runner is given of its site's Ready caches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Use {
+    /// The registry mirror's URL.
+    pub mirror: Option<String>,
+    /// The actions cache server's URL.
+    pub actions: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SiteKey;
 
     #[test]
     fn a_site_mirror_proxies_docker_hub_without_credentials() {
@@ -73,5 +310,57 @@ mod tests {
             dockerd_flag(&mirror_url("cache.example.net:5000", true)),
             "--registry-mirror=https://cache.example.net:5000"
         );
+    }
+
+    #[test]
+    fn buildkit_is_told_plain_http_only_for_a_plain_port() {
+        assert_eq!(
+            buildkitd_toml("http://c.example.net:10003"),
+            "[registry.\"docker.io\"]\n  mirrors = [\"c.example.net:10003\"]\n\n[registry.\"c.example.net:10003\"]\n  http = true\n"
+        );
+        assert_eq!(
+            buildkitd_toml("https://c.example.net:5000"),
+            "[registry.\"docker.io\"]\n  mirrors = [\"c.example.net:5000\"]\n"
+        );
+    }
+
+    #[test]
+    fn names_tell_controller_site_and_service_apart_and_read_back() {
+        let zone = |n: &str| {
+            Placement::Zone(SiteKey {
+                organization: "TelekomOP".into(),
+                name: n.into(),
+                federated_organization: String::new(),
+            })
+        };
+        let a = app_name("ctrl-1", &zone("Munich"), Service::Registry);
+        assert_eq!(a.len(), 29);
+        assert!(crate::naming::is_safe_name(&a));
+        assert_ne!(a, app_name("ctrl-2", &zone("Munich"), Service::Registry));
+        assert_ne!(a, app_name("ctrl-1", &zone("Berlin"), Service::Registry));
+        assert_eq!(service_of("ctrl-1", &a), Some(Service::Registry));
+        assert_eq!(service_of("ctrl-2", &a), None);
+        let b = app_name("ctrl-1", &zone("Munich"), Service::Actions);
+        assert_eq!(service_of("ctrl-1", &b), Some(Service::Actions));
+    }
+
+    #[test]
+    fn the_cache_server_script_is_one_safe_yaml_word() {
+        let args = actions_cache_args();
+        assert_eq!(
+            args[1],
+            r#"umask 077 && printf '{"cache":{"secret":"%s"}}' "$SITE_CACHE_SECRET" > /tmp/cache.json && exec forgejo-runner --config /tmp/cache.json cache-server --port 4001 --dir /tmp/actcache"#
+        );
+        assert!(!args[1].contains(": ") && !args[1].contains('\n') && !args[1].contains(" #"));
+    }
+
+    #[test]
+    fn attempts_are_at_least_ten_minutes_apart() {
+        let last = slot_of(&version_at(1_200)).unwrap();
+        assert_eq!(last, 2);
+        assert!(!may_try_again(last, 1_799));
+        assert!(!may_try_again(last, 1_800 + 599));
+        assert!(may_try_again(last, 2_400));
+        assert_eq!(slot_of("1"), None);
     }
 }

@@ -9,6 +9,8 @@ use super::*;
 pub const ENV_USERNAME: &str = "EDP_EDGE_CONNECT_USERNAME";
 /// Environment variable that overrides the credentials file's `password`.
 pub const ENV_PASSWORD: &str = "EDP_EDGE_CONNECT_PASSWORD";
+/// Environment variable that gives the site cache's secret (overrides `site_cache_secret`).
+pub const ENV_SITE_CACHE_SECRET: &str = "EDP_SITE_CACHE_SECRET";
 
 /// The shortest password accepted. Every text the provider writes is masked for the password
 /// ([`edge_connect::Scrubber`]); a password of a few characters would either stay unmasked or
@@ -21,6 +23,7 @@ pub const MIN_PASSWORD_CHARS: usize = 8;
 struct CredentialsFile {
     username: Option<String>,
     password: Option<Secret>,
+    site_cache_secret: Option<Secret>,
 }
 
 impl Config {
@@ -34,45 +37,7 @@ impl Config {
         // Complete credentials in the environment make the file unnecessary: it is not read.
         let needed = env_username.is_none() || env_password.is_none();
         if let Some(path) = self.credentials_file.as_ref().filter(|_| needed) {
-            let unreadable = |e: String| {
-                Error::failed(format!(
-                    "cannot read credentials_file {}: {e}",
-                    path.display()
-                ))
-            };
-            // Credentials files must not be readable by group or others: GARM's host is shared.
-            let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 && !self.allow_insecure_credentials_file {
-                let who = match (mode & 0o070 != 0, mode & 0o007 != 0) {
-                    (true, true) => "group and others",
-                    (true, false) => "its group",
-                    _ => "others",
-                };
-                // A Kubernetes Secret volume: the kubelet links its files into `..data`
-                // and sets their mode itself, so chmod cannot help (docs/operations.md,
-                // "Credentials and fsGroup").
-                let fix = if path.parent().is_some_and(|d| d.join("..data").exists()) {
-                    "set the Secret volume's defaultMode to 0400 (256) and remove the pod's fsGroup, or take the credentials from the environment".to_string()
-                } else {
-                    format!("run: chmod 600 {}", path.display())
-                };
-                return Err(Error::failed(format!(
-                    "credentials_file {} is readable by {who} (mode {mode:o}); {fix}",
-                    path.display()
-                )));
-            }
-            let text = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
-                .map_err(unreadable)?;
-            // Never show a value from this file: it is the password's home.
-            file =
-                serde_path_to_error::deserialize(toml::Deserializer::new(&text)).map_err(|e| {
-                    Error::failed(format!(
-                        "credentials_file {}: {}",
-                        path.display(),
-                        toml_error(&e, &text, false, &[])
-                    ))
-                })?;
+            file = self.read_credentials_file(path)?;
             file_read = Some(path);
         }
         let username = env_username.or(file.username).filter(|u| !u.is_empty());
@@ -113,6 +78,71 @@ impl Config {
                     ),
                 }))
             }
+        }
+    }
+
+    /// The credentials file at `path`, refused when others may read it.
+    fn read_credentials_file(&self, path: &PathBuf) -> Result<CredentialsFile, Error> {
+        let unreadable = |e: String| {
+            Error::failed(format!(
+                "cannot read credentials_file {}: {e}",
+                path.display()
+            ))
+        };
+        // Credentials files must not be readable by group or others: GARM's host is shared.
+        let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 && !self.allow_insecure_credentials_file {
+            let who = match (mode & 0o070 != 0, mode & 0o007 != 0) {
+                (true, true) => "group and others",
+                (true, false) => "its group",
+                _ => "others",
+            };
+            // A Kubernetes Secret volume: the kubelet links its files into `..data`
+            // and sets their mode itself, so chmod cannot help (docs/operations.md,
+            // "Credentials and fsGroup").
+            let fix = if path.parent().is_some_and(|d| d.join("..data").exists()) {
+                "set the Secret volume's defaultMode to 0400 (256) and remove the pod's fsGroup, or take the credentials from the environment".to_string()
+            } else {
+                format!("run: chmod 600 {}", path.display())
+            };
+            return Err(Error::failed(format!(
+                "credentials_file {} is readable by {who} (mode {mode:o}); {fix}",
+                path.display()
+            )));
+        }
+        let text = crate::text::read_regular_file(path, crate::text::MAX_CONFIG_BYTES)
+            .map_err(unreadable)?;
+        // Never show a value from this file: it is the password's home.
+        serde_path_to_error::deserialize(toml::Deserializer::new(&text)).map_err(|e| {
+            Error::failed(format!(
+                "credentials_file {}: {}",
+                path.display(),
+                toml_error(&e, &text, false, &[])
+            ))
+        })
+    }
+
+    /// The site cache's secret (`site_cache.actions_cache`): `EDP_SITE_CACHE_SECRET` from `env`,
+    /// else the credentials file's `site_cache_secret`; `None` when no actions cache runs.
+    pub fn site_cache_secret(
+        &self,
+        env: &HashMap<String, String>,
+    ) -> Result<Option<Secret>, Error> {
+        if !self.site_cache.actions_cache {
+            return Ok(None);
+        }
+        let secret = match env.get(ENV_SITE_CACHE_SECRET).filter(|v| !v.is_empty()) {
+            Some(value) => Some(Secret::new(value)),
+            None => match &self.credentials_file {
+                Some(path) => self.read_credentials_file(path)?.site_cache_secret,
+                None => None,
+            },
+        };
+        match secret.filter(|s| !s.is_empty()) {
+            Some(s) if s.expose().len() >= MIN_PASSWORD_CHARS && s.expose().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => Ok(Some(s)),
+            Some(_) => Err(Error::failed(format!("the site cache secret ({ENV_SITE_CACHE_SECRET} or the credentials file's site_cache_secret) must be at least {MIN_PASSWORD_CHARS} characters of letters, digits, - and _ (e.g. openssl rand -hex 32)"))),
+            None => Err(Error::failed(format!("site_cache.actions_cache needs a secret: set site_cache_secret in credentials_file or {ENV_SITE_CACHE_SECRET}"))),
         }
     }
 }

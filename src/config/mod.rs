@@ -56,6 +56,59 @@ pub struct Config {
     pub image_pull_password_env_prefix: Option<String>,
     /// Edge Connect settings.
     pub edge_connect: EdgeConnectConfig,
+    /// A cache on every site this controller places runners on (docs/site-cache.md).
+    #[serde(default)]
+    pub site_cache: SiteCacheConfig,
+}
+
+/// `[site_cache]`: what each site's cache runs, one App and AppInst per site and service.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct SiteCacheConfig {
+    /// A pull-through mirror of Docker Hub for the `dind` and `buildkit` sidecars.
+    #[serde(default)]
+    pub registry_mirror: bool,
+    /// forgejo-runner's cache server for the `actions/cache` of Forgejo runners on `dind`
+    /// pools; its secret is the credentials file's `site_cache_secret` or `EDP_SITE_CACHE_SECRET`.
+    #[serde(default)]
+    pub actions_cache: bool,
+    /// The mirror's image (distribution's registry, proxy mode).
+    #[serde(default = "default_registry_image")]
+    pub registry_image: String,
+    /// The cache server's image (forgejo-runner, which has `cache-server`).
+    #[serde(default = "default_actions_cache_image")]
+    pub actions_cache_image: String,
+    /// Flavor of each cache App (default: `edge_connect.default_flavor`).
+    #[serde(default)]
+    pub flavor: Option<String>,
+}
+
+crate::object::object_only!(SiteCacheConfig, "a table of site cache settings");
+
+impl Default for SiteCacheConfig {
+    fn default() -> Self {
+        SiteCacheConfig {
+            registry_mirror: false,
+            actions_cache: false,
+            registry_image: default_registry_image(),
+            actions_cache_image: default_actions_cache_image(),
+            flavor: None,
+        }
+    }
+}
+
+impl SiteCacheConfig {
+    /// Whether any service runs.
+    pub fn enabled(&self) -> bool {
+        self.registry_mirror || self.actions_cache
+    }
+}
+
+fn default_registry_image() -> String {
+    crate::site_cache::REGISTRY_IMAGE.to_string()
+}
+fn default_actions_cache_image() -> String {
+    crate::site_cache::ACTIONS_CACHE_IMAGE.to_string()
 }
 
 // A table, never an array of its values in order (`crate::object`); the doc line below is the
@@ -141,7 +194,7 @@ pub struct EdgeConnectConfig {
 crate::object::object_only!(EdgeConnectConfig, "a table of Edge Connect settings");
 
 pub use crate::manifest_safety::{Deployment, EnvDelivery};
-pub use credentials::{ENV_PASSWORD, ENV_USERNAME};
+pub use credentials::{ENV_PASSWORD, ENV_SITE_CACHE_SECRET, ENV_USERNAME};
 pub use edge_connect::Credentials;
 pub use values::{LogFormat, LogLevel, Placement, SiteKey};
 

@@ -118,6 +118,28 @@ impl Config {
                 "edge_connect.connect_retry_secs: must be between 1 and {MAX_DURATION_SECS}"
             ));
         }
+        let cache = &self.site_cache;
+        for (key, image) in [
+            ("site_cache.registry_image", &cache.registry_image),
+            ("site_cache.actions_cache_image", &cache.actions_cache_image),
+        ] {
+            if !crate::pod::fully_qualified(image) || image.len() > crate::pod::MAX_IMAGE_LEN {
+                return Err(format!(
+                    "{key}: `{}` is not a fully qualified image of at most {} bytes (docker.io/...)",
+                    crate::text::echo(image),
+                    crate::pod::MAX_IMAGE_LEN
+                ));
+            }
+        }
+        if cache.enabled()
+            && cache
+                .flavor
+                .as_ref()
+                .or(ec.default_flavor.as_ref())
+                .is_none()
+        {
+            return Err("site_cache: a cache needs a flavor: set site_cache.flavor or edge_connect.default_flavor".into());
+        }
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::check::leftovers::{self, StopSignals, Which};
-use crate::config::Config;
+use crate::config::{Config, Placement};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
@@ -104,11 +104,55 @@ pub enum Command {
     /// The metrics sidecar: serve Prometheus metrics from the commands' events file.
     #[command(subcommand)]
     Metrics(MetricsCommand),
+    /// This controller's site caches (docs/site-cache.md); no runner command touches them.
+    #[command(subcommand)]
+    SiteCache(SiteCacheCommand),
     /// Print the version.
     Version,
     /// Run a whole runner lifecycle against the built-in Edge Connect simulator.
     #[cfg(feature = "demo")]
     Demo,
+}
+
+/// `site-cache` subcommands. A site is `zone:ORG/NAME` or `cloudlet:ORG/NAME`.
+#[derive(Debug, Subcommand)]
+pub enum SiteCacheCommand {
+    /// List this controller's caches: site, service, App version, state, address or reason.
+    List,
+    /// Start the configured site's caches (or --site's) and wait until they are Ready.
+    Up {
+        /// Another site than the config's.
+        #[arg(long, value_parser = site)]
+        site: Option<Placement>,
+    },
+    /// Remove this controller's caches, every site's or --site's.
+    Remove {
+        /// Only this site's.
+        #[arg(long, value_parser = site)]
+        site: Option<Placement>,
+    },
+    /// Remove the caches of sites where no runner of this controller runs now, started more
+    /// than --idle ago.
+    Prune {
+        /// `90m`, `24h`, `7d` (s, m, h or d).
+        #[arg(long, value_parser = idle)]
+        idle: Duration,
+    },
+}
+
+fn site(text: &str) -> Result<Placement, String> {
+    crate::runner_env::parse_placement_tag(text)
+        .ok_or_else(|| "a site is zone:ORG/NAME or cloudlet:ORG/NAME".to_string())
+}
+
+fn idle(text: &str) -> Result<Duration, String> {
+    let units = [('s', 1), ('m', 60), ('h', 3600), ('d', 86400)];
+    let secs = units.iter().find_map(|&(unit, secs)| {
+        let number = text.strip_suffix(unit)?.parse::<u64>().ok()?;
+        number.checked_mul(secs)
+    });
+    secs.map(Duration::from_secs)
+        .ok_or_else(|| "a duration is a number and s, m, h or d: 90m, 24h, 7d".into())
 }
 
 /// `metrics` subcommands.
@@ -241,6 +285,9 @@ fn execute(cli: Cli) -> Result<(), Error> {
             let every = Duration::from_secs(compact_secs);
             return crate::metrics::serve(&events, &snapshot, listen, every);
         }
+        Command::SiteCache(command) => {
+            return site_cache(command, &config_path()?, cli.controller_id, progress)
+        }
         Command::Check(options) => {
             let config_path = config_path()?;
             let extra_specs = match &options.extra_specs {
@@ -332,6 +379,76 @@ fn execute(cli: Cli) -> Result<(), Error> {
     Ok(())
 }
 
+/// `site-cache`: runs its command for `controller_id` through the one pipeline, and says what
+/// it found or did.
+fn site_cache(
+    command: SiteCacheCommand,
+    config_path: &Path,
+    controller_id: Option<String>,
+    progress: crate::provider::Progress,
+) -> Result<(), Error> {
+    let controller_id = controller_id
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
+    let (session, _log) = crate::pipeline::open(config_path)?;
+    let configured = session.config.placement();
+    if !session.config.site_cache.enabled() && matches!(command, SiteCacheCommand::Up { .. }) {
+        return Err(Error::failed(
+            "no site cache is enabled: set site_cache.registry_mirror or site_cache.actions_cache in the config",
+        ));
+    }
+    let environment = crate::pipeline::process_environment();
+    let finished = crate::pipeline::run(
+        session,
+        &controller_id,
+        environment,
+        progress,
+        Vec::new(),
+        async |provider| -> Result<Vec<String>, Error> {
+            Ok(match command {
+                SiteCacheCommand::List => provider
+                    .site_cache_list()
+                    .await?
+                    .into_iter()
+                    .map(|(app, insts)| crate::provider::site_cache::describe(&app, &insts))
+                    .collect(),
+                SiteCacheCommand::Up { site } => {
+                    let site = site.unwrap_or(configured);
+                    let states = provider.site_cache_up(&site).await?;
+                    let failed: Vec<String> = states
+                        .iter()
+                        .filter(|(_, s)| {
+                            !matches!(s, crate::provider::site_cache::CacheState::Ready(_))
+                        })
+                        .map(|(service, state)| format!("{} on {site}: {state}", service.word()))
+                        .collect();
+                    if !failed.is_empty() {
+                        return Err(Error::failed(failed.join("; ")));
+                    }
+                    states
+                        .iter()
+                        .map(|(service, state)| format!("✓ {} on {site}: {state}", service.word()))
+                        .collect()
+                }
+                SiteCacheCommand::Remove { site } => {
+                    let n = provider.remove_site_caches(site.as_ref()).await?;
+                    vec![format!("✓ removed {n} site cache App(s)")]
+                }
+                SiteCacheCommand::Prune { idle } => {
+                    let n = provider.prune_site_caches(idle).await?;
+                    vec![format!("✓ pruned {n} site cache App(s)")]
+                }
+            })
+        },
+    )?;
+    super::print(|out| {
+        finished
+            .output
+            .iter()
+            .try_for_each(|line| writeln!(out, "{line}"))
+    })
+}
+
 /// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
 /// (Ctrl-C), SIGTERM or SIGHUP removes what it made; a failed `create` is followed by the
 /// DeleteInstance its rollback may have left to do (there is no GARM to run it); a `delete` of
@@ -380,10 +497,19 @@ async fn run_operation(
                 Ok(_) => provider.run(delete).await.map(Some),
             }
         }
-        other @ (Operation::Get { .. }
-        | Operation::List { .. }
-        | Operation::RemoveAll { .. }
-        | Operation::Stop { .. }) => provider.run(other).await.map(Some),
+        // A person's remove-all leaves nothing of this controller: its site caches go too
+        // (GARM's RemoveAllInstances leaves them).
+        remove_all @ Operation::RemoveAll { .. } => {
+            let outcome = provider.run(remove_all).await?;
+            let caches = provider.remove_site_caches(None).await?;
+            if caches > 0 {
+                say(&format!("  … removed {caches} site cache App(s)"));
+            }
+            Ok(Some(outcome))
+        }
+        other @ (Operation::Get { .. } | Operation::List { .. } | Operation::Stop { .. }) => {
+            provider.run(other).await.map(Some)
+        }
     }
 }
 

@@ -14,6 +14,8 @@ use crate::manifest_safety;
 const BUILDKIT_UID: u32 = 1000;
 /// buildkitd's state: an emptyDir, as the image's VOLUME is not honoured by Kubernetes.
 const BUILDKIT_STATE_DIR: &str = "/home/user/.local/share/buildkit";
+/// buildkitd's config with a mirror, written at start into its state directory (writable).
+const BUILDKITD_TOML: &str = "/home/user/.local/share/buildkit/buildkitd.toml";
 
 /// Where both containers of a dind pod mount the daemon's socket.
 const DIND_SOCKET_DIR: &str = "/run/dind";
@@ -35,13 +37,16 @@ impl Asked<'_> {
     /// `appinst_start::deployment_name`: the start watch reads the same pod either way), its
     /// runner container `image` running the pool's `container`, its sidecar given each name of
     /// `runner_env` (the runner's environment) empty. `Err` names what would not survive the
-    /// platform.
+    /// platform. `mirror`: the URL of the site's Ready registry mirror, which the sidecar's
+    /// daemon pulls Docker Hub's images through (docs/site-cache.md, "How the site cache is
+    /// configured").
     pub fn manifest<'e>(
         &self,
         deployment: String,
         image: &str,
         container: &manifest_safety::Container,
         runner_env: impl Iterator<Item = &'e String>,
+        mirror: Option<&str>,
     ) -> Result<Option<String>, String> {
         if !self.writes_pod() {
             return Ok(None);
@@ -77,13 +82,24 @@ impl Asked<'_> {
             "volumeMounts": if dind_pod { vec![&work, &socket] } else { Vec::new() },
         });
         let sidecar_resources = self.shares.and_then(|(_, s)| s).map(resources);
+        let mut buildkit_args = vec!["--oci-worker-no-process-sandbox", "--addr", BUILDKIT_HOST];
+        let mut buildkit_env = sidecar_env.clone();
+        // With a mirror, buildkitd reads it from a config file the shell writes first from a
+        // variable (an App carries no files); `rootlesskit buildkitd` is the image's own
+        // entrypoint, which the command then runs.
+        let buildkit_command = mirror.map(|url| {
+            buildkit_args.extend(["--config", BUILDKITD_TOML]);
+            buildkit_env.push(json!({"name": "BUILDKITD_TOML", "value": crate::site_cache::buildkitd_toml(url)}));
+            json!(["sh", "-c", format!("printf '%s' \"$BUILDKITD_TOML\" > {BUILDKITD_TOML} && exec rootlesskit buildkitd \"$@\""), "buildkitd"])
+        });
         let buildkitd = json!({
             "name": BUILDKIT_CONTAINER,
             "image": sidecar_image,
             // The image's entrypoint is `rootlesskit buildkitd`; these go to buildkitd. No
             // process sandbox: Kubernetes cannot unmask /proc for a pid namespace of its own.
-            "args": ["--oci-worker-no-process-sandbox", "--addr", BUILDKIT_HOST],
-            "env": sidecar_env,
+            "command": buildkit_command,
+            "args": buildkit_args,
+            "env": buildkit_env,
             "resources": sidecar_resources,
             "securityContext": {
                 // rootlesskit's unshare and the snapshotters' mount need both.
@@ -94,15 +110,19 @@ impl Asked<'_> {
             },
             "volumeMounts": [{"name": "buildkit-state", "mountPath": BUILDKIT_STATE_DIR}],
         });
+        let dockerd_args: Vec<String> = [
+            "dockerd".to_string(),
+            format!("--host={DIND_DOCKER_HOST}"),
+            format!("--group={DOCKER_GID}"),
+        ]
+        .into_iter()
+        .chain(mirror.map(crate::site_cache::dockerd_flag))
+        .collect();
         let dind = json!({
             "name": DIND_CONTAINER,
             "image": sidecar_image,
             // The image's entrypoint sets up cgroups (its `dind` script) and runs these.
-            "args": [
-                "dockerd",
-                format!("--host={DIND_DOCKER_HOST}"),
-                format!("--group={DOCKER_GID}"),
-            ],
+            "args": dockerd_args,
             "env": sidecar_env,
             "resources": sidecar_resources,
             "securityContext": {"privileged": true},

@@ -7,7 +7,9 @@ use crate::config::{Deployment, EnvDelivery, Placement};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::BootstrapInstance;
-use crate::runner_env::{runner_env, ENV_CONTROLLER_ID, ENV_POOL_ID};
+use crate::runner_env::{
+    runner_env, ENV_CACHE_SECRET, ENV_CACHE_SERVER, ENV_CONTROLLER_ID, ENV_POOL_ID,
+};
 use edge_connect::appinst_start::deployment_name;
 use edge_connect::models::{
     env_vars_yaml, ConfigFile, FlavorKey, KubernetesResources, NewApp, NodePoolResources,
@@ -22,6 +24,7 @@ impl Provider {
         specs: &ExtraSpecs,
         name: &str,
         sites: &[Placement],
+        cache: &crate::site_cache::Use,
     ) -> Result<NewApp, Error> {
         // The verdict `check --extra-specs` and `validate-extra-specs --config` give.
         let container = specs.under(&self.config)?;
@@ -50,6 +53,12 @@ impl Provider {
             deployment == Deployment::Docker,
         );
         specs.pod().runner_env(&mut env.plain);
+        // The site's actions cache, with its secret (docs/runner-contract.md, "The site's
+        // actions cache").
+        if let (Some(url), Some(secret)) = (&cache.actions, &self.site_cache_secret) {
+            env.plain.insert(ENV_CACHE_SERVER.into(), url.clone());
+            env.secret.insert(ENV_CACHE_SECRET.into(), secret.clone());
+        }
         let secret: std::collections::BTreeMap<_, _> = env
             .secret
             .iter()
@@ -83,6 +92,7 @@ impl Provider {
                 &bootstrap.image,
                 &container,
                 env.plain.keys().chain(secret.keys()),
+                cache.mirror.as_deref(),
             )
             .map_err(Error::failed)?;
         let (env_vars, secret_env_vars, configs) = match delivery {
@@ -130,6 +140,7 @@ impl Provider {
             username,
             credentials,
             deployment_manifest,
+            access_ports: String::new(),
         })
     }
 }

@@ -23,6 +23,10 @@ use edge_connect::{ApiErrorKind, Rpc, MAX_COLLECTED};
 /// it then (docs/reliability.md).
 const START_FAILURE_ROLLBACK: Duration = Duration::from_secs(30);
 
+/// How long a runner's AppInst waits at most for the controller to take up its site's cache
+/// create: the controller's first lines come within moments; a silent one is not waited for.
+const CACHE_TAKEN_UP: Duration = Duration::from_secs(10);
+
 impl Provider {
     pub(super) async fn create(
         &self,
@@ -34,7 +38,14 @@ impl Provider {
         // Everything that can be refused locally is refused before the first API call.
         let name = edge_name(&bootstrap.name);
         let sites = placement::candidates(&self.config, &specs, &bootstrap.name);
-        let app = self.new_app(bootstrap, pool_id, &specs, &name, &sites)?;
+        let no_cache = crate::site_cache::Use::default();
+        let mut app = self.new_app(bootstrap, pool_id, &specs, &name, &sites, &no_cache)?;
+        let forge = crate::runner_env::forge_type(bootstrap.instance_token.expose());
+        let services = self.cache_services(
+            specs.docker.unwrap_or_default(),
+            forge.unwrap_or("github"),
+            specs.site_cache == Some(false),
+        );
         let duplicate = || {
             Error::Duplicate(format!(
                 "instance {} already exists on Edge Connect (App {name})",
@@ -45,88 +56,129 @@ impl Provider {
         // A CreateApp for a name that exists wipes that App's secret env vars before failing
         // with "already exists" (main `pkg/controller/app_api.go:694-716`): look first, and
         // never send one that could collide with a live runner.
-        let apps = self.apps_named(&name).await?;
-        if apps.iter().any(|a| a.key.name == name) {
+        // The site's caches are looked up beside that ShowApp: one more call, no more round
+        // trips. A cache that cannot be read is one the runner does without.
+        let caches = async {
+            if services.is_empty() {
+                return None;
+            }
+            let found = self.cache_app_insts().await;
+            if let Err(e) = &found {
+                tracing::warn!(error = %e, "the site cache could not be read; the runner runs without it");
+            }
+            found.ok()
+        };
+        let (apps, caches) = tokio::join!(self.apps_named(&name), caches);
+        if apps?.iter().any(|a| a.key.name == name) {
             return Err(duplicate());
         }
-        let targets = self.targets(&sites).await?;
-        // What must be read back after CreateApp: an older controller drops fields it does not
-        // know (docs/edge-connect-behaviours.md B1). A placement through zones only (see
-        // `placement::target`) can only succeed on a zones (Gen3, 2024-09) controller, and those
-        // keep env_vars (2024-03); pull credentials exist only since 2025-10, so they are always
-        // confirmed.
-        // With an envVarsYaml config, `env_vars` hold only a copy of the ownership markers
-        // (for ShowApp's filter): nothing depends on the server keeping them.
-        let env_in_config = app.configs.iter().any(|c| c.kind == "envVarsYaml");
-        let confirm_env_vars = !env_in_config
-            && (!app.env_vars.is_empty() || !app.secret_env_vars.is_empty())
-            && targets.iter().any(|t| matches!(t, Target::Cloudlet(_)));
-
-        tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
-        self.report(&format!("creating App {name}"));
-        // Marked until its answer: a create stopped before it (a signal) has an App the
-        // controller may still make (see `Provider::unanswered_create_app`).
-        self.create_app_sent(Some(std::time::Instant::now()));
-        let answer = self.client.create_app(&app).await;
-        self.create_app_sent(None);
-        let made = match answer {
-            Err(e) => match e.kind {
-                ApiErrorKind::AlreadyExists => return Err(duplicate()),
-                // Login failed or no connection was made: CreateApp never left this process,
-                // so there is nothing to roll back (and an unreachable server would only make
-                // the rollback wait out its whole grace).
-                ApiErrorKind::Unreachable => return Err(e.into()),
-                ApiErrorKind::Transport if e.rpc == Rpc::Login => return Err(e.into()),
-                // The request may have reached the server: make sure no App stays behind.
-                ApiErrorKind::Transport => Err(Error::from(e).into()),
-                _ => return Err(self.explain(e).await),
-            },
-            Ok(()) => {
-                let image = Some(app.image_path.as_str());
-                // The runner container's memory, for the message of one killed for lack of it.
-                let memory = specs
-                    .resources
-                    .and_then(|r| r.split(specs.docker.unwrap_or_default()).ok())
-                    .map(|(runner, _)| runner.memory);
-                let deploy = async {
-                    self.confirm_kept(&app, confirm_env_vars).await?;
-                    self.deploy(&app.key, pool_id, &sites, targets, image, memory)
-                        .await
-                };
-                deploy.await.map(|site| facts.placed(site))
+        let (used, start) = match (sites.first(), caches) {
+            (Some(site), Some(caches)) => self.cache_use(&caches, site, &services),
+            _ => (no_cache.clone(), Vec::new()),
+        };
+        if used != no_cache {
+            tracing::info!(mirror = ?used.mirror, actions_cache = ?used.actions, "the runner uses its site's cache");
+            app = self.new_app(bootstrap, pool_id, &specs, &name, &sites, &used)?;
+        }
+        facts.site_cache = used != no_cache;
+        // The first runner of a site starts its missing caches beside its own create, which
+        // never waits for them; the start ends with the create (docs/site-cache.md, "How the
+        // provider runs it").
+        // The runner's own AppInst is asked for only once each cache's create has been taken
+        // up by the controller (its first line) or has ended: a CRM on the edge then finishes
+        // it even if the runner is Ready first (B38).
+        let (sent, taken_up): (Vec<_>, Vec<_>) = start
+            .iter()
+            .map(|_| tokio::sync::oneshot::channel())
+            .unzip();
+        let starting = async {
+            if let Some(site) = sites.first() {
+                self.start_caches(site, &start, sent).await;
             }
         };
-        if let Err(failure) = &made {
-            facts.failed(failure);
-        }
-        let Err(failure) = made else {
-            tracing::info!(app = %name, "created");
-            let instance = ProviderInstance {
-                provider_id: name,
-                name: bootstrap.name.clone(),
-                os_type: bootstrap.os_type.clone(),
-                os_name: String::new(),
-                os_version: String::new(),
-                os_arch: bootstrap.arch.clone(),
-                addresses: Vec::new(),
-                status: InstanceStatus::Running,
-                provider_fault: None,
+        let placing = async {
+            let targets = self.targets(&sites).await?;
+            // What must be read back after CreateApp: an older controller drops fields it does not
+            // know (docs/edge-connect-behaviours.md B1). A placement through zones only (see
+            // `placement::target`) can only succeed on a zones (Gen3, 2024-09) controller, and those
+            // keep env_vars (2024-03); pull credentials exist only since 2025-10, so they are always
+            // confirmed.
+            // With an envVarsYaml config, `env_vars` hold only a copy of the ownership markers
+            // (for ShowApp's filter): nothing depends on the server keeping them.
+            let env_in_config = app.configs.iter().any(|c| c.kind == "envVarsYaml");
+            let confirm_env_vars = !env_in_config
+                && (!app.env_vars.is_empty() || !app.secret_env_vars.is_empty())
+                && targets.iter().any(|t| matches!(t, Target::Cloudlet(_)));
+
+            tracing::info!(app = %name, image = %app.image_path, flavor = %app.default_flavor.name, "creating App");
+            self.report(&format!("creating App {name}"));
+            // Marked until its answer: a create stopped before it (a signal) has an App the
+            // controller may still make (see `Provider::unanswered_create_app`).
+            self.create_app_sent(Some(std::time::Instant::now()));
+            let answer = self.client.create_app(&app).await;
+            self.create_app_sent(None);
+            let made = match answer {
+                Err(e) => match e.kind {
+                    ApiErrorKind::AlreadyExists => return Err(duplicate()),
+                    // Login failed or no connection was made: CreateApp never left this process,
+                    // so there is nothing to roll back (and an unreachable server would only make
+                    // the rollback wait out its whole grace).
+                    ApiErrorKind::Unreachable => return Err(e.into()),
+                    ApiErrorKind::Transport if e.rpc == Rpc::Login => return Err(e.into()),
+                    // The request may have reached the server: make sure no App stays behind.
+                    ApiErrorKind::Transport => Err(Error::from(e).into()),
+                    _ => return Err(self.explain(e).await),
+                },
+                Ok(()) => {
+                    let image = Some(app.image_path.as_str());
+                    // The runner container's memory, for the message of one killed for lack of it.
+                    let memory = specs
+                        .resources
+                        .and_then(|r| r.split(specs.docker.unwrap_or_default()).ok())
+                        .map(|(runner, _)| runner.memory);
+                    let deploy = async {
+                        self.confirm_kept(&app, confirm_env_vars).await?;
+                        let taken_up = futures_util::future::join_all(taken_up);
+                        let _ = tokio::time::timeout(CACHE_TAKEN_UP, taken_up).await;
+                        self.deploy(&app.key, pool_id, &sites, targets, image, memory)
+                            .await
+                    };
+                    deploy.await.map(|site| facts.placed(site))
+                }
             };
-            return Ok(Outcome::Instance(Box::new(RunnerView::of_instance(
-                instance,
-            ))));
+            if let Err(failure) = &made {
+                facts.failed(failure);
+            }
+            let Err(failure) = made else {
+                tracing::info!(app = %name, "created");
+                let instance = ProviderInstance {
+                    provider_id: name.clone(),
+                    name: bootstrap.name.clone(),
+                    os_type: bootstrap.os_type.clone(),
+                    os_name: String::new(),
+                    os_version: String::new(),
+                    os_arch: bootstrap.arch.clone(),
+                    addresses: Vec::new(),
+                    status: InstanceStatus::Running,
+                    provider_fault: None,
+                };
+                return Ok(Outcome::Instance(Box::new(RunnerView::of_instance(
+                    instance,
+                ))));
+            };
+            let (rollback, busy) = if failure.start_failure {
+                let patience = HELD_PATIENCE;
+                let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
+                let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
+                (bounded, Busy::Report { patience })
+            } else {
+                (self.for_cleanup(), Busy::Wait)
+            };
+            Err(rollback
+                .rollback(&app.key, busy, failure.error, &failure.held)
+                .await)
         };
-        let (rollback, busy) = if failure.start_failure {
-            let patience = HELD_PATIENCE;
-            let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
-            let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
-            (bounded, Busy::Report { patience })
-        } else {
-            (self.for_cleanup(), Busy::Wait)
-        };
-        Err(rollback
-            .rollback(&app.key, busy, failure.error, &failure.held)
-            .await)
+        beside(placing, starting).await
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
@@ -220,3 +272,19 @@ impl Provider {
 const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";
 
 const PULL_CREDENTIALS_DROPPED: &str = "this Edge Connect drops App image pull credentials (a release before 2025-10-17); use an image it can pull without them and remove image_pull_username / image_pull_password_env from the pool's extra specs";
+
+/// `main`'s outcome, with `side` run beside it until `main` ends (then dropped where it is).
+async fn beside<T>(
+    main: impl std::future::Future<Output = T>,
+    side: impl std::future::Future<Output = ()>,
+) -> T {
+    tokio::pin!(main, side);
+    let mut side_done = false;
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut main => return out,
+            () = &mut side, if !side_done => side_done = true,
+        }
+    }
+}

@@ -11,6 +11,7 @@ mod inventory;
 mod lifecycle;
 pub mod placement;
 mod query;
+pub mod site_cache;
 mod start_watch;
 pub mod status;
 pub mod wait;
@@ -158,6 +159,8 @@ pub struct Provider {
     progress: Progress,
     /// Where the command's metrics events go.
     metrics: Recorder,
+    /// The site cache's secret (`site_cache.actions_cache`), masked since the pipeline read it.
+    site_cache_secret: Option<edge_connect::Secret>,
     /// The client's deadline in the words a wait that runs out names it by.
     bound: String,
     /// When the CreateApp now waiting for its answer was sent (shared with the providers made
@@ -229,10 +232,12 @@ impl Provider {
         environment: HashMap<String, String>,
         progress: Progress,
         metrics: Recorder,
+        site_cache_secret: Option<edge_connect::Secret>,
     ) -> Self {
         Provider {
             client,
             metrics,
+            site_cache_secret,
             bound: wait::command_bound(&config),
             config,
             controller_id: controller_id.into(),

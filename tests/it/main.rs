@@ -36,6 +36,7 @@ mod runner_harness;
 mod scale;
 mod scale_set_pool_ids;
 mod secrets_scrubbed;
+mod site_cache;
 mod site_cache_mirror;
 mod start_failures;
 mod terminal_text;

@@ -103,6 +103,7 @@ fn foreign_app_inst(w: &World, app: &str, inst: &str, cloudlet: Option<&str>) {
                 username: None,
                 credentials: None,
                 deployment_manifest: None,
+                access_ports: String::new(),
             })
             .await
             .expect("CreateApp");

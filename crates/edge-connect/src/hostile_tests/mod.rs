@@ -81,5 +81,6 @@ pub(super) fn app() -> crate::models::NewApp {
         username: None,
         credentials: None,
         deployment_manifest: None,
+        access_ports: String::new(),
     }
 }

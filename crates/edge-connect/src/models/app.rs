@@ -60,6 +60,9 @@ pub struct NewApp {
     /// The App's own Kubernetes manifest (kept as sent; without it the platform generates one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment_manifest: Option<String>,
+    /// Ports other Apps reach it on, `tcp:5000` (docs/edge-connect-behaviours.md B35).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub access_ports: String,
 }
 
 fn flavor_unset(flavor: &FlavorKey) -> bool {

@@ -39,10 +39,49 @@ pub struct AppInst {
     pub errors: Vec<String>,
     /// Base FQDN, when the App has ports.
     pub uri: String,
+    /// Its access ports as the site's load balancer maps them (B36); `null` reads as none.
+    #[serde(deserialize_with = "list_or_nothing")]
+    pub mapped_ports: Vec<MappedPort>,
     /// Creation time as the server writes it (RFC 3339); empty when absent or in another form
     /// (an older server's `{seconds, nanos}`), which must not make the whole line unreadable.
     #[serde(deserialize_with = "text_or_nothing")]
     pub created_at: String,
+}
+
+/// One mapped port: where a client reaches an access port (docs/edge-connect-behaviours.md B36,
+/// B37).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct MappedPort {
+    /// The port the App listens on.
+    pub internal_port: u32,
+    /// The port the load balancer gave it.
+    pub public_port: u32,
+    /// Prepended to the AppInst's `uri` (a Service's name and `.` behind an IP per Service).
+    pub fqdn_prefix: String,
+    /// The load balancer terminates TLS on it.
+    pub tls: bool,
+}
+
+impl AppInst {
+    /// `host:port` where `internal_port` is reached from outside, with whether it speaks TLS:
+    /// `<fqdn_prefix><uri>:<public_port>`, once the AppInst has a `uri` (B37).
+    pub fn address(&self, internal_port: u32) -> Option<(String, bool)> {
+        let port = self
+            .mapped_ports
+            .iter()
+            .find(|p| p.internal_port == internal_port && p.public_port != 0)?;
+        (!self.uri.is_empty()).then(|| {
+            let host = format!("{}{}", port.fqdn_prefix, self.uri);
+            (format!("{host}:{}", port.public_port), port.tls)
+        })
+    }
+}
+
+fn list_or_nothing<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -23,7 +23,7 @@ pub use app::{
     env_vars_yaml, parse_env_vars_yaml, vcpus, App, ConfigFile, KubernetesResources, NewApp,
     NodePoolResources,
 };
-pub use app_inst::{AppInst, NewAppInst};
+pub use app_inst::{AppInst, MappedPort, NewAppInst};
 pub use site::{Flavor, Site};
 
 /// `AppKey`.
