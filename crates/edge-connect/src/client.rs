@@ -16,6 +16,7 @@ use crate::scrub::Scrubber;
 use crate::token_cache::TokenCache;
 use crate::transport::{host_port, Wait};
 use secret::Secret;
+use strum::EnumCount as _;
 
 /// A hook that is told, in one line, about each retry the client makes (so that a CLI can show
 /// "retrying login: ... (attempt 3)" instead of sitting silent).
