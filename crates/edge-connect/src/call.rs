@@ -29,8 +29,8 @@ impl Client {
     ) -> Result<reqwest::Response, ApiError> {
         let url = self.url_of(rpc);
         let started = Instant::now();
-        // A failed attempt is `Ok` with why while the host could not be
-        // reached (worth another attempt), `Err` with the call's error otherwise.
+        // A failed attempt is `Ok` with why while the host could not be reached (worth another
+        // attempt), `Err` with the call's error otherwise.
         let attempt = async || {
             self.shared.requests.fetch_add(1, Ordering::Relaxed);
             let mut request = self

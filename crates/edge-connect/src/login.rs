@@ -64,14 +64,8 @@ impl Client {
     /// unreachable host for `connect_retry`; a refused login (wrong credentials, two-factor
     /// authentication required) is final at once.
     async fn login_once_refused(&self) -> Result<Secret, ApiError> {
-        if let Some(e) = self
-            .shared
-            .refused_login
-            .lock()
-            .ok()
-            .and_then(|r| r.clone())
-        {
-            return Err(e);
+        if let Some(e) = self.shared.refused_login.get() {
+            return Err(e.clone());
         }
         let mut retries = Retries::within(self.deadline);
         let again = |e: ApiError, attempts| {
@@ -86,9 +80,8 @@ impl Client {
         let result = crate::deadline::retry(async || self.login_attempt(true).await, again).await;
         // Any final refusal (credentials, a redirect, an unreachable host after its bound): the
         // calls running alongside must not each repeat it.
-        match (&result, self.shared.refused_login.lock()) {
-            (Err(e), Ok(mut slot)) if !e.is_transient() => *slot = Some(e.clone()),
-            _ => {}
+        if let Some(e) = result.as_ref().err().filter(|e| !e.is_transient()) {
+            _ = self.shared.refused_login.set(e.clone());
         }
         result
     }
