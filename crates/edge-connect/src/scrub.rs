@@ -210,11 +210,8 @@ impl Scrubber {
             patterns.find(&view, &mut found);
             // Spans are kept as u32: a longer text is searched as it is only.
             if layer < MAX_LAYERS && text.len() <= u32::MAX as usize {
-                for decode in [decode_json, decode_url] {
-                    if let Some(decoded) = decode(&view) {
-                        views.push((decoded, layer + 1));
-                    }
-                }
+                let decoded = [decode_json, decode_url].map(|decode| decode(&view));
+                views.extend(decoded.into_iter().flatten().map(|d| (d, layer + 1)));
             }
         }
         mask(text, found)
