@@ -1,10 +1,10 @@
 //! One request: the POST with its retries while the host cannot be reached, the token and its
 //! renewal on 401, and the unary calls built on them.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use crate::client::Client;
@@ -160,7 +160,8 @@ impl Client {
             rpc,
             &Wrapped {
                 region: &self.shared.options.region,
-                object: BTreeMap::from([(rpc.wrapper(), object)]),
+                wrapper: rpc.wrapper(),
+                object,
             },
         )?;
         let token = self.token(None).await?;
@@ -186,9 +187,17 @@ impl Client {
 
 /// `{"region": ..., "<wrapper>": object}`, written straight from the object (no JSON tree
 /// between).
-#[derive(Serialize)]
 struct Wrapped<'a, T> {
     region: &'a str,
-    #[serde(flatten)]
-    object: BTreeMap<&'static str, &'a T>,
+    wrapper: &'static str,
+    object: &'a T,
+}
+
+impl<T: Serialize> Serialize for Wrapped<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("region", self.region)?;
+        map.serialize_entry(self.wrapper, self.object)?;
+        map.end()
+    }
 }
