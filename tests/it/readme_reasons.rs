@@ -25,7 +25,7 @@ fn readme_names_each_container_reason_in_the_row_of_the_providers_words() {
         };
         let words = row.split(|c: char| !c.is_ascii_alphanumeric());
         for word in words {
-            if let Some(&(reason, known)) = KNOWN_REASONS.iter().find(|(r, _)| *r == word) {
+            if let Some(&(reason, known, _)) = KNOWN_REASONS.iter().find(|(r, ..)| *r == word) {
                 assert_eq!(
                     known, problem,
                     "README names {reason} in the row of {problem:?}, the provider words it as {known:?}: {row}"
@@ -34,7 +34,7 @@ fn readme_names_each_container_reason_in_the_row_of_the_providers_words() {
             }
         }
     }
-    for (reason, problem) in KNOWN_REASONS {
+    for (reason, problem, _) in KNOWN_REASONS {
         assert!(
             named.contains(&(reason, *problem)),
             "README's row of {problem:?} does not name {reason}"

@@ -41,58 +41,52 @@ pub fn starting_normally(reason: &str) -> bool {
     matches!(reason, "ContainerCreating" | "PodInitializing")
 }
 
-/// True for a reason that does not clear without a change of the image, the configuration or
-/// the site: kubelet backs off (`ImagePullBackOff`, `CrashLoopBackOff`: it has failed before and
-/// will fail the same way), or the image reference or the container's configuration cannot be
-/// used as it is (kubernetes `pkg/kubelet/images/types.go` for the image reasons,
-/// `pkg/kubelet/container/sync_result.go` for `CrashLoopBackOff`,
-/// `pkg/kubelet/kuberuntime/kuberuntime_container.go` for the `CreateContainer…` ones). Any
-/// other failing reason may be a moment's trouble (a registry hiccup, a slow runtime) and is
-/// given the grace.
-pub fn lasting(reason: &str) -> bool {
-    matches!(
-        reason,
-        "ImagePullBackOff"
-            | "InvalidImageName"
-            | "ErrImageNeverPull"
-            | "CrashLoopBackOff"
-            | "CreateContainerConfigError"
-            | "CreateContainerError"
-    )
-}
-
 /// Every reason the provider words by what it is about (README's table of errors is held to
-/// this list by a test); any other is [`StartProblem::Other`]. Terminated reasons (the CRM shows
-/// them as the reason of a container that is not running) and the runtime's failures to run it
-/// are crashes.
-pub const KNOWN_REASONS: &[(&str, StartProblem)] = &[
-    ("ErrImagePull", StartProblem::Image),
-    ("ImagePullBackOff", StartProblem::Image),
-    ("InvalidImageName", StartProblem::Image),
-    ("ErrImageNeverPull", StartProblem::Image),
-    ("ImageInspectError", StartProblem::Image),
-    ("RegistryUnavailable", StartProblem::Image),
-    ("SignatureValidationFailed", StartProblem::Image),
-    ("CreateContainerConfigError", StartProblem::Config),
-    ("CreateContainerError", StartProblem::Config),
-    ("PreCreateHookError", StartProblem::Config),
-    ("CrashLoopBackOff", StartProblem::Crash),
-    ("Error", StartProblem::Crash),
-    ("OOMKilled", StartProblem::Crash),
-    ("ContainerCannotRun", StartProblem::Crash),
-    ("RunContainerError", StartProblem::Crash),
-    ("PreStartHookError", StartProblem::Crash),
-    ("PostStartHookError", StartProblem::Crash),
-    ("Completed", StartProblem::Crash),
-    ("Unschedulable", StartProblem::Capacity),
+/// this list by a test), and whether it lasts ([`lasting`]); any other is
+/// [`StartProblem::Other`] and does not last. Terminated reasons (the CRM shows them as the reason of
+/// a container that is not running) and the runtime's failures to run it are crashes.
+pub const KNOWN_REASONS: &[(&str, StartProblem, bool)] = &[
+    ("ErrImagePull", StartProblem::Image, false),
+    ("ImagePullBackOff", StartProblem::Image, true),
+    ("InvalidImageName", StartProblem::Image, true),
+    ("ErrImageNeverPull", StartProblem::Image, true),
+    ("ImageInspectError", StartProblem::Image, false),
+    ("RegistryUnavailable", StartProblem::Image, false),
+    ("SignatureValidationFailed", StartProblem::Image, false),
+    ("CreateContainerConfigError", StartProblem::Config, true),
+    ("CreateContainerError", StartProblem::Config, true),
+    ("PreCreateHookError", StartProblem::Config, false),
+    ("CrashLoopBackOff", StartProblem::Crash, true),
+    ("Error", StartProblem::Crash, false),
+    ("OOMKilled", StartProblem::Crash, false),
+    ("ContainerCannotRun", StartProblem::Crash, false),
+    ("RunContainerError", StartProblem::Crash, false),
+    ("PreStartHookError", StartProblem::Crash, false),
+    ("PostStartHookError", StartProblem::Crash, false),
+    ("Completed", StartProblem::Crash, false),
+    ("Unschedulable", StartProblem::Capacity, false),
 ];
 
 /// What a reason, as kubelet or the runtime spells it, is about ([`KNOWN_REASONS`]).
 pub fn problem(reason: &str) -> StartProblem {
     KNOWN_REASONS
         .iter()
-        .find(|(known, _)| *known == reason)
-        .map_or(StartProblem::Other, |(_, problem)| *problem)
+        .find(|(known, ..)| *known == reason)
+        .map_or(StartProblem::Other, |(_, problem, _)| *problem)
+}
+
+/// True for a reason that does not clear without a change of the image, the configuration or
+/// the site ([`KNOWN_REASONS`]): kubelet backs off (`ImagePullBackOff`, `CrashLoopBackOff`: it
+/// has failed before and will fail the same way), or the image reference or the container's
+/// configuration cannot be used as it is (kubernetes `pkg/kubelet/images/types.go` for the image
+/// reasons, `pkg/kubelet/container/sync_result.go` for `CrashLoopBackOff`,
+/// `pkg/kubelet/kuberuntime/kuberuntime_container.go` for the `CreateContainer…` ones). Any
+/// other failing reason may be a moment's trouble (a registry hiccup, a slow runtime) and is
+/// given the grace.
+pub fn lasting(reason: &str) -> bool {
+    KNOWN_REASONS
+        .iter()
+        .any(|&(known, _, lasts)| lasts && known == reason)
 }
 
 /// One pod of a CRM pod status line.

@@ -29,8 +29,8 @@ impl Client {
     ) -> Result<reqwest::Response, ApiError> {
         let url = self.url_of(rpc);
         let started = Instant::now();
-        // A failed attempt is `Ok` with the connection's error while the host could not be
-        // reached (worth another attempt), `Err` with the call's error otherwise.
+        // A failed attempt is `Ok` with why while the host could not be reached (worth another
+        // attempt), `Err` with the call's error otherwise.
         let attempt = async || {
             self.shared.requests.fetch_add(1, Ordering::Relaxed);
             let mut request = self
@@ -48,8 +48,7 @@ impl Client {
                     return self.answer(rpc, url, response, started).await.map_err(Err)
                 }
                 Err(timeout) => Err(timeout),
-                Ok(Err(e)) if crate::transport::is_unreachable(&e) => Ok(e),
-                Ok(Err(e)) => Err(crate::transport::request_error(rpc, &e)),
+                Ok(Err(e)) => crate::transport::request_error(rpc, &e),
             };
             self.report_call(rpc, None, sent.elapsed());
             Err(e)
@@ -60,22 +59,20 @@ impl Client {
         let unreachable = |detail: &str, tried| {
             ApiError::host_unreachable(rpc, &self.destination(), detail, tried)
         };
-        let again = |e: Result<reqwest::Error, ApiError>, attempts| {
+        let again = |e: Result<String, ApiError>, attempts| {
             let since = match self.shared.unreachable_since.lock() {
                 Ok(mut since) => *since.get_or_insert_with(Instant::now),
                 Err(_) => Instant::now(),
             };
             let spent = since.elapsed();
-            let e = match (e, earlier.take()) {
-                (Ok(e), _) => e,
+            let detail = match (e, earlier.take()) {
+                (Ok(detail), _) => detail,
                 (Err(_cut), Some(detail)) if retry_unreachable && self.deadline.expired() => {
                     let bound = "the command's deadline, edge_connect.operation_timeout_secs";
                     return Err(unreachable(&detail, Some((spent, bound))));
                 }
                 (Err(e), _) => return Err(e),
             };
-            let message = crate::transport::transport_message(&e);
-            let detail = message.strip_prefix("cannot connect: ").unwrap_or(&message);
             let left = self.shared.options.connect_retry.saturating_sub(spent);
             let pause = crate::deadline::backoff(attempts).min(left);
             let bound = if left.is_zero() {
@@ -87,7 +84,7 @@ impl Client {
             };
             if !retry_unreachable || !bound.is_empty() {
                 return Err(unreachable(
-                    detail,
+                    &detail,
                     retry_unreachable.then_some((spent, bound)),
                 ));
             }
@@ -96,7 +93,7 @@ impl Client {
                 self.destination(),
                 attempts + 1
             ));
-            earlier = Some(detail.to_string());
+            earlier = Some(detail);
             Ok(pause)
         };
         crate::deadline::retry(attempt, again).await

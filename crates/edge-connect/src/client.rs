@@ -16,6 +16,7 @@ use crate::scrub::Scrubber;
 use crate::token_cache::TokenCache;
 use crate::transport::{host_port, Wait};
 use secret::Secret;
+use strum::EnumCount as _;
 
 /// A hook that is told, in one line, about each retry the client makes (so that a CLI can show
 /// "retrying login: ... (attempt 3)" instead of sitting silent).
@@ -53,7 +54,7 @@ pub(crate) struct Shared {
     pub(crate) token: Mutex<Option<Secret>>,
     /// A login that failed for good, remembered so that concurrent calls of one command do not
     /// each try again (the MC delays every wrong-password answer by seconds and locks accounts).
-    pub(crate) refused_login: std::sync::Mutex<Option<ApiError>>,
+    pub(crate) refused_login: OnceLock<ApiError>,
     pub(crate) logins: AtomicUsize,
     pub(crate) requests: AtomicUsize,
     /// The URL of each RPC, by its place in [`Rpc`], made at its first call: a RemoveAll posts
@@ -161,7 +162,7 @@ impl Client {
                 unreachable_since: std::sync::Mutex::new(None),
                 proxy,
                 token: Mutex::new(None),
-                refused_login: std::sync::Mutex::new(None),
+                refused_login: OnceLock::new(),
                 logins: AtomicUsize::new(0),
                 requests: AtomicUsize::new(0),
                 urls: Default::default(),

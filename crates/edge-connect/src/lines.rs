@@ -67,10 +67,8 @@ pub(crate) struct Lines {
     /// `None` once the body has ended.
     response: Option<reqwest::Response>,
     wait: Wait,
-    /// The piece of the body being read.
+    /// What is left of the piece of the body being read.
     chunk: bytes::Bytes,
-    /// Where the next line starts in `chunk`.
-    start: usize,
     /// The beginning of a line that continues in the next piece.
     partial: Vec<u8>,
 }
@@ -82,7 +80,6 @@ impl Lines {
             response: Some(response),
             wait,
             chunk: bytes::Bytes::new(),
-            start: 0,
             partial: Vec::new(),
         }
     }
@@ -91,16 +88,15 @@ impl Lines {
     /// an unreadable line, a line over [`MAX_LINE`] and a body that ends inside a line are errors.
     pub(crate) async fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, ApiError> {
         loop {
-            let rest = &self.chunk[self.start..];
-            if let Some(len) = memchr::memchr(b'\n', rest) {
-                self.start += len + 1;
+            if let Some(len) = memchr::memchr(b'\n', &self.chunk) {
+                let line = self.chunk.split_to(len + 1);
                 if self.partial.len() + len > MAX_LINE {
                     return Err(self.too_long());
                 }
                 let parsed = if self.partial.is_empty() {
-                    parse_line(self.rpc, &rest[..len])
+                    parse_line(self.rpc, &line[..len])
                 } else {
-                    self.partial.extend_from_slice(&rest[..len]);
+                    self.partial.extend_from_slice(&line[..len]);
                     let parsed = parse_line(self.rpc, &self.partial);
                     self.partial.clear();
                     parsed
@@ -111,9 +107,8 @@ impl Lines {
                 continue;
             }
             // The rest of the piece starts a line that the next piece continues.
-            self.partial.extend_from_slice(rest);
+            self.partial.extend_from_slice(&self.chunk);
             self.chunk.clear();
-            self.start = 0;
             if self.partial.len() > MAX_LINE {
                 return Err(self.too_long());
             }

@@ -25,23 +25,6 @@ impl Client {
         Ok(token)
     }
 
-    /// Logs in, retrying transient failures (transport, 429, 5xx, no answer in time) with
-    /// backoff within the deadline, and an unreachable host for `connect_retry`; a refused login
-    /// (wrong credentials, two-factor authentication required) is final at once.
-    async fn login_retrying(&self) -> Result<Secret, ApiError> {
-        let mut retries = Retries::within(self.deadline);
-        let again = |e: ApiError, attempts| {
-            retries.after(e, attempts, |e, _| {
-                self.tell(&format!(
-                    "retrying login: {} (attempt {})",
-                    e.message,
-                    attempts + 1
-                ))
-            })
-        };
-        crate::deadline::retry(async || self.login_attempt(true).await, again).await
-    }
-
     async fn login_attempt(&self, retry_unreachable: bool) -> Result<Secret, ApiError> {
         let body = crate::transport::json_body(
             Rpc::Login,
@@ -76,23 +59,29 @@ impl Client {
         Ok(token)
     }
 
-    /// Logs in unless a login of this client was already refused.
+    /// Logs in unless a login of this client was already refused, retrying transient failures
+    /// (transport, 429, 5xx, no answer in time) with backoff within the deadline, and an
+    /// unreachable host for `connect_retry`; a refused login (wrong credentials, two-factor
+    /// authentication required) is final at once.
     async fn login_once_refused(&self) -> Result<Secret, ApiError> {
-        if let Some(e) = self
-            .shared
-            .refused_login
-            .lock()
-            .ok()
-            .and_then(|r| r.clone())
-        {
-            return Err(e);
+        if let Some(e) = self.shared.refused_login.get() {
+            return Err(e.clone());
         }
-        let result = self.login_retrying().await;
+        let mut retries = Retries::within(self.deadline);
+        let again = |e: ApiError, attempts| {
+            retries.after(e, attempts, |e, _| {
+                self.tell(&format!(
+                    "retrying login: {} (attempt {})",
+                    e.message,
+                    attempts + 1
+                ))
+            })
+        };
+        let result = crate::deadline::retry(async || self.login_attempt(true).await, again).await;
         // Any final refusal (credentials, a redirect, an unreachable host after its bound): the
         // calls running alongside must not each repeat it.
-        match (&result, self.shared.refused_login.lock()) {
-            (Err(e), Ok(mut slot)) if !e.is_transient() => *slot = Some(e.clone()),
-            _ => {}
+        if let Some(e) = result.as_ref().err().filter(|e| !e.is_transient()) {
+            _ = self.shared.refused_login.set(e.clone());
         }
         result
     }

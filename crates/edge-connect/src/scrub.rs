@@ -210,11 +210,8 @@ impl Scrubber {
             patterns.find(&view, &mut found);
             // Spans are kept as u32: a longer text is searched as it is only.
             if layer < MAX_LAYERS && text.len() <= u32::MAX as usize {
-                for decode in [decode_json, decode_url] {
-                    if let Some(decoded) = decode(&view) {
-                        views.push((decoded, layer + 1));
-                    }
-                }
+                let decoded = [decode_json, decode_url].map(|decode| decode(&view));
+                views.extend(decoded.into_iter().flatten().map(|d| (d, layer + 1)));
             }
         }
         mask(text, found)
@@ -280,32 +277,31 @@ impl View<'_> {
         }
     }
 
-    /// A decoded copy: `decode(bytes, at, out)` appends to `out` the bytes an escape at `at`
-    /// stands for and returns its length, or returns `None` (appending nothing) where there is
-    /// no escape. `None` when nothing was decoded.
+    /// A decoded copy: at each `escape` byte, `decode(bytes, at, out)` appends to `out` the
+    /// bytes the escape at `at` stands for and returns its length, or returns `None` (appending
+    /// nothing) where there is no escape. `None` when nothing was decoded.
     fn decoded(
         &self,
+        escape: u8,
         decode: impl Fn(&[u8], usize, &mut Vec<u8>) -> Option<usize>,
     ) -> Option<View<'static>> {
+        if !self.bytes.contains(&escape) {
+            return None;
+        }
         let (mut bytes, mut from) = (Vec::with_capacity(self.bytes.len()), Vec::new());
         let mut at = 0;
-        let mut changed = false;
         while at < self.bytes.len() {
-            let len = match decode(&self.bytes, at, &mut bytes) {
-                Some(len) => {
-                    changed = true;
-                    len
-                }
-                None => {
-                    bytes.push(self.bytes[at]);
-                    1
-                }
-            };
+            let escaped = (self.bytes[at] == escape).then(|| decode(&self.bytes, at, &mut bytes));
+            let len = escaped.flatten().unwrap_or_else(|| {
+                bytes.push(self.bytes[at]);
+                1
+            });
             let span = self.origin(at..at + len);
             from.resize(bytes.len(), (span.start as u32, span.end as u32));
             at += len;
         }
-        changed.then_some(View {
+        // Every escape is longer than what it stands for: a shorter copy decoded something.
+        (bytes.len() < self.bytes.len()).then_some(View {
             bytes: Cow::Owned(bytes),
             from: Some(from),
         })
@@ -318,13 +314,7 @@ impl View<'_> {
 /// (the Master Controller is Go, docs/edge-connect-behaviours.md B2), others every non-ASCII
 /// character or every character.
 fn decode_json(view: &View<'_>) -> Option<View<'static>> {
-    if !view.bytes.contains(&b'\\') {
-        return None;
-    }
-    view.decoded(|b, at, out| {
-        if b[at] != b'\\' {
-            return None;
-        }
+    view.decoded(b'\\', |b, at, out| {
         let simple = match b.get(at + 1)? {
             b'"' => b'"',
             b'\\' => b'\\',
@@ -335,7 +325,7 @@ fn decode_json(view: &View<'_>) -> Option<View<'static>> {
             b'r' => b'\r',
             b't' => b'\t',
             b'u' => {
-                let unit = hex_unit(b, at + 2)?;
+                let unit = hex(b, at + 2, 4)?;
                 if let Some(c) = char::from_u32(unit.into()) {
                     out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                     return Some(6);
@@ -344,7 +334,7 @@ fn decode_json(view: &View<'_>) -> Option<View<'static>> {
                 let low = b
                     .get(at + 6..at + 8)
                     .filter(|p| p == b"\\u")
-                    .and(hex_unit(b, at + 8))?;
+                    .and(hex(b, at + 8, 4))?;
                 let c = char::decode_utf16([unit, low]).next()?.ok()?;
                 out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                 return Some(12);
@@ -356,9 +346,9 @@ fn decode_json(view: &View<'_>) -> Option<View<'static>> {
     })
 }
 
-/// The four hex digits at `at`, as a UTF-16 code unit.
-fn hex_unit(b: &[u8], at: usize) -> Option<u16> {
-    let digits = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
+/// The `len` hex digits at `at`: a `\uXXXX` escape's UTF-16 code unit, a `%XX` escape's byte.
+fn hex(b: &[u8], at: usize, len: usize) -> Option<u16> {
+    let digits = std::str::from_utf8(b.get(at..at + len)?).ok()?;
     u16::from_str_radix(digits, 16)
         .ok()
         .filter(|_| digits.bytes().all(|d| d.is_ascii_hexdigit()))
@@ -366,18 +356,8 @@ fn hex_unit(b: &[u8], at: usize) -> Option<u16> {
 
 /// The copy with URL encoding (`%XX`, either case) taken off; `+` is [`fold`]ed instead.
 fn decode_url(view: &View<'_>) -> Option<View<'static>> {
-    if !view.bytes.contains(&b'%') {
-        return None;
-    }
-    view.decoded(|b, at, out| {
-        if b[at] != b'%' {
-            return None;
-        }
-        let digits = std::str::from_utf8(b.get(at + 1..at + 3)?).ok()?;
-        if !digits.bytes().all(|d| d.is_ascii_hexdigit()) {
-            return None;
-        }
-        out.push(u8::from_str_radix(digits, 16).ok()?);
+    view.decoded(b'%', |b, at, out| {
+        out.push(hex(b, at + 1, 2)? as u8);
         Some(3)
     })
 }

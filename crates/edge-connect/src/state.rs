@@ -9,10 +9,22 @@ use serde::{Deserialize, Deserializer};
 /// The MC writes the enum by name (`"Ready"`); its number is accepted too, because the proto's
 /// JSON form allows either. A name this client does not know is kept as [`AppInstState::Other`]
 /// so a newer controller's state is reported, not dropped. The known states are the proto's, in
-/// its order: `NAMES` below gives each its name at its number (`Unknown` is also an absent field).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// its order, so each one's place is its number; each is named as the MC writes it (`Unknown` is
+/// also an absent field).
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    strum::Display,
+    strum::EnumString,
+    strum::FromRepr,
+    strum::IntoStaticStr,
+)]
 pub enum AppInstState {
     #[default]
+    #[strum(serialize = "TrackedStateUnknown")]
     Unknown,
     NotPresent,
     CreateRequested,
@@ -26,52 +38,27 @@ pub enum AppInstState {
     Deleting,
     DeleteError,
     DeletePrepare,
+    #[strum(serialize = "CrmInitok")]
     CrmInitOk,
     CreatingDependencies,
     DeleteDone,
     /// A state this client does not know, as the server named it.
+    #[strum(default)]
     Other(String),
 }
-
-/// Each known state's name as the MC writes it, at the state's number.
-const NAMES: [(&str, AppInstState); 16] = [
-    ("TrackedStateUnknown", AppInstState::Unknown),
-    ("NotPresent", AppInstState::NotPresent),
-    ("CreateRequested", AppInstState::CreateRequested),
-    ("Creating", AppInstState::Creating),
-    ("CreateError", AppInstState::CreateError),
-    ("Ready", AppInstState::Ready),
-    ("UpdateRequested", AppInstState::UpdateRequested),
-    ("Updating", AppInstState::Updating),
-    ("UpdateError", AppInstState::UpdateError),
-    ("DeleteRequested", AppInstState::DeleteRequested),
-    ("Deleting", AppInstState::Deleting),
-    ("DeleteError", AppInstState::DeleteError),
-    ("DeletePrepare", AppInstState::DeletePrepare),
-    ("CrmInitok", AppInstState::CrmInitOk),
-    ("CreatingDependencies", AppInstState::CreatingDependencies),
-    ("DeleteDone", AppInstState::DeleteDone),
-];
 
 impl AppInstState {
     /// The state named `name` (as the MC writes it).
     pub fn from_name(name: &str) -> Self {
-        NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, s)| s.clone())
-            .unwrap_or_else(|| AppInstState::Other(name.to_string()))
+        name.parse()
+            .unwrap_or_else(|_| AppInstState::Other(name.to_string()))
     }
 
     /// The name the MC uses for this state.
     pub fn name(&self) -> &str {
         match self {
             AppInstState::Other(name) => name,
-            known => NAMES
-                .iter()
-                .find(|(_, s)| s == known)
-                .map(|(n, _)| *n)
-                .unwrap_or("TrackedStateUnknown"),
+            known => known.into(),
         }
     }
 
@@ -81,12 +68,6 @@ impl AppInstState {
             self,
             AppInstState::CreateError | AppInstState::UpdateError | AppInstState::DeleteError
         )
-    }
-}
-
-impl fmt::Display for AppInstState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -106,8 +87,8 @@ impl<'de> Deserialize<'de> for AppInstState {
             fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<AppInstState, E> {
                 Ok(usize::try_from(n)
                     .ok()
-                    .and_then(|i| NAMES.get(i))
-                    .map(|(_, s)| s.clone())
+                    .and_then(AppInstState::from_repr)
+                    .filter(|s| !matches!(s, AppInstState::Other(_)))
                     .unwrap_or_else(|| AppInstState::Other(n.to_string())))
             }
             fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<AppInstState, E> {
@@ -141,9 +122,36 @@ mod tests {
         assert_eq!(read("99"), AppInstState::Other("99".into()));
         assert_eq!(read("-1"), AppInstState::Other("-1".into()));
         assert_eq!(read("null"), AppInstState::Unknown);
-        for (name, state) in NAMES {
+        // The proto's names, each at its number.
+        let names = [
+            "TrackedStateUnknown",
+            "NotPresent",
+            "CreateRequested",
+            "Creating",
+            "CreateError",
+            "Ready",
+            "UpdateRequested",
+            "Updating",
+            "UpdateError",
+            "DeleteRequested",
+            "Deleting",
+            "DeleteError",
+            "DeletePrepare",
+            "CrmInitok",
+            "CreatingDependencies",
+            "DeleteDone",
+        ];
+        for (number, name) in names.into_iter().enumerate() {
+            let state = read(&number.to_string());
+            assert!(!matches!(state, AppInstState::Other(_)), "{name}");
             assert_eq!(AppInstState::from_name(name), state);
             assert_eq!(state.name(), name);
+            assert_eq!(state.to_string(), name);
         }
+        assert_eq!(read("16"), AppInstState::Other("16".into()));
+        assert_eq!(
+            AppInstState::Other("Hibernating".into()).to_string(),
+            "Hibernating"
+        );
     }
 }

@@ -240,7 +240,19 @@ impl TokenCache {
             expires_at: claim("exp").unwrap_or(now + FALLBACK_LIFETIME_SECS),
             issued_at: claim("iat").unwrap_or(now),
         };
-        if let Err(e) = write_atomically(&self.path, &body) {
+        let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
+        // A new file of its own (O_EXCL, mode 0600: nothing planted is opened), removed if
+        // dropped before it is in place; rename replaces a link at `path` itself, never writes
+        // through it.
+        let written = tempfile::Builder::new()
+            .prefix(".tmp-")
+            .tempfile_in(dir)
+            .and_then(|mut file| {
+                file.write_all(&serde_json::to_vec(&body)?)?;
+                file.as_file().sync_all()?;
+                Ok(file.persist(&self.path)?)
+            });
+        if let Err(e) = written {
             tracing::info!(error = %e, "cannot write the token cache");
         }
     }
@@ -276,18 +288,6 @@ impl TokenCache {
             let _ = std::fs::remove_file(&self.path);
         }
     }
-}
-
-fn write_atomically(path: &Path, body: &impl serde::Serialize) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    // A new file of its own (O_EXCL, mode 0600: nothing planted is opened), removed if dropped
-    // before it is in place.
-    let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-    file.write_all(&serde_json::to_vec(body)?)?;
-    file.as_file().sync_all()?;
-    // rename replaces a link at `path` itself; it never writes through it.
-    file.persist(path)?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ impl Wait {
             } else {
                 format!(
                     "nothing came within {} s (edge_connect.request_timeout_secs) while waiting for {what}",
-                    seconds(budget)
+                    budget.as_secs_f64()
                 )
             };
             ApiError::transport(rpc, message)
@@ -61,15 +61,6 @@ impl Wait {
         tokio::time::timeout(budget, future)
             .await
             .map_err(|_| ran_out())
-    }
-}
-
-/// A duration in seconds as a person reads it: `5`, or `0.5` below a whole second.
-fn seconds(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        d.as_secs().to_string()
-    } else {
-        format!("{:.1}", d.as_secs_f64())
     }
 }
 
@@ -125,24 +116,6 @@ pub(crate) fn error_message(body: &[u8], status: u16) -> String {
         .unwrap_or_else(|| format!("HTTP {status} without a readable message"))
 }
 
-/// True when reqwest could not reach the host at all (refused, no route, name not resolved):
-/// nothing was sent, so a retry cannot repeat anything.
-pub(crate) fn is_unreachable(e: &reqwest::Error) -> bool {
-    // A TLS handshake failure is also a "connect" error to reqwest; it is not unreachability.
-    let lower = transport_message(e).to_ascii_lowercase();
-    e.is_connect()
-        && !plain_http_answered(e)
-        && !["certificate", "handshake", "tls"]
-            .iter()
-            .any(|w| lower.contains(w))
-}
-
-/// rustls read a plain-HTTP answer where the TLS handshake's first record belonged (its
-/// `InvalidContentType`): the URL says `https://` for a port that serves `http://`.
-fn plain_http_answered(e: &reqwest::Error) -> bool {
-    transport_message(e).contains("InvalidContentType")
-}
-
 /// `host:port` of `url`, for messages (never its user, password, path or query).
 pub(crate) fn host_port(url: &reqwest::Url) -> String {
     let host = url.host_str().unwrap_or("?");
@@ -152,30 +125,33 @@ pub(crate) fn host_port(url: &reqwest::Url) -> String {
     }
 }
 
-/// A failed request: a certificate problem is final (retrying cannot fix it), anything else is a
-/// transport error worth retrying.
-pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> ApiError {
-    if plain_http_answered(e) {
-        let at = e.url().map_or_else(|| "the server".into(), host_port);
-        let message = format!(
-            "{at} answered in plain HTTP, not TLS: edge_connect.url says https:// for a port that serves http:// (give the port that serves TLS)"
-        );
-        return ApiError {
-            kind: ApiErrorKind::Tls,
-            ..ApiError::transport(rpc, message)
-        };
-    }
+/// A failed request: `Ok` with why when the host could not be reached at all (refused, no
+/// route, name not resolved: nothing was sent, so a retry cannot repeat anything); else the
+/// call's error: a certificate problem is final (retrying cannot fix it), anything else a
+/// transport error worth retrying. (A TLS handshake failure is also a "connect" error to
+/// reqwest; it is not unreachability.)
+pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> Result<String, ApiError> {
     let message = transport_message(e);
     let lower = message.to_ascii_lowercase();
-    if lower.contains("certificate") || lower.contains("handshake") {
-        let message = format!("{message} (set edge_connect.ca_bundle for a private CA)");
-        ApiError {
-            kind: ApiErrorKind::Tls,
-            ..ApiError::transport(rpc, message)
-        }
+    // rustls read a plain-HTTP answer where the TLS handshake's first record belonged (its
+    // `InvalidContentType`): the URL says `https://` for a port that serves `http://`.
+    let tls = if message.contains("InvalidContentType") {
+        let at = e.url().map_or_else(|| "the server".into(), host_port);
+        format!(
+            "{at} answered in plain HTTP, not TLS: edge_connect.url says https:// for a port that serves http:// (give the port that serves TLS)"
+        )
+    } else if lower.contains("certificate") || lower.contains("handshake") {
+        format!("{message} (set edge_connect.ca_bundle for a private CA)")
+    } else if e.is_connect() && !lower.contains("tls") {
+        let detail = message.strip_prefix("cannot connect: ").unwrap_or(&message);
+        return Ok(detail.to_string());
     } else {
-        ApiError::transport(rpc, message)
-    }
+        return Err(ApiError::transport(rpc, message));
+    };
+    Err(ApiError {
+        kind: ApiErrorKind::Tls,
+        ..ApiError::transport(rpc, tls)
+    })
 }
 
 /// reqwest's error chain without reqwest's own line, which holds the request URL: the chain
