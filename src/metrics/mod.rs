@@ -324,33 +324,19 @@ impl Recorder {
 }
 
 fn append(mut file: &std::fs::File, line: &[u8]) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    flock(fd, libc::LOCK_SH)?;
-    let result = if file.metadata()?.len() > MAX_EVENTS_FILE {
-        Err(std::io::Error::other(format!(
-            "the events file is over {} MiB: is the metrics sidecar running?",
-            MAX_EVENTS_FILE >> 20
-        )))
-    } else {
+    file.lock_shared()?;
+    let result = file.metadata().and_then(|meta| {
+        if meta.len() > MAX_EVENTS_FILE {
+            return Err(std::io::Error::other(format!(
+                "the events file is over {} MiB: is the metrics sidecar running?",
+                MAX_EVENTS_FILE >> 20
+            )));
+        }
         // One write for the line (write_all repeats only after a short write, still locked).
         file.write_all(line)
-    };
-    flock(fd, libc::LOCK_UN)?;
+    });
+    file.unlock()?;
     result
-}
-
-pub(crate) fn flock(fd: std::os::fd::RawFd, how: libc::c_int) -> std::io::Result<()> {
-    loop {
-        // SAFETY: flock on a descriptor this process owns; no memory is passed.
-        if unsafe { libc::flock(fd, how) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
 }
 
 /// A failure's reason label: the start failure the command met, the client's error kind, or
