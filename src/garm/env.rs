@@ -23,8 +23,9 @@ const READ_VARIABLES: [&str; 7] = [
     "GARM_POOL_EXTRASPECS",
 ];
 
-/// `GARM_COMMAND`, each variant named as GARM spells it (its `Debug` form).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+/// `GARM_COMMAND`, each variant named as GARM spells it (its `Debug` form). strum derives the
+/// parse of a name and the list of names from the variants, so neither can miss one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::VariantNames)]
 pub enum GarmCommand {
     /// Create one runner from the bootstrap params on stdin.
     CreateInstance,
@@ -53,21 +54,8 @@ pub enum GarmCommand {
 }
 
 impl GarmCommand {
-    /// Every command's name, as GARM spells it (a test keeps it complete).
-    pub const NAMES: [&'static str; 12] = [
-        "CreateInstance",
-        "DeleteInstance",
-        "GetInstance",
-        "ListInstances",
-        "RemoveAllInstances",
-        "StartInstance",
-        "StopInstance",
-        "GetVersion",
-        "GetSupportedInterfaceVersions",
-        "ValidatePoolInfo",
-        "GetConfigJSONSchema",
-        "GetExtraSpecsJSONSchema",
-    ];
+    /// Every command's name, as GARM spells it.
+    pub const NAMES: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
     /// What the command needs and who follows it up: the one table of GARM's commands.
     pub const fn facts(self) -> Facts {
@@ -88,11 +76,11 @@ impl GarmCommand {
     }
 
     fn parse(name: &str, version: &str) -> Result<Self, ProtocolError> {
-        use serde::de::{value::Error, Deserialize, IntoDeserializer};
         if name.is_empty() {
             return Err(ProtocolError::new("GARM_COMMAND is empty"));
         }
-        let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name))
+        let cmd: Self = name
+            .parse()
             .map_err(|_| ProtocolError::UnknownCommand(name.to_string()))?;
         if version == "v0.1.0" && matches!(cmd.facts().1, Answered::LocallySinceV011) {
             return Err(ProtocolError::new(format!(
