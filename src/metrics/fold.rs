@@ -234,9 +234,10 @@ impl Metrics {
             Event::RemovedAll { removed, failed } => {
                 self.add("remove_all_runners_total", &["removed"], removed as f64);
                 self.add("remove_all_runners_total", &["failed"], failed as f64);
-                if failed == 0 {
-                    // The controller has no runner left anywhere.
-                    self.forget_all_runners();
+                // None failed: the controller has no runner left anywhere.
+                let all = (failed == 0).then(|| self.values.remove("runners"));
+                if let Some(runners) = all.flatten() {
+                    self.series = self.series.saturating_sub(runners.len());
                 }
             }
         }
@@ -257,13 +258,6 @@ impl Metrics {
         for key in keys {
             runners.remove(&key);
             self.series = self.series.saturating_sub(1);
-        }
-    }
-
-    /// Removes every runners series: RemoveAllInstances left no runner of any pool.
-    fn forget_all_runners(&mut self) {
-        if let Some(runners) = self.values.remove("runners") {
-            self.series = self.series.saturating_sub(runners.len());
         }
     }
 
