@@ -30,7 +30,13 @@ pub fn echo_max(value: &str, max_chars: usize) -> String {
             out.push_str(&format!("… ({} bytes in all)", value.len()));
             return out;
         }
-        push_escaped(&mut out, c);
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_terminal_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
     }
     out
 }
@@ -48,16 +54,6 @@ pub fn quoted(value: &str) -> String {
 /// `text` with every control character escaped, so that it stays one line whatever it holds.
 pub fn one_line(text: &str) -> String {
     echo_max(text, usize::MAX)
-}
-
-fn push_escaped(out: &mut String, c: char) {
-    match c {
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        c if is_terminal_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-        c => out.push(c),
-    }
 }
 
 /// Whether a terminal may take `c` for a command, or show the text around it other than it is:

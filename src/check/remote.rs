@@ -74,19 +74,13 @@ impl Remote<'_, '_> {
         // The flavor a create of this pool asks for: the pool's own, else the config's default
         // (GARM's pool flavor lies between them, which `check` cannot see); none for a pool
         // sized by `resources`, whose size `check` reports once instead.
-        let wanted: Vec<String> = match &specs.resources {
-            Some(_) => Vec::new(),
-            None => specs
-                .flavor
-                .iter()
-                .chain(&self.ec.default_flavor)
-                .take(1)
-                .cloned()
-                .collect(),
+        let wanted = match specs.resources {
+            Some(_) => None,
+            None => specs.flavor.as_ref().or(self.ec.default_flavor.as_ref()),
         };
         for site in sites {
             if self.site(site, zones, cloudlets).await.is_ok() {
-                self.flavors(site, &flavors, &wanted).await;
+                self.flavors(site, &flavors, wanted).await;
             }
         }
         Ok(())
@@ -114,14 +108,11 @@ impl Remote<'_, '_> {
             .proxy()
             .map(|p| format!(" through the proxy {p}"))
             .unwrap_or_default();
-        let e = match self.client.login().await {
-            Ok(_) => {
-                let ms = started.elapsed().as_millis();
-                let line = format!("{url}{via} reachable, {transport}, logged in ({ms} ms)");
-                self.report.pass("login", line);
-                return Ok(());
-            }
-            Err(e) => e,
+        let Err(e) = self.client.login().await else {
+            let ms = started.elapsed().as_millis();
+            let line = format!("{url}{via} reachable, {transport}, logged in ({ms} ms)");
+            self.report.pass("login", line);
+            return Ok(());
         };
         if !matches!(
             e.kind,
@@ -269,9 +260,9 @@ impl Remote<'_, '_> {
         Ok(())
     }
 
-    /// The wanted flavors offered in the site (a zone's own list; for a cloudlet, the region's
+    /// The wanted flavor offered in the site (a zone's own list; for a cloudlet, the region's
     /// flavors).
-    async fn flavors(&mut self, site: &Placement, region: &[String], wanted: &[String]) {
+    async fn flavors(&mut self, site: &Placement, region: &[String], wanted: Option<&String>) {
         let available = match site {
             Placement::Zone(z) => {
                 match self.client.show_flavors_for_zone(&SiteRef::from(z)).await {
