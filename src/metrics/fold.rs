@@ -325,19 +325,16 @@ impl Metrics {
             };
             let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} {kind}", d.help);
             if let Kind::Histogram(bounds) = d.kind {
+                // Every histogram has labels: `key` is never empty.
                 for (key, h) in self.histograms.get(d.name).into_iter().flatten() {
-                    let sep = if key.is_empty() { "" } else { "," };
                     let mut cumulative = 0;
                     for (bound, n) in bounds.iter().zip(&h.buckets) {
                         cumulative += n;
-                        let _ = writeln!(
-                            out,
-                            "{name}_bucket{{{key}{sep}le=\"{bound}\"}} {cumulative}"
-                        );
+                        let _ = writeln!(out, "{name}_bucket{{{key},le=\"{bound}\"}} {cumulative}");
                     }
-                    let _ = writeln!(out, "{name}_bucket{{{key}{sep}le=\"+Inf\"}} {}", h.count);
-                    let _ = writeln!(out, "{name}_sum{} {}", braced(key), Value(h.sum));
-                    let _ = writeln!(out, "{name}_count{} {}", braced(key), h.count);
+                    let _ = writeln!(out, "{name}_bucket{{{key},le=\"+Inf\"}} {}", h.count);
+                    let _ = writeln!(out, "{name}_sum{{{key}}} {}", Value(h.sum));
+                    let _ = writeln!(out, "{name}_count{{{key}}} {}", h.count);
                 }
             } else {
                 for (key, v) in self.values.get(d.name).into_iter().flatten() {
