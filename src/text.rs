@@ -193,9 +193,7 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
 /// prefixed with the table that holds it, if any; the top level (".") gets no prefix.
 pub fn keyed(path: &str, what: &str) -> String {
     let path = if what.starts_with("unknown field") {
-        path.rsplit_once('.')
-            .map(|(parent, _)| parent)
-            .unwrap_or("")
+        path.rsplit_once('.').map_or("", |(parent, _)| parent)
     } else {
         path
     };
@@ -251,8 +249,7 @@ fn unexpected_in_words(unexpected: &str, show_value: bool) -> String {
 /// ConfigMaps through them).
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<String, String> {
     let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    options.custom_flags(libc::O_NONBLOCK);
+    options.read(true).custom_flags(libc::O_NONBLOCK);
     let file = open_regular(path, &options).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     file.take(max_bytes + 1)

@@ -67,9 +67,8 @@ impl Remote<'_, '_> {
         self.membership().await?;
         *reached = 3;
         let zones = self.generation().await?;
-        *reached = 4;
+        // From here on a failure is reported and the other sites still checked.
         let cloudlets = self.cloudlets(sites).await;
-        *reached = 5;
         let (zones, cloudlets) = (zones.as_deref(), cloudlets.as_deref());
         // The flavor a create of this pool asks for: the pool's own, else the config's default
         // (GARM's pool flavor lies between them, which `check` cannot see); none for a pool

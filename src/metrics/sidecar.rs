@@ -115,24 +115,19 @@ impl Consumer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.save(),
             Err(e) => return Err(e),
         };
-        match file.try_lock() {
-            Err(std::fs::TryLockError::WouldBlock) => {
-                self.read(&file)?;
-                return self.save();
-            }
+        // Held until `file` closes, when this returns.
+        let locked = match file.try_lock() {
+            Ok(()) => true,
+            Err(std::fs::TryLockError::WouldBlock) => false,
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
-            Ok(()) => {}
+        };
+        self.read(&file)?;
+        if !locked {
+            return self.save();
         }
-        let result = self.compact_locked(&file);
-        file.unlock()?;
-        result
-    }
-
-    fn compact_locked(&mut self, file: &File) -> std::io::Result<()> {
-        self.read(file)?;
         let len = file.metadata()?.len();
         if len > self.offset {
-            let mut rest = file;
+            let mut rest = &file;
             rest.seek(SeekFrom::Start(self.offset))?;
             std::io::copy(&mut rest, &mut self.hash)?;
             self.offset = len;
