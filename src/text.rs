@@ -89,16 +89,14 @@ pub fn is_terminal_control(c: char) -> bool {
 /// still reads, so that an old file loads, but no one should write.
 pub fn describe_serde(message: &str, show_value: bool, retired: &[&str]) -> String {
     // "invalid type: <unexpected>, expected <expected>" and "invalid value: ..."
-    for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
-            if let Some((unexpected, expected)) = rest.rsplit_once(", expected ") {
-                return format!(
-                    "expected {}, got {}",
-                    expected_in_words(expected),
-                    unexpected_in_words(unexpected, show_value)
-                );
-            }
-        }
+    let mut typed = ["invalid type: ", "invalid value: "].into_iter();
+    let typed = typed.find_map(|prefix| message.strip_prefix(prefix)?.rsplit_once(", expected "));
+    if let Some((unexpected, expected)) = typed {
+        return format!(
+            "expected {}, got {}",
+            expected_in_words(expected),
+            unexpected_in_words(unexpected, show_value)
+        );
     }
     if let Some(rest) = message.strip_prefix("invalid length ") {
         if let Some((_, expected)) = rest.rsplit_once(", expected ") {
@@ -158,28 +156,19 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
     let (given, rest) = rest.split_once('`')?;
     // serde_json ends its messages with where it was in the text.
     let rest = rest.rsplit_once(" at line ").map_or(rest, |(r, _)| r);
-    let mut allowed: Vec<&str> = match rest.split_once("expected one of ") {
-        Some((_, list)) => list.split(", ").map(|n| n.trim_matches('`')).collect(),
-        None => rest
-            .split_once("expected `")
-            .map(|(_, n)| vec![n.trim_end_matches('`')])
-            .unwrap_or_default(),
-    };
-    allowed.retain(|name| !retired.contains(name));
+    // `expected one of `a`, `b``, `expected `a``, or no list (`there are no fields`).
+    let list = rest.split_once("expected ").map_or("", |(_, list)| list);
+    let list = list.strip_prefix("one of ").unwrap_or(list).split(", ");
+    let allowed: Vec<&str> = list
+        .map(|name| name.trim_matches('`'))
+        .filter(|name| !name.is_empty() && !retired.contains(name))
+        .collect();
     let mut line = format!("{kind} `{}`", echo(given));
-    let nearest = allowed
-        .iter()
-        .map(|name| {
-            (
-                strsim::levenshtein(&given.to_lowercase(), &name.to_lowercase()),
-                *name,
-            )
-        })
-        .min();
-    if let Some((distance, name)) = nearest {
-        if distance <= (name.chars().count() / 3).max(2) {
-            line.push_str(&format!("; did you mean `{name}`?"));
-        }
+    let given = given.to_lowercase();
+    let distance = |name: &str| strsim::levenshtein(&given, &name.to_lowercase());
+    let nearest = allowed.iter().map(|name| (distance(name), *name)).min();
+    if let Some((_, name)) = nearest.filter(|(d, name)| *d <= (name.chars().count() / 3).max(2)) {
+        line.push_str(&format!("; did you mean `{name}`?"));
     }
     if !allowed.is_empty() {
         let all: Vec<String> = allowed.iter().map(|n| format!("`{n}`")).collect();
@@ -267,10 +256,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<String, String> 
 /// (O_NONBLOCK); the type is checked on the opened file, so it cannot change in between.
 pub fn open_regular(path: &Path, options: &std::fs::OpenOptions) -> std::io::Result<std::fs::File> {
     let file = options.open(path)?;
-    match not_regular(&file.metadata()?) {
-        Some(e) => Err(e),
-        None => Ok(file),
-    }
+    not_regular(&file.metadata()?).map_or(Ok(file), Err)
 }
 
 /// "not a regular file (a FIFO)", ... for a path that is not a regular file; `None` for one.

@@ -250,15 +250,13 @@ impl Metrics {
         let Some(runners) = self.values.get_mut("runners") else {
             return;
         };
-        let of = runners.iter().filter(|(k, _)| k.starts_with(of_pool));
-        if of.clone().any(|(_, v)| *v > 0.0) {
+        let mut of = runners.iter().filter(|(k, _)| k.starts_with(of_pool));
+        if of.any(|(_, v)| *v > 0.0) {
             return;
         }
-        let keys: Vec<String> = of.map(|(k, _)| k.clone()).collect();
-        for key in keys {
-            runners.remove(&key);
-            self.series = self.series.saturating_sub(1);
-        }
+        let before = runners.len();
+        runners.retain(|k, _| !k.starts_with(of_pool));
+        self.series = self.series.saturating_sub(before - runners.len());
     }
 
     /// The series of `name` with `values`, when it exists or there is room for it.
@@ -304,10 +302,8 @@ impl Metrics {
                 buckets: vec![0; bounds.len()],
                 ..Histogram::default()
             });
-        if let Some(i) = bounds.iter().position(|b| x <= *b) {
-            if let Some(b) = h.buckets.get_mut(i) {
-                *b += 1;
-            }
+        if let Some((n, _)) = h.buckets.iter_mut().zip(bounds).find(|(_, b)| x <= **b) {
+            *n += 1;
         }
         h.sum += x;
         h.count += 1;

@@ -348,14 +348,9 @@ fn reason_of(e: &Error, start_failure: String) -> String {
     if e.leaves_something() {
         return "left_behind".into();
     }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(api) = s.downcast_ref::<edge_connect::ApiError>() {
-            return format!("{:?}", api.kind);
-        }
-        source = s.source();
-    }
-    "other".into()
+    let mut sources = std::iter::successors(std::error::Error::source(e), |s| s.source());
+    let api = sources.find_map(|s| s.downcast_ref::<edge_connect::ApiError>());
+    api.map_or_else(|| "other".into(), |api| format!("{:?}", api.kind))
 }
 
 /// The configured site an AppInst was placed on, as `ORG/NAME`: its zone, else its cloudlet
