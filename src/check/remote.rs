@@ -78,7 +78,8 @@ impl Remote<'_, '_> {
             None => specs.flavor.as_ref().or(self.ec.default_flavor.as_ref()),
         };
         for site in sites {
-            if self.site(site, zones, cloudlets).await.is_ok() {
+            let found = self.site(site, zones, cloudlets).await;
+            if let (Ok(()), Some(wanted)) = (found, wanted) {
                 self.flavors(site, &flavors, wanted).await;
             }
         }
@@ -261,7 +262,7 @@ impl Remote<'_, '_> {
 
     /// The wanted flavor offered in the site (a zone's own list; for a cloudlet, the region's
     /// flavors).
-    async fn flavors(&mut self, site: &Placement, region: &[String], wanted: Option<&String>) {
+    async fn flavors(&mut self, site: &Placement, region: &[String], flavor: &String) {
         let available = match site {
             Placement::Zone(z) => {
                 match self.client.show_flavors_for_zone(&SiteRef::from(z)).await {
@@ -271,15 +272,13 @@ impl Remote<'_, '_> {
             }
             Placement::Cloudlet(_) => region.to_vec(),
         };
-        for flavor in wanted {
-            let what = format!("flavor {flavor}");
-            if available.contains(flavor) {
-                self.report.pass(&what, format!("available in {site}"));
-            } else {
-                let there = available.join(", ");
-                let line = format!("not available in {site}; flavors there: {there}");
-                self.report.fail(&what, line);
-            }
+        let what = format!("flavor {flavor}");
+        if available.contains(flavor) {
+            self.report.pass(&what, format!("available in {site}"));
+        } else {
+            let there = available.join(", ");
+            let line = format!("not available in {site}; flavors there: {there}");
+            self.report.fail(&what, line);
         }
     }
 }
