@@ -12,17 +12,6 @@ use super::error::ProtocolError;
 /// The GARM external-provider interface versions this binary speaks.
 pub const SUPPORTED_INTERFACE_VERSIONS: [&str; 2] = ["v0.1.0", "v0.1.1"];
 
-/// The GARM variables this provider reads.
-const READ_VARIABLES: [&str; 7] = [
-    "GARM_COMMAND",
-    "GARM_INTERFACE_VERSION",
-    "GARM_CONTROLLER_ID",
-    "GARM_PROVIDER_CONFIG_FILE",
-    "GARM_POOL_ID",
-    "GARM_INSTANCE_ID",
-    "GARM_POOL_EXTRASPECS",
-];
-
 /// `GARM_COMMAND`, each variant named as GARM spells it (its `Debug` form). strum derives the
 /// parse of a name and the list of names from the variants, so neither can miss one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::VariantNames)]
@@ -144,49 +133,50 @@ pub struct Request {
 }
 
 impl Request {
-    /// Reads the GARM variables this provider reads from the process environment. One whose
-    /// value is not UTF-8 is refused as such (not reported "not set", which would send the
-    /// operator looking in the wrong place).
+    /// Reads the GARM variables from the process environment. One whose value is not UTF-8 is
+    /// refused as such (not reported "not set", which would send the operator looking in the
+    /// wrong place).
     pub fn from_process() -> Result<Self, ProtocolError> {
-        let mut vars = HashMap::new();
-        for k in READ_VARIABLES {
-            if let Some(v) = std::env::var_os(k) {
-                let v = v
-                    .into_string()
-                    .map_err(|_| ProtocolError::new(format!("{k} is not valid UTF-8")))?;
-                vars.insert(k.to_string(), v);
-            }
-        }
-        Self::from_map(&vars)
+        Self::read(|k| match std::env::var_os(k) {
+            None => Ok(None),
+            Some(v) => v
+                .into_string()
+                .map(Some)
+                .map_err(|_| ProtocolError::new(format!("{k} is not valid UTF-8"))),
+        })
     }
 
     /// Parses and validates from a name → value map (what tests use).
     pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, ProtocolError> {
-        let raw = |k: &str| vars.get(k).cloned().unwrap_or_default();
-        let get = |k: &str| raw(k).trim().to_string();
-        let version = match get("GARM_INTERFACE_VERSION").as_str() {
+        Self::read(|k| Ok(vars.get(k).cloned()))
+    }
+
+    /// Parses and validates the variables `var` gives by name.
+    fn read(
+        var: impl Fn(&str) -> Result<Option<String>, ProtocolError>,
+    ) -> Result<Self, ProtocolError> {
+        let raw = |k: &str| var(k).map(Option::unwrap_or_default);
+        let get = |k: &str| raw(k).map(|v| v.trim().to_string());
+        let version = match get("GARM_INTERFACE_VERSION")?.as_str() {
             "" | "v0.1.0" => "v0.1.0",
             "v0.1.1" => "v0.1.1",
             other => return Err(ProtocolError::UnsupportedVersion(other.to_string())),
         };
-        if !vars.contains_key("GARM_COMMAND") {
+        let Some(command) = var("GARM_COMMAND")? else {
             return Err(ProtocolError::new("GARM_COMMAND is not set"));
-        }
-        let command = GarmCommand::parse(&get("GARM_COMMAND"), version)?;
-        let pool_id = vars
-            .get("GARM_POOL_ID")
-            .filter(|p| !p.is_empty())
-            // Pool ids are opaque (scale sets use "<name>-<uuid>" with spaces and capitals):
-            // keep them byte for byte, no trimming.
-            .cloned();
+        };
+        let command = GarmCommand::parse(command.trim(), version)?;
+        // Pool ids are opaque (scale sets use "<name>-<uuid>" with spaces and capitals): kept
+        // byte for byte, no trimming.
+        let pool_id = var("GARM_POOL_ID")?.filter(|p| !p.is_empty());
         let request = Request {
             version,
             command,
-            controller_id: get("GARM_CONTROLLER_ID"),
-            config_file: raw("GARM_PROVIDER_CONFIG_FILE"),
+            controller_id: get("GARM_CONTROLLER_ID")?,
+            config_file: raw("GARM_PROVIDER_CONFIG_FILE")?,
             pool_id,
-            instance_id: raw("GARM_INSTANCE_ID"),
-            pool_extra_specs: decode_extra_specs(vars.get("GARM_POOL_EXTRASPECS"))?,
+            instance_id: raw("GARM_INSTANCE_ID")?,
+            pool_extra_specs: decode_extra_specs(var("GARM_POOL_EXTRASPECS")?.as_ref())?,
         };
         request.validate()?;
         Ok(request)
