@@ -202,11 +202,8 @@ fn looks_numeric(lower: &str) -> bool {
     if matches!(body, ".inf" | ".nan") {
         return true;
     }
-    let body = body
-        .strip_prefix("0x")
-        .or_else(|| body.strip_prefix("0b"))
-        .or_else(|| body.strip_prefix("0o"))
-        .unwrap_or(body);
+    let prefixed = ["0x", "0b", "0o"].iter().find_map(|p| body.strip_prefix(p));
+    let body = prefixed.unwrap_or(body);
     !body.is_empty()
         && body.chars().any(|c| c.is_ascii_digit())
         && body
