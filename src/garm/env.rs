@@ -1,7 +1,6 @@
 //! GARM's environment as one typed [`Request`], per interface version, a create's stdin
 //! ([`read_stdin`]), and the one table of what each command needs ([`GarmCommand::facts`]).
 
-use std::collections::HashMap;
 use std::io::Read;
 
 use base64::Engine as _;
@@ -146,11 +145,6 @@ impl Request {
         })
     }
 
-    /// Parses and validates from a name → value map (what tests use).
-    pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, ProtocolError> {
-        Self::read(|k| Ok(vars.get(k).cloned()))
-    }
-
     /// Parses and validates the variables `var` gives by name.
     fn read(
         var: impl Fn(&str) -> Result<Option<String>, ProtocolError>,
@@ -252,10 +246,16 @@ pub fn decode_extra_specs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// The line the front door makes of a refusal.
     fn said(e: ProtocolError) -> String {
         crate::error::Error::from(e).to_string()
+    }
+
+    /// A request read from a name → value map.
+    fn from_map(vars: &HashMap<String, String>) -> Result<Request, ProtocolError> {
+        Request::read(|k| Ok(vars.get(k).cloned()))
     }
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
@@ -278,9 +278,9 @@ mod tests {
 
     #[test]
     fn version_defaults_to_v010_and_rejects_unknown() {
-        let e = Request::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
+        let e = from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
         assert_eq!(e.version, "v0.1.0");
-        let err = Request::from_map(&with(&[
+        let err = from_map(&with(&[
             ("GARM_COMMAND", "GetVersion"),
             ("GARM_INTERFACE_VERSION", "v9.9.9"),
         ]))
@@ -290,7 +290,7 @@ mod tests {
 
     #[test]
     fn unknown_command_is_named() {
-        let err = Request::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
+        let err = from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
         assert_eq!(
             said(err),
             format!(
@@ -305,8 +305,8 @@ mod tests {
 
     #[test]
     fn v011_commands_need_v011() {
-        assert!(Request::from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
-        assert!(Request::from_map(&with(&[
+        assert!(from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
+        assert!(from_map(&with(&[
             ("GARM_COMMAND", "GetConfigJSONSchema"),
             ("GARM_INTERFACE_VERSION", "v0.1.1")
         ]))
@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn delete_does_not_need_a_pool_id_in_v011() {
-        let e = Request::from_map(&with(&[
+        let e = from_map(&with(&[
             ("GARM_COMMAND", "DeleteInstance"),
             ("GARM_INTERFACE_VERSION", "v0.1.1"),
             ("GARM_INSTANCE_ID", "garm-x"),
@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn instance_commands_need_an_instance_id() {
-        let err = Request::from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
+        let err = from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
         assert!(said(err).contains("GARM_INSTANCE_ID"));
     }
 
@@ -337,12 +337,12 @@ mod tests {
     fn missing_controller_id_is_an_error() {
         let mut m = with(&[("GARM_COMMAND", "ListInstances"), ("GARM_POOL_ID", "p")]);
         m.remove("GARM_CONTROLLER_ID");
-        assert!(said(Request::from_map(&m).unwrap_err()).contains("GARM_CONTROLLER_ID"));
+        assert!(said(from_map(&m).unwrap_err()).contains("GARM_CONTROLLER_ID"));
     }
 
     #[test]
     fn pool_ids_are_kept_verbatim() {
-        let e = Request::from_map(&with(&[
+        let e = from_map(&with(&[
             ("GARM_COMMAND", "ListInstances"),
             ("GARM_POOL_ID", "My Scale Set-6B8E "),
         ]))
@@ -404,7 +404,7 @@ mod tests {
             instance in ".*",
             specs in "(|bnVsbA==|eyJmbGF2b3IiOiJ4In0=|.*)",
         ) {
-            let result = Request::from_map(&with(&[
+            let result = from_map(&with(&[
                 ("GARM_COMMAND", &command),
                 ("GARM_INTERFACE_VERSION", &version),
                 ("GARM_POOL_ID", &pool),
