@@ -73,10 +73,8 @@ pub fn run() -> Result<(), Error> {
     let bootstrap =
         BootstrapInstance::from_slice(include_bytes!("../examples/bootstrap-github-jit.json"))?;
     let name = bootstrap.name.clone();
-    let progress: crate::provider::Progress = {
-        let name = name.clone();
-        Arc::new(move |m: &str| line(&format!("    … [{name}] {m}")))
-    };
+    let progress: crate::provider::Progress =
+        Arc::new(move |m: &str| line(&format!("    … [{name}] {m}")));
     // The user's EDP_EDGE_CONNECT_* must not replace the simulator's credentials.
     let finished = crate::pipeline::run(
         session,
