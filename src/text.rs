@@ -98,10 +98,9 @@ pub fn describe_serde(message: &str, show_value: bool, retired: &[&str]) -> Stri
             unexpected_in_words(unexpected, show_value)
         );
     }
-    if let Some(rest) = message.strip_prefix("invalid length ") {
-        if let Some((_, expected)) = rest.rsplit_once(", expected ") {
-            return format!("expected {}", expected_in_words(expected));
-        }
+    let length = message.strip_prefix("invalid length ");
+    if let Some((_, expected)) = length.and_then(|rest| rest.rsplit_once(", expected ")) {
+        return format!("expected {}", expected_in_words(expected));
     }
     // Messages that name a key, a variant or a field (`unknown field `x``, `missing field `x``,
     // `unknown variant `x``, `duplicate key`) carry no value of a secret field: keep them, as
