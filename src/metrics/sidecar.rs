@@ -182,13 +182,14 @@ impl Consumer {
             let n = (&mut reader)
                 .take(MAX_LINE as u64 + 1)
                 .read_until(b'\n', &mut line)? as u64;
-            if n == 0 {
+            let ended = line.last() == Some(&b'\n');
+            if !ended && n <= MAX_LINE as u64 {
                 // The end, or a line half-written (its writer is still at it): read again
-                // from its start at the next poll.
+                // from its start at the next poll, never in two parts.
                 return Ok(());
             }
             hash.update(&line);
-            if line.last() != Some(&b'\n') {
+            if !ended {
                 pieces += n;
                 continue;
             }
