@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Error;
@@ -27,14 +26,11 @@ const POOL_ID: &str = "9dcf590a-1192-4a9c-b3e4-e0902974c2c0";
 pub fn run() -> Result<(), Error> {
     // A fresh private directory, removed when it drops whether the demo succeeds or not:
     // nothing of it stays on the machine.
-    let dir = tempfile::Builder::new()
+    let temporary = tempfile::Builder::new()
         .prefix("garm-edge-connect-demo-")
         .tempdir()
         .map_err(|e| Error::caused_by(format!("cannot create the demo's directory: {e}"), e))?;
-    lifecycle_in(dir.path())
-}
-
-fn lifecycle_in(dir: &Path) -> Result<(), Error> {
+    let dir = temporary.path();
     let sim_config = edge_connect_sim::SimConfig {
         create_delay: std::time::Duration::from_millis(600),
         ..Default::default()
@@ -77,10 +73,8 @@ fn lifecycle_in(dir: &Path) -> Result<(), Error> {
     let bootstrap =
         BootstrapInstance::from_slice(include_bytes!("../examples/bootstrap-github-jit.json"))?;
     let name = bootstrap.name.clone();
-    let progress: crate::provider::Progress = {
-        let name = name.clone();
-        Arc::new(move |m: &str| line(&format!("    … [{name}] {m}")))
-    };
+    let progress: crate::provider::Progress =
+        Arc::new(move |m: &str| line(&format!("    … [{name}] {m}")));
     // The user's EDP_EDGE_CONNECT_* must not replace the simulator's credentials.
     let finished = crate::pipeline::run(
         session,
@@ -131,10 +125,8 @@ async fn lifecycle(provider: &Provider, bootstrap: BootstrapInstance) -> Result<
 }
 
 async fn step(provider: &Provider, title: &str, operation: Operation) -> Result<(), Error> {
-    match operation.instance() {
-        Some(instance) => line(&format!("\n▶ {title} {instance}")),
-        None => line(&format!("\n▶ {title}")),
-    }
+    let on = operation.instance().map(|i| format!(" {i}"));
+    line(&format!("\n▶ {title}{}", on.unwrap_or_default()));
     let before = provider.client().requests();
     let outcome = provider.run(operation).await?;
     let calls = provider.client().requests() - before;

@@ -51,16 +51,7 @@ impl Error {
             source: Some(Box::new(source)),
         }
     }
-}
 
-/// The mark of a failure that leaves part of a runner on Edge Connect for a later DeleteInstance
-/// (a rollback that could not finish, an AppInst its site's CRM holds). Only the GARM door knows
-/// that GARM runs that DeleteInstance, and says so; a person's door says what it did itself.
-#[derive(Debug, thiserror::Error)]
-#[error("part of the runner is left on Edge Connect")]
-pub struct LeftBehind;
-
-impl Error {
     /// A failure described by `message` that leaves part of the runner behind ([`LeftBehind`]).
     pub fn left_behind(message: impl Into<String>) -> Self {
         Error::caused_by(message, LeftBehind)
@@ -71,6 +62,13 @@ impl Error {
         std::error::Error::source(self).is_some_and(|s| s.is::<LeftBehind>())
     }
 }
+
+/// The mark of a failure that leaves part of a runner on Edge Connect for a later DeleteInstance
+/// (a rollback that could not finish, an AppInst its site's CRM holds). Only the GARM door knows
+/// that GARM runs that DeleteInstance, and says so; a person's door says what it did itself.
+#[derive(Debug, thiserror::Error)]
+#[error("part of the runner is left on Edge Connect")]
+pub struct LeftBehind;
 
 impl From<ApiError> for Error {
     fn from(e: ApiError) -> Self {

@@ -145,23 +145,19 @@ pub(crate) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     options
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    let file = crate::text::open_regular(path, &options).map_err(|e| {
-        // ELOOP is what O_NOFOLLOW answers for a symlink: say so in words.
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            return std::io::Error::new(
-                e.kind(),
-                "it is a symbolic link, which is not followed (give the real path)",
-            );
-        }
-        // ENXIO: a FIFO without a reader (a non-blocking open for writing fails that way), or
-        // a device without its driver: say what the path is.
-        if e.raw_os_error() == Some(libc::ENXIO) {
-            let meta = std::fs::symlink_metadata(path);
-            if let Some(e) = meta.ok().and_then(|m| crate::text::not_regular(&m)) {
-                return e;
-            }
-        }
-        e
+    let file = crate::text::open_regular(path, &options).map_err(|e| match e.raw_os_error() {
+        // What O_NOFOLLOW answers for a symlink: said in words.
+        Some(libc::ELOOP) => std::io::Error::new(
+            e.kind(),
+            "it is a symbolic link, which is not followed (give the real path)",
+        ),
+        // A FIFO without a reader (a non-blocking open for writing fails that way), or a device
+        // without its driver: say what the path is.
+        Some(libc::ENXIO) => std::fs::symlink_metadata(path)
+            .ok()
+            .and_then(|meta| crate::text::not_regular(&meta))
+            .unwrap_or(e),
+        _ => e,
     })?;
     keep_private(&file)?;
     Ok(file)

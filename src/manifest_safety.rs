@@ -94,33 +94,28 @@ impl Container {
                     .command_args
                     .iter()
                     .map(|a| ("command_args", "", a.as_str()));
-                for (name, what, word) in words.chain(args) {
-                    if let Some(why) = yaml_word_problem(word) {
-                        return Err(format!(
-                            "{}: {what}{} would not reach the container as written: {why}",
-                            key(name),
-                            crate::text::quoted(word)
-                        ));
-                    }
-                }
-                Ok(())
+                let refused = words.chain(args).find_map(|(name, what, word)| {
+                    let why = yaml_word_problem(word)?;
+                    Some(format!(
+                        "{}: {what}{} would not reach the container as written: {why}",
+                        key(name),
+                        crate::text::quoted(word)
+                    ))
+                });
+                refused.map_or(Ok(()), Err)
             }
-            Deployment::Docker => {
-                if !self.command_args.is_empty() {
-                    return Err(format!(
-                    "{}: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD",
-                    key("command_args")
-                ));
-                }
-                match command {
+            Deployment::Docker if !self.command_args.is_empty() => Err(format!(
+                "{}: docker deployments do not pass arguments to the container; leave it empty and bake them into the image's CMD",
+                key("command_args")
+            )),
+            Deployment::Docker => match command {
                 Some(c) if !c.chars().all(is_shell_safe) || c.starts_with('-') => Err(format!(
                     "{}: {} is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)",
                     key("command"),
                     crate::text::quoted(c)
                 )),
                 _ => Ok(()),
-            }
-            }
+            },
         }
     }
 }
@@ -207,11 +202,8 @@ fn looks_numeric(lower: &str) -> bool {
     if matches!(body, ".inf" | ".nan") {
         return true;
     }
-    let body = body
-        .strip_prefix("0x")
-        .or_else(|| body.strip_prefix("0b"))
-        .or_else(|| body.strip_prefix("0o"))
-        .unwrap_or(body);
+    let prefixed = ["0x", "0b", "0o"].iter().find_map(|p| body.strip_prefix(p));
+    let body = prefixed.unwrap_or(body);
     !body.is_empty()
         && body.chars().any(|c| c.is_ascii_digit())
         && body

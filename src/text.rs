@@ -30,7 +30,13 @@ pub fn echo_max(value: &str, max_chars: usize) -> String {
             out.push_str(&format!("… ({} bytes in all)", value.len()));
             return out;
         }
-        push_escaped(&mut out, c);
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_terminal_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
     }
     out
 }
@@ -48,16 +54,6 @@ pub fn quoted(value: &str) -> String {
 /// `text` with every control character escaped, so that it stays one line whatever it holds.
 pub fn one_line(text: &str) -> String {
     echo_max(text, usize::MAX)
-}
-
-fn push_escaped(out: &mut String, c: char) {
-    match c {
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        c if is_terminal_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-        c => out.push(c),
-    }
 }
 
 /// Whether a terminal may take `c` for a command, or show the text around it other than it is:
@@ -93,21 +89,18 @@ pub fn is_terminal_control(c: char) -> bool {
 /// still reads, so that an old file loads, but no one should write.
 pub fn describe_serde(message: &str, show_value: bool, retired: &[&str]) -> String {
     // "invalid type: <unexpected>, expected <expected>" and "invalid value: ..."
-    for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
-            if let Some((unexpected, expected)) = rest.rsplit_once(", expected ") {
-                return format!(
-                    "expected {}, got {}",
-                    expected_in_words(expected),
-                    unexpected_in_words(unexpected, show_value)
-                );
-            }
-        }
+    let mut typed = ["invalid type: ", "invalid value: "].into_iter();
+    let typed = typed.find_map(|prefix| message.strip_prefix(prefix)?.rsplit_once(", expected "));
+    if let Some((unexpected, expected)) = typed {
+        return format!(
+            "expected {}, got {}",
+            expected_in_words(expected),
+            unexpected_in_words(unexpected, show_value)
+        );
     }
-    if let Some(rest) = message.strip_prefix("invalid length ") {
-        if let Some((_, expected)) = rest.rsplit_once(", expected ") {
-            return format!("expected {}", expected_in_words(expected));
-        }
+    let length = message.strip_prefix("invalid length ");
+    if let Some((_, expected)) = length.and_then(|rest| rest.rsplit_once(", expected ")) {
+        return format!("expected {}", expected_in_words(expected));
     }
     // Messages that name a key, a variant or a field (`unknown field `x``, `missing field `x``,
     // `unknown variant `x``, `duplicate key`) carry no value of a secret field: keep them, as
@@ -162,28 +155,19 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
     let (given, rest) = rest.split_once('`')?;
     // serde_json ends its messages with where it was in the text.
     let rest = rest.rsplit_once(" at line ").map_or(rest, |(r, _)| r);
-    let mut allowed: Vec<&str> = match rest.split_once("expected one of ") {
-        Some((_, list)) => list.split(", ").map(|n| n.trim_matches('`')).collect(),
-        None => rest
-            .split_once("expected `")
-            .map(|(_, n)| vec![n.trim_end_matches('`')])
-            .unwrap_or_default(),
-    };
-    allowed.retain(|name| !retired.contains(name));
+    // `expected one of `a`, `b``, `expected `a``, or no list (`there are no fields`).
+    let list = rest.split_once("expected ").map_or("", |(_, list)| list);
+    let list = list.strip_prefix("one of ").unwrap_or(list).split(", ");
+    let allowed: Vec<&str> = list
+        .map(|name| name.trim_matches('`'))
+        .filter(|name| !name.is_empty() && !retired.contains(name))
+        .collect();
     let mut line = format!("{kind} `{}`", echo(given));
-    let nearest = allowed
-        .iter()
-        .map(|name| {
-            (
-                strsim::levenshtein(&given.to_lowercase(), &name.to_lowercase()),
-                *name,
-            )
-        })
-        .min();
-    if let Some((distance, name)) = nearest {
-        if distance <= (name.chars().count() / 3).max(2) {
-            line.push_str(&format!("; did you mean `{name}`?"));
-        }
+    let given = given.to_lowercase();
+    let distance = |name: &str| strsim::levenshtein(&given, &name.to_lowercase());
+    let nearest = allowed.iter().map(|name| (distance(name), *name)).min();
+    if let Some((_, name)) = nearest.filter(|(d, name)| *d <= (name.chars().count() / 3).max(2)) {
+        line.push_str(&format!("; did you mean `{name}`?"));
     }
     if !allowed.is_empty() {
         let all: Vec<String> = allowed.iter().map(|n| format!("`{n}`")).collect();
@@ -197,9 +181,7 @@ fn unknown_name(message: &str, retired: &[&str]) -> Option<String> {
 /// prefixed with the table that holds it, if any; the top level (".") gets no prefix.
 pub fn keyed(path: &str, what: &str) -> String {
     let path = if what.starts_with("unknown field") {
-        path.rsplit_once('.')
-            .map(|(parent, _)| parent)
-            .unwrap_or("")
+        path.rsplit_once('.').map_or("", |(parent, _)| parent)
     } else {
         path
     };
@@ -255,8 +237,7 @@ fn unexpected_in_words(unexpected: &str, show_value: bool) -> String {
 /// ConfigMaps through them).
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<String, String> {
     let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    options.custom_flags(libc::O_NONBLOCK);
+    options.read(true).custom_flags(libc::O_NONBLOCK);
     let file = open_regular(path, &options).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     file.take(max_bytes + 1)
@@ -274,10 +255,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<String, String> 
 /// (O_NONBLOCK); the type is checked on the opened file, so it cannot change in between.
 pub fn open_regular(path: &Path, options: &std::fs::OpenOptions) -> std::io::Result<std::fs::File> {
     let file = options.open(path)?;
-    match not_regular(&file.metadata()?) {
-        Some(e) => Err(e),
-        None => Ok(file),
-    }
+    not_regular(&file.metadata()?).map_or(Ok(file), Err)
 }
 
 /// "not a regular file (a FIFO)", ... for a path that is not a regular file; `None` for one.

@@ -152,10 +152,8 @@ fn throwaway(
     site: &Placement,
     extra_specs: Option<&serde_json::Value>,
 ) -> BootstrapInstance {
-    let mut specs = match extra_specs {
-        Some(serde_json::Value::Object(map)) => map.clone(),
-        _ => serde_json::Map::new(),
-    };
+    let as_object = extra_specs.and_then(serde_json::Value::as_object);
+    let mut specs = as_object.cloned().unwrap_or_default();
     specs.remove("zones");
     specs.remove("cloudlets");
     let (key, only) = match site {

@@ -87,11 +87,8 @@ pub(crate) async fn remove(provider: &Provider, which: Which<'_>) -> Removal {
                     provider.report(&tell);
                     announced.insert(name, (view.state.clone(), Instant::now()));
                 }
-                left.push(format!(
-                    "{} (still {} when the wait of {bound} ended)",
-                    parts(&view),
-                    crate::text::echo(&view.state)
-                ));
+                let still = format!("still {state} when the wait of {bound} ended");
+                left.push(format!("{} ({still})", parts(&view)));
                 open = true;
                 continue;
             }

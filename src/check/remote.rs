@@ -67,26 +67,20 @@ impl Remote<'_, '_> {
         self.membership().await?;
         *reached = 3;
         let zones = self.generation().await?;
-        *reached = 4;
+        // From here on a failure is reported and the other sites still checked.
         let cloudlets = self.cloudlets(sites).await;
-        *reached = 5;
         let (zones, cloudlets) = (zones.as_deref(), cloudlets.as_deref());
         // The flavor a create of this pool asks for: the pool's own, else the config's default
         // (GARM's pool flavor lies between them, which `check` cannot see); none for a pool
         // sized by `resources`, whose size `check` reports once instead.
-        let wanted: Vec<String> = match &specs.resources {
-            Some(_) => Vec::new(),
-            None => specs
-                .flavor
-                .iter()
-                .chain(&self.ec.default_flavor)
-                .take(1)
-                .cloned()
-                .collect(),
+        let wanted = match specs.resources {
+            Some(_) => None,
+            None => specs.flavor.as_ref().or(self.ec.default_flavor.as_ref()),
         };
         for site in sites {
-            if self.site(site, zones, cloudlets).await.is_ok() {
-                self.flavors(site, &flavors, &wanted).await;
+            let found = self.site(site, zones, cloudlets).await;
+            if let (Ok(()), Some(wanted)) = (found, wanted) {
+                self.flavors(site, &flavors, wanted).await;
             }
         }
         Ok(())
@@ -114,14 +108,11 @@ impl Remote<'_, '_> {
             .proxy()
             .map(|p| format!(" through the proxy {p}"))
             .unwrap_or_default();
-        let e = match self.client.login().await {
-            Ok(_) => {
-                let ms = started.elapsed().as_millis();
-                let line = format!("{url}{via} reachable, {transport}, logged in ({ms} ms)");
-                self.report.pass("login", line);
-                return Ok(());
-            }
-            Err(e) => e,
+        let Err(e) = self.client.login().await else {
+            let ms = started.elapsed().as_millis();
+            let line = format!("{url}{via} reachable, {transport}, logged in ({ms} ms)");
+            self.report.pass("login", line);
+            return Ok(());
         };
         if !matches!(
             e.kind,
@@ -269,9 +260,9 @@ impl Remote<'_, '_> {
         Ok(())
     }
 
-    /// The wanted flavors offered in the site (a zone's own list; for a cloudlet, the region's
+    /// The wanted flavor offered in the site (a zone's own list; for a cloudlet, the region's
     /// flavors).
-    async fn flavors(&mut self, site: &Placement, region: &[String], wanted: &[String]) {
+    async fn flavors(&mut self, site: &Placement, region: &[String], flavor: &String) {
         let available = match site {
             Placement::Zone(z) => {
                 match self.client.show_flavors_for_zone(&SiteRef::from(z)).await {
@@ -281,15 +272,13 @@ impl Remote<'_, '_> {
             }
             Placement::Cloudlet(_) => region.to_vec(),
         };
-        for flavor in wanted {
-            let what = format!("flavor {flavor}");
-            if available.contains(flavor) {
-                self.report.pass(&what, format!("available in {site}"));
-            } else {
-                let there = available.join(", ");
-                let line = format!("not available in {site}; flavors there: {there}");
-                self.report.fail(&what, line);
-            }
+        let what = format!("flavor {flavor}");
+        if available.contains(flavor) {
+            self.report.pass(&what, format!("available in {site}"));
+        } else {
+            let there = available.join(", ");
+            let line = format!("not available in {site}; flavors there: {there}");
+            self.report.fail(&what, line);
         }
     }
 }

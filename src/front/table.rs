@@ -135,8 +135,6 @@ mod tests {
                 provider_id: name.into(),
                 name: name.into(),
                 os_type: String::new(),
-                os_name: String::new(),
-                os_version: String::new(),
                 os_arch: String::new(),
                 addresses: vec![],
                 status: InstanceStatus::Running,

@@ -130,12 +130,11 @@ impl BootstrapInstance {
             ));
         }
         self.ca_bundle()?;
-        if let Some(specs) = &self.extra_specs {
-            if !(specs.is_object() || specs.is_null()) {
-                return Err(ProtocolError::new(
-                    "invalid bootstrap params: `extra_specs` must be a JSON object",
-                ));
-            }
+        let specs = self.extra_specs.as_ref();
+        if specs.is_some_and(|specs| !(specs.is_object() || specs.is_null())) {
+            return Err(ProtocolError::new(
+                "invalid bootstrap params: `extra_specs` must be a JSON object",
+            ));
         }
         Ok(())
     }

@@ -1,7 +1,6 @@
 //! GARM's environment as one typed [`Request`], per interface version, a create's stdin
 //! ([`read_stdin`]), and the one table of what each command needs ([`GarmCommand::facts`]).
 
-use std::collections::HashMap;
 use std::io::Read;
 
 use base64::Engine as _;
@@ -12,19 +11,9 @@ use super::error::ProtocolError;
 /// The GARM external-provider interface versions this binary speaks.
 pub const SUPPORTED_INTERFACE_VERSIONS: [&str; 2] = ["v0.1.0", "v0.1.1"];
 
-/// The GARM variables this provider reads.
-const READ_VARIABLES: [&str; 7] = [
-    "GARM_COMMAND",
-    "GARM_INTERFACE_VERSION",
-    "GARM_CONTROLLER_ID",
-    "GARM_PROVIDER_CONFIG_FILE",
-    "GARM_POOL_ID",
-    "GARM_INSTANCE_ID",
-    "GARM_POOL_EXTRASPECS",
-];
-
-/// `GARM_COMMAND`, each variant named as GARM spells it (its `Debug` form).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+/// `GARM_COMMAND`, each variant named as GARM spells it (its `Debug` form). strum derives the
+/// parse of a name and the list of names from the variants, so neither can miss one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::VariantNames)]
 pub enum GarmCommand {
     /// Create one runner from the bootstrap params on stdin.
     CreateInstance,
@@ -53,21 +42,8 @@ pub enum GarmCommand {
 }
 
 impl GarmCommand {
-    /// Every command's name, as GARM spells it (a test keeps it complete).
-    pub const NAMES: [&'static str; 12] = [
-        "CreateInstance",
-        "DeleteInstance",
-        "GetInstance",
-        "ListInstances",
-        "RemoveAllInstances",
-        "StartInstance",
-        "StopInstance",
-        "GetVersion",
-        "GetSupportedInterfaceVersions",
-        "ValidatePoolInfo",
-        "GetConfigJSONSchema",
-        "GetExtraSpecsJSONSchema",
-    ];
+    /// Every command's name, as GARM spells it.
+    pub const NAMES: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
     /// What the command needs and who follows it up: the one table of GARM's commands.
     pub const fn facts(self) -> Facts {
@@ -88,11 +64,11 @@ impl GarmCommand {
     }
 
     fn parse(name: &str, version: &str) -> Result<Self, ProtocolError> {
-        use serde::de::{value::Error, Deserialize, IntoDeserializer};
         if name.is_empty() {
             return Err(ProtocolError::new("GARM_COMMAND is empty"));
         }
-        let cmd = Self::deserialize(IntoDeserializer::<Error>::into_deserializer(name))
+        let cmd: Self = name
+            .parse()
             .map_err(|_| ProtocolError::UnknownCommand(name.to_string()))?;
         if version == "v0.1.0" && matches!(cmd.facts().1, Answered::LocallySinceV011) {
             return Err(ProtocolError::new(format!(
@@ -156,49 +132,45 @@ pub struct Request {
 }
 
 impl Request {
-    /// Reads the GARM variables this provider reads from the process environment. One whose
-    /// value is not UTF-8 is refused as such (not reported "not set", which would send the
-    /// operator looking in the wrong place).
+    /// Reads the GARM variables from the process environment. One whose value is not UTF-8 is
+    /// refused as such (not reported "not set", which would send the operator looking in the
+    /// wrong place).
     pub fn from_process() -> Result<Self, ProtocolError> {
-        let mut vars = HashMap::new();
-        for k in READ_VARIABLES {
-            if let Some(v) = std::env::var_os(k) {
-                let v = v
-                    .into_string()
-                    .map_err(|_| ProtocolError::new(format!("{k} is not valid UTF-8")))?;
-                vars.insert(k.to_string(), v);
-            }
-        }
-        Self::from_map(&vars)
+        Self::read(|k| match std::env::var_os(k) {
+            None => Ok(None),
+            Some(v) => v
+                .into_string()
+                .map(Some)
+                .map_err(|_| ProtocolError::new(format!("{k} is not valid UTF-8"))),
+        })
     }
 
-    /// Parses and validates from a name → value map (what tests use).
-    pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, ProtocolError> {
-        let raw = |k: &str| vars.get(k).cloned().unwrap_or_default();
-        let get = |k: &str| raw(k).trim().to_string();
-        let version = match get("GARM_INTERFACE_VERSION").as_str() {
+    /// Parses and validates the variables `var` gives by name.
+    fn read(
+        var: impl Fn(&str) -> Result<Option<String>, ProtocolError>,
+    ) -> Result<Self, ProtocolError> {
+        let raw = |k: &str| var(k).map(Option::unwrap_or_default);
+        let get = |k: &str| raw(k).map(|v| v.trim().to_string());
+        let version = match get("GARM_INTERFACE_VERSION")?.as_str() {
             "" | "v0.1.0" => "v0.1.0",
             "v0.1.1" => "v0.1.1",
             other => return Err(ProtocolError::UnsupportedVersion(other.to_string())),
         };
-        if !vars.contains_key("GARM_COMMAND") {
+        let Some(command) = var("GARM_COMMAND")? else {
             return Err(ProtocolError::new("GARM_COMMAND is not set"));
-        }
-        let command = GarmCommand::parse(&get("GARM_COMMAND"), version)?;
-        let pool_id = vars
-            .get("GARM_POOL_ID")
-            .filter(|p| !p.is_empty())
-            // Pool ids are opaque (scale sets use "<name>-<uuid>" with spaces and capitals):
-            // keep them byte for byte, no trimming.
-            .cloned();
+        };
+        let command = GarmCommand::parse(command.trim(), version)?;
+        // Pool ids are opaque (scale sets use "<name>-<uuid>" with spaces and capitals): kept
+        // byte for byte, no trimming.
+        let pool_id = var("GARM_POOL_ID")?.filter(|p| !p.is_empty());
         let request = Request {
             version,
             command,
-            controller_id: get("GARM_CONTROLLER_ID"),
-            config_file: raw("GARM_PROVIDER_CONFIG_FILE"),
+            controller_id: get("GARM_CONTROLLER_ID")?,
+            config_file: raw("GARM_PROVIDER_CONFIG_FILE")?,
             pool_id,
-            instance_id: raw("GARM_INSTANCE_ID"),
-            pool_extra_specs: decode_extra_specs(vars.get("GARM_POOL_EXTRASPECS"))?,
+            instance_id: raw("GARM_INSTANCE_ID")?,
+            pool_extra_specs: decode_extra_specs(var("GARM_POOL_EXTRASPECS")?.as_ref())?,
         };
         request.validate()?;
         Ok(request)
@@ -274,10 +246,16 @@ pub fn decode_extra_specs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// The line the front door makes of a refusal.
     fn said(e: ProtocolError) -> String {
         crate::error::Error::from(e).to_string()
+    }
+
+    /// A request read from a name → value map.
+    fn from_map(vars: &HashMap<String, String>) -> Result<Request, ProtocolError> {
+        Request::read(|k| Ok(vars.get(k).cloned()))
     }
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
@@ -300,9 +278,9 @@ mod tests {
 
     #[test]
     fn version_defaults_to_v010_and_rejects_unknown() {
-        let e = Request::from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
+        let e = from_map(&with(&[("GARM_COMMAND", "GetVersion")])).unwrap();
         assert_eq!(e.version, "v0.1.0");
-        let err = Request::from_map(&with(&[
+        let err = from_map(&with(&[
             ("GARM_COMMAND", "GetVersion"),
             ("GARM_INTERFACE_VERSION", "v9.9.9"),
         ]))
@@ -312,7 +290,7 @@ mod tests {
 
     #[test]
     fn unknown_command_is_named() {
-        let err = Request::from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
+        let err = from_map(&with(&[("GARM_COMMAND", "Frobnicate")])).unwrap_err();
         assert_eq!(
             said(err),
             format!(
@@ -327,8 +305,8 @@ mod tests {
 
     #[test]
     fn v011_commands_need_v011() {
-        assert!(Request::from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
-        assert!(Request::from_map(&with(&[
+        assert!(from_map(&with(&[("GARM_COMMAND", "GetConfigJSONSchema")])).is_err());
+        assert!(from_map(&with(&[
             ("GARM_COMMAND", "GetConfigJSONSchema"),
             ("GARM_INTERFACE_VERSION", "v0.1.1")
         ]))
@@ -337,7 +315,7 @@ mod tests {
 
     #[test]
     fn delete_does_not_need_a_pool_id_in_v011() {
-        let e = Request::from_map(&with(&[
+        let e = from_map(&with(&[
             ("GARM_COMMAND", "DeleteInstance"),
             ("GARM_INTERFACE_VERSION", "v0.1.1"),
             ("GARM_INSTANCE_ID", "garm-x"),
@@ -351,7 +329,7 @@ mod tests {
 
     #[test]
     fn instance_commands_need_an_instance_id() {
-        let err = Request::from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
+        let err = from_map(&with(&[("GARM_COMMAND", "GetInstance")])).unwrap_err();
         assert!(said(err).contains("GARM_INSTANCE_ID"));
     }
 
@@ -359,12 +337,12 @@ mod tests {
     fn missing_controller_id_is_an_error() {
         let mut m = with(&[("GARM_COMMAND", "ListInstances"), ("GARM_POOL_ID", "p")]);
         m.remove("GARM_CONTROLLER_ID");
-        assert!(said(Request::from_map(&m).unwrap_err()).contains("GARM_CONTROLLER_ID"));
+        assert!(said(from_map(&m).unwrap_err()).contains("GARM_CONTROLLER_ID"));
     }
 
     #[test]
     fn pool_ids_are_kept_verbatim() {
-        let e = Request::from_map(&with(&[
+        let e = from_map(&with(&[
             ("GARM_COMMAND", "ListInstances"),
             ("GARM_POOL_ID", "My Scale Set-6B8E "),
         ]))
@@ -426,7 +404,7 @@ mod tests {
             instance in ".*",
             specs in "(|bnVsbA==|eyJmbGF2b3IiOiJ4In0=|.*)",
         ) {
-            let result = Request::from_map(&with(&[
+            let result = from_map(&with(&[
                 ("GARM_COMMAND", &command),
                 ("GARM_INTERFACE_VERSION", &version),
                 ("GARM_POOL_ID", &pool),

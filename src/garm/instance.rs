@@ -28,7 +28,9 @@ pub struct Address {
     pub kind: String,
 }
 
-/// GARM's `ProviderInstance`, serialised with GARM's field names.
+/// GARM's `ProviderInstance`, serialised with GARM's field names. Its `os_name` and
+/// `os_version` are never sent: Edge Connect does not tell them, and GARM reads an absent field
+/// as empty, as it read them before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderInstance {
     /// Stable id GARM passes back as `GARM_INSTANCE_ID`.
@@ -38,12 +40,6 @@ pub struct ProviderInstance {
     /// `linux` / `windows`.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub os_type: String,
-    /// OS name, if known.
-    #[serde(skip_serializing_if = "String::is_empty", default)]
-    pub os_name: String,
-    /// OS version, if known.
-    #[serde(skip_serializing_if = "String::is_empty", default)]
-    pub os_version: String,
     /// Architecture (`amd64`, `arm64`).
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub os_arch: String,
@@ -78,8 +74,6 @@ mod tests {
             provider_id: "garm-a".into(),
             name: "garm-a".into(),
             os_type: "linux".into(),
-            os_name: String::new(),
-            os_version: String::new(),
             os_arch: "amd64".into(),
             addresses: vec![],
             status: InstanceStatus::Error,

@@ -234,9 +234,10 @@ impl Metrics {
             Event::RemovedAll { removed, failed } => {
                 self.add("remove_all_runners_total", &["removed"], removed as f64);
                 self.add("remove_all_runners_total", &["failed"], failed as f64);
-                if failed == 0 {
-                    // The controller has no runner left anywhere.
-                    self.forget_all_runners();
+                // None failed: the controller has no runner left anywhere.
+                let all = (failed == 0).then(|| self.values.remove("runners"));
+                if let Some(runners) = all.flatten() {
+                    self.series = self.series.saturating_sub(runners.len());
                 }
             }
         }
@@ -249,22 +250,13 @@ impl Metrics {
         let Some(runners) = self.values.get_mut("runners") else {
             return;
         };
-        let of = runners.iter().filter(|(k, _)| k.starts_with(of_pool));
-        if of.clone().any(|(_, v)| *v > 0.0) {
+        let mut of = runners.iter().filter(|(k, _)| k.starts_with(of_pool));
+        if of.any(|(_, v)| *v > 0.0) {
             return;
         }
-        let keys: Vec<String> = of.map(|(k, _)| k.clone()).collect();
-        for key in keys {
-            runners.remove(&key);
-            self.series = self.series.saturating_sub(1);
-        }
-    }
-
-    /// Removes every runners series: RemoveAllInstances left no runner of any pool.
-    fn forget_all_runners(&mut self) {
-        if let Some(runners) = self.values.remove("runners") {
-            self.series = self.series.saturating_sub(runners.len());
-        }
+        let before = runners.len();
+        runners.retain(|k, _| !k.starts_with(of_pool));
+        self.series = self.series.saturating_sub(before - runners.len());
     }
 
     /// The series of `name` with `values`, when it exists or there is room for it.
@@ -310,10 +302,8 @@ impl Metrics {
                 buckets: vec![0; bounds.len()],
                 ..Histogram::default()
             });
-        if let Some(i) = bounds.iter().position(|b| x <= *b) {
-            if let Some(b) = h.buckets.get_mut(i) {
-                *b += 1;
-            }
+        if let Some((n, _)) = h.buckets.iter_mut().zip(bounds).find(|(_, b)| x <= **b) {
+            *n += 1;
         }
         h.sum += x;
         h.count += 1;
@@ -331,19 +321,16 @@ impl Metrics {
             };
             let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} {kind}", d.help);
             if let Kind::Histogram(bounds) = d.kind {
+                // Every histogram has labels: `key` is never empty.
                 for (key, h) in self.histograms.get(d.name).into_iter().flatten() {
-                    let sep = if key.is_empty() { "" } else { "," };
                     let mut cumulative = 0;
                     for (bound, n) in bounds.iter().zip(&h.buckets) {
                         cumulative += n;
-                        let _ = writeln!(
-                            out,
-                            "{name}_bucket{{{key}{sep}le=\"{bound}\"}} {cumulative}"
-                        );
+                        let _ = writeln!(out, "{name}_bucket{{{key},le=\"{bound}\"}} {cumulative}");
                     }
-                    let _ = writeln!(out, "{name}_bucket{{{key}{sep}le=\"+Inf\"}} {}", h.count);
-                    let _ = writeln!(out, "{name}_sum{} {}", braced(key), Value(h.sum));
-                    let _ = writeln!(out, "{name}_count{} {}", braced(key), h.count);
+                    let _ = writeln!(out, "{name}_bucket{{{key},le=\"+Inf\"}} {}", h.count);
+                    let _ = writeln!(out, "{name}_sum{{{key}}} {}", Value(h.sum));
+                    let _ = writeln!(out, "{name}_count{{{key}}} {}", h.count);
                 }
             } else {
                 for (key, v) in self.values.get(d.name).into_iter().flatten() {

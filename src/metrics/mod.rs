@@ -218,9 +218,6 @@ impl Recorder {
         result: &Result<T, Error>,
         logins: usize,
     ) {
-        if self.0.is_none() {
-            return;
-        }
         let (secs, site) = (began.elapsed().as_secs_f64(), self.label(&facts.site));
         if facts.placed {
             let (pool, site) = (self.label(&facts.pool), site.clone());
@@ -326,33 +323,19 @@ impl Recorder {
 }
 
 fn append(mut file: &std::fs::File, line: &[u8]) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    flock(fd, libc::LOCK_SH)?;
-    let result = if file.metadata()?.len() > MAX_EVENTS_FILE {
-        Err(std::io::Error::other(format!(
-            "the events file is over {} MiB: is the metrics sidecar running?",
-            MAX_EVENTS_FILE >> 20
-        )))
-    } else {
+    file.lock_shared()?;
+    let result = file.metadata().and_then(|meta| {
+        if meta.len() > MAX_EVENTS_FILE {
+            return Err(std::io::Error::other(format!(
+                "the events file is over {} MiB: is the metrics sidecar running?",
+                MAX_EVENTS_FILE >> 20
+            )));
+        }
         // One write for the line (write_all repeats only after a short write, still locked).
         file.write_all(line)
-    };
-    flock(fd, libc::LOCK_UN)?;
+    });
+    file.unlock()?;
     result
-}
-
-pub(crate) fn flock(fd: std::os::fd::RawFd, how: libc::c_int) -> std::io::Result<()> {
-    loop {
-        // SAFETY: flock on a descriptor this process owns; no memory is passed.
-        if unsafe { libc::flock(fd, how) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
 }
 
 /// A failure's reason label: the start failure the command met, the client's error kind, or
@@ -364,14 +347,9 @@ fn reason_of(e: &Error, start_failure: String) -> String {
     if e.leaves_something() {
         return "left_behind".into();
     }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(api) = s.downcast_ref::<edge_connect::ApiError>() {
-            return format!("{:?}", api.kind);
-        }
-        source = s.source();
-    }
-    "other".into()
+    let mut sources = std::iter::successors(std::error::Error::source(e), |s| s.source());
+    let api = sources.find_map(|s| s.downcast_ref::<edge_connect::ApiError>());
+    api.map_or_else(|| "other".into(), |api| format!("{:?}", api.kind))
 }
 
 /// The configured site an AppInst was placed on, as `ORG/NAME`: its zone, else its cloudlet

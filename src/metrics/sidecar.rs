@@ -104,7 +104,6 @@ impl Consumer {
     /// the events file. When someone else holds the lock, folds the complete lines and saves the
     /// snapshot of them, leaving the file as it is.
     pub(super) fn compact(&mut self) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
         use std::os::unix::fs::OpenOptionsExt;
         let file = match std::fs::OpenOptions::new()
             .read(true)
@@ -116,23 +115,19 @@ impl Consumer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.save(),
             Err(e) => return Err(e),
         };
-        match super::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                self.read(&file)?;
-                return self.save();
-            }
-            locked => locked?,
+        // Held until `file` closes, when this returns.
+        let locked = match file.try_lock() {
+            Ok(()) => true,
+            Err(std::fs::TryLockError::WouldBlock) => false,
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        };
+        self.read(&file)?;
+        if !locked {
+            return self.save();
         }
-        let result = self.compact_locked(&file);
-        super::flock(file.as_raw_fd(), libc::LOCK_UN)?;
-        result
-    }
-
-    fn compact_locked(&mut self, file: &File) -> std::io::Result<()> {
-        self.read(file)?;
         let len = file.metadata()?.len();
         if len > self.offset {
-            let mut rest = file;
+            let mut rest = &file;
             rest.seek(SeekFrom::Start(self.offset))?;
             std::io::copy(&mut rest, &mut self.hash)?;
             self.offset = len;
@@ -178,45 +173,33 @@ impl Consumer {
         let mut reader = BufReader::with_capacity(64 * 1024, file);
         reader.seek(SeekFrom::Start(self.offset))?;
         let mut line = Vec::with_capacity(1024);
+        // The line being read: its hash with what came before, and its bytes so far when it
+        // is read in pieces (longer than MAX_LINE: too long to be an event, skipped once it
+        // ends, without holding it).
+        let (mut hash, mut pieces) = (self.hash.clone(), 0);
         loop {
             line.clear();
             let n = (&mut reader)
                 .take(MAX_LINE as u64 + 1)
-                .read_until(b'\n', &mut line)?;
-            if n == 0 {
+                .read_until(b'\n', &mut line)? as u64;
+            let ended = line.last() == Some(&b'\n');
+            if !ended && n <= MAX_LINE as u64 {
+                // The end, or a line half-written (its writer is still at it): read again
+                // from its start at the next poll, never in two parts.
                 return Ok(());
             }
-            if line.last() == Some(&b'\n') {
-                self.hash.update(&line);
-                self.offset += n as u64;
-                self.metrics.fold_line(&line[..n - 1]);
+            hash.update(&line);
+            if !ended {
+                pieces += n;
                 continue;
             }
-            if n <= MAX_LINE {
-                // Half-written: its writer is still at it.
-                return Ok(());
+            match pieces {
+                0 => self.metrics.fold_line(&line[..line.len() - 1]),
+                _ => self.metrics.skipped(),
             }
-            // Too long to be an event: skipped once it ends, without holding it.
-            let mut hash = self.hash.clone();
-            hash.update(&line);
-            let mut skipped = n as u64;
-            loop {
-                line.clear();
-                let m = (&mut reader)
-                    .take(MAX_LINE as u64)
-                    .read_until(b'\n', &mut line)?;
-                if m == 0 {
-                    return Ok(());
-                }
-                hash.update(&line);
-                skipped += m as u64;
-                if line.last() == Some(&b'\n') {
-                    break;
-                }
-            }
-            self.hash = hash;
-            self.offset += skipped;
-            self.metrics.skipped();
+            self.offset += pieces + n;
+            self.hash = hash.clone();
+            pieces = 0;
         }
     }
 }
@@ -357,12 +340,11 @@ mod tests {
 
     #[test]
     fn a_lock_held_by_someone_else_does_not_stop_a_compaction() {
-        use std::os::fd::AsRawFd;
         let dir = tempfile::tempdir().unwrap();
         let (events, snap) = (dir.path().join("events"), dir.path().join("snap"));
         append(&events, &event("a"));
         let holder = File::open(&events).unwrap();
-        crate::metrics::flock(holder.as_raw_fd(), libc::LOCK_SH).unwrap();
+        holder.lock_shared().unwrap();
         let mut c = Consumer::open(&events, &snap).unwrap();
         c.compact().unwrap();
         // Saved but not truncated: a restart counts nothing twice.

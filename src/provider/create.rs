@@ -155,8 +155,6 @@ impl Provider {
                     provider_id: name.clone(),
                     name: bootstrap.name.clone(),
                     os_type: bootstrap.os_type.clone(),
-                    os_name: String::new(),
-                    os_version: String::new(),
                     os_arch: bootstrap.arch.clone(),
                     addresses: Vec::new(),
                     status: InstanceStatus::Running,

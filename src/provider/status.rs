@@ -129,8 +129,6 @@ impl Provider {
             provider_id: runner.key.name,
             name: runner.vars.instance_name,
             os_type: runner.vars.os_type,
-            os_name: String::new(),
-            os_version: String::new(),
             os_arch: runner.vars.os_arch,
             addresses: address
                 .map(|address| Address {
@@ -182,8 +180,6 @@ mod tests {
             provider_id: "garm-a".into(),
             name: "garm-a".into(),
             os_type: String::new(),
-            os_name: String::new(),
-            os_version: String::new(),
             os_arch: String::new(),
             addresses: vec![],
             status: InstanceStatus::Error,
