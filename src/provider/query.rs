@@ -23,10 +23,7 @@ impl Provider {
 
     /// Exactly this controller's runners of one pool (or of every pool when `pool_id` is None).
     pub(super) async fn list(&self, pool_id: Option<&str>) -> Result<Outcome, Error> {
-        let runners = self
-            .runners("", pool_id, super::inventory::Read::All)
-            .await?
-            .0;
+        let runners = self.runners("", pool_id, None).await?.0;
         // Each runner is dropped as its view is made.
         let views = runners.into_iter().map(|r| self.view_of(r)).collect();
         Ok(Outcome::Instances(views))
