@@ -60,9 +60,8 @@ struct Seen {
 /// One container of our pod that is not starting normally.
 #[derive(Debug)]
 struct Failing {
-    /// Its reason in the last line.
-    last: String,
-    /// Every reason it showed since it stopped starting normally.
+    /// Every reason it showed since it stopped starting normally, its reason in the last line
+    /// last.
     shown: Vec<String>,
     since: Instant,
 }
@@ -110,43 +109,35 @@ impl StartWatch {
     /// Takes the pods of one status line of the stream.
     pub(super) fn observe(&mut self, pods: &[PodStatus<'_>]) {
         let now = Instant::now();
-        let ours: Vec<_> = pods
+        let mut ours = pods
             .iter()
             .filter(|p| pod_of(p.pod, &self.deployment))
-            .collect();
-        if ours.is_empty() {
+            .peekable();
+        if ours.peek().is_none() {
             return;
         }
-        let mut verdict = None;
-        let mut unplaced = false;
-        for pod in &ours {
+        let (mut verdict, mut unplaced) = (None, false);
+        for pod in ours {
             if pod.unscheduled() {
                 unplaced = true;
                 continue;
             }
+            let failing = |(_, reason): &&(&str, &str)| !starting_normally(reason);
             // A container missing from the line runs; one starting normally is on its way.
             self.failing.retain(|(p, c), _| {
-                p != pod.pod
-                    || pod
-                        .not_running
-                        .iter()
-                        .any(|(name, reason)| name == c && !starting_normally(reason))
+                p != pod.pod || pod.not_running.iter().filter(failing).any(|(n, _)| n == c)
             });
-            for &(container, reason) in &pod.not_running {
-                if starting_normally(reason) {
-                    continue;
-                }
+            for &(container, reason) in pod.not_running.iter().filter(failing) {
                 let key = (pod.pod.to_string(), container.to_string());
                 let f = self.failing.entry(key).or_insert_with(|| Failing {
-                    last: reason.to_string(),
-                    shown: vec![reason.to_string()],
+                    shown: Vec::new(),
                     since: now,
                 });
+                let new = f.shown.last().is_none_or(|last| last != reason);
                 // A reason shown before is back: kubelet tried again, failing the same way.
-                let again = f.last != reason && f.shown.iter().any(|r| r == reason);
-                if f.last != reason {
+                let again = new && f.shown.iter().any(|r| r == reason);
+                if new {
                     f.shown.push(reason.to_string());
-                    f.last = reason.to_string();
                 }
                 if again || lasting(reason) {
                     verdict.get_or_insert_with(|| failure(container, reason));
@@ -154,20 +145,13 @@ impl StartWatch {
             }
         }
         self.unplaced_since = unplaced.then(|| self.unplaced_since.unwrap_or(now));
-        let grace = self.grace;
-        let mut pending = self
-            .failing
-            .iter()
-            .map(|((_, c), f)| (failure(c, &f.last), f.since + grace))
-            .min_by_key(|(_, until)| *until);
-        if let (true, Some(since)) = (self.unplaced_counts, self.unplaced_since) {
-            if pending
-                .as_ref()
-                .is_none_or(|(_, until)| since + grace < *until)
-            {
-                pending = Some((StartFailure::Unplaced, since + grace));
-            }
-        }
+        let unplaced_since = self.unplaced_since.filter(|_| self.unplaced_counts);
+        // The earliest failure counts first; a failing container before an unplaced pod.
+        let pending = (self.failing.iter())
+            .map(|((_, c), f)| (failure(c, f.shown.last().map_or("", |r| r)), f.since))
+            .chain(unplaced_since.map(|since| (StartFailure::Unplaced, since)))
+            .min_by_key(|(_, since)| *since)
+            .map(|(failure, since)| (failure, since + self.grace));
         self.seen.send_modify(|s| {
             if s.verdict.is_none() {
                 s.verdict = verdict;
