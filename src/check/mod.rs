@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::config::{ENV_PASSWORD, ENV_USERNAME};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::Progress;
@@ -106,11 +107,11 @@ pub fn run(
         Ok(opened) => opened,
         Err(e) => return stop(&mut report, "config", e, &["credentials"]),
     };
-    let mut line = format!("{} parses and validates", config_path.display());
-    for warning in &session.retired {
-        line.push_str(&format!("; {warning}"));
-    }
-    report.pass("config", line);
+    let retired: String = session.retired.iter().map(|w| format!("; {w}")).collect();
+    report.pass(
+        "config",
+        format!("{} parses and validates{retired}", config_path.display()),
+    );
     let config = session.config.clone();
     let c = match config.credentials(environment) {
         Ok(c) => c,
@@ -122,10 +123,7 @@ pub fn run(
         Some(path) => format!("credentials_file {}", path.display()),
         None => "credentials_file".to_string(),
     };
-    let (user, password) = (
-        source(crate::config::ENV_USERNAME),
-        source(crate::config::ENV_PASSWORD),
-    );
+    let (user, password) = (source(ENV_USERNAME), source(ENV_PASSWORD));
     let line = if user == password {
         format!("user {} and password from {user}", c.username)
     } else {
@@ -133,18 +131,13 @@ pub fn run(
     };
     report.pass("credentials", line);
     // The pool as CreateInstance will judge it, over this config.
-    let specs = match ExtraSpecs::judge(extra_specs, Some(&config)) {
-        Ok(s) => {
-            if extra_specs.is_some() {
-                report.pass("extra specs", "valid");
-            }
-            s
-        }
-        Err(e) => {
-            report.fail("extra specs", e.to_string());
-            ExtraSpecs::default()
-        }
-    };
+    let specs = ExtraSpecs::judge(extra_specs, Some(&config));
+    match &specs {
+        Ok(_) if extra_specs.is_some() => report.pass("extra specs", "valid"),
+        Err(e) => report.fail("extra specs", e.to_string()),
+        Ok(_) => {}
+    }
+    let specs = specs.unwrap_or_default();
     if let Some(resources) = &specs.resources {
         report_size(resources, &specs, &config, &mut report);
     }

@@ -172,20 +172,16 @@ impl Verdict {
             if let Some(failure) = seen.verdict {
                 return failure;
             }
-            let changed = async {
-                if self.seen.changed().await.is_err() {
-                    // The stream ended; its outcome (and `decided`) will tell.
-                    std::future::pending::<()>().await;
-                }
-            };
-            match seen.pending {
-                Some((failure, until)) => {
-                    tokio::select! {
-                        _ = changed => {}
-                        _ = tokio::time::sleep_until(until.into()) => return failure,
-                    }
-                }
-                None => changed.await,
+            let pending = (seen.pending).map(|(failure, until)| async move {
+                tokio::time::sleep_until(until.into()).await;
+                failure
+            });
+            // Once the stream has ended, its outcome (and `decided`) tells; a pending failure
+            // still counts when its time comes.
+            tokio::select! {
+                Ok(()) = self.seen.changed() => {}
+                Some(failure) = futures_util::future::OptionFuture::from(pending) => return failure,
+                else => std::future::pending().await,
             }
         }
     }
