@@ -164,6 +164,7 @@ pub fn run(
                 return Ok(());
             }
             let image = options.image.as_deref();
+            let mut signals = leftovers::StopSignals::watch();
             let test = deploy_test::deploy_test(
                 provider,
                 &sites,
@@ -172,7 +173,6 @@ pub fn run(
                 &remove_all,
                 &mut report,
             );
-            let mut signals = leftovers::StopSignals::watch();
             tokio::select! {
                 () = test => Ok(()),
                 signal = signals.next() => Err(deploy_test::interrupted(
@@ -261,17 +261,15 @@ fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report<'_>) {
         && !image.starts_with('-')
         && image.split('/').all(|p| !p.is_empty())
         && !image.ends_with(':');
-    if !well_formed {
-        report.fail(
-            "image",
-            format!(
-                "{image:?} is not an image reference like registry.example.com/team/runner:tag"
-            ),
-        );
-    } else if let Err(why) = specs.pod().check_runner_image(image) {
-        report.fail("image", why);
-    } else {
-        report.pass("image", format!("{image} is well formed"));
+    let verdict = match well_formed {
+        true => specs.pod().check_runner_image(image),
+        false => Err(format!(
+            "{image:?} is not an image reference like registry.example.com/team/runner:tag"
+        )),
+    };
+    match verdict {
+        Ok(()) => report.pass("image", format!("{image} is well formed")),
+        Err(why) => report.fail("image", why),
     }
 }
 

@@ -168,11 +168,8 @@ impl Provider {
                         self.sleep_within(&what).await?;
                         // In the older API the cloudlet is part of the key: only that one counts.
                         let cloudlet = key.cloudlet_key.as_ref();
-                        if self
-                            .settled(app, &key.name, cloudlet, &what)
-                            .await?
-                            .is_none()
-                        {
+                        let other = self.settled(app, &key.name, cloudlet, &what).await?;
+                        if other.is_none() {
                             return Ok(());
                         }
                         self.report(&format!(

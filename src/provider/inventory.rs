@@ -1,15 +1,15 @@
-//! Finding this controller's runners: one by name (GetInstance, Delete, Start, Stop) or all of a
-//! pool (ListInstances, RemoveAll). Read our Apps (ShowApp, each App kept only when its
-//! environment says it is this controller's), then join their AppInsts (ShowAppInst, each kept
-//! only when the App it deploys is one of ours). The server is asked for ours only: the Apps by
+//! Finding this controller's runners (GetInstance and ListInstances show them): one by name
+//! (GetInstance, Delete, Start, Stop) or all of a pool (ListInstances, RemoveAll). Read our Apps
+//! (ShowApp, each App kept only when its environment says it is this controller's), then join
+//! their AppInsts (ShowAppInst, each kept only when the App it deploys is one of ours). The server is asked for ours only: the Apps by
 //! the controller's (and the pool's) markers in `env_vars`, a pool's AppInsts by the marks in
 //! their `annotations` (RemoveAll reads every AppInst, so that a leftover no mark names goes too),
 //! or both by name (docs/edge-connect-behaviours.md B23). Every line that arrives
 //! is parsed and checked, because a server older than a field answers with everything. Both
 //! answers are read as they stream in, so memory follows the number of our runners, not the
 //! size of the organization; what is kept has one bound ([`Kept`]), and reaching it is an error
-//! that names it, except in a RemoveAll round ([`Provider::runners`]), which keeps whole runners while
-//! they fit and leaves the others, whole, to the next round (docs/reliability.md, "Issue 34").
+//! that names it, except in a RemoveAll round ([`Provider::runners`]), which keeps whole runners
+//! while they fit and leaves the others, whole, to the next round (docs/reliability.md, "Issue 34").
 //!
 //! An AppInst belongs to a runner when it deploys the runner's App (organization, name and
 //! version), whatever its name: a failover past a site that holds the runner's first AppInst
@@ -27,8 +27,9 @@ use edge_connect::{ApiError, Rpc};
 use futures_util::TryStreamExt;
 
 use super::wait::retry_transient;
-use super::{OwnedRunner, Provider};
+use super::{Outcome, OwnedRunner, Provider};
 use crate::error::Error;
+use crate::metrics::Facts;
 use crate::naming::edge_name;
 use crate::runner_env::{
     RunnerVars, ENV_CONTROLLER_ID, ENV_POOL_ID, MARK_CONTROLLER_ID, MARK_POOL_ID,
@@ -117,6 +118,30 @@ fn too_many_app_insts() -> ApiError {
 }
 
 impl Provider {
+    /// The runner behind `instance`, or NotFound (exit 30 for GARM).
+    pub(super) async fn existing_runner(&self, instance: &str) -> Result<OwnedRunner, Error> {
+        self.find_runner(instance).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "instance {} not found",
+                crate::text::echo(instance)
+            ))
+        })
+    }
+
+    pub(super) async fn get(&self, instance: &str, facts: &mut Facts) -> Result<Outcome, Error> {
+        let runner = self.existing_runner(instance).await?;
+        facts.found(&runner);
+        Ok(Outcome::Instance(Box::new(self.view_of(runner))))
+    }
+
+    /// Exactly this controller's runners of one pool (or of every pool when `pool_id` is None).
+    pub(super) async fn list(&self, pool_id: Option<&str>) -> Result<Outcome, Error> {
+        let runners = self.runners("", pool_id, None).await?.0;
+        // Each runner is dropped as its view is made.
+        let views = runners.into_iter().map(|r| self.view_of(r)).collect();
+        Ok(Outcome::Instances(views))
+    }
+
     /// Finds the runner behind a provider id or GARM name, if it belongs to this controller.
     pub(super) async fn find_runner(&self, instance: &str) -> Result<Option<OwnedRunner>, Error> {
         let name = edge_name(instance);
@@ -212,13 +237,8 @@ impl Provider {
             if !marks.is_empty() && ours.values().any(|(_, insts)| insts.is_empty()) {
                 let mut unmarked: HashMap<_, _> =
                     ours.extract_if(|_, (_, insts)| insts.is_empty()).collect();
-                more |= join(
-                    client.show_app_insts(app_filter, &[]).await?,
-                    &mut unmarked,
-                    &mut kept,
-                    round,
-                )
-                .await?;
+                let insts = client.show_app_insts(app_filter, &[]).await?;
+                more |= join(insts, &mut unmarked, &mut kept, round).await?;
                 ours.extend(unmarked);
             }
             // Each runner left whole for the next round was alone more than the bound: no
