@@ -204,17 +204,8 @@ fn remove_all_command(config_path: &Path) -> String {
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "garm-provider-edge-connect".to_string());
     let config = config_path.display().to_string();
-    [
-        program.as_str(),
-        "--config",
-        &config,
-        "--controller-id",
-        CHECK_CONTROLLER,
-        "remove-all",
-        "--yes",
-    ]
-    .map(shell_word)
-    .join(" ")
+    let (program, config) = (shell_word(&program), shell_word(&config));
+    format!("{program} --config {config} --controller-id {CHECK_CONTROLLER} remove-all --yes")
 }
 
 /// `word` as one word of a POSIX shell: as it is when it holds nothing the shell reads,

@@ -361,7 +361,7 @@ impl Provider {
                 .map(|r| async move {
                     let result = match self.remove_app_insts(&r, busy, Some(throttle)).await {
                         Ok(()) => self.delete_app(&r.key, Some(throttle)).await,
-                        held => held,
+                        Err(e) => Err(e),
                     };
                     (r, result)
                 })

@@ -57,15 +57,6 @@ struct Seen {
     unplaced: bool,
 }
 
-/// One container of our pod that is not starting normally.
-#[derive(Debug)]
-struct Failing {
-    /// Every reason it showed since it stopped starting normally, its reason in the last line
-    /// last.
-    shown: Vec<String>,
-    since: Instant,
-}
-
 /// Reads the progress lines (the writing half; it lives in the stream's progress callback).
 pub(super) struct StartWatch {
     seen: watch::Sender<Seen>,
@@ -73,8 +64,9 @@ pub(super) struct StartWatch {
     grace: Duration,
     /// Whether a pod no node takes counts after the grace (another site can be tried).
     unplaced_counts: bool,
-    /// Keyed by pod and container.
-    failing: HashMap<(String, String), Failing>,
+    /// The containers of our pod that are not starting normally, keyed by pod and container:
+    /// since when, and every reason each showed since then, the one in the last line last.
+    failing: HashMap<(String, String), (Instant, Vec<String>)>,
     unplaced_since: Option<Instant>,
 }
 
@@ -129,15 +121,12 @@ impl StartWatch {
             });
             for &(container, reason) in pod.not_running.iter().filter(failing) {
                 let key = (pod.pod.to_string(), container.to_string());
-                let f = self.failing.entry(key).or_insert_with(|| Failing {
-                    shown: Vec::new(),
-                    since: now,
-                });
-                let new = f.shown.last().is_none_or(|last| last != reason);
+                let (_, shown) = self.failing.entry(key).or_insert((now, Vec::new()));
+                let new = shown.last().is_none_or(|last| last != reason);
                 // A reason shown before is back: kubelet tried again, failing the same way.
-                let again = new && f.shown.iter().any(|r| r == reason);
+                let again = new && shown.iter().any(|r| r == reason);
                 if new {
-                    f.shown.push(reason.to_string());
+                    shown.push(reason.to_string());
                 }
                 if again || lasting(reason) {
                     verdict.get_or_insert_with(|| failure(container, reason));
@@ -148,7 +137,7 @@ impl StartWatch {
         let unplaced_since = self.unplaced_since.filter(|_| self.unplaced_counts);
         // The earliest failure counts first; a failing container before an unplaced pod.
         let pending = (self.failing.iter())
-            .map(|((_, c), f)| (failure(c, f.shown.last().map_or("", |r| r)), f.since))
+            .map(|((_, c), (since, shown))| (failure(c, shown.last().map_or("", |r| r)), *since))
             .chain(unplaced_since.map(|since| (StartFailure::Unplaced, since)))
             .min_by_key(|(_, since)| *since)
             .map(|(failure, since)| (failure, since + self.grace));
