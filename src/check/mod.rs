@@ -108,10 +108,8 @@ pub fn run(
         Err(e) => return stop(&mut report, "config", e, &["credentials"]),
     };
     let retired: String = session.retired.iter().map(|w| format!("; {w}")).collect();
-    report.pass(
-        "config",
-        format!("{} parses and validates{retired}", config_path.display()),
-    );
+    let line = format!("{} parses and validates{retired}", config_path.display());
+    report.pass("config", line);
     let config = session.config.clone();
     let c = match config.credentials(environment) {
         Ok(c) => c,

@@ -94,11 +94,11 @@ impl Throttle {
     /// asks for less) halves the limit once per pause; success grows it.
     fn observe<T>(&self, result: &Result<T, ApiError>, now: Instant) {
         let mut s = self.state();
-        let overloaded =
-            |e: &ApiError| matches!(e.kind, ApiErrorKind::RateLimited | ApiErrorKind::Server);
+        use ApiErrorKind::{RateLimited, Server};
         match result {
-            // Sixty calls told "429" at once are one signal, not sixty halvings.
-            Err(e) if overloaded(e) && s.paused_until.is_none_or(|until| until <= now) => {
+            // Sixty calls told "429" at once are one signal, not sixty halvings (a pause that
+            // has not ended holds back; `None`, no pause, is before any time).
+            Err(e) if matches!(e.kind, RateLimited | Server) && s.paused_until <= Some(now) => {
                 s.limit = (s.limit / 2).max(1);
                 s.paused_until = Some(now + OVERLOAD_PAUSE);
                 tracing::warn!(
@@ -444,16 +444,14 @@ pub(super) fn held(inst: &AppInst, by_crm: bool) -> String {
         );
     }
     use time::format_description::well_known::Rfc3339;
-    let after = by_crm
-        .then_some(", 15 minutes after its create")
-        .unwrap_or_default();
-    let until = match time::OffsetDateTime::parse(&inst.created_at, &Rfc3339) {
-        Ok(created) => {
-            let t = (created + CRM_POD_WAIT).to_offset(time::UtcOffset::UTC);
-            let (h, m, s) = (t.hour(), t.minute(), t.second());
-            format!("by {h:02}:{m:02}:{s:02} UTC{after}")
-        }
-        Err(_) => "within 15 minutes of its create".to_string(),
+    let by = time::OffsetDateTime::parse(&inst.created_at, &Rfc3339).map(|created| {
+        let t = (created + CRM_POD_WAIT).to_offset(time::UtcOffset::UTC);
+        format!("by {:02}:{:02}:{:02} UTC", t.hour(), t.minute(), t.second())
+    });
+    let until = match (by, by_crm) {
+        (Ok(by), true) => format!("{by}, 15 minutes after its create"),
+        (Ok(by), false) => by,
+        (Err(_), _) => "within 15 minutes of its create".to_string(),
     };
     match by_crm {
         true => format!("AppInst {name}{site} is {state}: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends {until}"),

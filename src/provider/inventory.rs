@@ -1,8 +1,9 @@
 //! Finding this controller's runners (GetInstance and ListInstances show them): one by name
 //! (GetInstance, Delete, Start, Stop) or all of a pool (ListInstances, RemoveAll). Read our Apps
 //! (ShowApp, each App kept only when its environment says it is this controller's), then join
-//! their AppInsts (ShowAppInst, each kept only when the App it deploys is one of ours). The server is asked for ours only: the Apps by
-//! the controller's (and the pool's) markers in `env_vars`, a pool's AppInsts by the marks in
+//! their AppInsts (ShowAppInst, each kept only when the App it deploys is one of ours). The
+//! server is asked for ours only: the Apps by the controller's (and the pool's) markers in
+//! `env_vars`, a pool's AppInsts by the marks in
 //! their `annotations` (RemoveAll reads every AppInst, so that a leftover no mark names goes too),
 //! or both by name (docs/edge-connect-behaviours.md B23). Every line that arrives
 //! is parsed and checked, because a server older than a field answers with everything. Both

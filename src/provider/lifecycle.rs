@@ -57,10 +57,8 @@ impl Provider {
         }
         let targets = self.targets(&sites).await?;
         let pool = &runner.vars.pool_id;
-        match self
-            .deploy(&runner.key, pool, &sites, targets, None, None)
-            .await
-        {
+        let placed = self.deploy(&runner.key, pool, &sites, targets, None, None);
+        match placed.await {
             Ok(site) => facts.placed(site),
             Err(failure) => {
                 facts.failed(&failure);

@@ -127,7 +127,7 @@ impl Provider {
             os_name: String::new(),
             os_version: String::new(),
             os_arch: runner.vars.os_arch,
-            addresses: Vec::from_iter((!uri.is_empty()).then(|| Address { address: uri, kind })),
+            addresses: Vec::from_iter((!uri.is_empty()).then_some(Address { address: uri, kind })),
             status,
             provider_fault: None,
         }
