@@ -124,9 +124,8 @@ where
     let Some(throttle) = throttle else {
         return call.await;
     };
-    let permit = throttle.acquire().await;
+    let _permit = throttle.acquire().await;
     let result = call.await;
-    drop(permit);
     throttle.observe(&result, Instant::now());
     result
 }

@@ -213,10 +213,8 @@ impl Provider {
                     foreign += 1;
                     continue;
                 };
-                if pool_id.is_some_and(|p| p != vars.pool_id) {
-                    continue;
-                }
-                if round.is_some_and(|done| done.contains(&app.key)) {
+                let done = round.is_some_and(|done| done.contains(&app.key));
+                if done || pool_id.is_some_and(|p| p != vars.pool_id) {
                     continue;
                 }
                 // Every App of ours counts, a repeated one too: an answer that repeats one

@@ -57,14 +57,9 @@ impl Provider {
         }
         let targets = self.targets(&sites).await?;
         let pool = &runner.vars.pool_id;
-        let placed = self.deploy(&runner.key, pool, &sites, targets, None, None);
-        match placed.await {
-            Ok(site) => facts.placed(site),
-            Err(failure) => {
-                facts.failed(&failure);
-                return Err(failure.error);
-            }
-        }
+        let deploy = self.deploy(&runner.key, pool, &sites, targets, None, None);
+        let placed = deploy.await.inspect_err(|failure| facts.failed(failure));
+        facts.placed(placed.map_err(|failure| failure.error)?);
         tracing::info!(instance, "started");
         Ok(Outcome::Done)
     }
