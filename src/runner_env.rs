@@ -103,7 +103,7 @@ pub struct RunnerEnv {
 
 /// Everything the provider reads back from one of its Apps: who owns it (controller id, pool
 /// id, GARM name) and what GARM shows or StartInstance needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunnerVars {
     /// GARM controller id.
     pub controller_id: String,

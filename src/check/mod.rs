@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::config::{ENV_PASSWORD, ENV_USERNAME};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::Progress;
@@ -93,73 +94,50 @@ pub fn run(
     out: &mut dyn std::io::Write,
 ) -> Result<usize, Error> {
     let mut report = Report { out, failed: 0 };
+    // A failed step of these two: every later one is named skipped, and the run ends.
+    let stop = |report: &mut Report<'_>, what: &str, e: Error, skipped: &[&str]| {
+        report.fail(what, e.to_string());
+        let mut skipped = [skipped, &remote::REMOTE_STAGES].concat();
+        skipped.extend(options.deploy_test.then_some("deploy test"));
+        report.skipped(&skipped);
+        Ok(report.failed)
+    };
     // The commands' own path: config, logging, credentials, client, runtime.
     let (session, log) = match crate::pipeline::open(config_path) {
-        Ok(opened) => {
-            let mut line = format!("{} parses and validates", config_path.display());
-            for warning in &opened.0.retired {
-                line.push_str(&format!("; {warning}"));
-            }
-            report.pass("config", line);
-            opened
-        }
-        Err(e) => {
-            report.fail("config", e.to_string());
-            let mut skipped = vec!["credentials"];
-            skipped.extend(remote::REMOTE_STAGES);
-            skipped.extend(options.deploy_test.then_some("deploy test"));
-            report.skipped(&skipped);
-            return Ok(report.failed);
-        }
+        Ok(opened) => opened,
+        Err(e) => return stop(&mut report, "config", e, &["credentials"]),
     };
+    let retired: String = session.retired.iter().map(|w| format!("; {w}")).collect();
+    let line = format!("{} parses and validates{retired}", config_path.display());
+    report.pass("config", line);
     let config = session.config.clone();
-    match config.credentials(environment) {
-        Ok(c) => {
-            // Each value comes from its variable when that is set, else from the file.
-            let source = |var: &'static str| match &config.credentials_file {
-                _ if environment.get(var).is_some_and(|v| !v.is_empty()) => var.to_string(),
-                Some(path) => format!("credentials_file {}", path.display()),
-                None => "credentials_file".to_string(),
-            };
-            let (user, password) = (
-                source(crate::config::ENV_USERNAME),
-                source(crate::config::ENV_PASSWORD),
-            );
-            let line = if user == password {
-                format!("user {} and password from {user}", c.username)
-            } else {
-                format!("user {} from {user}, password from {password}", c.username)
-            };
-            report.pass("credentials", line);
-        }
-        Err(e) => {
-            report.fail("credentials", e.to_string());
-            let mut skipped = remote::REMOTE_STAGES.to_vec();
-            skipped.extend(options.deploy_test.then_some("deploy test"));
-            report.skipped(&skipped);
-            return Ok(report.failed);
-        }
-    }
-    // The pool as CreateInstance will judge it, over this config.
-    let specs = match ExtraSpecs::judge(extra_specs, Some(&config)) {
-        Ok(s) => {
-            if extra_specs.is_some() {
-                report.pass("extra specs", "valid");
-            }
-            s
-        }
-        Err(e) => {
-            report.fail("extra specs", e.to_string());
-            ExtraSpecs::default()
-        }
+    let c = match config.credentials(environment) {
+        Ok(c) => c,
+        Err(e) => return stop(&mut report, "credentials", e, &[]),
     };
+    // Each value comes from its variable when that is set, else from the file.
+    let source = |var: &'static str| match &config.credentials_file {
+        _ if environment.get(var).is_some_and(|v| !v.is_empty()) => var.to_string(),
+        Some(path) => format!("credentials_file {}", path.display()),
+        None => "credentials_file".to_string(),
+    };
+    let (user, password) = (source(ENV_USERNAME), source(ENV_PASSWORD));
+    let line = if user == password {
+        format!("user {} and password from {user}", c.username)
+    } else {
+        format!("user {} from {user}, password from {password}", c.username)
+    };
+    report.pass("credentials", line);
+    // The pool as CreateInstance will judge it, over this config.
+    let specs = ExtraSpecs::judge(extra_specs, Some(&config));
+    match &specs {
+        Ok(_) if extra_specs.is_some() => report.pass("extra specs", "valid"),
+        Err(e) => report.fail("extra specs", e.to_string()),
+        Ok(_) => {}
+    }
+    let specs = specs.unwrap_or_default();
     if let Some(resources) = &specs.resources {
-        report_size(
-            resources,
-            &specs,
-            config.edge_connect.default_flavor.as_deref(),
-            &mut report,
-        );
+        report_size(resources, &specs, &config, &mut report);
     }
     if let Some(image) = &options.image {
         check_image(image, &specs, &mut report);
@@ -184,6 +162,7 @@ pub fn run(
                 return Ok(());
             }
             let image = options.image.as_deref();
+            let mut signals = leftovers::StopSignals::watch();
             let test = deploy_test::deploy_test(
                 provider,
                 &sites,
@@ -192,14 +171,9 @@ pub fn run(
                 &remove_all,
                 &mut report,
             );
-            let mut signals = leftovers::StopSignals::watch();
-            let stopped = tokio::select! {
-                () = test => None,
-                signal = signals.next() => Some(signal),
-            };
-            match stopped {
-                None => Ok(()),
-                Some(signal) => Err(deploy_test::interrupted(
+            tokio::select! {
+                () = test => Ok(()),
+                signal = signals.next() => Err(deploy_test::interrupted(
                     provider,
                     signal,
                     &mut signals,
@@ -212,13 +186,11 @@ pub fn run(
     );
     drop(log);
     match ran {
-        Err(e @ Error::Interrupted(_)) => Err(e),
-        Err(e) => {
-            report.fail("client", e.to_string());
-            Ok(report.failed)
-        }
-        Ok(_) => Ok(report.failed),
+        Err(e @ Error::Interrupted(_)) => return Err(e),
+        Err(e) => report.fail("client", e.to_string()),
+        Ok(_) => {}
     }
+    Ok(report.failed)
 }
 
 /// The command line that removes every runner of the deploy test with this config: this
@@ -230,17 +202,8 @@ fn remove_all_command(config_path: &Path) -> String {
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "garm-provider-edge-connect".to_string());
     let config = config_path.display().to_string();
-    [
-        program.as_str(),
-        "--config",
-        &config,
-        "--controller-id",
-        CHECK_CONTROLLER,
-        "remove-all",
-        "--yes",
-    ]
-    .map(shell_word)
-    .join(" ")
+    let (program, config) = (shell_word(&program), shell_word(&config));
+    format!("{program} --config {config} --controller-id {CHECK_CONTROLLER} remove-all --yes")
 }
 
 /// `word` as one word of a POSIX shell: as it is when it holds nothing the shell reads,
@@ -259,10 +222,10 @@ fn shell_word(word: &str) -> String {
 fn report_size(
     resources: &crate::pod::Resources,
     specs: &ExtraSpecs,
-    default_flavor: Option<&str>,
+    config: &crate::config::Config,
     report: &mut Report<'_>,
 ) {
-    let not_used = match default_flavor {
+    let not_used = match &config.edge_connect.default_flavor {
         Some(f) => format!("neither edge_connect.default_flavor {f} nor the pool's flavor in GARM"),
         None => "not the pool's flavor in GARM either".into(),
     };
@@ -287,17 +250,15 @@ fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report<'_>) {
         && !image.starts_with('-')
         && image.split('/').all(|p| !p.is_empty())
         && !image.ends_with(':');
-    if !well_formed {
-        report.fail(
-            "image",
-            format!(
-                "{image:?} is not an image reference like registry.example.com/team/runner:tag"
-            ),
-        );
-    } else if let Err(why) = specs.pod().check_runner_image(image) {
-        report.fail("image", why);
-    } else {
-        report.pass("image", format!("{image} is well formed"));
+    let verdict = match well_formed {
+        true => specs.pod().check_runner_image(image),
+        false => Err(format!(
+            "{image:?} is not an image reference like registry.example.com/team/runner:tag"
+        )),
+    };
+    match verdict {
+        Ok(()) => report.pass("image", format!("{image} is well formed")),
+        Err(why) => report.fail("image", why),
     }
 }
 

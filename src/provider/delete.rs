@@ -4,10 +4,9 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use edge_connect::models::{AppInst, AppInstKey, AppKey, SiteRef};
+use edge_connect::models::{AppInst, AppKey, SiteRef};
 use edge_connect::{ApiError, ApiErrorKind, AppInstState};
 
-use super::inventory::Read;
 use super::wait::retry_transient;
 use super::{Outcome, OwnedRunner, Provider, POLL_INTERVAL};
 use crate::error::Error;
@@ -95,11 +94,11 @@ impl Throttle {
     /// asks for less) halves the limit once per pause; success grows it.
     fn observe<T>(&self, result: &Result<T, ApiError>, now: Instant) {
         let mut s = self.state();
-        let overloaded =
-            |e: &ApiError| matches!(e.kind, ApiErrorKind::RateLimited | ApiErrorKind::Server);
+        use ApiErrorKind::{RateLimited, Server};
         match result {
-            // Sixty calls told "429" at once are one signal, not sixty halvings.
-            Err(e) if overloaded(e) && s.paused_until.is_none_or(|until| until <= now) => {
+            // Sixty calls told "429" at once are one signal, not sixty halvings (a pause that
+            // has not ended holds back; `None`, no pause, is before any time).
+            Err(e) if matches!(e.kind, RateLimited | Server) && s.paused_until <= Some(now) => {
                 s.limit = (s.limit / 2).max(1);
                 s.paused_until = Some(now + OVERLOAD_PAUSE);
                 tracing::warn!(
@@ -125,9 +124,8 @@ where
     let Some(throttle) = throttle else {
         return call.await;
     };
-    let permit = throttle.acquire().await;
+    let _permit = throttle.acquire().await;
     let result = call.await;
-    drop(permit);
     throttle.observe(&result, Instant::now());
     result
 }
@@ -143,19 +141,54 @@ impl Provider {
         busy: Busy,
         throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
-        match busy {
-            Busy::Wait => {
-                self.delete_app_inst_with(app, &inst.key, throttle, None)
-                    .await
+        if let Busy::Report { patience } = busy {
+            // Its state is known from the read before: a create still running is refused for
+            // as long as the CRM waits for its pod (B17), so asking would tell nothing.
+            if creating(&inst.state) && !self.moves_within(app, inst, patience).await? {
+                return Ok(());
             }
-            Busy::Report { patience } => {
-                // Its state is known from the read before: a create still running is refused
-                // for as long as the CRM waits for its pod (B17), so asking would tell nothing.
-                if creating(&inst.state) && !self.moves_within(app, inst, patience).await? {
-                    return Ok(());
+        }
+        let (client, key, started) = (&self.client, &inst.key, Instant::now());
+        loop {
+            let result = retry_transient(client, "DeleteAppInst", || {
+                throttled(throttle, async {
+                    let mut progress = |m: &str| self.report(m);
+                    client.delete_app_inst(key, &mut progress).await
+                })
+            })
+            .await;
+            match result {
+                Err(e) if e.kind == ApiErrorKind::Busy && !client.deadline().expired() => {
+                    if e.already_being_deleted() {
+                        // Someone else (a concurrent DeleteInstance, or the controller undoing a
+                        // create) is deleting it: wait until it is gone, or until it is back
+                        // because that delete failed, and then delete it ourselves.
+                        let what = format!("the other delete of AppInst {} not finished", key.name);
+                        self.sleep_within(&what).await?;
+                        // In the older API the cloudlet is part of the key: only that one counts.
+                        let cloudlet = key.cloudlet_key.as_ref();
+                        let other = self.settled(app, &key.name, cloudlet, &what).await?;
+                        if other.is_none() {
+                            return Ok(());
+                        }
+                        self.report(&format!(
+                            "the other delete of AppInst {} failed; deleting it again",
+                            key.name
+                        ));
+                    } else if let Busy::Report { patience } = busy {
+                        // Asking again would be refused the same way: read its state instead.
+                        let left = patience.saturating_sub(started.elapsed());
+                        if !self.moves_within(app, inst, left).await? {
+                            return Ok(());
+                        }
+                    } else {
+                        self.report(&format!("AppInst {} is busy; waiting", key.name));
+                        let what = format!("AppInst {} busy, not deleted", key.name);
+                        self.sleep_within(&what).await?;
+                    }
                 }
-                self.delete_app_inst_with(app, &inst.key, throttle, Some((inst, patience)))
-                    .await
+                Err(e) if e.kind != ApiErrorKind::NotFound => return Err(e.into()),
+                _ => return Ok(()),
             }
         }
     }
@@ -174,19 +207,19 @@ impl Provider {
     ) -> Result<(), Error> {
         let mut held_insts = Vec::new();
         for inst in &runner.app_insts {
-            if let Busy::Report { patience } = busy {
-                if patience.is_zero() && creating(&inst.state) {
+            match busy {
+                Busy::Report { patience } if patience.is_zero() && creating(&inst.state) => {
                     self.metrics.crm_hold(&runner.vars.pool_id, inst);
-                    held_insts.push(held(inst));
+                    held_insts.push(held(inst, false));
                     continue;
                 }
-            }
-            if matches!(busy, Busy::Wait) && creating(&inst.state) {
                 // The one that runs is gone by now; say what is waited for, and how long.
-                let bound = self.bound();
-                self.report(&format!("{}; waiting, at most {bound}", held(inst)));
-            } else {
-                self.report(&format!("removing AppInst {}", inst.key.name));
+                Busy::Wait if creating(&inst.state) => self.report(&format!(
+                    "{}; waiting, at most {}",
+                    held(inst, false),
+                    self.bound()
+                )),
+                _ => self.report(&format!("removing AppInst {}", inst.key.name)),
             }
             self.delete_app_inst_or_report(&runner.key, inst, busy, throttle)
                 .await?;
@@ -194,64 +227,6 @@ impl Provider {
         match held_insts.is_empty() {
             true => Ok(()),
             false => Err(Error::left_behind(held_insts.join("; "))),
-        }
-    }
-
-    /// The delete loop; `report` is the AppInst as last read and how long one still creating
-    /// is given to start going before the delete says what holds it (`None`: wait for it).
-    async fn delete_app_inst_with(
-        &self,
-        app: &AppKey,
-        key: &AppInstKey,
-        throttle: Option<&Throttle>,
-        report: Option<(&AppInst, Duration)>,
-    ) -> Result<(), Error> {
-        let client = &self.client;
-        let started = Instant::now();
-        loop {
-            let result = retry_transient(client, "DeleteAppInst", || {
-                throttled(throttle, async {
-                    let mut progress = |m: &str| self.report(m);
-                    client.delete_app_inst(key, &mut progress).await
-                })
-            })
-            .await;
-            match result {
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
-                Err(e) if e.kind == ApiErrorKind::Busy && !self.client.deadline().expired() => {
-                    if e.already_being_deleted() {
-                        // Someone else (a concurrent DeleteInstance, or the controller undoing a
-                        // create) is deleting it: wait until it is gone, or until it is back
-                        // because that delete failed, and then delete it ourselves.
-                        let what = format!("the other delete of AppInst {} not finished", key.name);
-                        self.sleep_within(&what).await?;
-                        // In the older API the cloudlet is part of the key: only that one counts.
-                        let cloudlet = key.cloudlet_key.as_ref();
-                        let other = self.settled(app, &key.name, cloudlet, &what).await?;
-                        if other.is_none() {
-                            return Ok(());
-                        }
-                        self.report(&format!(
-                            "the other delete of AppInst {} failed; deleting it again",
-                            key.name
-                        ));
-                        continue;
-                    }
-                    if let Some((inst, patience)) = report {
-                        // Asking again would be refused the same way: read its state instead.
-                        let left = patience.saturating_sub(started.elapsed());
-                        if !self.moves_within(app, inst, left).await? {
-                            return Ok(());
-                        }
-                        continue;
-                    }
-                    self.report(&format!("AppInst {} is busy; waiting", key.name));
-                    let what = format!("AppInst {} busy, not deleted", key.name);
-                    self.sleep_within(&what).await?;
-                }
-                Err(e) => return Err(e.into()),
-            }
         }
     }
 
@@ -271,11 +246,7 @@ impl Provider {
             if started.elapsed() + POLL_INTERVAL > patience {
                 // Given time to start going (a stream closed on a runner that does not start),
                 // it did not: its CRM holds it. Without that time, only its state is known.
-                let line = match patience.is_zero() {
-                    true => held(&latest),
-                    false => held_by_crm(&latest),
-                };
-                return Err(Error::failed(line));
+                return Err(Error::failed(held(&latest, !patience.is_zero())));
             }
             tokio::time::sleep(POLL_INTERVAL).await;
             let insts = self.app_insts_of(app).await?;
@@ -320,27 +291,14 @@ impl Provider {
             })
             .await;
             match result {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind == ApiErrorKind::NotFound => return Ok(()),
-                Err(e) if e.kind == ApiErrorKind::Busy && !self.client.deadline().expired() => {
+                Err(e) if e.kind == ApiErrorKind::Busy && !client.deadline().expired() => {
                     let what = format!("App {} in use, not deleted", key.name);
                     self.sleep_within(&what).await?;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) if e.kind != ApiErrorKind::NotFound => return Err(e.into()),
+                _ => return Ok(()),
             }
         }
-    }
-
-    /// Removes a runner's AppInsts (only those deploying its App) and then its App; one still
-    /// creating is waited for or reported (and keeps the App) as `busy` says.
-    async fn remove_runner(
-        &self,
-        runner: &OwnedRunner,
-        busy: Busy,
-        throttle: Option<&Throttle>,
-    ) -> Result<(), Error> {
-        self.remove_app_insts(runner, busy, throttle).await?;
-        self.delete_app(&runner.key, throttle).await
     }
 
     /// Delete: by provider id or GARM name; already gone is success. An AppInst that Edge
@@ -387,8 +345,7 @@ impl Provider {
         // How many were tried, the first failure, and whether every one is a held AppInst.
         let (mut total, mut first, mut all_held) = (0usize, None::<String>, true);
         loop {
-            let round = Read::Round { done: &failed };
-            let (runners, _, more) = self.runners("", None, round).await?;
+            let (runners, _, more) = self.runners("", None, Some(&failed)).await?;
             if runners.is_empty() {
                 break;
             }
@@ -399,21 +356,21 @@ impl Provider {
                 ));
             }
             total += runners.len();
-            let failures = stream::iter(runners)
+            let mut results = stream::iter(runners)
                 .map(|r| async move {
-                    let result = self.remove_runner(&r, busy, Some(throttle)).await;
-                    result.err().map(|e| {
-                        let line = format!("{}: {e}", r.vars.instance_name);
-                        (r.key, line, e.leaves_something())
-                    })
+                    let result = match self.remove_app_insts(&r, busy, Some(throttle)).await {
+                        Ok(()) => self.delete_app(&r.key, Some(throttle)).await,
+                        Err(e) => Err(e),
+                    };
+                    (r, result)
                 })
-                .buffer_unordered(REMOVE_ALL_CONCURRENCY)
-                .filter_map(|failure| async move { failure });
-            let mut failures = std::pin::pin!(failures);
-            while let Some((key, line, held)) = failures.next().await {
-                failed.insert(key);
-                all_held &= held;
-                first.get_or_insert(line);
+                .buffer_unordered(REMOVE_ALL_CONCURRENCY);
+            while let Some((r, result)) = results.next().await {
+                if let Err(e) = result {
+                    all_held &= e.leaves_something();
+                    first.get_or_insert_with(|| format!("{}: {e}", r.vars.instance_name));
+                    failed.insert(r.key);
+                }
             }
             if !more {
                 break;
@@ -468,61 +425,37 @@ pub(super) fn creating(state: &AppInstState) -> bool {
     )
 }
 
-/// One line for an AppInst Edge Connect will not delete yet, from its state alone: a create
-/// still running (which a central CRM may finish in seconds, B12) is deleted once it has ended,
-/// at the latest when its site's CRM stops waiting for the pod.
-pub(super) fn held(inst: &AppInst) -> String {
-    let (name, site, state) = (&inst.key.name, site_of(inst), &inst.state);
+/// One line for an AppInst Edge Connect will not delete yet. A create still running (which a
+/// central CRM may finish in seconds, B12) is deleted once it has ended, at the latest when its
+/// site's CRM stops waiting for the pod; `by_crm`: it is still creating after its create stream
+/// was closed because its pod does not start, and not undone within the patience a central
+/// CRM's undo needs (B7), so its site's CRM runs on the edge and holds it for the whole of its
+/// wait for the pod (B12, B17).
+pub(super) fn held(inst: &AppInst, by_crm: bool) -> String {
+    let (name, state) = (&inst.key.name, &inst.state);
+    let site = match crate::metrics::site_of(Some(inst)) {
+        site if site.is_empty() => site,
+        site => format!(" on {site}"),
+    };
     if !creating(state) {
         return format!(
             "AppInst {name}{site} is {state}: Edge Connect deletes it only once that has finished"
         );
     }
-    let until = until_let_go(&inst.created_at).map_or_else(
-        || "within 15 minutes of its create".to_string(),
-        |t| format!("by {t} UTC"),
-    );
-    format!(
-        "AppInst {name}{site} is {state}: its create is still running, and Edge Connect deletes it only once that has ended, at the latest {until} (the site's CRM waits at most 15 minutes for its pod)"
-    )
-}
-
-/// One line for an AppInst still creating after its create stream was closed because its pod
-/// does not start, and not undone within the patience a central CRM's undo needs (B7): its
-/// site's CRM runs on the edge and holds it for the whole of its wait for the pod (B12, B17).
-pub(super) fn held_by_crm(inst: &AppInst) -> String {
-    if !creating(&inst.state) {
-        return held(inst);
-    }
-    let (name, site, state) = (&inst.key.name, site_of(inst), &inst.state);
-    let until = until_let_go(&inst.created_at).map_or_else(
-        || "within 15 minutes of its create".to_string(),
-        |t| format!("by {t} UTC, 15 minutes after its create"),
-    );
-    format!(
-        "AppInst {name}{site} is {state}: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends {until}"
-    )
-}
-
-/// ` on ORG/NAME`, the AppInst's zone or cloudlet, or nothing.
-fn site_of(inst: &AppInst) -> String {
-    match crate::metrics::site_of(Some(inst)) {
-        site if site.is_empty() => site,
-        site => format!(" on {site}"),
-    }
-}
-
-/// When the CRM's wait for an AppInst created at `created_at` (RFC 3339) ends, as `HH:MM:SS`.
-fn until_let_go(created_at: &str) -> Option<String> {
     use time::format_description::well_known::Rfc3339;
-    let created = time::OffsetDateTime::parse(created_at, &Rfc3339).ok()?;
-    let t = (created + CRM_POD_WAIT).to_offset(time::UtcOffset::UTC);
-    Some(format!(
-        "{:02}:{:02}:{:02}",
-        t.hour(),
-        t.minute(),
-        t.second()
-    ))
+    let by = time::OffsetDateTime::parse(&inst.created_at, &Rfc3339).map(|created| {
+        let t = (created + CRM_POD_WAIT).to_offset(time::UtcOffset::UTC);
+        format!("by {:02}:{:02}:{:02} UTC", t.hour(), t.minute(), t.second())
+    });
+    let until = match (by, by_crm) {
+        (Ok(by), true) => format!("{by}, 15 minutes after its create"),
+        (Ok(by), false) => by,
+        (Err(_), _) => "within 15 minutes of its create".to_string(),
+    };
+    match by_crm {
+        true => format!("AppInst {name}{site} is {state}: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends {until}"),
+        false => format!("AppInst {name}{site} is {state}: its create is still running, and Edge Connect deletes it only once that has ended, at the latest {until} (the site's CRM waits at most 15 minutes for its pod)"),
+    }
 }
 
 /// True when `inst` is the AppInst `name` (on `cloudlet`, when given: the older key shape).
@@ -533,6 +466,7 @@ fn same_key(inst: &AppInst, name: &str, cloudlet: Option<&SiteRef>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use edge_connect::models::AppInstKey;
 
     fn err(status: u16) -> Result<(), ApiError> {
         Err(ApiError::from_status(
@@ -602,17 +536,17 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            held_by_crm(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00"), true),
             "AppInst garm-a on TelekomOP/Munich is Creating: Edge Connect refuses to delete it while the site's CRM waits for its pod, which ends by 13:05:07 UTC, 15 minutes after its create"
         );
-        assert!(held_by_crm(&inst(AppInstState::CreateRequested, ""))
+        assert!(held(&inst(AppInstState::CreateRequested, ""), true)
             .ends_with("which ends within 15 minutes of its create"));
         assert_eq!(
-            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00")),
+            held(&inst(AppInstState::Creating, "2026-12-03T13:50:07.5+01:00"), false),
             "AppInst garm-a on TelekomOP/Munich is Creating: its create is still running, and Edge Connect deletes it only once that has ended, at the latest by 13:05:07 UTC (the site's CRM waits at most 15 minutes for its pod)"
         );
         assert_eq!(
-            held(&inst(AppInstState::Updating, "")),
+            held(&inst(AppInstState::Updating, ""), false),
             "AppInst garm-a on TelekomOP/Munich is Updating: Edge Connect deletes it only once that has finished"
         );
     }

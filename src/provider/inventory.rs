@@ -1,15 +1,16 @@
-//! Finding this controller's runners: one by name (GetInstance, Delete, Start, Stop) or all of a
-//! pool (ListInstances, RemoveAll). Read our Apps (ShowApp, each App kept only when its
-//! environment says it is this controller's), then join their AppInsts (ShowAppInst, each kept
-//! only when the App it deploys is one of ours). The server is asked for ours only: the Apps by
-//! the controller's (and the pool's) markers in `env_vars`, a pool's AppInsts by the marks in
+//! Finding this controller's runners (GetInstance and ListInstances show them): one by name
+//! (GetInstance, Delete, Start, Stop) or all of a pool (ListInstances, RemoveAll). Read our Apps
+//! (ShowApp, each App kept only when its environment says it is this controller's), then join
+//! their AppInsts (ShowAppInst, each kept only when the App it deploys is one of ours). The
+//! server is asked for ours only: the Apps by the controller's (and the pool's) markers in
+//! `env_vars`, a pool's AppInsts by the marks in
 //! their `annotations` (RemoveAll reads every AppInst, so that a leftover no mark names goes too),
 //! or both by name (docs/edge-connect-behaviours.md B23). Every line that arrives
 //! is parsed and checked, because a server older than a field answers with everything. Both
 //! answers are read as they stream in, so memory follows the number of our runners, not the
 //! size of the organization; what is kept has one bound ([`Kept`]), and reaching it is an error
-//! that names it, except in a RemoveAll round ([`Read::Round`]), which keeps whole runners while
-//! they fit and leaves the others, whole, to the next round (docs/reliability.md, "Issue 34").
+//! that names it, except in a RemoveAll round ([`Provider::runners`]), which keeps whole runners
+//! while they fit and leaves the others, whole, to the next round (docs/reliability.md, "Issue 34").
 //!
 //! An AppInst belongs to a runner when it deploys the runner's App (organization, name and
 //! version), whatever its name: a failover past a site that holds the runner's first AppInst
@@ -20,15 +21,16 @@
 //! AppInsts made by releases before the marks carry none: an App of ours that the marked answer
 //! gives no AppInst is looked up once more without the marks (see [`Provider::runners`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use edge_connect::models::{AppInst, AppKey};
 use edge_connect::{ApiError, Rpc};
 use futures_util::TryStreamExt;
 
 use super::wait::retry_transient;
-use super::{OwnedRunner, Provider};
+use super::{Outcome, OwnedRunner, Provider};
 use crate::error::Error;
+use crate::metrics::Facts;
 use crate::naming::edge_name;
 use crate::runner_env::{
     RunnerVars, ENV_CONTROLLER_ID, ENV_POOL_ID, MARK_CONTROLLER_ID, MARK_POOL_ID,
@@ -59,43 +61,31 @@ const APP_OVERHEAD: usize =
 const APP_INST_OVERHEAD: usize = std::mem::size_of::<AppInst>() + 14 * PER_STRING;
 
 /// What the inventory has kept so far, against [`MAX_KEPT_BYTES`].
+#[derive(Default)]
 struct Kept {
     runners: usize,
     bytes: usize,
 }
 
-/// The bound an App or an AppInst would pass: what is kept so far is all that fits.
-struct Full;
-
 impl Kept {
-    fn new() -> Self {
-        Kept {
-            runners: 0,
-            bytes: 0,
-        }
-    }
-
     /// Counts one more runner whose App holds `text` bytes of strings, or says that it does not
     /// fit (then nothing is counted).
-    fn runner(&mut self, text: usize) -> Result<(), Full> {
-        let bytes = self.bytes + text + APP_OVERHEAD;
-        if bytes > MAX_KEPT_BYTES {
-            return Err(Full);
-        }
-        self.runners += 1;
-        self.bytes = bytes;
-        Ok(())
+    fn runner(&mut self, text: usize) -> bool {
+        let fits = self.fits(text + APP_OVERHEAD);
+        self.runners += usize::from(fits);
+        fits
     }
 
     /// Counts one more AppInst with `text` bytes of strings, or says that it does not fit (then
     /// nothing is counted).
-    fn app_inst(&mut self, text: usize) -> Result<(), Full> {
-        let bytes = self.bytes + text + APP_INST_OVERHEAD;
-        if bytes > MAX_KEPT_BYTES {
-            return Err(Full);
-        }
-        self.bytes = bytes;
-        Ok(())
+    fn app_inst(&mut self, text: usize) -> bool {
+        self.fits(text + APP_INST_OVERHEAD)
+    }
+
+    fn fits(&mut self, bytes: usize) -> bool {
+        let fits = self.bytes + bytes <= MAX_KEPT_BYTES;
+        self.bytes += if fits { bytes } else { 0 };
+        fits
     }
 
     /// Gives back what a runner left for the next round held: its App of `app_text` bytes and
@@ -128,24 +118,35 @@ fn too_many_app_insts() -> ApiError {
     )
 }
 
-/// Which runners a read keeps.
-#[derive(Clone, Copy)]
-pub(super) enum Read<'a> {
-    /// All of them: more than the bounds is an error.
-    All,
-    /// A RemoveAll round: those not in `done`, whole (the App and every AppInst of it), as many
-    /// as the bound keeps; each runner that does not fit is left for the next round.
-    Round {
-        /// The Apps earlier rounds could not remove.
-        done: &'a std::collections::HashSet<AppKey>,
-    },
-}
-
 impl Provider {
+    /// The runner behind `instance`, or NotFound (exit 30 for GARM).
+    pub(super) async fn existing_runner(&self, instance: &str) -> Result<OwnedRunner, Error> {
+        self.find_runner(instance).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "instance {} not found",
+                crate::text::echo(instance)
+            ))
+        })
+    }
+
+    pub(super) async fn get(&self, instance: &str, facts: &mut Facts) -> Result<Outcome, Error> {
+        let runner = self.existing_runner(instance).await?;
+        facts.found(&runner);
+        Ok(Outcome::Instance(Box::new(self.view_of(runner))))
+    }
+
+    /// Exactly this controller's runners of one pool (or of every pool when `pool_id` is None).
+    pub(super) async fn list(&self, pool_id: Option<&str>) -> Result<Outcome, Error> {
+        let runners = self.runners("", pool_id, None).await?.0;
+        // Each runner is dropped as its view is made.
+        let views = runners.into_iter().map(|r| self.view_of(r)).collect();
+        Ok(Outcome::Instances(views))
+    }
+
     /// Finds the runner behind a provider id or GARM name, if it belongs to this controller.
     pub(super) async fn find_runner(&self, instance: &str) -> Result<Option<OwnedRunner>, Error> {
         let name = edge_name(instance);
-        let (runners, foreign, _) = self.runners(&name, None, Read::All).await?;
+        let (runners, foreign, _) = self.runners(&name, None, None).await?;
         let runner = runners.into_iter().next();
         if runner.is_none() && foreign > 0 {
             tracing::warn!(app = %name, "an App with this name exists but belongs to another controller or was not made by this provider; not touching it");
@@ -158,11 +159,16 @@ impl Provider {
     /// whether a round left runners unread: two Show calls whatever the count, and a third only
     /// when an App of ours has no marked AppInst (a stopped runner, or one made before the
     /// marks). A transient failure of an answer reads it again.
+    ///
+    /// `round`: a RemoveAll round, which keeps the runners whose Apps are not in it (those earlier
+    /// rounds could not remove), whole (the App and every AppInst of it), as many as the bound
+    /// keeps, and leaves each runner that does not fit for the next round; without it, more
+    /// than the bounds is an error.
     pub(super) async fn runners(
         &self,
         name: &str,
         pool_id: Option<&str>,
-        which: Read<'_>,
+        round: Option<&HashSet<AppKey>>,
     ) -> Result<(Vec<OwnedRunner>, usize, bool), Error> {
         let client = &self.client;
         let app_filter = &AppKey {
@@ -173,27 +179,19 @@ impl Provider {
         // counted, so that the caller can say why it is not touched. A name narrows both
         // answers already (the AppInsts by the App they deploy, whatever their names), and finds
         // AppInsts of every release.
-        let (env_vars, marks): (Vec<_>, Vec<_>) = match (name, pool_id) {
-            ("", Some(pool)) => (
-                vec![
-                    (ENV_CONTROLLER_ID, self.controller_id.as_str()),
-                    (ENV_POOL_ID, pool),
-                ],
-                vec![
-                    (MARK_CONTROLLER_ID, self.controller_id.as_str()),
-                    (MARK_POOL_ID, pool),
-                ],
-            ),
-            // Every runner of the controller (RemoveAll): every AppInst of each App counts, a
-            // leftover on another site that no mark names included, so the AppInsts are read
-            // unfiltered.
-            ("", None) => (
-                vec![(ENV_CONTROLLER_ID, self.controller_id.as_str())],
-                Vec::new(),
-            ),
-            _ => (Vec::new(), Vec::new()),
+        let by = |controller, pool| match (name, pool_id) {
+            ("", Some(p)) => vec![(controller, self.controller_id.as_str()), (pool, p)],
+            ("", None) => vec![(controller, self.controller_id.as_str())],
+            _ => Vec::new(),
         };
-        let (env_vars, marks) = (env_vars.as_slice(), marks.as_slice());
+        // Every runner of the controller (RemoveAll): every AppInst of each App counts, a
+        // leftover on another site that no mark names included, so the AppInsts are read
+        // unfiltered.
+        let marks = match pool_id {
+            Some(_) => by(MARK_CONTROLLER_ID, MARK_POOL_ID),
+            None => Vec::new(),
+        };
+        let (env_vars, marks) = (&by(ENV_CONTROLLER_ID, ENV_POOL_ID)[..], &marks[..]);
         let read = || async move {
             // Both requests go out at once: one round trip. The AppInsts' answer then waits in
             // the socket, not in memory, while the Apps are read, so each AppInst meets the
@@ -203,8 +201,7 @@ impl Provider {
                 client.show_app_insts(app_filter, marks),
             )
             .await?;
-            let round = matches!(which, Read::Round { .. });
-            let mut kept = Kept::new();
+            let mut kept = Kept::default();
             // Each App's key is moved into the map, not copied: the runner gets it back at the end.
             let mut ours: HashMap<AppKey, (RunnerVars, Vec<AppInst>)> = HashMap::new();
             let (mut foreign, mut more) = (0, false);
@@ -216,19 +213,15 @@ impl Provider {
                     foreign += 1;
                     continue;
                 };
-                if pool_id.is_some_and(|p| p != vars.pool_id) {
+                let done = round.is_some_and(|done| done.contains(&app.key));
+                if done || pool_id.is_some_and(|p| p != vars.pool_id) {
                     continue;
-                }
-                if let Read::Round { done } = which {
-                    if done.contains(&app.key) {
-                        continue;
-                    }
                 }
                 // Every App of ours counts, a repeated one too: an answer that repeats one
                 // without end must reach the bound, not run until the deadline. A round keeps
                 // what fits and leaves the rest for the next one.
-                if kept.runner(key_len(&app.key) + vars.len()).is_err() {
-                    if !round {
+                if !kept.runner(key_len(&app.key) + vars.len()) {
+                    if round.is_none() {
                         return Err(kept.too_much(Rpc::ShowApp));
                     }
                     more = true;
@@ -236,19 +229,15 @@ impl Provider {
                 }
                 ours.insert(app.key, (vars, Vec::new()));
             }
+            let round = round.is_some();
             more |= join(insts, &mut ours, &mut kept, round).await?;
             // An App of ours without a marked AppInst is stopped, or its AppInst was made
             // before the marks: only the unmarked read can tell (once, for all such Apps).
             if !marks.is_empty() && ours.values().any(|(_, insts)| insts.is_empty()) {
                 let mut unmarked: HashMap<_, _> =
                     ours.extract_if(|_, (_, insts)| insts.is_empty()).collect();
-                more |= join(
-                    client.show_app_insts(app_filter, &[]).await?,
-                    &mut unmarked,
-                    &mut kept,
-                    round,
-                )
-                .await?;
+                let insts = client.show_app_insts(app_filter, &[]).await?;
+                more |= join(insts, &mut unmarked, &mut kept, round).await?;
                 ours.extend(unmarked);
             }
             // Each runner left whole for the next round was alone more than the bound: no
@@ -262,15 +251,16 @@ impl Provider {
                     ),
                 ));
             }
-            let mut runners = Vec::with_capacity(ours.len());
-            for (key, (vars, mut app_insts)) in ours {
-                super::removal_order(&mut app_insts);
-                runners.push(OwnedRunner {
-                    key,
-                    vars,
-                    app_insts,
-                });
-            }
+            let mut runners: Vec<_> = (ours.into_iter())
+                .map(|(key, (vars, mut app_insts))| {
+                    super::removal_order(&mut app_insts);
+                    OwnedRunner {
+                        key,
+                        vars,
+                        app_insts,
+                    }
+                })
+                .collect();
             // The map's order is arbitrary: a stable sort would keep nothing worth keeping.
             runners.sort_unstable_by(|a, b| a.vars.instance_name.cmp(&b.vars.instance_name));
             Ok((runners, foreign, more))
@@ -283,19 +273,10 @@ impl Provider {
     pub(super) async fn app_insts_of(&self, app_key: &AppKey) -> Result<Vec<AppInst>, Error> {
         let client = &self.client;
         Ok(retry_transient(client, "ShowAppInst", || async move {
-            let mut kept = Kept::new();
-            let mut found = Vec::new();
-            let mut insts = client.show_app_insts(app_key, &[]).await?;
-            while let Some(inst) = insts.try_next().await? {
-                if inst.app_key.as_ref() == Some(app_key) {
-                    if found.len() == MAX_APP_INSTS_PER_RUNNER {
-                        return Err(too_many_app_insts());
-                    }
-                    kept.app_inst(inst_len(&inst))
-                        .map_err(|Full| kept.too_much(Rpc::ShowAppInst))?;
-                    found.push(inst);
-                }
-            }
+            let mut ours = HashMap::from([(app_key.clone(), Default::default())]);
+            let insts = client.show_app_insts(app_key, &[]).await?;
+            join(insts, &mut ours, &mut Kept::default(), false).await?;
+            let (_, mut found) = ours.remove(app_key).unwrap_or_default();
             super::removal_order(&mut found);
             Ok(found)
         })
@@ -321,7 +302,7 @@ async fn join(
         if found.len() == MAX_APP_INSTS_PER_RUNNER {
             return Err(too_many_app_insts());
         }
-        if kept.app_inst(inst_len(&inst)).is_ok() {
+        if kept.app_inst(inst_len(&inst)) {
             // Nearly every runner has one AppInst: room for one more at a time, not the four a
             // first push reserves (an AppInst is some 400 bytes: 1.2 MB of a 1,000-runner List).
             found.reserve_exact(1);
@@ -371,11 +352,11 @@ mod tests {
 
     #[test]
     fn apps_and_app_insts_share_the_bound_and_the_error_counts_the_runners_read() {
-        let mut kept = Kept::new();
-        assert!(kept.runner(MAX_KEPT_BYTES / 2).is_ok());
-        assert!(kept.runner(MAX_KEPT_BYTES / 4).is_ok());
-        assert!(kept.app_inst(MAX_KEPT_BYTES / 4).is_err(), "past the bound");
-        assert!(kept.runner(MAX_KEPT_BYTES / 4).is_err(), "past the bound");
+        let mut kept = Kept::default();
+        assert!(kept.runner(MAX_KEPT_BYTES / 2));
+        assert!(kept.runner(MAX_KEPT_BYTES / 4));
+        assert!(!kept.app_inst(MAX_KEPT_BYTES / 4), "past the bound");
+        assert!(!kept.runner(MAX_KEPT_BYTES / 4), "past the bound");
         assert_eq!(
             (kept.runners, kept.bytes),
             (2, MAX_KEPT_BYTES / 4 * 3 + 2 * APP_OVERHEAD)
@@ -397,14 +378,14 @@ mod tests {
 
     #[test]
     fn a_runner_left_for_the_next_round_gives_back_all_it_held() {
-        let mut kept = Kept::new();
-        assert!(kept.runner(10).is_ok());
-        assert!(kept.runner(20).is_ok());
+        let mut kept = Kept::default();
+        assert!(kept.runner(10));
+        assert!(kept.runner(20));
         let inst = AppInst {
             uri: "x".repeat(100),
             ..Default::default()
         };
-        assert!(kept.app_inst(inst_len(&inst)).is_ok());
+        assert!(kept.app_inst(inst_len(&inst)));
         let (runners, bytes) = (kept.runners, kept.bytes);
         kept.release(20, std::slice::from_ref(&inst));
         assert_eq!(kept.runners, runners - 1);

@@ -7,6 +7,7 @@
 //! again; GARM only starts runners it considers offline.
 
 use super::delete::{Busy, REPORT_AT_ONCE};
+use super::status::garm_status;
 use super::{Outcome, Provider};
 use crate::error::Error;
 use crate::garm::InstanceStatus;
@@ -41,9 +42,7 @@ impl Provider {
     pub(super) async fn start(&self, instance: &str, facts: &mut Facts) -> Result<Outcome, Error> {
         let runner = self.existing_runner(instance).await?;
         facts.found(&runner);
-        let running = |inst: &&edge_connect::models::AppInst| {
-            super::status::garm_status(Some(inst)).0 == InstanceStatus::Running
-        };
+        let running = |inst: &&_| garm_status(Some(inst)).0 == InstanceStatus::Running;
         if let Some(inst) = runner.app_insts.iter().find(running) {
             tracing::info!(instance, state = %inst.state, "already started");
             return Ok(Outcome::Done);
@@ -58,16 +57,9 @@ impl Provider {
         }
         let targets = self.targets(&sites).await?;
         let pool = &runner.vars.pool_id;
-        match self
-            .deploy(&runner.key, pool, &sites, targets, None, None)
-            .await
-        {
-            Ok(site) => facts.placed(site),
-            Err(failure) => {
-                facts.failed(&failure);
-                return Err(failure.error);
-            }
-        }
+        let deploy = self.deploy(&runner.key, pool, &sites, targets, None, None);
+        let placed = deploy.await.inspect_err(|failure| facts.failed(failure));
+        facts.placed(placed.map_err(|failure| failure.error)?);
         tracing::info!(instance, "started");
         Ok(Outcome::Done)
     }

@@ -10,7 +10,6 @@ mod deploy;
 mod inventory;
 mod lifecycle;
 pub mod placement;
-mod query;
 pub mod site_cache;
 mod start_watch;
 pub mod status;

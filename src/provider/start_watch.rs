@@ -57,16 +57,6 @@ struct Seen {
     unplaced: bool,
 }
 
-/// One container of our pod that is not starting normally.
-#[derive(Debug)]
-struct Failing {
-    /// Its reason in the last line.
-    last: String,
-    /// Every reason it showed since it stopped starting normally.
-    shown: Vec<String>,
-    since: Instant,
-}
-
 /// Reads the progress lines (the writing half; it lives in the stream's progress callback).
 pub(super) struct StartWatch {
     seen: watch::Sender<Seen>,
@@ -74,8 +64,9 @@ pub(super) struct StartWatch {
     grace: Duration,
     /// Whether a pod no node takes counts after the grace (another site can be tried).
     unplaced_counts: bool,
-    /// Keyed by pod and container.
-    failing: HashMap<(String, String), Failing>,
+    /// The containers of our pod that are not starting normally, keyed by pod and container:
+    /// since when, and every reason each showed since then, the one in the last line last.
+    failing: HashMap<(String, String), (Instant, Vec<String>)>,
     unplaced_since: Option<Instant>,
 }
 
@@ -110,43 +101,32 @@ impl StartWatch {
     /// Takes the pods of one status line of the stream.
     pub(super) fn observe(&mut self, pods: &[PodStatus<'_>]) {
         let now = Instant::now();
-        let ours: Vec<_> = pods
+        let mut ours = pods
             .iter()
             .filter(|p| pod_of(p.pod, &self.deployment))
-            .collect();
-        if ours.is_empty() {
+            .peekable();
+        if ours.peek().is_none() {
             return;
         }
-        let mut verdict = None;
-        let mut unplaced = false;
-        for pod in &ours {
+        let (mut verdict, mut unplaced) = (None, false);
+        for pod in ours {
             if pod.unscheduled() {
                 unplaced = true;
                 continue;
             }
+            let failing = |(_, reason): &&(&str, &str)| !starting_normally(reason);
             // A container missing from the line runs; one starting normally is on its way.
             self.failing.retain(|(p, c), _| {
-                p != pod.pod
-                    || pod
-                        .not_running
-                        .iter()
-                        .any(|(name, reason)| name == c && !starting_normally(reason))
+                p != pod.pod || pod.not_running.iter().filter(failing).any(|(n, _)| n == c)
             });
-            for &(container, reason) in &pod.not_running {
-                if starting_normally(reason) {
-                    continue;
-                }
+            for &(container, reason) in pod.not_running.iter().filter(failing) {
                 let key = (pod.pod.to_string(), container.to_string());
-                let f = self.failing.entry(key).or_insert_with(|| Failing {
-                    last: reason.to_string(),
-                    shown: vec![reason.to_string()],
-                    since: now,
-                });
+                let (_, shown) = self.failing.entry(key).or_insert((now, Vec::new()));
+                let new = shown.last().is_none_or(|last| last != reason);
                 // A reason shown before is back: kubelet tried again, failing the same way.
-                let again = f.last != reason && f.shown.iter().any(|r| r == reason);
-                if f.last != reason {
-                    f.shown.push(reason.to_string());
-                    f.last = reason.to_string();
+                let again = new && shown.iter().any(|r| r == reason);
+                if new {
+                    shown.push(reason.to_string());
                 }
                 if again || lasting(reason) {
                     verdict.get_or_insert_with(|| failure(container, reason));
@@ -154,20 +134,13 @@ impl StartWatch {
             }
         }
         self.unplaced_since = unplaced.then(|| self.unplaced_since.unwrap_or(now));
-        let grace = self.grace;
-        let mut pending = self
-            .failing
-            .iter()
-            .map(|((_, c), f)| (failure(c, &f.last), f.since + grace))
-            .min_by_key(|(_, until)| *until);
-        if let (true, Some(since)) = (self.unplaced_counts, self.unplaced_since) {
-            if pending
-                .as_ref()
-                .is_none_or(|(_, until)| since + grace < *until)
-            {
-                pending = Some((StartFailure::Unplaced, since + grace));
-            }
-        }
+        let unplaced_since = self.unplaced_since.filter(|_| self.unplaced_counts);
+        // The earliest failure counts first; a failing container before an unplaced pod.
+        let pending = (self.failing.iter())
+            .map(|((_, c), (since, shown))| (failure(c, shown.last().map_or("", |r| r)), *since))
+            .chain(unplaced_since.map(|since| (StartFailure::Unplaced, since)))
+            .min_by_key(|(_, since)| *since)
+            .map(|(failure, since)| (failure, since + self.grace));
         self.seen.send_modify(|s| {
             if s.verdict.is_none() {
                 s.verdict = verdict;
@@ -188,20 +161,16 @@ impl Verdict {
             if let Some(failure) = seen.verdict {
                 return failure;
             }
-            let changed = async {
-                if self.seen.changed().await.is_err() {
-                    // The stream ended; its outcome (and `decided`) will tell.
-                    std::future::pending::<()>().await;
-                }
-            };
-            match seen.pending {
-                Some((failure, until)) => {
-                    tokio::select! {
-                        _ = changed => {}
-                        _ = tokio::time::sleep_until(until.into()) => return failure,
-                    }
-                }
-                None => changed.await,
+            let pending = (seen.pending).map(|(failure, until)| async move {
+                tokio::time::sleep_until(until.into()).await;
+                failure
+            });
+            // Once the stream has ended, its outcome (and `decided`) tells; a pending failure
+            // still counts when its time comes.
+            tokio::select! {
+                Ok(()) = self.seen.changed() => {}
+                Some(failure) = futures_util::future::OptionFuture::from(pending) => return failure,
+                else => std::future::pending().await,
             }
         }
     }

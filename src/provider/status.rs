@@ -99,7 +99,7 @@ impl Provider {
         };
         let app_inst = runner.app_insts.into_iter().min_by_key(rank);
         let (status, fault) = masked_status(app_inst.as_ref(), self.client().scrubber());
-        let (site, state, created_at, address) = match app_inst {
+        let (site, state, created_at, uri) = match app_inst {
             Some(i) => (
                 i.cloudlet()
                     .or(i.zone_key.as_ref())
@@ -107,36 +107,25 @@ impl Provider {
                     .unwrap_or_default(),
                 i.state.name().to_string(),
                 i.created_at,
-                Some(i.uri).filter(|u| !u.is_empty()),
+                i.uri,
             ),
             // A stopped runner: its App records where it runs when started; with no AppInst
             // it has no state (which `check` reads as "only the App is left") and no age.
             None => {
-                let sites: Vec<String> = runner
-                    .vars
-                    .placements()
-                    .iter()
-                    .map(|p| match p {
-                        Placement::Zone(k) | Placement::Cloudlet(k) => {
-                            format!("{}/{}", k.organization, k.name)
-                        }
-                    })
-                    .collect();
-                (sites.join(","), String::new(), String::new(), None)
+                let site = |(Placement::Zone(k) | Placement::Cloudlet(k)): &Placement| {
+                    format!("{}/{}", k.organization, k.name)
+                };
+                let sites: Vec<_> = runner.vars.placements().iter().map(site).collect();
+                (sites.join(","), String::new(), String::new(), String::new())
             }
         };
+        let kind = "public".to_string();
         let instance = ProviderInstance {
             provider_id: runner.key.name,
             name: runner.vars.instance_name,
             os_type: runner.vars.os_type,
             os_arch: runner.vars.os_arch,
-            addresses: address
-                .map(|address| Address {
-                    address,
-                    kind: "public".to_string(),
-                })
-                .into_iter()
-                .collect(),
+            addresses: Vec::from_iter((!uri.is_empty()).then_some(Address { address: uri, kind })),
             status,
             provider_fault: None,
         }
