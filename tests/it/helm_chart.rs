@@ -296,6 +296,10 @@ fn everything() -> Value {
         "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
         "podAnnotations": {"example.com/team": "ci"},
         "networkPolicy": {"enabled": true},
+        "siteCache": {"enabled": true, "controllerId": CONTROLLER_ID, "flavor": "EU.medium",
+            "registryImage": "registry.example.com/mirror/registry:3.0.0",
+            "actionsCacheImage": "data.forgejo.org/forgejo/runner:13.0.0"},
+        "credentials": {"siteCacheSecret": "a-long-random-site-cache-secret"},
     });
     let defaults: Value =
         serde_yaml_ng::from_str(&std::fs::read_to_string(chart_dir().join("values.yaml")).unwrap())
@@ -317,6 +321,7 @@ fn no_value_of_any_character_breaks_or_extends_what_the_chart_renders() {
         "provider": {"delivery": "installer",
             "installer": {"repository": "registry.example.com/ci/garm-provider-edge-connect-installer"}},
         "credentials": {"source": "environment"},
+        "provider": {"environmentVariables": ["EDP_EDGE_CONNECT_", "EDP_SITE_CACHE_SECRET"]},
     });
     hostile_values_render_exactly(&merged(&base, &other));
 }
@@ -410,6 +415,12 @@ fn hostile_values_render_exactly(base: &Value) {
         "/ingress/annotations/a.example~1b",
         "/metrics/dashboard/annotations/grafana_folder",
         "/init/endpoint/description",
+        "/credentials/siteCacheSecret",
+        "/siteCache/flavor",
+        "/siteCache/registryImage",
+        "/siteCache/actionsCacheImage",
+        "/siteCache/up/schedule",
+        "/siteCache/prune/schedule",
     ] {
         assert!(
             carried.contains_key(leaf),
@@ -952,11 +963,12 @@ fn the_defaults_and_examples_set_every_key_of_the_providers_config() {
         given(&values["provider"]["config"], "", &mut seen);
     }
     let seen: std::collections::BTreeSet<String> = seen.iter().map(site).collect();
-    // credentials_file is the chart's own: it points at the mounted Secret.
+    // credentials_file is the chart's own: it points at the mounted Secret; so is site_cache,
+    // written from siteCache (the_site_cache_cronjobs_run_the_provider_as_garms_container_does).
     let missing: Vec<String> = wanted
         .iter()
         .map(site)
-        .filter(|k| !seen.contains(k) && k != "credentials_file")
+        .filter(|k| !seen.contains(k) && k != "credentials_file" && !k.starts_with("site_cache"))
         .collect();
     assert!(
         missing.is_empty(),
@@ -1084,6 +1096,28 @@ fn the_chart_refuses_at_install_what_cannot_work() {
             "/image/repository",
             json!({"image": {"repository": "registry.example.com/ci\ninjected: key"}}),
         ),
+        // site-cache prune --idle takes a number with s, m, h or d.
+        (
+            "/siteCache/prune/idle",
+            json!({"siteCache": {"prune": {"idle": "1w"}}}),
+        ),
+        (
+            "/siteCache/prune/idle",
+            json!({"siteCache": {"prune": {"idle": "24"}}}),
+        ),
+        (
+            "/siteCache/prune/idle",
+            json!({"siteCache": {"prune": {"idle": "24h\n- --all"}}}),
+        ),
+        (
+            "/siteCache/controllerId",
+            json!({"siteCache": {"controllerId": "garm"}}),
+        ),
+        (
+            "/siteCache/up/schedule",
+            json!({"siteCache": {"up": {"schedule": ""}}}),
+        ),
+        ("/siteCache", json!({"siteCache": {"enable": true}})),
     ];
     // What no default can be: each secret a user must set, named by the template.
     let unset = |path: &str| -> Value {
@@ -1109,6 +1143,16 @@ fn the_chart_refuses_at_install_what_cannot_work() {
             "credentials.source environment: GARM passes EDP_EDGE_CONNECT_PASSWORD on to the provider only if"),
         (merged(&base, &json!({"podSecurityContext": {"fsGroup": 1000}})),
             "podSecurityContext.fsGroup makes the mounted credentials file group-readable (mode 0440), which the provider refuses"),
+        // The site cache: a service at least, the controller id its CronJobs act for, the
+        // actions cache's secret, and GARM passing that secret on.
+        (merged(&with_site_cache(&base), &json!({"siteCache": {"registryMirror": false, "actionsCache": false}})),
+            "siteCache.enabled: set siteCache.registryMirror or siteCache.actionsCache to true, or siteCache.enabled to false"),
+        (merged(&with_site_cache(&base), &json!({"siteCache": {"controllerId": ""}})),
+            "siteCache.controllerId: set GARM's controller id"),
+        (merged(&with_site_cache(&base), &json!({"credentials": {"siteCacheSecret": ""}})),
+            "credentials.siteCacheSecret: set the site cache's actions cache secret"),
+        (merged(&with_site_cache(&base), &json!({"credentials": {"source": "environment"}})),
+            "siteCache.actionsCache with credentials.source environment: GARM passes EDP_SITE_CACHE_SECRET on to the provider only if provider.environmentVariables holds a prefix of it: add EDP_SITE_CACHE_SECRET to the list"),
     ];
     let mut values: Vec<Value> = refused_by_schema
         .iter()
@@ -1139,6 +1183,25 @@ fn the_chart_refuses_at_install_what_cannot_work() {
             "{v}: refused without naming the value ({message}): {err}"
         );
     }
+    // [site_cache] comes from siteCache alone, so that the provider's config and the CronJobs
+    // agree: the schema refuses provider.config.site_cache while it lacks the provider's
+    // site_cache, and the template once it has it.
+    let err = render(&merged(
+        &base,
+        &json!({"provider": {"config": {"site_cache": {"registry_mirror": true}}}}),
+    ))
+    .unwrap_err();
+    assert!(
+        err.contains("additional properties 'site_cache' not allowed")
+            || err.contains("provider.config.site_cache: set siteCache.enabled"),
+        "{err}"
+    );
+    // With only the mirror, the actions cache's secret is not asked for.
+    let mirror_only = merged(
+        &with_site_cache(&base),
+        &json!({"siteCache": {"actionsCache": false}, "credentials": {"siteCacheSecret": ""}}),
+    );
+    render(&mirror_only).unwrap();
     // What no schema can say, the provider's own validation says: plain http to a remote host.
     let objs = render(&merged(
         &base,
@@ -1262,4 +1325,517 @@ fn the_chart_gives_the_credentials_by_environment_without_a_file() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+// --- The site cache: [site_cache] and the CronJobs that run `site-cache up` and `prune` ----------
+
+const CONTROLLER_ID: &str = "00000000-0000-4000-8000-000000000001";
+const SITE_CACHE_SECRET_ENV: &str = "EDP_SITE_CACHE_SECRET";
+
+/// The site cache on, with what it needs: the controller id and the actions cache's secret.
+fn with_site_cache(values: &Value) -> Value {
+    merged(
+        values,
+        &json!({
+            "siteCache": {"enabled": true, "controllerId": CONTROLLER_ID},
+            "credentials": {"siteCacheSecret": "a-long-random-site-cache-secret"},
+        }),
+    )
+}
+
+/// Where a container finds `path`: the volume of the deepest mount that covers it, and the
+/// object, key and mode behind the file (a Secret's, a ConfigMap's, or one source of a
+/// projected volume), as one value to compare.
+fn file_source(pod: &Value, container: &Value, path: &str) -> Option<Value> {
+    let mount = container["volumeMounts"]
+        .as_array()?
+        .iter()
+        .filter(|m| {
+            m["mountPath"]
+                .as_str()
+                .is_some_and(|at| Path::new(path).starts_with(at))
+        })
+        .max_by_key(|m| {
+            Path::new(m["mountPath"].as_str().unwrap())
+                .components()
+                .count()
+        })?;
+    let inner = Path::new(path)
+        .strip_prefix(mount["mountPath"].as_str()?)
+        .ok()?
+        .to_string_lossy()
+        .into_owned();
+    let volume = pod["volumes"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == mount["name"])?;
+    let pick = |source: &Value, kind: &str, name_key: &str, mode: &Value| -> Option<Value> {
+        let key = match source["items"].as_array() {
+            Some(items) => items.iter().find(|i| i["path"] == inner.as_str())?["key"].clone(),
+            None => json!(inner),
+        };
+        Some(
+            json!({"kind": kind, "name": source[name_key], "key": key, "mode": mode,
+            "readOnly": mount["readOnly"]}),
+        )
+    };
+    if volume["secret"].is_object() {
+        return pick(
+            &volume["secret"],
+            "Secret",
+            "secretName",
+            &volume["secret"]["defaultMode"],
+        );
+    }
+    volume["projected"]["sources"]
+        .as_array()?
+        .iter()
+        .find_map(|s| {
+            let mode = &volume["projected"]["defaultMode"];
+            if s["secret"].is_object() {
+                pick(&s["secret"], "Secret", "name", mode)
+            } else {
+                pick(&s["configMap"], "ConfigMap", "name", mode)
+            }
+        })
+}
+
+/// The volume kind (emptyDir, secret, ...) under `dir` in a container, if it is writable there.
+fn writable_volume(pod: &Value, container: &Value, dir: &str) -> Option<String> {
+    let mount = container["volumeMounts"]
+        .as_array()?
+        .iter()
+        .filter(|m| {
+            m["mountPath"]
+                .as_str()
+                .is_some_and(|at| Path::new(dir).starts_with(at))
+        })
+        .max_by_key(|m| {
+            Path::new(m["mountPath"].as_str().unwrap())
+                .components()
+                .count()
+        })?;
+    if mount["readOnly"] == true {
+        return None;
+    }
+    let volume = pod["volumes"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == mount["name"])?;
+    volume.as_object()?.keys().find(|k| *k != "name").cloned()
+}
+
+/// A container's env without the named variables.
+fn env_without(container: &Value, names: &[&str]) -> Vec<Value> {
+    container["env"]
+        .as_array()
+        .map(|env| {
+            env.iter()
+                .filter(|e| !names.iter().any(|n| e["name"] == *n))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What siteCache.enabled adds for `values`, held to GARM's own container: the provider config's
+/// [site_cache], the actions cache's secret where the credentials are, and two CronJobs that run
+/// exactly `site-cache up` and `site-cache prune --idle` with GARM's provider config,
+/// credentials, environment, image, user and pod settings.
+fn check_site_cache(label: &str, values: &Value, objs: &[Value]) {
+    let sc = &values["siteCache"];
+    let config: toml::Table = toml::from_str(&provider_config(objs)).unwrap();
+    let deployment = find(objs, "Deployment", None).unwrap();
+    let pod = pod(objs);
+    let garm = container(pod, "garm").unwrap();
+    let from_file = values["credentials"]["source"] != "environment";
+    // The Secret the chart makes, unless credentials.existingSecret.
+    let secret = find(objs, "Secret", Some("garm-edge-connect-credentials"));
+    let cronjobs: Vec<&Value> = objs.iter().filter(|o| o["kind"] == "CronJob").collect();
+    if sc["enabled"] != true {
+        assert!(
+            cronjobs.is_empty(),
+            "{label}: CronJobs without siteCache.enabled"
+        );
+        assert!(config.get("site_cache").is_none(), "{label}: {config:?}");
+        assert!(
+            secret.is_none_or(|secret| key_text(secret, SITE_CACHE_SECRET_ENV).is_none()
+                && !key_text(secret, "credentials.toml")
+                    .unwrap_or_default()
+                    .contains("site_cache_secret")),
+            "{label}: a site cache secret without the site cache"
+        );
+        return;
+    }
+
+    // The provider config says what siteCache says; an empty flavor or image is left out.
+    let mut wanted = toml::Table::new();
+    wanted.insert(
+        "registry_mirror".into(),
+        sc["registryMirror"].as_bool().unwrap().into(),
+    );
+    wanted.insert(
+        "actions_cache".into(),
+        sc["actionsCache"].as_bool().unwrap().into(),
+    );
+    for (key, value) in [
+        ("flavor", "flavor"),
+        ("registry_image", "registryImage"),
+        ("actions_cache_image", "actionsCacheImage"),
+    ] {
+        if let Some(v) = sc[value].as_str().filter(|v| !v.is_empty()) {
+            wanted.insert(key.into(), v.into());
+        }
+    }
+    assert_eq!(
+        config.get("site_cache"),
+        Some(&toml::Value::Table(wanted)),
+        "{label}: [site_cache]"
+    );
+
+    // The actions cache's secret: in the credentials file, or a variable of GARM's container
+    // (passed on to the provider) from the Secret's key of that name.
+    let cache_secret = values["credentials"]["siteCacheSecret"].as_str().unwrap();
+    let actions = sc["actionsCache"] == true;
+    if from_file {
+        if let Some(secret) = secret {
+            let creds: toml::Table =
+                toml::from_str(&key_text(secret, "credentials.toml").unwrap()).unwrap();
+            assert_eq!(
+                creds.get("site_cache_secret").and_then(|v| v.as_str()),
+                actions.then_some(cache_secret),
+                "{label}: site_cache_secret in the credentials file"
+            );
+        }
+    } else {
+        if let Some(secret) = secret {
+            assert_eq!(
+                key_text(secret, SITE_CACHE_SECRET_ENV).as_deref(),
+                actions.then_some(cache_secret),
+                "{label}"
+            );
+        }
+        let credentials_secret = values["credentials"]["existingSecret"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("garm-edge-connect-credentials");
+        let var = garm["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == SITE_CACHE_SECRET_ENV);
+        assert_eq!(
+            var.map(|v| &v["valueFrom"]["secretKeyRef"]),
+            actions
+                .then(|| json!({"name": credentials_secret, "key": SITE_CACHE_SECRET_ENV}))
+                .as_ref(),
+            "{label}: {SITE_CACHE_SECRET_ENV} in GARM's container"
+        );
+        let passed = garm_toml(objs).unwrap()["provider"][0]["external"]["environment_variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| SITE_CACHE_SECRET_ENV.starts_with(p.as_str().unwrap()));
+        assert!(
+            passed || !actions,
+            "{label}: GARM does not pass {SITE_CACHE_SECRET_ENV} on"
+        );
+    }
+
+    let idle = sc["prune"]["idle"].as_str().unwrap();
+    let wanted_jobs = [
+        (
+            "garm-site-cache-up",
+            &sc["up"]["schedule"],
+            vec!["site-cache", "up", "--config", PROVIDER_CONFIG_PATH],
+        ),
+        (
+            "garm-site-cache-prune",
+            &sc["prune"]["schedule"],
+            vec![
+                "site-cache",
+                "prune",
+                "--idle",
+                idle,
+                "--config",
+                PROVIDER_CONFIG_PATH,
+            ],
+        ),
+    ];
+    assert_eq!(cronjobs.len(), 2, "{label}: {cronjobs:?}");
+    let source = if values["provider"]["delivery"] == "installer" {
+        &pod["initContainers"][0]
+    } else {
+        garm
+    };
+    let operation_timeout = values["provider"]["config"]["edge_connect"]["operation_timeout_secs"]
+        .as_u64()
+        .unwrap_or(900);
+    let service_selector = find(objs, "Service", Some("garm")).unwrap()["spec"]["selector"]
+        .as_object()
+        .unwrap()
+        .clone();
+    for (name, schedule, args) in wanted_jobs {
+        let cron = find(objs, "CronJob", Some(name))
+            .unwrap_or_else(|| panic!("{label}: no CronJob {name}"));
+        let label = format!("{label}: {name}");
+        let spec = &cron["spec"];
+        assert_eq!(&spec["schedule"], schedule, "{label}");
+        assert_eq!(spec["concurrencyPolicy"], "Forbid", "{label}");
+        assert!(
+            spec["startingDeadlineSeconds"].as_u64().is_some(),
+            "{label}"
+        );
+        assert!(
+            spec["successfulJobsHistoryLimit"]
+                .as_u64()
+                .is_some_and(|n| n <= 3),
+            "{label}"
+        );
+        let job = &spec["jobTemplate"]["spec"];
+        assert_eq!(
+            job["backoffLimit"], 0,
+            "{label}: the next schedule is the retry"
+        );
+        // Past the provider's own bound on a command (its deadline plus the cleanup grace), so
+        // Kubernetes never kills a create mid-way, and bounded.
+        let deadline = job["activeDeadlineSeconds"].as_u64().unwrap();
+        assert!(
+            deadline > operation_timeout + 120 && deadline <= operation_timeout + 120 + 600,
+            "{label}: activeDeadlineSeconds {deadline} against operation_timeout_secs {operation_timeout}"
+        );
+        let job_pod = &job["template"]["spec"];
+        assert_eq!(job_pod["restartPolicy"], "Never", "{label}");
+        let containers = job_pod["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), 1, "{label}");
+        let c = &containers[0];
+
+        // Exactly the command line.
+        let mut line = vec![c["command"][0].clone()];
+        line.extend(c["args"].as_array().unwrap().iter().cloned());
+        assert_eq!(c["command"].as_array().unwrap().len(), 1, "{label}");
+        let mut wanted_line = vec![json!(PROVIDER_PATH)];
+        wanted_line.extend(args.iter().map(|a| json!(a)));
+        assert_eq!(line, wanted_line, "{label}: the command line");
+
+        // The binary GARM runs, from the image it comes from.
+        assert!(
+            c["image"] == source["image"] && c["imagePullPolicy"] == source["imagePullPolicy"],
+            "{label}: image {} is not the provider's {}",
+            c["image"],
+            source["image"]
+        );
+
+        // The same config and credentials file, from the same object and key with the same mode.
+        let mut files = vec![PROVIDER_CONFIG_PATH];
+        if from_file {
+            files.push(CREDENTIALS_PATH);
+        } else {
+            assert!(
+                config.get("credentials_file").is_none()
+                    && file_source(job_pod, c, CREDENTIALS_PATH).is_none(),
+                "{label}: a credentials file with credentials.source environment"
+            );
+        }
+        for path in files {
+            let theirs = file_source(pod, garm, path);
+            assert!(theirs.is_some(), "{label}: GARM's container has no {path}");
+            assert_eq!(file_source(job_pod, c, path), theirs, "{label}: {path}");
+        }
+        // GARM's config (its JWT secret, its database passphrase) is not this pod's.
+        assert!(
+            file_source(job_pod, c, "/etc/garm/config.toml").is_none(),
+            "{label}: GARM's config.toml is mounted"
+        );
+        // Where the provider writes: its log and token cache on this pod's emptyDirs.
+        let log_dir = Path::new(config["log_file"].as_str().unwrap())
+            .parent()
+            .unwrap();
+        for dir in [
+            log_dir.to_str().unwrap(),
+            config["token_cache_dir"].as_str().unwrap(),
+            "/tmp",
+        ] {
+            assert_eq!(
+                writable_volume(job_pod, c, dir).as_deref(),
+                Some("emptyDir"),
+                "{label}: {dir} is not on a writable emptyDir"
+            );
+        }
+
+        // GARM's environment (credentials, extraEnv, extraEnvFrom) without the metrics events
+        // file, which only GARM's pod's sidecar reads; and the controller id, which GARM gives
+        // its own commands.
+        assert_eq!(
+            env_without(c, &["GARM_CONTROLLER_ID"]),
+            env_without(garm, &[EVENTS_ENV]),
+            "{label}: env"
+        );
+        let controller = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "GARM_CONTROLLER_ID");
+        assert_eq!(
+            controller.map(|e| &e["value"]),
+            Some(&sc["controllerId"]),
+            "{label}: GARM_CONTROLLER_ID"
+        );
+        assert_eq!(c["envFrom"], garm["envFrom"], "{label}: envFrom");
+        // extraVolumes and extraVolumeMounts (a CA bundle for ca_bundle) as GARM has them.
+        for mount in values["extraVolumeMounts"].as_array().into_iter().flatten() {
+            assert!(
+                c["volumeMounts"].as_array().unwrap().contains(mount),
+                "{label}: {mount}"
+            );
+        }
+        for volume in values["extraVolumes"].as_array().into_iter().flatten() {
+            assert!(
+                job_pod["volumes"].as_array().unwrap().contains(volume),
+                "{label}: {volume}"
+            );
+        }
+
+        // GARM's pod settings; GARM's user (root in GARM's image, the pod's runAsUser if it
+        // sets one), every capability dropped, a read-only root.
+        for key in [
+            "securityContext",
+            "imagePullSecrets",
+            "nodeSelector",
+            "tolerations",
+            "affinity",
+            "serviceAccountName",
+            "automountServiceAccountToken",
+        ] {
+            assert_eq!(job_pod[key], pod[key], "{label}: the pod's {key}");
+        }
+        let context = &c["securityContext"];
+        assert!(
+            context["readOnlyRootFilesystem"] == true
+                && context["allowPrivilegeEscalation"] == false
+                && context["capabilities"]["drop"] == json!(["ALL"]),
+            "{label}: {context}"
+        );
+        let user = context
+            .get("runAsUser")
+            .or(pod["securityContext"].get("runAsUser"));
+        assert_eq!(
+            user,
+            Some(pod["securityContext"].get("runAsUser").unwrap_or(&json!(0))),
+            "{label}: not GARM's user"
+        );
+        assert!(
+            garm["securityContext"].get("runAsUser").is_none(),
+            "{label}: GARM's user is the image's or the pod's"
+        );
+
+        // Its pod is no GARM: neither the Service nor the Deployment selects it.
+        let labels = job["template"]["metadata"]["labels"].as_object().unwrap();
+        let deployment_selector = deployment["spec"]["selector"]["matchLabels"]
+            .as_object()
+            .unwrap();
+        for selector in [&service_selector, deployment_selector] {
+            assert!(
+                !selector.iter().all(|(k, v)| labels.get(k) == Some(v)),
+                "{label}: its pod is selected as GARM's"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs helm-python-sdk and kubernetes-validate (bash .ci/helm-tools.sh) and python3 >= 3.11; .ci/run installs them"]
+fn the_site_cache_cronjobs_run_the_provider_as_garms_container_does() {
+    let every_key = merged(
+        &installable(),
+        &examples()["examples/cloudlet-every-key.yaml"],
+    );
+    let cases: Vec<(&str, Value)> = vec![
+        ("default values", installable()),
+        ("examples/cloudlet-every-key.yaml", every_key.clone()),
+        ("site cache, defaults", with_site_cache(&installable())),
+        (
+            "site cache, mirror only, every provider key, GARM's pod settings",
+            merged(
+                &with_site_cache(&every_key),
+                &json!({
+                    "siteCache": {"actionsCache": false, "flavor": "EU.medium",
+                        "registryImage": "registry.example.com/mirror/registry:3.0.0",
+                        "up": {"schedule": "*/5 * * * *"},
+                        "prune": {"schedule": "3 4 * * *", "idle": "2d"}},
+                    "imagePullSecrets": [{"name": "registry-example-com"}],
+                    "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}],
+                    "extraEnvFrom": [{"secretRef": {"name": "proxies"}}],
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "tolerations": [{"key": "ci", "operator": "Exists", "effect": "NoSchedule"}],
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [
+                            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}},
+                    "credentials": {"existingSecret": "edge-connect", "existingSecretKey": "creds.toml"},
+                }),
+            ),
+        ),
+        (
+            "site cache, installer, credentials from the environment, a non-root pod",
+            merged(
+                &with_site_cache(&merged(
+                    &installable(),
+                    &examples()["examples/installer.yaml"],
+                )),
+                &json!({
+                    "siteCache": {"actionsCacheImage": "data.forgejo.org/forgejo/runner:13.0.0"},
+                    "credentials": {"source": "environment"},
+                    "provider": {"environmentVariables": ["EDP_EDGE_CONNECT_", SITE_CACHE_SECRET_ENV],
+                        "config": {"edge_connect": {"operation_timeout_secs": 1800}}},
+                    "podSecurityContext": {"runAsUser": 1000, "fsGroup": 1000,
+                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "metrics": {"enabled": true},
+                }),
+            ),
+        ),
+    ];
+    let defaults: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(chart_dir().join("values.yaml")).unwrap())
+            .unwrap();
+    let rendered = render_each(&cases.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>());
+    // Once the provider knows [site_cache] (issue 46), it must accept each rendered config.
+    let knows_site_cache = Command::new(crate::support::BIN)
+        .args(["schema", "config"])
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).contains("\"site_cache\""))
+        .unwrap();
+    let mut kube = Vec::new();
+    for ((label, values), objs) in cases.iter().zip(&rendered) {
+        let objs = objs
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{label}: helm template: {e}"));
+        // The checks read each value as Helm does: the chart's defaults under the case's.
+        let values = merged(&defaults, values);
+        check_site_cache(label, &values, objs);
+        for o in objs.iter().filter(|o| o["kind"] == "CronJob") {
+            kube.push((label, o.clone()));
+        }
+        if knows_site_cache {
+            provider_verdict(&provider_config(objs), &json!({})).unwrap_or_else(|e| {
+                panic!("{label}: the provider refuses the rendered config: {e}")
+            });
+        }
+    }
+    assert_eq!(
+        kube.len(),
+        6,
+        "two CronJobs for each of the three cases with the site cache"
+    );
+    let requests: Vec<Value> = kube
+        .iter()
+        .map(|(_, o)| json!({"op": "kube", "object": o, "version": KUBE_VERSION}))
+        .collect();
+    for ((label, o), answer) in kube.iter().zip(engine(&requests)) {
+        assert_eq!(
+            answer,
+            json!({}),
+            "{label}: {} is not a valid CronJob (Kubernetes {KUBE_VERSION})",
+            o["metadata"]["name"]
+        );
+    }
 }

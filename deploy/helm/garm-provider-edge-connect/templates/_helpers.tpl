@@ -70,8 +70,15 @@ left out. The keys are the provider's own (values.schema.json admits no other).
 {{- end }}
 {{- end -}}
 
-{{/* The provider config as TOML: top-level keys, [edge_connect], then its subtables (zone, cloudlet). */}}
+{{/*
+The provider config as TOML: top-level keys, [edge_connect], then its subtables (zone, cloudlet),
+then [site_cache] from siteCache, the one place that says whether there is a site cache, so
+that the provider's config and the chart's CronJobs never disagree.
+*/}}
 {{- define "gpec.providerToml" -}}
+{{- if hasKey .Values.provider.config "site_cache" -}}
+{{- fail "provider.config.site_cache: set siteCache.enabled, siteCache.registryMirror, siteCache.actionsCache, siteCache.flavor, siteCache.registryImage and siteCache.actionsCacheImage instead; the chart writes [site_cache] from them and runs the site cache's CronJobs by siteCache.enabled" -}}
+{{- end -}}
 {{- $config := deepCopy .Values.provider.config -}}
 {{- if eq .Values.credentials.source "file" -}}
 {{- $_ := set $config "credentials_file" (printf "%s/credentials.toml" (include "gpec.credentialsDir" .)) -}}
@@ -91,7 +98,31 @@ left out. The keys are the provider's own (values.schema.json admits no other).
 {{- include "gpec.tomlKeys" $keys }}
 {{- end }}
 {{- end }}
+{{- with (include "gpec.siteCache" . | fromJson) }}
+
+[site_cache]
+{{- include "gpec.tomlKeys" . }}
+{{- end }}
 {{ end -}}
+
+{{/*
+The provider's [site_cache] keys from siteCache, as JSON ({} when it is off); an empty image or
+flavor is left out for the provider's default. Refuses a cache with no service.
+*/}}
+{{- define "gpec.siteCache" -}}
+{{- $sc := .Values.siteCache -}}
+{{- $keys := dict -}}
+{{- if $sc.enabled -}}
+{{- if not (or $sc.registryMirror $sc.actionsCache) -}}
+{{- fail "siteCache.enabled: set siteCache.registryMirror or siteCache.actionsCache to true, or siteCache.enabled to false (a site cache with neither service has nothing to run)" -}}
+{{- end -}}
+{{- $keys = dict "registry_mirror" $sc.registryMirror "actions_cache" $sc.actionsCache -}}
+{{- range $key, $value := dict "flavor" $sc.flavor "registry_image" $sc.registryImage "actions_cache_image" $sc.actionsCacheImage -}}
+{{- if $value }}{{ $_ := set $keys $key $value }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $keys -}}
+{{- end -}}
 
 {{- define "gpec.garmToml" -}}
 {{- $g := .Values.garm -}}
@@ -146,5 +177,39 @@ description = {{ include "gpec.json" .Values.provider.description }}
 {{- .Values.serviceAccount.name | default (include "gpec.fullname" .) -}}
 {{- else -}}
 {{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret with the Edge Connect credentials (and the site cache's secret). */}}
+{{- define "gpec.credentialsSecret" -}}
+{{- .Values.credentials.existingSecret | default (printf "%s-edge-connect-credentials" (include "gpec.fullname" .)) -}}
+{{- end -}}
+
+{{/*
+The variables a provider command takes from the credentials Secret, as a JSON list: none with
+credentials.source file (the file holds them), else the username and password, and the site
+cache's secret when the actions cache is on.
+*/}}
+{{- define "gpec.credentialEnv" -}}
+{{- $names := list -}}
+{{- if ne .Values.credentials.source "file" -}}
+{{- $names = list "EDP_EDGE_CONNECT_USERNAME" "EDP_EDGE_CONNECT_PASSWORD" -}}
+{{- if and .Values.siteCache.enabled .Values.siteCache.actionsCache -}}
+{{- $names = append $names "EDP_SITE_CACHE_SECRET" -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/* Those variables as a container's env entries, each from the Secret's key of its name. */}}
+{{- define "gpec.credentialEnvVars" -}}
+{{- $secret := include "gpec.credentialsSecret" . -}}
+{{- range $i, $name := include "gpec.credentialEnv" . | fromJsonArray }}
+{{- if $i }}{{ "\n" }}{{ end -}}
+- name: {{ $name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "gpec.json" $secret }}
+      key: {{ $name }}
 {{- end -}}
 {{- end -}}
