@@ -11,7 +11,6 @@ use futures_util::TryStreamExt;
 use tokio::sync::oneshot::Sender;
 
 use super::delete::{creating, Busy};
-use super::inventory::Read;
 use super::placement::{self, Target};
 use super::wait::retry_transient;
 use super::Provider;
@@ -333,7 +332,7 @@ impl Provider {
     /// `site-cache prune`: removes the caches of sites where no runner of this controller runs
     /// now and whose cache was last started more than `idle` ago.
     pub async fn prune_site_caches(&self, idle: Duration) -> Result<usize, Error> {
-        let (runners, _, _) = self.runners("", None, Read::All).await?;
+        let (runners, _, _) = self.runners("", None, None).await?;
         let runner_insts: Vec<&AppInst> = runners.iter().flat_map(|r| &r.app_insts).collect();
         let insts = self.cache_app_insts().await?;
         let now = cache::now_secs();
