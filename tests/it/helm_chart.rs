@@ -1184,16 +1184,14 @@ fn the_chart_refuses_at_install_what_cannot_work() {
         );
     }
     // [site_cache] comes from siteCache alone, so that the provider's config and the CronJobs
-    // agree: the schema refuses provider.config.site_cache while it lacks the provider's
-    // site_cache, and the template once it has it.
+    // agree: the template refuses provider.config.site_cache.
     let err = render(&merged(
         &base,
         &json!({"provider": {"config": {"site_cache": {"registry_mirror": true}}}}),
     ))
     .unwrap_err();
     assert!(
-        err.contains("additional properties 'site_cache' not allowed")
-            || err.contains("provider.config.site_cache: set siteCache.enabled"),
+        err.contains("provider.config.site_cache: set siteCache.enabled"),
         "{err}"
     );
     // With only the mirror, the actions cache's secret is not asked for.
@@ -1798,12 +1796,6 @@ fn the_site_cache_cronjobs_run_the_provider_as_garms_container_does() {
         serde_yaml_ng::from_str(&std::fs::read_to_string(chart_dir().join("values.yaml")).unwrap())
             .unwrap();
     let rendered = render_each(&cases.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>());
-    // Once the provider knows [site_cache] (issue 46), it must accept each rendered config.
-    let knows_site_cache = Command::new(crate::support::BIN)
-        .args(["schema", "config"])
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).contains("\"site_cache\""))
-        .unwrap();
     let mut kube = Vec::new();
     for ((label, values), objs) in cases.iter().zip(&rendered) {
         let objs = objs
@@ -1815,11 +1807,9 @@ fn the_site_cache_cronjobs_run_the_provider_as_garms_container_does() {
         for o in objs.iter().filter(|o| o["kind"] == "CronJob") {
             kube.push((label, o.clone()));
         }
-        if knows_site_cache {
-            provider_verdict(&provider_config(objs), &json!({})).unwrap_or_else(|e| {
-                panic!("{label}: the provider refuses the rendered config: {e}")
-            });
-        }
+        // The provider accepts each rendered config.
+        provider_verdict(&provider_config(objs), &json!({}))
+            .unwrap_or_else(|e| panic!("{label}: the provider refuses the rendered config: {e}"));
     }
     assert_eq!(
         kube.len(),
