@@ -87,6 +87,7 @@ impl Report<'_> {
 /// test's create, delete and cleanup are doing. Every line is masked by the command's scrubber.
 pub fn run(
     config_path: &Path,
+    controller_id: Option<&str>,
     options: &CheckOptions,
     extra_specs: Option<&serde_json::Value>,
     environment: &HashMap<String, String>,
@@ -154,6 +155,17 @@ pub fn run(
             .collect(),
         async |provider| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
+            if config.site_cache.enabled() && report.failed == 0 {
+                site_caches(
+                    &config,
+                    provider,
+                    controller_id,
+                    &sites,
+                    environment,
+                    &mut report,
+                )
+                .await;
+            }
             if !options.deploy_test {
                 return Ok(());
             }
@@ -191,6 +203,48 @@ pub fn run(
         Ok(_) => {}
     }
     Ok(report.failed)
+}
+
+/// The site cache of `controller_id` on each site (absent, starting, Ready at its address,
+/// failed with the reason; docs/site-cache.md), and the actions cache's secret.
+async fn site_caches(
+    config: &crate::config::Config,
+    provider: &crate::provider::Provider,
+    controller_id: Option<&str>,
+    sites: &[crate::config::Placement],
+    environment: &HashMap<String, String>,
+    report: &mut Report<'_>,
+) {
+    use crate::provider::site_cache::CacheState;
+    if config.site_cache.actions_cache {
+        match config.site_cache_secret(environment) {
+            Ok(_) => report.pass("site cache secret", "set"),
+            Err(e) => report.fail("site cache secret", e.to_string()),
+        }
+    }
+    let Some(controller_id) = controller_id else {
+        report.pass(
+            "site cache",
+            "give --controller-id (GARM's controller id) to see its caches",
+        );
+        return;
+    };
+    match provider.site_cache_states(controller_id, sites).await {
+        Ok(states) => {
+            for (site, service, state) in states {
+                let what = format!("site cache {} on {site}", service.word());
+                match state {
+                    CacheState::Failed(_) => report.fail(&what, state.to_string()),
+                    CacheState::Absent => report.pass(
+                        &what,
+                        "absent: the site's first runner starts it, or run site-cache up",
+                    ),
+                    _ => report.pass(&what, state.to_string()),
+                }
+            }
+        }
+        Err(e) => report.fail("site cache", e.to_string()),
+    }
 }
 
 /// The command line that removes every runner of the deploy test with this config: this

@@ -296,6 +296,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             };
             let failed = crate::check::run(
                 &config_path,
+                cli.controller_id.as_deref(),
                 &options,
                 extra_specs.as_ref(),
                 &crate::pipeline::process_environment(),

@@ -36,6 +36,9 @@ const HOLD_BUCKETS: &[f64] = &[30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1200.0];
 
 const P: &str = "edge_connect_provider_";
 
+/// The states of the `site_cache` gauge.
+const SITE_CACHE_STATES: [&str; 4] = ["ready", "starting", "absent", "failed"];
+
 /// Every metric the sidecar serves (docs/operations.md, "Metrics", says what each answers).
 const DEFS: &[Def] = &[
     Def {
@@ -103,6 +106,18 @@ const DEFS: &[Def] = &[
         help: "Runners of a pool per site: the last ListInstances of the pool, less the runners DeleteInstance removed since",
         kind: Kind::Gauge,
         labels: &["pool", "site"],
+    },
+    Def {
+        name: "site_cache",
+        help: "A site cache's state as the last create on its site found it (1 for that state, 0 for the others)",
+        kind: Kind::Gauge,
+        labels: &["site", "service", "state"],
+    },
+    Def {
+        name: "site_cache_runners_total",
+        help: "Runners a create pointed at their site's Ready cache",
+        kind: Kind::Counter,
+        labels: &["site", "service"],
     },
     Def {
         name: "remove_all_runners_total",
@@ -199,6 +214,20 @@ impl Metrics {
             }
             Event::Placed { pool, site, secs } => {
                 self.observe("create_ready_seconds", &[&pool, &site], secs)
+            }
+            Event::SiteCache {
+                site,
+                service,
+                state,
+            } => {
+                for other in SITE_CACHE_STATES {
+                    if let Some(v) = self.slot("site_cache", &[&site, &service, other]) {
+                        *v = f64::from(u8::from(*other == state));
+                    }
+                }
+                if state == "ready" {
+                    self.add("site_cache_runners_total", &[&site, &service], 1.0);
+                }
             }
             Event::Failover { pool, from, to } => {
                 self.add("failovers_total", &[&pool, &from, &to], 1.0)

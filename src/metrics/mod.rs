@@ -91,6 +91,13 @@ pub enum Event {
         from: String,
         to: String,
     },
+    /// A create found `service`'s cache of `site` in `state` (`ready`: the runner was pointed at
+    /// it; `starting`, `absent`, `failed`).
+    SiteCache {
+        site: String,
+        service: String,
+        state: String,
+    },
     /// A runner will not start on `site` (a kubelet reason, or `Unplaced`, `Silent`,
     /// `NeverPlaced`).
     StartFailure {
@@ -252,6 +259,16 @@ impl Recorder {
         let site = runs_on.map_or_else(String::new, |s| format!("{}/{}", s.organization, s.name));
         let (pool, site) = (self.label(pool), self.label(&site));
         self.record(Event::Removed { pool, site });
+    }
+
+    /// A create found `service`'s cache of `site` in `state` (docs/site-cache.md).
+    pub fn site_cache(&self, site: &str, service: &str, state: &str) {
+        let (site, service, state) = (self.label(site), service.into(), state.into());
+        self.record(Event::SiteCache {
+            site,
+            service,
+            state,
+        });
     }
 
     /// `from` could not take a runner of `pool`; `to` is tried next.

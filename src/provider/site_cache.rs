@@ -96,13 +96,17 @@ impl Provider {
     /// server older than annotations answers with the organization's AppInsts, of which only
     /// those of this controller's cache Apps are kept, B23).
     pub(super) async fn cache_app_insts(&self) -> Result<Vec<AppInst>, Error> {
+        self.cache_app_insts_of(&self.controller_id).await
+    }
+
+    /// [`Provider::cache_app_insts`] of the controller `controller_id`.
+    async fn cache_app_insts_of(&self, controller_id: &str) -> Result<Vec<AppInst>, Error> {
         let filter = AppKey {
             organization: self.organization().to_string(),
             ..AppKey::default()
         };
-        let mark = [(cache::MARK_CACHE_CONTROLLER, self.controller_id.as_str())];
+        let mark = [(cache::MARK_CACHE_CONTROLLER, controller_id)];
         let (client, filter, mark) = (&self.client, &filter, &mark);
-        let controller_id = self.controller_id.as_str();
         Ok(retry_transient(client, "ShowAppInst", || async move {
             let mut found = Vec::new();
             let mut insts = client.show_app_insts(filter, mark).await?;
@@ -157,7 +161,16 @@ impl Provider {
         let mut start = Vec::new();
         for &service in services {
             let name = cache::app_name(&self.controller_id, site, service);
-            match state_of(insts, &name, service) {
+            let state = state_of(insts, &name, service);
+            let word = match &state {
+                CacheState::Ready(_) => "ready",
+                CacheState::Starting => "starting",
+                CacheState::Absent => "absent",
+                CacheState::Failed(_) => "failed",
+            };
+            self.metrics
+                .site_cache(&cache::site_label(site), service.word(), word);
+            match state {
                 CacheState::Ready(url) => match service {
                     Service::Registry => used.mirror = Some(url),
                     Service::Actions => used.actions = Some(url),
@@ -369,6 +382,26 @@ impl Provider {
             true => Ok(apps.len()),
             false => Err(Error::failed(errors.join("; "))),
         }
+    }
+
+    /// The state of each enabled service's cache of `controller_id` on each of `sites` (what
+    /// `check` reports), from one ShowAppInst.
+    pub async fn site_cache_states(
+        &self,
+        controller_id: &str,
+        sites: &[Placement],
+    ) -> Result<Vec<(String, Service, CacheState)>, Error> {
+        let insts = &self.cache_app_insts_of(controller_id).await?;
+        let enabled = Service::ALL.into_iter().filter(|s| s.enabled(&self.config));
+        Ok(sites
+            .iter()
+            .flat_map(|site| {
+                enabled.clone().map(move |s| {
+                    let name = cache::app_name(controller_id, site, s);
+                    (site.to_string(), s, state_of(insts, &name, s))
+                })
+            })
+            .collect())
     }
 
     /// `site-cache list`: each cache App of this controller with its AppInsts.

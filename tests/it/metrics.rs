@@ -829,3 +829,36 @@ fn every_dashboard_panel_is_filtered_by_pool_or_says_it_is_not() {
         }
     }
 }
+
+/// Each caching create says in what state it found its site's cache, and counts the runners it
+/// pointed at a Ready one (docs/site-cache.md, issue 46).
+#[test]
+fn each_create_reports_its_site_cache_and_the_runners_pointed_at_it() {
+    let (w, events) = world_with_events(edge_connect_sim::SimConfig::default());
+    w.edit_config(|t| format!("{t}\n[site_cache]\nregistry_mirror = true\n"));
+    let dind = |name: &str| {
+        let r = w.create_image(name, IMAGE, Some(serde_json::json!({"docker": "dind"})));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    };
+    dind("garm-cache1");
+    wait_until("the mirror is Ready", || {
+        w.sim.app_insts().iter().any(|i| {
+            i["app_key"]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("-registry"))
+                && i["state"] == "Ready"
+        })
+    });
+    dind("garm-cache2");
+    let served = scrape_of(&events);
+    let series = |state: &str, v: u8| {
+        format!("edge_connect_provider_site_cache{{site=\"TelekomOP/Munich\",service=\"registry\",state=\"{state}\"}} {v}\n")
+    };
+    for (state, v) in [("ready", 1), ("absent", 0), ("starting", 0), ("failed", 0)] {
+        assert!(served.contains(&series(state, v)), "{state}: {served}");
+    }
+    assert!(
+        served.contains("edge_connect_provider_site_cache_runners_total{site=\"TelekomOP/Munich\",service=\"registry\"} 1\n"),
+        "{served}"
+    );
+}

@@ -185,6 +185,22 @@ fn site_cache_up_list_and_remove_as_a_person_runs_them() {
     let list = run(w.person(CONTROLLER).args(["site-cache", "list"]), None);
     assert_eq!(list.code, 0, "{}", list.stderr);
     assert_eq!(list.stdout.lines().count(), 2, "{}", list.stdout);
+    // `check` reports each service's cache of this controller on the configured site.
+    let check = run(
+        w.person(CONTROLLER)
+            .env("EDP_SITE_CACHE_SECRET", CACHE_SECRET)
+            .arg("check"),
+        None,
+    );
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    for service in ["registry", "actions"] {
+        assert_has(
+            &check.stdout,
+            &format!("site cache {service} on zone TelekomOP/Munich"),
+        );
+    }
+    assert_has(&check.stdout, "Ready at http://shared.");
+    assert_has(&check.stdout, "site cache secret");
     // Another controller's remove touches nothing of this one's.
     let other = run(
         w.person("another-controller")
