@@ -351,7 +351,7 @@ impl Provider {
         let now = cache::now_secs();
         self.remove_caches_where(|key| {
             let started = cache::slot_of(&key.version).map(|slot| slot * cache::SLOT_SECS);
-            let old = started.is_some_and(|at| now.saturating_sub(at) > idle.as_secs());
+            let old = started.is_some_and(|at| now.saturating_sub(at) >= idle.as_secs());
             let busy = insts
                 .iter()
                 .filter(|i| i.app_key.as_ref() == Some(key))

@@ -252,3 +252,43 @@ fn a_cache_that_was_undone_is_not_tried_again_within_ten_minutes() {
         .iter()
         .any(|a| a.starts_with("--registry-mirror")));
 }
+
+#[test]
+fn prune_keeps_the_cache_of_a_site_with_runners_and_of_a_young_cache() {
+    let w = caching_world(SimConfig::default());
+    let r = create(&w, "garm-prune1", json!({"docker": "dind"}));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    ready_cache(&w, "registry");
+    ready_cache(&w, "actions");
+    let prune = |idle: &str| {
+        let r = run(
+            w.person(CONTROLLER)
+                .args(["site-cache", "prune", "--idle", idle]),
+            None,
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stdout
+    };
+    // A runner runs on the site: its caches stay, however old.
+    assert_has(&prune("0s"), "pruned 0 site cache App(s)");
+    let r = w.garm(
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", "garm-prune1")],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // No runner, but the caches are younger than a day.
+    assert_has(&prune("1d"), "pruned 0 site cache App(s)");
+    assert_eq!(cache_apps(&w).len(), 2);
+    // No runner and older than the idle time: removed.
+    assert_has(&prune("0s"), "pruned 2 site cache App(s)");
+    w.assert_nothing_left();
+    // A duration that is not one is refused before anything is asked.
+    let r = run(
+        w.person(CONTROLLER)
+            .args(["site-cache", "prune", "--idle", "soon"]),
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_has(&r.stderr, "a duration is a number and s, m, h or d");
+}
