@@ -18,6 +18,11 @@ use crate::config::Placement;
 use crate::error::Error;
 use crate::site_cache::{self as cache, Service, Use};
 
+/// At most this many cache AppInsts are kept from one answer (two services on 500 sites).
+const MAX_CACHE_INSTS: usize = 1000;
+/// At most this many bytes of each text kept of a cache AppInst.
+const MAX_TEXT: usize = 1024;
+
 /// Where one service's cache of one site stands, as Edge Connect's record says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheState {
@@ -110,12 +115,27 @@ impl Provider {
         Ok(retry_transient(client, "ShowAppInst", || async move {
             let mut found = Vec::new();
             let mut insts = client.show_app_insts(filter, mark).await?;
-            while let Some(inst) = insts.try_next().await? {
+            while let Some(mut inst) = insts.try_next().await? {
                 let ours = inst
                     .app_key
                     .as_ref()
                     .is_some_and(|k| cache::service_of(controller_id, &k.name).is_some());
-                if ours && found.len() < MAX_COLLECTED {
+                if ours && found.len() < MAX_CACHE_INSTS {
+                    // What is kept of each is bounded, whatever the server sends: a DNS name,
+                    // a few ports, a few errors of a line each.
+                    // A longer name is no DNS name: no address.
+                    if inst.uri.len() > MAX_TEXT {
+                        inst.uri.clear();
+                    }
+                    inst.errors.truncate(4);
+                    for error in &mut inst.errors {
+                        if error.len() > MAX_TEXT {
+                            *error = crate::text::echo_max(error, MAX_TEXT);
+                        }
+                    }
+                    inst.mapped_ports
+                        .retain(|p| p.fqdn_prefix.len() <= MAX_TEXT);
+                    inst.mapped_ports.truncate(4);
                     found.push(inst);
                 }
             }
@@ -140,7 +160,8 @@ impl Provider {
                 let [owner] = app.env([cache::ENV_CACHE_CONTROLLER]);
                 let ours = owner.as_deref() == Some(controller_id)
                     && cache::service_of(controller_id, &app.key.name).is_some();
-                if ours && found.len() < MAX_COLLECTED {
+                let attempt = cache::slot_of(&app.key.version).is_some();
+                if ours && attempt && found.len() < MAX_COLLECTED {
                     found.push(app.key);
                 }
             }
