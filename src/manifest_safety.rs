@@ -211,6 +211,24 @@ fn looks_numeric(lower: &str) -> bool {
             .all(|c| c.is_ascii_hexdigit() || "._:+-".contains(c))
 }
 
+/// The longest image reference a pool may give, in bytes: distribution's reference grammar
+/// takes a name of at most 255 characters (`NameTotalLengthMax`) and a tag of at most 128, and
+/// a sha256 digest adds 71 (docs/runner-contract.md, "Docker in the runner's pod").
+pub const MAX_IMAGE_LEN: usize = 512;
+/// True for an image reference that names its registry (`docker.io/library/docker:…`,
+/// `registry.example.com:5000/x`, `localhost/x`): the CRM reads the registry host from the
+/// image as written and fails on a short name (docs/edge-connect-behaviours.md B28).
+pub fn fully_qualified(image: &str) -> bool {
+    match image.split_once('/') {
+        Some((host, rest)) => {
+            !rest.is_empty()
+                && (host.contains('.') || host.contains(':') || host == "localhost")
+                && !image.chars().any(|c| c.is_whitespace() || c.is_control())
+        }
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

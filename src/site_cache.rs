@@ -18,10 +18,6 @@ pub const DOCKER_HUB: &str = "https://registry-1.docker.io";
 pub const LISTEN: &str = ":5000";
 /// Where the mirror keeps what it fetched: the official image's volume.
 pub const STORAGE: &str = "/var/lib/registry";
-/// The pinned images (docs/site-cache.md): distribution's official image, and forgejo-runner's
-/// image of the release the example runner image carries.
-pub const REGISTRY_IMAGE: &str = "docker.io/library/registry:3.0.0";
-pub const ACTIONS_CACHE_IMAGE: &str = "data.forgejo.org/forgejo/runner:13.1.0";
 /// The App variable that marks a cache as this controller's: never the runners'
 /// `GARM_CONTROLLER_ID`, so no runner command ever finds a cache.
 pub const ENV_CACHE_CONTROLLER: &str = "GPEC_SITE_CACHE_CONTROLLER";
@@ -246,27 +242,6 @@ pub fn mirror_url(address: &str, tls: bool) -> String {
     format!("{scheme}://{address}")
 }
 
-/// The dind sidecar's daemon flag for the mirror at `url` (Docker Hub images only: dockerd asks
-/// a mirror for no other registry).
-pub fn dockerd_flag(url: &str) -> String {
-    format!("--registry-mirror={url}")
-}
-
-/// `buildkitd.toml` for the mirror at `url`: Docker Hub mirrored by its `host:port`, and that
-/// host spoken to in plain HTTP unless the URL is `https` (docs/site-cache.md, "Pointing the
-/// daemons at the mirror").
-pub fn buildkitd_toml(url: &str) -> String {
-    let (host, http) = match url.strip_prefix("http://") {
-        Some(host) => (host, true),
-        None => (url.strip_prefix("https://").unwrap_or(url), false),
-    };
-    let mut toml = format!("[registry.\"docker.io\"]\n  mirrors = [\"{host}\"]\n");
-    if http {
-        toml.push_str(&format!("\n[registry.\"{host}\"]\n  http = true\n"));
-    }
-    toml
-}
-
 /// What a runner is given of its site's Ready caches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Use {
@@ -297,30 +272,6 @@ mod tests {
                 ),
                 ("REGISTRY_HTTP_ADDR", ":5000".into()),
             ]
-        );
-    }
-
-    #[test]
-    fn the_daemon_flag_names_the_scheme_the_port_speaks() {
-        assert_eq!(
-            dockerd_flag(&mirror_url("cache.example.net:10003", false)),
-            "--registry-mirror=http://cache.example.net:10003"
-        );
-        assert_eq!(
-            dockerd_flag(&mirror_url("cache.example.net:5000", true)),
-            "--registry-mirror=https://cache.example.net:5000"
-        );
-    }
-
-    #[test]
-    fn buildkit_is_told_plain_http_only_for_a_plain_port() {
-        assert_eq!(
-            buildkitd_toml("http://c.example.net:10003"),
-            "[registry.\"docker.io\"]\n  mirrors = [\"c.example.net:10003\"]\n\n[registry.\"c.example.net:10003\"]\n  http = true\n"
-        );
-        assert_eq!(
-            buildkitd_toml("https://c.example.net:5000"),
-            "[registry.\"docker.io\"]\n  mirrors = [\"c.example.net:5000\"]\n"
         );
     }
 

@@ -104,11 +104,13 @@ impl SiteCacheConfig {
     }
 }
 
+/// The pinned images (docs/site-cache.md): distribution's official image, and forgejo-runner's
+/// image of the release the example runner image carries.
 fn default_registry_image() -> String {
-    crate::site_cache::REGISTRY_IMAGE.to_string()
+    "docker.io/library/registry:3.0.0".to_string()
 }
 fn default_actions_cache_image() -> String {
-    crate::site_cache::ACTIONS_CACHE_IMAGE.to_string()
+    "data.forgejo.org/forgejo/runner:13.1.0".to_string()
 }
 
 // A table, never an array of its values in order (`crate::object`); the doc line below is the

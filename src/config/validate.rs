@@ -123,11 +123,13 @@ impl Config {
             ("site_cache.registry_image", &cache.registry_image),
             ("site_cache.actions_cache_image", &cache.actions_cache_image),
         ] {
-            if !crate::pod::fully_qualified(image) || image.len() > crate::pod::MAX_IMAGE_LEN {
+            if !crate::manifest_safety::fully_qualified(image)
+                || image.len() > crate::manifest_safety::MAX_IMAGE_LEN
+            {
                 return Err(format!(
                     "{key}: `{}` is not a fully qualified image of at most {} bytes (docker.io/...)",
                     crate::text::echo(image),
-                    crate::pod::MAX_IMAGE_LEN
+                    crate::manifest_safety::MAX_IMAGE_LEN
                 ));
             }
         }

@@ -89,7 +89,7 @@ impl Asked<'_> {
         // entrypoint, which the command then runs.
         let buildkit_command = mirror.map(|url| {
             buildkit_args.extend(["--config", BUILDKITD_TOML]);
-            buildkit_env.push(json!({"name": "BUILDKITD_TOML", "value": crate::site_cache::buildkitd_toml(url)}));
+            buildkit_env.push(json!({"name": "BUILDKITD_TOML", "value": super::buildkitd_toml(url)}));
             json!(["sh", "-c", format!("printf '%s' \"$BUILDKITD_TOML\" > {BUILDKITD_TOML} && exec rootlesskit buildkitd \"$@\""), "buildkitd"])
         });
         let buildkitd = json!({
@@ -116,7 +116,7 @@ impl Asked<'_> {
             format!("--group={DOCKER_GID}"),
         ]
         .into_iter()
-        .chain(mirror.map(crate::site_cache::dockerd_flag))
+        .chain(mirror.map(super::dockerd_flag))
         .collect();
         let dind = json!({
             "name": DIND_CONTAINER,

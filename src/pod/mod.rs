@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::manifest_safety::{self, EnvDelivery};
+pub use crate::manifest_safety::{fully_qualified, MAX_IMAGE_LEN};
 
 mod manifest;
 
@@ -227,28 +228,31 @@ pub const ENV_DEFAULT_JOB_IMAGE: &str = "RUNNER_DEFAULT_JOB_IMAGE";
 pub const ENV_JOB_IMAGES: &str = "RUNNER_JOB_IMAGES";
 const ENV_BUILDKIT_HOST: &str = "BUILDKIT_HOST";
 
-/// The longest image reference a pool may give, in bytes: distribution's reference grammar
-/// takes a name of at most 255 characters (`NameTotalLengthMax`) and a tag of at most 128, and
-/// a sha256 digest adds 71 (docs/runner-contract.md, "Docker in the runner's pod").
-pub const MAX_IMAGE_LEN: usize = 512;
 /// The most labels `job_images` may map: each becomes part of one environment variable of the
 /// runner (`RUNNER_JOB_IMAGES`), which stays below some 20 KB with them.
 pub const MAX_JOB_IMAGES: usize = 32;
 /// The longest label `job_images` may name, in bytes.
 pub const MAX_LABEL_LEN: usize = 64;
 
-/// True for an image reference that names its registry (`docker.io/library/docker:…`,
-/// `registry.example.com:5000/x`, `localhost/x`): the CRM reads the registry host from the
-/// image as written and fails on a short name (docs/edge-connect-behaviours.md B28).
-pub fn fully_qualified(image: &str) -> bool {
-    match image.split_once('/') {
-        Some((host, rest)) => {
-            !rest.is_empty()
-                && (host.contains('.') || host.contains(':') || host == "localhost")
-                && !image.chars().any(|c| c.is_whitespace() || c.is_control())
-        }
-        None => false,
+/// The dind sidecar's daemon flag for the mirror at `url` (Docker Hub images only: dockerd asks
+/// a mirror for no other registry).
+pub fn dockerd_flag(url: &str) -> String {
+    format!("--registry-mirror={url}")
+}
+
+/// `buildkitd.toml` for the mirror at `url`: Docker Hub mirrored by its `host:port`, and that
+/// host spoken to in plain HTTP unless the URL is `https` (docs/site-cache.md, "Pointing the
+/// daemons at the mirror").
+pub fn buildkitd_toml(url: &str) -> String {
+    let (host, http) = match url.strip_prefix("http://") {
+        Some(host) => (host, true),
+        None => (url.strip_prefix("https://").unwrap_or(url), false),
+    };
+    let mut toml = format!("[registry.\"docker.io\"]\n  mirrors = [\"{host}\"]\n");
+    if http {
+        toml.push_str(&format!("\n[registry.\"{host}\"]\n  http = true\n"));
     }
+    toml
 }
 
 /// What a pool's extra specs ask of its pod (`ExtraSpecs::pod`): its Docker settings, and its
@@ -426,6 +430,36 @@ impl Asked<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_daemon_flag_names_the_scheme_the_port_speaks() {
+        assert_eq!(
+            dockerd_flag(&crate::site_cache::mirror_url(
+                "cache.example.net:10003",
+                false
+            )),
+            "--registry-mirror=http://cache.example.net:10003"
+        );
+        assert_eq!(
+            dockerd_flag(&crate::site_cache::mirror_url(
+                "cache.example.net:5000",
+                true
+            )),
+            "--registry-mirror=https://cache.example.net:5000"
+        );
+    }
+
+    #[test]
+    fn buildkit_is_told_plain_http_only_for_a_plain_port() {
+        assert_eq!(
+            buildkitd_toml("http://c.example.net:10003"),
+            "[registry.\"docker.io\"]\n  mirrors = [\"c.example.net:10003\"]\n\n[registry.\"c.example.net:10003\"]\n  http = true\n"
+        );
+        assert_eq!(
+            buildkitd_toml("https://c.example.net:5000"),
+            "[registry.\"docker.io\"]\n  mirrors = [\"c.example.net:5000\"]\n"
+        );
+    }
 
     #[test]
     fn a_size_is_split_or_refused_with_its_numbers() {

@@ -92,7 +92,7 @@ impl Provider {
             .map(|_| tokio::sync::oneshot::channel())
             .unzip();
         let starting = async {
-            if let Some(site) = sites.first() {
+            if let (Some(site), false) = (sites.first(), start.is_empty()) {
                 self.start_caches(site, &start, sent).await;
             }
         };

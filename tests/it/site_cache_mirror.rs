@@ -3,7 +3,7 @@
 //! registry) twice on 127.0.0.1, an upstream holding one image and a pull-through mirror in front
 //! of it with the environment `site_cache::registry_env` gives (only the upstream, the port and
 //! the storage differ from a site's), and Debian's dockerd started with the dind sidecar's
-//! `--registry-mirror` flag from `site_cache::dockerd_flag`. dockerd, not podman, because it is
+//! `--registry-mirror` flag from `pod::dockerd_flag`. dockerd, not podman, because it is
 //! the daemon the sidecar runs: its mirror rules (Docker Hub images only) are the ones under test.
 //!
 //! The image is pulled three times, each time by a daemon of its own with an empty store, as a
@@ -399,7 +399,10 @@ fn a_second_pull_through_the_site_mirror_reads_no_blob_from_the_upstream() {
     );
     // A daemon of its own for each runner, started with an empty store as a new runner's dind
     // is (a daemon that removed an image may still hold its manifest), stopped after its pull.
-    let mirror_flag = site_cache::dockerd_flag(&site_cache::mirror_url(&mirror_address, false));
+    let mirror_flag = garm_provider_edge_connect::pod::dockerd_flag(&site_cache::mirror_url(
+        &mirror_address,
+        false,
+    ));
     let fresh_daemon = |name: &str| {
         let dir = root.join(name);
         std::fs::create_dir(&dir).unwrap();
