@@ -112,13 +112,27 @@ pub fn service_of(controller_id: &str, app_name: &str) -> Option<Service> {
 }
 
 /// The App version of an attempt made at `unix_secs`: its 10-minute slot, `t<slot>`.
-pub fn version_at(unix_secs: u64) -> String {
-    format!("t{}", unix_secs / SLOT_SECS)
+/// `t<slot>-<nonce>`: the nonce (this attempt's own) keeps two attempts of one slot apart, so
+/// that no CreateApp ever meets an App of its name and version, which would delete that App's
+/// secret variables (docs/edge-connect-behaviours.md B8).
+pub fn version_at(unix_secs: u64, nonce: u32) -> String {
+    format!("t{}-{nonce:08x}", unix_secs / SLOT_SECS)
 }
 
 /// The slot an App version names, if it is a cache's.
 pub fn slot_of(version: &str) -> Option<u64> {
-    version.strip_prefix('t')?.parse().ok()
+    let (slot, nonce) = version.strip_prefix('t')?.split_once('-')?;
+    (nonce.len() == 8 && nonce.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| slot.parse().ok())
+        .flatten()
+}
+
+/// A nonce for one attempt: the clock's nanoseconds mixed with the process id.
+pub fn nonce() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.finish() as u32
 }
 
 /// Seconds since the epoch now (0 on a clock before 1970, which makes every cache look old).
@@ -162,14 +176,14 @@ fn actions_cache_args() -> Vec<String> {
     vec!["-c".to_string(), script]
 }
 
-/// The CreateApp body of `service`'s cache on `site`, attempted at `unix_secs`.
+/// The CreateApp body of `service`'s cache on `site`, of `version` (the attempt's).
 pub fn new_app(
     config: &Config,
     controller_id: &str,
     site: &Placement,
     service: Service,
     secret: Option<&str>,
-    unix_secs: u64,
+    version: String,
 ) -> NewApp {
     let ec = &config.edge_connect;
     let cache = &config.site_cache;
@@ -201,7 +215,7 @@ pub fn new_app(
         key: AppKey {
             organization: ec.organization.clone(),
             name: app_name(controller_id, site, service),
-            version: version_at(unix_secs),
+            version,
         },
         image_type: "Docker",
         image_path: image.clone(),
@@ -307,8 +321,11 @@ mod tests {
 
     #[test]
     fn attempts_are_at_least_ten_minutes_apart() {
-        let last = slot_of(&version_at(1_200)).unwrap();
+        let last = slot_of(&version_at(1_200, 0xab)).unwrap();
         assert_eq!(last, 2);
+        assert_eq!(version_at(1_200, 0xab), "t2-000000ab");
+        assert_eq!(slot_of("t2"), None);
+        assert_eq!(slot_of("t2-xyz"), None);
         assert!(!may_try_again(last, 1_799));
         assert!(!may_try_again(last, 1_800 + 599));
         assert!(may_try_again(last, 2_400));

@@ -221,25 +221,8 @@ impl Provider {
         let name = cache::app_name(&self.controller_id, site, service);
         let now = cache::now_secs();
         if !patient {
-            let filter = AppKey {
-                organization: self.organization().to_string(),
-                name: name.clone(),
-                version: String::new(),
-            };
-            let (client, filter) = (&self.client, &filter);
-            let apps = retry_transient(client, "ShowApp", || async move {
-                client
-                    .show_apps(filter, &[])
-                    .await?
-                    .collect(MAX_COLLECTED)
-                    .await
-            })
-            .await?;
-            let last = apps
-                .iter()
-                .filter(|a| a.key.name == name)
-                .filter_map(|a| cache::slot_of(&a.key.version))
-                .max();
+            let versions = self.cache_versions(&name).await?;
+            let last = versions.iter().filter_map(|v| cache::slot_of(v)).max();
             if last.is_some_and(|last| !cache::may_try_again(last, now)) {
                 return Ok(false);
             }
@@ -250,28 +233,45 @@ impl Provider {
                 "site_cache.actions_cache has no secret: set site_cache_secret in the credentials file or EDP_SITE_CACHE_SECRET",
             ));
         }
+        let version = cache::version_at(now, cache::nonce());
         let app = cache::new_app(
             &self.config,
             &self.controller_id,
             site,
             service,
             secret,
-            now,
+            version,
         );
         self.report(&format!(
             "starting the site cache's {} on {site} (App {name})",
             service.word()
         ));
-        match self.client.create_app(&app).await {
-            Ok(()) => {}
-            Err(e) if e.kind == ApiErrorKind::AlreadyExists && patient => {}
-            Err(e) if e.kind == ApiErrorKind::AlreadyExists => return Ok(false),
-            Err(e) => return Err(e.into()),
+        self.client.create_app(&app).await?;
+        // Concurrent attempts of one slot each made an App version of their own; the first
+        // version of the slot is the one attempt, the others go (never a CreateApp of a name and
+        // version that exists: B8).
+        let slot = cache::slot_of(&app.key.version);
+        let first = self
+            .cache_versions(&name)
+            .await?
+            .into_iter()
+            .filter(|v| cache::slot_of(v) == slot)
+            .min()
+            .unwrap_or_else(|| app.key.version.clone());
+        let key = AppKey {
+            version: first,
+            ..app.key.clone()
+        };
+        if key != app.key {
+            self.delete_app(&app.key, None).await?;
+            if !patient {
+                return Ok(false);
+            }
         }
-        let inst_name = format!("{name}-{}", &app.key.version[1..]);
+        let inst_name = format!("{name}-{}", slot.unwrap_or_default());
         let request = NewAppInst {
             annotations: cache::marks(&self.controller_id),
-            ..placement::new_app_inst(&inst_name, self.organization(), app.key.clone(), target)
+            ..placement::new_app_inst(&inst_name, self.organization(), key, target)
         };
         let mut sent = sent;
         let mut progress = |p: edge_connect::appinst_start::Progress<'_>| {
@@ -311,6 +311,29 @@ impl Provider {
             }
         });
         futures_util::future::join_all(each).await;
+    }
+
+    /// The versions of the cache App `name` (ShowApp by name, retried while transient).
+    async fn cache_versions(&self, name: &str) -> Result<Vec<String>, Error> {
+        let filter = AppKey {
+            organization: self.organization().to_string(),
+            name: name.to_string(),
+            version: String::new(),
+        };
+        let (client, filter) = (&self.client, &filter);
+        let apps = retry_transient(client, "ShowApp", || async move {
+            client
+                .show_apps(filter, &[])
+                .await?
+                .collect(MAX_COLLECTED)
+                .await
+        })
+        .await?;
+        Ok(apps
+            .into_iter()
+            .filter(|a| a.key.name == name)
+            .map(|a| a.key.version)
+            .collect())
     }
 
     /// `site-cache up`: brings the enabled services' caches of `site` up and waits until each

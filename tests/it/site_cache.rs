@@ -10,6 +10,15 @@ use crate::support::*;
 
 const CACHE_SECRET: &str = "cache-secret-0123456789abcdef";
 
+/// The calls a create may make, in the order the tests count them.
+const RPCS: [&str; 5] = [
+    "ShowApp",
+    "ShowAppInst",
+    "CreateApp",
+    "CreateAppInst",
+    "ShowCloudlet",
+];
+
 /// A Gen3 zone world whose config enables both services, the secret in the environment.
 fn caching_world(config: SimConfig) -> World {
     let w = World::with_sim(config, Site::Zone, "");
@@ -100,11 +109,17 @@ fn the_first_runner_starts_the_cache_and_the_next_one_uses_it() {
 
     let registry = ready_cache(&w, "registry");
     let actions = ready_cache(&w, "actions");
-    let creates_before = w.calls("CreateApp");
+    let before: Vec<usize> = RPCS.iter().map(|rpc| w.calls(rpc)).collect();
     let second = create(&w, "garm-second1", json!({"docker": "dind"}));
     assert_eq!(second.code, 0, "{}", second.stderr);
-    // Only the runner's own App: nothing started again.
-    assert_eq!(w.calls("CreateApp"), creates_before + 1);
+    // Today's create (ShowApp, CreateApp, CreateAppInst) and one ShowAppInst of the caches:
+    // nothing started again.
+    let made: Vec<usize> = RPCS
+        .iter()
+        .zip(&before)
+        .map(|(rpc, n)| w.calls(rpc) - n)
+        .collect();
+    assert_eq!(made, [1, 1, 1, 1, 0], "{RPCS:?}");
     let mirror = format!("--registry-mirror={}", address(&registry));
     assert!(
         dockerd_args(&w, "garm-second1").contains(&mirror),
@@ -291,4 +306,65 @@ fn prune_keeps_the_cache_of_a_site_with_runners_and_of_a_young_cache() {
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert_has(&r.stderr, "a duration is a number and s, m, h or d");
+}
+
+#[test]
+fn concurrent_first_runners_make_one_cache_and_buildkit_reads_it_from_its_config() {
+    let w = caching_world(SimConfig::default());
+    // Two first runners at once: CreateApp's "already exists" on the slot's version is the lock.
+    let world = &w;
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let spawned: Vec<_> = ["garm-both1", "garm-both2"]
+            .map(|name| s.spawn(move || create(world, name, json!({"docker": "buildkit"}))))
+            .into_iter()
+            .collect();
+        spawned.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    // A buildkit pool uses the mirror only: one cache App, one AppInst.
+    assert_eq!(cache_apps(&w).len(), 1, "{:?}", w.app_names());
+    let registry = ready_cache(&w, "registry");
+    let caches = w
+        .app_inst_names()
+        .into_iter()
+        .filter(|n| n.starts_with("sc-"))
+        .count();
+    assert_eq!(caches, 1, "{:?}", w.app_inst_names());
+    let r = create(&w, "garm-both3", json!({"docker": "buildkit"}));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let app = w.app("garm-both3");
+    let manifest: Value =
+        serde_json::from_str(app["deployment_manifest"].as_str().unwrap()).unwrap();
+    let containers = manifest["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    let buildkitd = containers
+        .iter()
+        .find(|c| c["name"] == "buildkitd")
+        .unwrap();
+    let host = address(&registry).trim_start_matches("http://").to_string();
+    let toml = buildkitd["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "BUILDKITD_TOML")
+        .expect("the mirror's config")["value"]
+        .clone();
+    assert_eq!(
+        toml,
+        format!("[registry.\"docker.io\"]\n  mirrors = [\"{host}\"]\n\n[registry.\"{host}\"]\n  http = true\n")
+    );
+    assert_eq!(buildkitd["command"][0], "sh");
+    let args: Vec<String> = serde_json::from_value(buildkitd["args"].clone()).unwrap();
+    assert!(
+        args.ends_with(&[
+            "--config".into(),
+            "/home/user/.local/share/buildkit/buildkitd.toml".into()
+        ]),
+        "{args:?}"
+    );
+    // No actions cache for a runner without dind.
+    assert!(app["env_vars"].get("RUNNER_CACHE_SERVER").is_none());
 }
