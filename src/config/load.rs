@@ -96,11 +96,9 @@ pub(super) fn toml_error(
     } else {
         described
     };
-    let mut out = String::new();
-    if let Some(span) = inner.span() {
+    let line = inner.span().map_or(String::new(), |span| {
         let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        out.push_str(&format!("line {line}: "));
-    }
-    out.push_str(&crate::text::keyed(&key, &described));
-    out
+        format!("line {line}: ")
+    });
+    line + &crate::text::keyed(&key, &described)
 }
