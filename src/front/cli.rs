@@ -14,8 +14,10 @@ use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
+use crate::provider::site_cache::CacheState;
 use crate::provider::status::RunnerView;
 use crate::provider::{Operation, Outcome, Provider};
+use crate::site_cache::Service;
 
 use super::say;
 
@@ -230,6 +232,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
             .clone()
             .ok_or_else(|| Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required"))
     };
+    let controller_id = || {
+        (cli.controller_id.clone())
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))
+    };
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
     // A created runner is printed as GARM gets it.
     let format = match &cli.command {
@@ -286,14 +293,13 @@ fn execute(cli: Cli) -> Result<(), Error> {
             return crate::metrics::serve(&events, &snapshot, listen, every);
         }
         Command::SiteCache(command) => {
-            return site_cache(command, &config_path()?, cli.controller_id, progress)
+            return site_cache(command, &config_path()?, &controller_id()?, progress)
         }
         Command::Check(options) => {
             let config_path = config_path()?;
-            let extra_specs = match &options.extra_specs {
-                Some(file) => Some(read_json(file, "extra specs file", "")?.0),
-                None => None,
-            };
+            let extra_specs = options.extra_specs.as_deref();
+            let extra_specs = extra_specs.map(|f| read_json(f, "extra specs file", ""));
+            let extra_specs = extra_specs.transpose()?.map(|(value, _)| value);
             let failed = crate::check::run(
                 &config_path,
                 &options,
@@ -329,10 +335,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
         },
     };
     let config_path = config_path()?;
-    let controller_id = cli
-        .controller_id
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
+    let controller_id = controller_id()?;
     // Kept to the end: dropping the log guard flushes the log file.
     let (session, log) = crate::pipeline::open(&config_path)?;
     // Not only in the log: a person reads stderr. (Without a log file, logging's own warning
@@ -384,12 +387,9 @@ fn execute(cli: Cli) -> Result<(), Error> {
 fn site_cache(
     command: SiteCacheCommand,
     config_path: &Path,
-    controller_id: Option<String>,
+    controller_id: &str,
     progress: crate::provider::Progress,
 ) -> Result<(), Error> {
-    let controller_id = controller_id
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
     let (session, _log) = crate::pipeline::open(config_path)?;
     let configured = session.config.placement();
     if !session.config.site_cache.enabled() && matches!(command, SiteCacheCommand::Up { .. }) {
@@ -397,11 +397,10 @@ fn site_cache(
             "no site cache is enabled: set site_cache.registry_mirror or site_cache.actions_cache in the config",
         ));
     }
-    let environment = crate::pipeline::process_environment();
     let finished = crate::pipeline::run(
         session,
-        &controller_id,
-        environment,
+        controller_id,
+        crate::pipeline::process_environment(),
         progress,
         Vec::new(),
         async |provider| -> Result<Vec<String>, Error> {
@@ -415,20 +414,17 @@ fn site_cache(
                 SiteCacheCommand::Up { site } => {
                     let site = site.unwrap_or(configured);
                     let states = provider.site_cache_up(&site).await?;
-                    let failed: Vec<String> = states
+                    let (ready, failed): (Vec<_>, Vec<_>) = states
                         .iter()
-                        .filter(|(_, s)| {
-                            !matches!(s, crate::provider::site_cache::CacheState::Ready(_))
-                        })
-                        .map(|(service, state)| format!("{} on {site}: {state}", service.word()))
-                        .collect();
+                        .partition(|(_, s)| matches!(s, CacheState::Ready(_)));
+                    let line = |(service, state): &&(Service, CacheState)| {
+                        format!("{} on {site}: {state}", service.word())
+                    };
                     if !failed.is_empty() {
+                        let failed: Vec<String> = failed.iter().map(line).collect();
                         return Err(Error::failed(failed.join("; ")));
                     }
-                    states
-                        .iter()
-                        .map(|(service, state)| format!("✓ {} on {site}: {state}", service.word()))
-                        .collect()
+                    ready.iter().map(|s| format!("✓ {}", line(s))).collect()
                 }
                 SiteCacheCommand::Remove { site } => {
                     let n = provider.remove_site_caches(site.as_ref()).await?;
