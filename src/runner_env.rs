@@ -293,11 +293,11 @@ pub fn placement_tag(placement: &Placement) -> String {
         Placement::Cloudlet(k) => ("cloudlet", k),
     };
     // Key parts cannot hold `/` (the key rule), so a third part is unambiguous.
-    let mut tag = format!("{kind}:{}/{}", k.organization, k.name);
-    if !k.federated_organization.is_empty() {
-        tag = format!("{tag}/{}", k.federated_organization);
+    let tag = format!("{kind}:{}/{}", k.organization, k.name);
+    match k.federated_organization.as_str() {
+        "" => tag,
+        federated => format!("{tag}/{federated}"),
     }
-    tag
 }
 
 /// Parses [`placement_tag`] output.

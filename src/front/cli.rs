@@ -454,33 +454,28 @@ async fn run_operation(
     operation: Operation,
 ) -> Result<Option<Outcome>, Error> {
     match operation {
-        Operation::Create { .. } => {
-            let name = operation.instance().unwrap_or_default().to_string();
-            // Dropping the create future stops it where it is; what it made is removed by
-            // name, as GARM's DeleteInstance would, including an AppInst still creating.
+        // Dropping the future stops it where it is; what a create made is removed by name, as
+        // GARM's DeleteInstance would, including an AppInst still creating.
+        watched @ (Operation::Create { .. } | Operation::Start { .. }) => {
+            let name = watched.instance().unwrap_or_default().to_string();
+            let create = matches!(watched, Operation::Create { .. });
             let mut signals = StopSignals::watch();
             let stopped = tokio::select! {
-                result = provider.run(operation) => Ok(result),
+                result = provider.run(watched) => Ok(result),
                 signal = signals.next() => Err(signal),
             };
             match stopped {
-                Ok(Ok(outcome)) => Ok(Some(outcome)),
-                // The name is another runner's, or nothing reached Edge Connect: nothing of
-                // this create to remove.
-                Ok(Err(e @ Error::Duplicate(_))) => Err(e),
-                Ok(Err(e)) if made_nothing(&e) => Err(e),
-                Ok(Err(e)) => Err(after_failed_create(provider, &name, e, &mut signals).await),
-                Err(signal) => Err(interrupted(provider, &name, signal, &mut signals).await),
+                // Unless the name is another runner's, or nothing reached Edge Connect: nothing
+                // of this create to remove.
+                Ok(Err(e)) if create && !matches!(e, Error::Duplicate(_)) && !made_nothing(&e) => {
+                    Err(after_failed_create(provider, &name, e, &mut signals).await)
+                }
+                Ok(result) => result.map(Some),
+                Err(signal) if create => {
+                    Err(interrupted(provider, &name, signal, &mut signals).await)
+                }
+                Err(signal) => Err(interrupted_start(provider, &name, signal, &mut signals).await),
             }
-        }
-        Operation::Start { instance } => {
-            let name = instance.clone();
-            let mut signals = StopSignals::watch();
-            let signal = tokio::select! {
-                result = provider.run(Operation::Start { instance }) => return result.map(Some),
-                signal = signals.next() => signal,
-            };
-            Err(interrupted_start(provider, &name, signal, &mut signals).await)
         }
         // A person's delete waits (with progress) while the platform holds the AppInst busy.
         delete @ Operation::Delete { .. } => {

@@ -129,9 +129,7 @@ pub fn say(line: &str) {
     // nor one whose whitespace was changed. A server's message may end in a newline.
     let line = crate::text::echo_max(scrubber().scrub(line).trim_end(), MAX_LINE_CHARS);
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(line.as_bytes());
-    let _ = err.write_all(b"\n");
-    let _ = err.flush();
+    let _ = writeln!(err, "{line}").and_then(|()| err.flush());
 }
 
 /// The build: the version, plus the git commit when built from a git checkout
