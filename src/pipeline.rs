@@ -117,7 +117,6 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         pool_extra_specs: specs,
     } = Request::from_process()?;
     let json = |value: serde_json::Value| Ok(Answer::Text(value.to_string()));
-    let span_pool = pool_id.clone().unwrap_or_default();
     let pool = pool_id.clone();
     let mut opened = || {
         let (session, guard) = open(Path::new(&config_file))?;
@@ -165,7 +164,7 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         "garm",
         command = ?command,
         instance = tracing::field::Empty,
-        pool = span_pool,
+        pool = pool.as_deref().unwrap_or_default(),
         controller = %controller_id,
     );
     let _entered = span.enter();

@@ -131,12 +131,11 @@ impl Config {
         if !self.site_cache.actions_cache {
             return Ok(None);
         }
-        let secret = match env.get(ENV_SITE_CACHE_SECRET).filter(|v| !v.is_empty()) {
-            Some(value) => Some(Secret::new(value)),
-            None => match &self.credentials_file {
-                Some(path) => self.read_credentials_file(path)?.site_cache_secret,
-                None => None,
-            },
+        let from_env = env.get(ENV_SITE_CACHE_SECRET).filter(|v| !v.is_empty());
+        let secret = match (from_env, &self.credentials_file) {
+            (Some(value), _) => Some(Secret::new(value)),
+            (None, Some(path)) => self.read_credentials_file(path)?.site_cache_secret,
+            (None, None) => None,
         };
         match secret.filter(|s| !s.is_empty()) {
             Some(s) if s.expose().len() >= MIN_PASSWORD_CHARS && s.expose().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => Ok(Some(s)),

@@ -632,15 +632,14 @@ async fn interrupted_start(
 /// Reads a bootstrap file: GARM's bootstrap JSON, each failure named with the file.
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let hint = "; it must be GARM's bootstrap JSON, see examples/";
-    BootstrapInstance::from_slice(read_json(path, "bootstrap file", hint)?.1.as_bytes()).map_err(
-        |e| {
-            Error::failed(format!(
-                "bootstrap file {}: {}",
-                path.display(),
-                Error::from(e)
-            ))
-        },
-    )
+    let (_, raw) = read_json(path, "bootstrap file", hint)?;
+    BootstrapInstance::from_slice(raw.as_bytes()).map_err(|e| {
+        Error::failed(format!(
+            "bootstrap file {}: {}",
+            path.display(),
+            Error::from(e)
+        ))
+    })
 }
 
 /// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,

@@ -16,16 +16,14 @@ pub mod cli;
 pub mod garm;
 mod table;
 
-/// Exit code of a CLI command stopped by Ctrl-C (128 + SIGINT, what a shell reports).
-pub const EXIT_INTERRUPTED: u8 = 130;
-
 /// The exit code of a failed command, the same through both doors: GARM's codes for "not
 /// found" (30) and "duplicate" (31), a shell's for Ctrl-C, 1 for everything else.
 pub fn exit_code(e: &Error) -> u8 {
     match e {
         Error::NotFound(_) => exit::NOT_FOUND,
         Error::Duplicate(_) => exit::DUPLICATE,
-        Error::Interrupted(_) => EXIT_INTERRUPTED,
+        // 128 + SIGINT, what a shell reports of a command stopped by Ctrl-C.
+        Error::Interrupted(_) => 130,
         Error::Failed { .. } => exit::FAILURE,
     }
 }
