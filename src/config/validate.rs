@@ -132,13 +132,7 @@ impl Config {
                 ));
             }
         }
-        if cache.enabled()
-            && cache
-                .flavor
-                .as_ref()
-                .or(ec.default_flavor.as_ref())
-                .is_none()
-        {
+        if cache.enabled() && cache.flavor.is_none() && ec.default_flavor.is_none() {
             return Err("site_cache: a cache needs a flavor: set site_cache.flavor or edge_connect.default_flavor".into());
         }
         Ok(())
