@@ -193,15 +193,13 @@ impl ExtraSpecs {
             None | Some(serde_json::Value::Null) => ExtraSpecs::default(),
             // Named by key, never by value: extra specs travel with secrets (a proxy_config sent
             // here by mistake, env values), and serde's own message would quote them.
-            Some(v) => {
-                serde_path_to_error::deserialize::<_, ExtraSpecs>(v.clone()).map_err(|e| {
-                    let what = crate::text::describe_serde(&e.inner().to_string(), false, &[]);
-                    Error::failed(format!(
-                        "invalid extra_specs: {}",
-                        crate::text::keyed(&e.path().to_string(), &what)
-                    ))
-                })?
-            }
+            Some(v) => serde_path_to_error::deserialize(v).map_err(|e| {
+                let what = crate::text::describe_serde(&e.inner().to_string(), false, &[]);
+                Error::failed(format!(
+                    "invalid extra_specs: {}",
+                    crate::text::keyed(&e.path().to_string(), &what)
+                ))
+            })?,
         };
         specs
             .validate()
