@@ -245,7 +245,12 @@ fn execute(cli: Cli) -> Result<(), Error> {
     };
     let operation = match cli.command {
         Command::Version => {
-            let version = super::build_description();
+            // With the git commit when built from a git checkout (`v0.1.0 (abc1234)`), for
+            // people; GARM gets `crate::VERSION`.
+            let version = match env!("GARM_PROVIDER_GIT_COMMIT") {
+                "" => env!("GARM_PROVIDER_VERSION").to_string(),
+                commit => format!("{} ({commit})", env!("GARM_PROVIDER_VERSION")),
+            };
             return super::print(|out| writeln!(out, "garm-provider-edge-connect {version}"));
         }
         Command::Schema { which } => {

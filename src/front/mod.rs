@@ -130,15 +130,6 @@ pub fn say(line: &str) {
     let _ = writeln!(err, "{line}").and_then(|()| err.flush());
 }
 
-/// The build: the version, plus the git commit when built from a git checkout
-/// (`v0.1.0 (abc1234)`), for people; GARM gets [`crate::VERSION`].
-pub fn build_description() -> String {
-    match env!("GARM_PROVIDER_GIT_COMMIT") {
-        "" => env!("GARM_PROVIDER_VERSION").to_string(),
-        commit => format!("{} ({commit})", env!("GARM_PROVIDER_VERSION")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
