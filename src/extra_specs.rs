@@ -193,20 +193,17 @@ impl ExtraSpecs {
             None | Some(serde_json::Value::Null) => ExtraSpecs::default(),
             // Named by key, never by value: extra specs travel with secrets (a proxy_config sent
             // here by mistake, env values), and serde's own message would quote them.
-            Some(v) => {
-                serde_path_to_error::deserialize::<_, ExtraSpecs>(v.clone()).map_err(|e| {
-                    let what = crate::text::describe_serde(&e.inner().to_string(), false, &[]);
-                    Error::failed(format!(
-                        "invalid extra_specs: {}",
-                        crate::text::keyed(&e.path().to_string(), &what)
-                    ))
-                })?
-            }
+            Some(v) => serde_path_to_error::deserialize(v).map_err(|e| {
+                let what = crate::text::describe_serde(&e.inner().to_string(), false, &[]);
+                Error::failed(format!(
+                    "invalid extra_specs: {}",
+                    crate::text::keyed(&e.path().to_string(), &what)
+                ))
+            })?,
         };
         specs
             .validate()
             .map_err(|m| Error::failed(format!("invalid extra_specs: {m}")))?;
-        specs.check_pull_password_env()?;
         Ok(specs)
     }
 
@@ -263,6 +260,19 @@ impl ExtraSpecs {
         if self.image_pull_username.is_some() != self.image_pull_password_env.is_some() {
             return Err("image_pull_username and image_pull_password_env go together".into());
         }
+        // Not one of the provider's own credential variables (config/credentials.rs, the proxy
+        // ones): the platform sends pull credentials to whatever registry the pool's image
+        // names. Other `EDP_EDGE_CONNECT_*` names stay usable: the documented setup passes
+        // registry passwords under the same GARM prefix. The operator's
+        // `image_pull_password_env_prefix` is [`ExtraSpecs::under`]'s.
+        let own = [crate::config::ENV_USERNAME, crate::config::ENV_PASSWORD];
+        let proxies = edge_connect::proxy::URL_VARIABLES.iter().flatten();
+        if let Some(var) = &self.image_pull_password_env {
+            let upper = var.to_ascii_uppercase();
+            if own.iter().chain(proxies).any(|name| *name == upper) {
+                return Err(format!("image_pull_password_env: {} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password", crate::text::echo(var)));
+            }
+        }
         Ok(())
     }
 
@@ -300,30 +310,6 @@ impl ExtraSpecs {
             format!("{from}.{key}")
         })?;
         Ok(container)
-    }
-
-    /// Refuses an `image_pull_password_env` that names one of the provider's own credential
-    /// variables: the platform sends pull credentials to whatever registry the pool's image
-    /// names. The operator's `image_pull_password_env_prefix` is [`ExtraSpecs::under`]'s.
-    fn check_pull_password_env(&self) -> Result<(), Error> {
-        let Some(var) = &self.image_pull_password_env else {
-            return Ok(());
-        };
-        let shown = crate::text::echo(var);
-        // The credentials config/credentials.rs reads. Other `EDP_EDGE_CONNECT_*` names stay
-        // usable: the documented setup passes registry passwords under the same GARM prefix.
-        let upper = var.to_ascii_uppercase();
-        if upper == crate::config::ENV_USERNAME
-            || upper == crate::config::ENV_PASSWORD
-            || edge_connect::proxy::URL_VARIABLES
-                .iter()
-                .any(|[name, _]| *name == upper)
-        {
-            return Err(Error::failed(format!(
-                "invalid extra_specs: image_pull_password_env: {shown} holds the provider's own credentials, which must not be sent to a registry; name a variable that holds only the registry password"
-            )));
-        }
-        Ok(())
     }
 
     /// Refuses an `image_pull_password_env` outside the operator's

@@ -29,11 +29,8 @@ pub fn edge_name(garm_name: &str) -> String {
     }
     let mut base = String::with_capacity(garm_name.len());
     for c in garm_name.chars().flat_map(char::to_lowercase) {
-        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            c
-        } else {
-            '-'
-        };
+        // Lowercased already: no ASCII capital is left.
+        let c = if c.is_ascii_alphanumeric() { c } else { '-' };
         if !(c == '-' && (base.is_empty() || base.ends_with('-'))) {
             base.push(c);
         }
@@ -43,11 +40,8 @@ pub fn edge_name(garm_name: &str) -> String {
     let base = base.trim_end_matches('-');
     let digest = Sha256::digest(garm_name.as_bytes());
     let suffix: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    if base.is_empty() {
-        format!("garm-{suffix}")
-    } else {
-        format!("{base}-{suffix}")
-    }
+    let base = if base.is_empty() { "garm" } else { base };
+    format!("{base}-{suffix}")
 }
 
 /// Edge Connect's rule for key parts (organization, app name, version, AppInst name):

@@ -63,7 +63,6 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let config = Config::load(config_file)?;
     let deadline = crate::provider::wait::command_deadline(&config);
     let mut log = crate::logging::init(&config, scrubber().clone());
-    let mut retired = Vec::new();
     // The variable lets a deployment add the metrics sidecar without editing the config file
     // (the Helm chart's metrics.enabled); GARM passes it on with the EDP_EDGE_CONNECT_ prefix.
     let events = std::env::var_os(crate::metrics::EVENTS_FILE_VARIABLE)
@@ -73,6 +72,7 @@ pub fn open(config_file: &Path) -> Result<(Session, LogGuard), Error> {
     let metrics = metrics.map_or_else(Default::default, |events| {
         crate::metrics::open(events, scrubber().clone())
     });
+    let mut retired = Vec::new();
     for (key, why) in config.retired_keys() {
         let warning = format!("{key} is retired and ignored ({why}); remove it from the config");
         tracing::warn!(key, "{warning}");
@@ -117,7 +117,6 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         pool_extra_specs: specs,
     } = Request::from_process()?;
     let json = |value: serde_json::Value| Ok(Answer::Text(value.to_string()));
-    let span_pool = pool_id.clone().unwrap_or_default();
     let pool = pool_id.clone();
     let mut opened = || {
         let (session, guard) = open(Path::new(&config_file))?;
@@ -165,7 +164,7 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         "garm",
         command = ?command,
         instance = tracing::field::Empty,
-        pool = span_pool,
+        pool = pool.as_deref().unwrap_or_default(),
         controller = %controller_id,
     );
     let _entered = span.enter();
@@ -237,7 +236,14 @@ pub fn run<T>(
     });
     let asked: Vec<Secret> = asked.into_iter().chain(cache_secret.clone()).collect();
     protect(&asked, &credentials, &environment)?;
-    let cache = token_cache(&config, &environment, &credentials);
+    // Keyed by the URL and the credentials (a changed password means a new login); none when
+    // the cache is disabled or no private directory of this user exists.
+    let cache = config.token_cache.then(|| {
+        let dir = config.token_cache_dir.clone();
+        let dir = dir.unwrap_or_else(|| edge_connect::token_cache::default_dir(&environment));
+        TokenCache::in_dir(&dir, &config.edge_connect.url, &credentials)
+    });
+    let cache = cache.flatten();
     let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
         .with_retry_report(progress.clone())
         .with_call_report(metrics.rpc_reporter())
@@ -328,24 +334,6 @@ pub fn process_environment() -> HashMap<String, String> {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()
-}
-
-/// The token cache for this config's URL and the credentials it resolves to (user and
-/// password: a changed password means a new login); `None` when the cache is disabled or no
-/// private directory of this user exists.
-fn token_cache(
-    config: &Config,
-    environment: &HashMap<String, String>,
-    credentials: &edge_connect::Credentials,
-) -> Option<TokenCache> {
-    if !config.token_cache {
-        return None;
-    }
-    let dir = config
-        .token_cache_dir
-        .clone()
-        .unwrap_or_else(|| edge_connect::token_cache::default_dir(environment));
-    TokenCache::in_dir(&dir, &config.edge_connect.url, credentials)
 }
 
 /// Runs one future on a small single-threaded runtime: a provider process does one thing and

@@ -218,7 +218,7 @@ pub fn runner_env(
     set("RUNNER_GROUP", &bootstrap.github_runner_group);
     set(
         "RUNNER_LABELS",
-        &bootstrap.labels.clone().unwrap_or_default().join(","),
+        &bootstrap.labels.as_deref().unwrap_or_default().join(","),
     );
     set(
         "JIT_CONFIG_ENABLED",
@@ -236,10 +236,8 @@ pub fn runner_env(
         if !tool.sha256_checksum.is_empty() {
             set("RUNNER_DOWNLOAD_SHA256", &tool.sha256_checksum);
         }
-        if let Some(token) = tool.temp_download_token.as_ref().map(|t| t.expose()) {
-            if !token.is_empty() {
-                secret.insert("RUNNER_DOWNLOAD_TOKEN".to_string(), Secret::new(token));
-            }
+        if let Some(token) = tool.temp_download_token.clone().filter(|t| !t.is_empty()) {
+            secret.insert("RUNNER_DOWNLOAD_TOKEN".to_string(), token);
         }
     }
     if let Some(pem) = bootstrap.ca_bundle_pem() {
@@ -261,15 +259,14 @@ pub fn runner_env(
             (HTTP_PROXY, &proxy.http_proxy),
             (HTTPS_PROXY, &proxy.https_proxy),
         ] {
-            if let Some(v) = value.as_ref().map(|v| v.expose()).filter(|v| !v.is_empty()) {
+            if let Some(v) = value.as_ref().filter(|v| !v.is_empty()) {
                 for name in names {
-                    secret.insert(name.to_string(), Secret::new(v));
+                    secret.insert(name.to_string(), v.clone());
                 }
             }
         }
     }
-    let token = Secret::new(bootstrap.instance_token.expose());
-    secret.insert("BEARER_TOKEN".to_string(), token);
+    secret.insert("BEARER_TOKEN".to_string(), bootstrap.instance_token.clone());
     RunnerEnv { plain, secret }
 }
 
@@ -293,11 +290,11 @@ pub fn placement_tag(placement: &Placement) -> String {
         Placement::Cloudlet(k) => ("cloudlet", k),
     };
     // Key parts cannot hold `/` (the key rule), so a third part is unambiguous.
-    let mut tag = format!("{kind}:{}/{}", k.organization, k.name);
-    if !k.federated_organization.is_empty() {
-        tag = format!("{tag}/{}", k.federated_organization);
+    let tag = format!("{kind}:{}/{}", k.organization, k.name);
+    match k.federated_organization.as_str() {
+        "" => tag,
+        federated => format!("{tag}/{federated}"),
     }
-    tag
 }
 
 /// Parses [`placement_tag`] output.

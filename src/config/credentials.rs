@@ -32,19 +32,18 @@ impl Config {
     pub fn credentials(&self, env: &HashMap<String, String>) -> Result<Credentials, Error> {
         let from_env = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
         let (env_username, env_password) = (from_env(ENV_USERNAME), from_env(ENV_PASSWORD));
-        let mut file = CredentialsFile::default();
-        let mut file_read: Option<&PathBuf> = None;
         // Complete credentials in the environment make the file unnecessary: it is not read.
         let needed = env_username.is_none() || env_password.is_none();
-        if let Some(path) = self.credentials_file.as_ref().filter(|_| needed) {
-            file = self.read_credentials_file(path)?;
-            file_read = Some(path);
-        }
+        let file_read = self.credentials_file.as_ref().filter(|_| needed);
+        let file = match file_read {
+            Some(path) => self.read_credentials_file(path)?,
+            None => CredentialsFile::default(),
+        };
         let username = env_username.or(file.username).filter(|u| !u.is_empty());
-        let password_source = match (&env_password, file_read) {
-            (Some(_), _) => ENV_PASSWORD.to_string(),
-            (None, Some(path)) => format!("credentials_file {}", path.display()),
-            (None, None) => String::new(),
+        // A password that is not the environment's is the file's.
+        let password_source = match file_read.filter(|_| env_password.is_none()) {
+            Some(path) => format!("credentials_file {}", path.display()),
+            None => ENV_PASSWORD.to_string(),
         };
         let password = (env_password.map(Secret::new))
             .or(file.password)
@@ -132,12 +131,11 @@ impl Config {
         if !self.site_cache.actions_cache {
             return Ok(None);
         }
-        let secret = match env.get(ENV_SITE_CACHE_SECRET).filter(|v| !v.is_empty()) {
-            Some(value) => Some(Secret::new(value)),
-            None => match &self.credentials_file {
-                Some(path) => self.read_credentials_file(path)?.site_cache_secret,
-                None => None,
-            },
+        let from_env = env.get(ENV_SITE_CACHE_SECRET).filter(|v| !v.is_empty());
+        let secret = match (from_env, &self.credentials_file) {
+            (Some(value), _) => Some(Secret::new(value)),
+            (None, Some(path)) => self.read_credentials_file(path)?.site_cache_secret,
+            (None, None) => None,
         };
         match secret.filter(|s| !s.is_empty()) {
             Some(s) if s.expose().len() >= MIN_PASSWORD_CHARS && s.expose().bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => Ok(Some(s)),

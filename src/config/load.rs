@@ -77,7 +77,6 @@ pub(super) fn toml_error(
     let message = inner.message().replace('\n', " ");
     let message = message.trim();
     let key = e.path().to_string();
-    let is_secs = key.ends_with("_secs");
     // A syntax error (no key, not one of serde's forms) is toml's own description of the
     // text, which holds no value except in the credentials file.
     // The unknown key's path ends in its own name; the names offered are its table's.
@@ -91,16 +90,14 @@ pub(super) fn toml_error(
     let described = crate::text::describe_serde(message, show_value, &retired);
     let described = if described == "a value of the wrong form" && show_value {
         crate::text::echo_max(message, 300)
-    } else if is_secs {
+    } else if key.ends_with("_secs") {
         described.replace("a whole number (0 or more)", "whole seconds")
     } else {
         described
     };
-    let mut out = String::new();
-    if let Some(span) = inner.span() {
+    let line = inner.span().map_or(String::new(), |span| {
         let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        out.push_str(&format!("line {line}: "));
-    }
-    out.push_str(&crate::text::keyed(&key, &described));
-    out
+        format!("line {line}: ")
+    });
+    line + &crate::text::keyed(&key, &described)
 }

@@ -63,23 +63,18 @@ pub struct Config {
 
 /// `[site_cache]`: what each site's cache runs, one App and AppInst per site and service.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[serde(remote = "Self", default, deny_unknown_fields)]
 pub struct SiteCacheConfig {
     /// A pull-through mirror of Docker Hub for the `dind` and `buildkit` sidecars.
-    #[serde(default)]
     pub registry_mirror: bool,
     /// forgejo-runner's cache server for the `actions/cache` of Forgejo runners on `dind`
     /// pools; its secret is the credentials file's `site_cache_secret` or `EDP_SITE_CACHE_SECRET`.
-    #[serde(default)]
     pub actions_cache: bool,
     /// The mirror's image (distribution's registry, proxy mode).
-    #[serde(default = "default_registry_image")]
     pub registry_image: String,
     /// The cache server's image (forgejo-runner, which has `cache-server`).
-    #[serde(default = "default_actions_cache_image")]
     pub actions_cache_image: String,
     /// Flavor of each cache App (default: `edge_connect.default_flavor`).
-    #[serde(default)]
     pub flavor: Option<String>,
 }
 
@@ -90,8 +85,10 @@ impl Default for SiteCacheConfig {
         SiteCacheConfig {
             registry_mirror: false,
             actions_cache: false,
-            registry_image: default_registry_image(),
-            actions_cache_image: default_actions_cache_image(),
+            // Pinned (docs/site-cache.md): distribution's official image, and forgejo-runner's
+            // of the release the example runner image carries.
+            registry_image: "docker.io/library/registry:3.0.0".into(),
+            actions_cache_image: "data.forgejo.org/forgejo/runner:13.1.0".into(),
             flavor: None,
         }
     }
@@ -102,15 +99,6 @@ impl SiteCacheConfig {
     pub fn enabled(&self) -> bool {
         self.registry_mirror || self.actions_cache
     }
-}
-
-/// The pinned images (docs/site-cache.md): distribution's official image, and forgejo-runner's
-/// image of the release the example runner image carries.
-fn default_registry_image() -> String {
-    "docker.io/library/registry:3.0.0".to_string()
-}
-fn default_actions_cache_image() -> String {
-    "data.forgejo.org/forgejo/runner:13.1.0".to_string()
 }
 
 // A table, never an array of its values in order (`crate::object`); the doc line below is the

@@ -64,10 +64,12 @@ impl Config {
         {
             return Err("edge_connect.region: must match ^\\w+$ (e.g. EU)".into());
         }
-        if let Some(f) = &ec.default_flavor {
-            if f.trim().is_empty() {
-                return Err("edge_connect.default_flavor: must not be empty when given".into());
-            }
+        if ec
+            .default_flavor
+            .as_deref()
+            .is_some_and(|f| f.trim().is_empty())
+        {
+            return Err("edge_connect.default_flavor: must not be empty when given".into());
         }
         match (&ec.cloudlet, &ec.zone) {
             (Some(_), Some(_)) => {
@@ -82,10 +84,9 @@ impl Config {
             ("edge_connect.cloudlet", &ec.cloudlet),
             ("edge_connect.zone", &ec.zone),
         ] {
-            if let Some(site) = site {
-                if site.name.trim().is_empty() || site.organization.trim().is_empty() {
-                    return Err(format!("{key}: name and organization must not be empty"));
-                }
+            let empty = |s: &SiteKey| s.name.trim().is_empty() || s.organization.trim().is_empty();
+            if site.as_ref().is_some_and(empty) {
+                return Err(format!("{key}: name and organization must not be empty"));
             }
         }
         if ec.request_timeout_secs == 0 {
@@ -133,13 +134,7 @@ impl Config {
                 ));
             }
         }
-        if cache.enabled()
-            && cache
-                .flavor
-                .as_ref()
-                .or(ec.default_flavor.as_ref())
-                .is_none()
-        {
+        if cache.enabled() && cache.flavor.is_none() && ec.default_flavor.is_none() {
             return Err("site_cache: a cache needs a flavor: set site_cache.flavor or edge_connect.default_flavor".into());
         }
         Ok(())

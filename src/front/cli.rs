@@ -14,8 +14,10 @@ use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::garm::bootstrap::MAX_BOOTSTRAP_BYTES;
 use crate::garm::BootstrapInstance;
+use crate::provider::site_cache::CacheState;
 use crate::provider::status::RunnerView;
 use crate::provider::{Operation, Outcome, Provider};
+use crate::site_cache::Service;
 
 use super::say;
 
@@ -230,6 +232,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
             .clone()
             .ok_or_else(|| Error::failed("--config (or GARM_PROVIDER_CONFIG_FILE) is required"))
     };
+    let controller_id = || {
+        (cli.controller_id.clone())
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))
+    };
     let progress: crate::provider::Progress = Arc::new(|m: &str| say(&format!("  … {m}")));
     // A created runner is printed as GARM gets it.
     let format = match &cli.command {
@@ -238,7 +245,12 @@ fn execute(cli: Cli) -> Result<(), Error> {
     };
     let operation = match cli.command {
         Command::Version => {
-            let version = super::build_description();
+            // With the git commit when built from a git checkout (`v0.1.0 (abc1234)`), for
+            // people; GARM gets `crate::VERSION`.
+            let version = match env!("GARM_PROVIDER_GIT_COMMIT") {
+                "" => env!("GARM_PROVIDER_VERSION").to_string(),
+                commit => format!("{} ({commit})", env!("GARM_PROVIDER_VERSION")),
+            };
             return super::print(|out| writeln!(out, "garm-provider-edge-connect {version}"));
         }
         Command::Schema { which } => {
@@ -286,14 +298,13 @@ fn execute(cli: Cli) -> Result<(), Error> {
             return crate::metrics::serve(&events, &snapshot, listen, every);
         }
         Command::SiteCache(command) => {
-            return site_cache(command, &config_path()?, cli.controller_id, progress)
+            return site_cache(command, &config_path()?, &controller_id()?, progress)
         }
         Command::Check(options) => {
             let config_path = config_path()?;
-            let extra_specs = match &options.extra_specs {
-                Some(file) => Some(read_json(file, "extra specs file", "")?.0),
-                None => None,
-            };
+            let extra_specs = options.extra_specs.as_deref();
+            let extra_specs = extra_specs.map(|f| read_json(f, "extra specs file", ""));
+            let extra_specs = extra_specs.transpose()?.map(|(value, _)| value);
             let failed = crate::check::run(
                 &config_path,
                 cli.controller_id.as_deref(),
@@ -330,10 +341,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
         },
     };
     let config_path = config_path()?;
-    let controller_id = cli
-        .controller_id
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
+    let controller_id = controller_id()?;
     // Kept to the end: dropping the log guard flushes the log file.
     let (session, log) = crate::pipeline::open(&config_path)?;
     // Not only in the log: a person reads stderr. (Without a log file, logging's own warning
@@ -385,12 +393,9 @@ fn execute(cli: Cli) -> Result<(), Error> {
 fn site_cache(
     command: SiteCacheCommand,
     config_path: &Path,
-    controller_id: Option<String>,
+    controller_id: &str,
     progress: crate::provider::Progress,
 ) -> Result<(), Error> {
-    let controller_id = controller_id
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| Error::failed("--controller-id (or GARM_CONTROLLER_ID) is required"))?;
     let (session, _log) = crate::pipeline::open(config_path)?;
     let configured = session.config.placement();
     if !session.config.site_cache.enabled() && matches!(command, SiteCacheCommand::Up { .. }) {
@@ -398,11 +403,10 @@ fn site_cache(
             "no site cache is enabled: set site_cache.registry_mirror or site_cache.actions_cache in the config",
         ));
     }
-    let environment = crate::pipeline::process_environment();
     let finished = crate::pipeline::run(
         session,
-        &controller_id,
-        environment,
+        controller_id,
+        crate::pipeline::process_environment(),
         progress,
         Vec::new(),
         async |provider| -> Result<Vec<String>, Error> {
@@ -416,20 +420,17 @@ fn site_cache(
                 SiteCacheCommand::Up { site } => {
                     let site = site.unwrap_or(configured);
                     let states = provider.site_cache_up(&site).await?;
-                    let failed: Vec<String> = states
+                    let (ready, failed): (Vec<_>, Vec<_>) = states
                         .iter()
-                        .filter(|(_, s)| {
-                            !matches!(s, crate::provider::site_cache::CacheState::Ready(_))
-                        })
-                        .map(|(service, state)| format!("{} on {site}: {state}", service.word()))
-                        .collect();
+                        .partition(|(_, s)| matches!(s, CacheState::Ready(_)));
+                    let line = |(service, state): &&(Service, CacheState)| {
+                        format!("{} on {site}: {state}", service.word())
+                    };
                     if !failed.is_empty() {
+                        let failed: Vec<String> = failed.iter().map(line).collect();
                         return Err(Error::failed(failed.join("; ")));
                     }
-                    states
-                        .iter()
-                        .map(|(service, state)| format!("✓ {} on {site}: {state}", service.word()))
-                        .collect()
+                    ready.iter().map(|s| format!("✓ {}", line(s))).collect()
                 }
                 SiteCacheCommand::Remove { site } => {
                     let n = provider.remove_site_caches(site.as_ref()).await?;
@@ -459,33 +460,28 @@ async fn run_operation(
     operation: Operation,
 ) -> Result<Option<Outcome>, Error> {
     match operation {
-        Operation::Create { .. } => {
-            let name = operation.instance().unwrap_or_default().to_string();
-            // Dropping the create future stops it where it is; what it made is removed by
-            // name, as GARM's DeleteInstance would, including an AppInst still creating.
+        // Dropping the future stops it where it is; what a create made is removed by name, as
+        // GARM's DeleteInstance would, including an AppInst still creating.
+        watched @ (Operation::Create { .. } | Operation::Start { .. }) => {
+            let name = watched.instance().unwrap_or_default().to_string();
+            let create = matches!(watched, Operation::Create { .. });
             let mut signals = StopSignals::watch();
             let stopped = tokio::select! {
-                result = provider.run(operation) => Ok(result),
+                result = provider.run(watched) => Ok(result),
                 signal = signals.next() => Err(signal),
             };
             match stopped {
-                Ok(Ok(outcome)) => Ok(Some(outcome)),
-                // The name is another runner's, or nothing reached Edge Connect: nothing of
-                // this create to remove.
-                Ok(Err(e @ Error::Duplicate(_))) => Err(e),
-                Ok(Err(e)) if made_nothing(&e) => Err(e),
-                Ok(Err(e)) => Err(after_failed_create(provider, &name, e, &mut signals).await),
-                Err(signal) => Err(interrupted(provider, &name, signal, &mut signals).await),
+                // Unless the name is another runner's, or nothing reached Edge Connect: nothing
+                // of this create to remove.
+                Ok(Err(e)) if create && !matches!(e, Error::Duplicate(_)) && !made_nothing(&e) => {
+                    Err(after_failed_create(provider, &name, e, &mut signals).await)
+                }
+                Ok(result) => result.map(Some),
+                Err(signal) if create => {
+                    Err(interrupted(provider, &name, signal, &mut signals).await)
+                }
+                Err(signal) => Err(interrupted_start(provider, &name, signal, &mut signals).await),
             }
-        }
-        Operation::Start { instance } => {
-            let name = instance.clone();
-            let mut signals = StopSignals::watch();
-            let signal = tokio::select! {
-                result = provider.run(Operation::Start { instance }) => return result.map(Some),
-                signal = signals.next() => signal,
-            };
-            Err(interrupted_start(provider, &name, signal, &mut signals).await)
         }
         // A person's delete waits (with progress) while the platform holds the AppInst busy.
         delete @ Operation::Delete { .. } => {
@@ -642,15 +638,14 @@ async fn interrupted_start(
 /// Reads a bootstrap file: GARM's bootstrap JSON, each failure named with the file.
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let hint = "; it must be GARM's bootstrap JSON, see examples/";
-    BootstrapInstance::from_slice(read_json(path, "bootstrap file", hint)?.1.as_bytes()).map_err(
-        |e| {
-            Error::failed(format!(
-                "bootstrap file {}: {}",
-                path.display(),
-                Error::from(e)
-            ))
-        },
-    )
+    let (_, raw) = read_json(path, "bootstrap file", hint)?;
+    BootstrapInstance::from_slice(raw.as_bytes()).map_err(|e| {
+        Error::failed(format!(
+            "bootstrap file {}: {}",
+            path.display(),
+            Error::from(e)
+        ))
+    })
 }
 
 /// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,

@@ -35,7 +35,7 @@ pub fn run() -> u8 {
     }));
     // Kept to the end: dropping the log guard flushes the log file.
     let mut log = None;
-    let code = match execute(&mut log) {
+    match execute(&mut log) {
         Ok(()) => 0,
         Err(e) => {
             // The log file's trouble is worth knowing, but only as part of the one line.
@@ -46,9 +46,7 @@ pub fn run() -> u8 {
             fault(&line);
             super::exit_code(&e)
         }
-    };
-    drop(log);
-    code
+    }
 }
 
 /// The one stderr line GARM keeps: secrets masked, control characters escaped, length bounded.

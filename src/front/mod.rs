@@ -16,16 +16,14 @@ pub mod cli;
 pub mod garm;
 mod table;
 
-/// Exit code of a CLI command stopped by Ctrl-C (128 + SIGINT, what a shell reports).
-pub const EXIT_INTERRUPTED: u8 = 130;
-
 /// The exit code of a failed command, the same through both doors: GARM's codes for "not
 /// found" (30) and "duplicate" (31), a shell's for Ctrl-C, 1 for everything else.
 pub fn exit_code(e: &Error) -> u8 {
     match e {
         Error::NotFound(_) => exit::NOT_FOUND,
         Error::Duplicate(_) => exit::DUPLICATE,
-        Error::Interrupted(_) => EXIT_INTERRUPTED,
+        // 128 + SIGINT, what a shell reports of a command stopped by Ctrl-C.
+        Error::Interrupted(_) => 130,
         Error::Failed { .. } => exit::FAILURE,
     }
 }
@@ -91,9 +89,8 @@ pub fn print(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result<
     // environment), and a secret split across two writes would not be recognised.
     let mut document = Vec::new();
     write(&mut document).map_err(failed)?;
-    // Checked first: a JSON document is UTF-8, which from_utf8 tells faster than the lossy read.
-    let text = std::str::from_utf8(&document)
-        .map_or_else(|_| String::from_utf8_lossy(&document), Into::into);
+    // Borrowed as it is when it is UTF-8, as a JSON document is.
+    let text = String::from_utf8_lossy(&document);
     let mut out = std::io::stdout().lock();
     out.write_all(visible(&scrubber().scrub(&text)).as_bytes())
         .and_then(|()| out.flush())
@@ -130,18 +127,7 @@ pub fn say(line: &str) {
     // nor one whose whitespace was changed. A server's message may end in a newline.
     let line = crate::text::echo_max(scrubber().scrub(line).trim_end(), MAX_LINE_CHARS);
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(line.as_bytes());
-    let _ = err.write_all(b"\n");
-    let _ = err.flush();
-}
-
-/// The build: the version, plus the git commit when built from a git checkout
-/// (`v0.1.0 (abc1234)`), for people; GARM gets [`crate::VERSION`].
-pub fn build_description() -> String {
-    match env!("GARM_PROVIDER_GIT_COMMIT") {
-        "" => env!("GARM_PROVIDER_VERSION").to_string(),
-        commit => format!("{} ({commit})", env!("GARM_PROVIDER_VERSION")),
-    }
+    let _ = writeln!(err, "{line}").and_then(|()| err.flush());
 }
 
 #[cfg(test)]
