@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use edge_connect::appinst_start::{self, Admission, Forbidden, NotStarted, Progress, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
-use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, Retries, StreamEnd, Subject};
+use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
 use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
 use super::start_watch::{start_watch, StartFailure};
+use super::wait::transient;
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
@@ -31,6 +32,7 @@ enum Attempt {
 }
 
 /// Why a site did not take the AppInst.
+#[derive(Default)]
 struct Refusal {
     /// In words, for the final message.
     why: String,
@@ -234,9 +236,9 @@ impl Provider {
                     }
                     return Attempt::Refused(Refusal {
                         why,
-                        api: None,
                         start_failure: label,
                         held: self.clean_site(app_key, name).await,
+                        ..Refusal::default()
                     });
                 }
                 Ok(Ok(StreamEnd::Created)) => return Attempt::Placed,
@@ -270,12 +272,9 @@ impl Provider {
                     if let Target::Zone(_) = target {
                         continue;
                     }
-                    let why = placement::no_zone(key, &cloudlets);
                     return Attempt::Refused(Refusal {
-                        why,
-                        api: None,
-                        start_failure: None,
-                        held: None,
+                        why: placement::no_zone(key, &cloudlets),
+                        ..Refusal::default()
                     });
                 }
             }
@@ -346,7 +345,7 @@ impl Provider {
                 why,
                 api,
                 start_failure,
-                held: None,
+                ..Refusal::default()
             });
         }
     }
@@ -422,16 +421,8 @@ impl Provider {
                 other => Ok(other),
             })
         };
-        let mut retries = Retries::within(self.client.deadline());
-        let again =
-            |e: ApiError, attempt| {
-                retries
-                .after(e, attempt, |e, _| {
-                    tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying")
-                })
-                .map_err(|e| Ok(Err(e)))
-            };
-        edge_connect::retry(attempt, again)
+        let mut again = transient(self.client.deadline(), "CreateAppInst");
+        edge_connect::retry(attempt, |e, n| again(e, n).map_err(|e| Ok(Err(e))))
             .await
             .unwrap_or_else(|end| end)
     }
