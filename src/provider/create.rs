@@ -146,23 +146,21 @@ impl Provider {
                     deploy.await.map(|site| facts.placed(site))
                 }
             };
-            if let Err(failure) = &made {
-                facts.failed(failure);
-            }
-            let Err(failure) = made else {
+            let Err(failure) = made.inspect_err(|failure| facts.failed(failure)) else {
                 tracing::info!(app = %name, "created");
                 let instance = ProviderInstance {
                     provider_id: name.clone(),
                     name: bootstrap.name.clone(),
                     os_type: bootstrap.os_type.clone(),
                     os_arch: bootstrap.arch.clone(),
-                    addresses: Vec::new(),
                     status: InstanceStatus::Running,
-                    provider_fault: None,
+                    ..ProviderInstance::default()
                 };
-                return Ok(Outcome::Instance(Box::new(RunnerView::of_instance(
+                let view = RunnerView {
                     instance,
-                ))));
+                    ..RunnerView::default()
+                };
+                return Ok(Outcome::Instance(Box::new(view)));
             };
             let (rollback, busy) = if failure.start_failure {
                 let patience = HELD_PATIENCE;
@@ -176,7 +174,13 @@ impl Provider {
                 .rollback(&app.key, busy, failure.error, &failure.held)
                 .await)
         };
-        beside(placing, starting).await
+        tokio::pin!(placing);
+        // The runner's create does not wait for its caches' start, which ends with it.
+        tokio::select! {
+            biased;
+            out = &mut placing => out,
+            () = starting => placing.await,
+        }
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
@@ -270,19 +274,3 @@ impl Provider {
 const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";
 
 const PULL_CREDENTIALS_DROPPED: &str = "this Edge Connect drops App image pull credentials (a release before 2025-10-17); use an image it can pull without them and remove image_pull_username / image_pull_password_env from the pool's extra specs";
-
-/// `main`'s outcome, with `side` run beside it until `main` ends (then dropped where it is).
-async fn beside<T>(
-    main: impl std::future::Future<Output = T>,
-    side: impl std::future::Future<Output = ()>,
-) -> T {
-    tokio::pin!(main, side);
-    let mut side_done = false;
-    loop {
-        tokio::select! {
-            biased;
-            out = &mut main => return out,
-            () = &mut side, if !side_done => side_done = true,
-        }
-    }
-}

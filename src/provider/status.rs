@@ -47,7 +47,7 @@ pub fn garm_status(app_inst: Option<&AppInst>) -> (InstanceStatus, Option<String
 /// a person needs besides, where it runs, in which Edge Connect state, since when, and why it is
 /// broken. It serializes exactly as its [`ProviderInstance`] (what GARM reads); the other fields
 /// are for tables only.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct RunnerView {
     /// GARM's view of the runner (status `error` with the AppInst's errors, base64, as
     /// `provider_fault`).
@@ -68,20 +68,6 @@ pub struct RunnerView {
     /// The fault in words (the AppInst's state and errors); empty when none.
     #[serde(skip)]
     pub fault: String,
-}
-
-impl RunnerView {
-    /// A view with GARM's part only (CreateInstance knows no more).
-    pub fn of_instance(instance: ProviderInstance) -> Self {
-        RunnerView {
-            instance,
-            pool: String::new(),
-            site: String::new(),
-            state: String::new(),
-            created_at: String::new(),
-            fault: String::new(),
-        }
-    }
 }
 
 impl Provider {
