@@ -252,7 +252,7 @@ impl Provider {
             if !troubles.is_empty() {
                 return Err(Error::failed(troubles.join("; ")));
             }
-            self.delete_app(app_key, None).await
+            self.delete_app(app_key).await
         };
         match cleanup.await {
             Ok(()) => {

@@ -444,10 +444,7 @@ impl Provider {
             if only.is_some_and(|n| n != name) || known_held.iter().any(|h| h.name == name) {
                 continue;
             }
-            if let Err(e) = self
-                .delete_app_inst_or_report(app_key, &inst, busy, None)
-                .await
-            {
+            if let Err(e) = self.delete_app_inst_or_report(app_key, &inst, busy).await {
                 errors.push(e.to_string());
             }
         }

@@ -166,6 +166,8 @@ pub struct Provider {
     /// from this one): a create dropped during it leaves a request the controller may still
     /// carry out.
     create_app_in_flight: Arc<std::sync::Mutex<Option<std::time::Instant>>>,
+    /// RemoveAll's limit of calls in flight, which its deletes go through.
+    throttle: Option<Arc<delete::Throttle>>,
 }
 
 /// The one grace of cleanup after a failure or an interrupt (a failed create's rollback, what an
@@ -243,6 +245,7 @@ impl Provider {
             environment,
             progress,
             create_app_in_flight: Arc::default(),
+            throttle: None,
         }
     }
 

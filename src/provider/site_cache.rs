@@ -356,12 +356,9 @@ impl Provider {
             self.report(&format!("removing site cache App {}", key.name));
             let mut removed = Ok(());
             for inst in insts.iter().filter(|i| i.app_key.as_ref() == Some(key)) {
-                removed = removed.and(
-                    self.delete_app_inst_or_report(key, inst, Busy::Wait, None)
-                        .await,
-                );
+                removed = removed.and(self.delete_app_inst_or_report(key, inst, Busy::Wait).await);
             }
-            if let Err(e) = removed.and(self.delete_app(key, None).await) {
+            if let Err(e) = removed.and(self.delete_app(key).await) {
                 errors.push(e.to_string());
             }
         }
