@@ -173,7 +173,6 @@ impl Provider {
             }
             last = Some(refusal);
         }
-        let start_failure = !held.is_empty();
         let error = if tried.len() > 1 {
             no_site(&tried)
         } else {
@@ -186,7 +185,7 @@ impl Provider {
         Err(DeployFailure {
             error,
             // A held AppInst is a runner that did not start: the rollback is the short one.
-            start_failure,
+            start_failure: !held.is_empty(),
             held,
             site: sites.last().map(site_name).unwrap_or_default(),
             reason,
@@ -222,11 +221,17 @@ impl Provider {
                     let (why, refused) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
-                    // Recorded at once: a cleanup follows, and GARM may kill the command during it.
-                    let label = failure_label(&failure);
-                    self.metrics
-                        .start_failure(runner.pool_id, &site_name(site), label);
-                    let label = Some(label.to_string());
+                    // The label is kubelet's reason when the client knows it, else the
+                    // provider's own verdict (docs/operations.md, "Metrics").
+                    let label = match &failure {
+                        StartFailure::Container { reason, .. } => {
+                            crate::metrics::kubelet_reason(reason)
+                        }
+                        StartFailure::Unplaced => "Unplaced",
+                        StartFailure::NeverPlaced { .. } => "NeverPlaced",
+                        StartFailure::Silent => "Silent",
+                    };
+                    let label = self.start_failed(runner, site, label);
                     if !refused {
                         return Attempt::Failed(DeployFailure {
                             start_failure: true,
@@ -297,18 +302,14 @@ impl Provider {
                 match not_started {
                     NotStarted::PullFailed(docker) => {
                         let why = cannot_start_message(image, site, StartProblem::Image, &docker);
-                        self.metrics
-                            .start_failure(runner.pool_id, &site_name(site), "DockerPull");
                         return Attempt::Failed(DeployFailure {
-                            reason: Some("DockerPull".into()),
+                            reason: self.start_failed(runner, site, "DockerPull"),
                             ..Error::failed(why).into()
                         });
                     }
                     NotStarted::Container(container, reason) => {
                         let label = crate::metrics::kubelet_reason(&reason);
-                        self.metrics
-                            .start_failure(runner.pool_id, &site_name(site), label);
-                        let label = Some(label.to_string());
+                        let label = self.start_failed(runner, site, label);
                         let problem = appinst_start::problem(&reason);
                         let why = sidecar_message(&container, site, &reason)
                             .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
@@ -348,6 +349,14 @@ impl Provider {
                 ..Refusal::default()
             });
         }
+    }
+
+    /// Records at once that the runner does not start on `site` (a cleanup follows, and GARM
+    /// may kill the command during it); the metrics `label`, for the failure.
+    fn start_failed(&self, runner: &Runner<'_>, site: &Placement, label: &str) -> Option<String> {
+        self.metrics
+            .start_failure(runner.pool_id, &site_name(site), label);
+        Some(label.to_string())
     }
 
     /// CreateAppInst with its status lines watched; `Err` when they said the runner will not
@@ -481,7 +490,15 @@ impl Provider {
                 let problem = appinst_start::problem(reason);
                 let message = match sidecar_message(container, site, reason) {
                     Some(message) => message,
-                    None if reason == "OOMKilled" => out_of_memory(memory, site),
+                    // The kernel killed it at its memory limit: the limit, and what raises it.
+                    None if reason == "OOMKilled" => match memory {
+                        Some(mb) => format!(
+                            "the runner's container ran out of its memory of {mb} MB on {on} (OOMKilled): raise extra_specs.resources.memory"
+                        ),
+                        None => format!(
+                            "the runner's container ran out of memory on {on} (OOMKilled): give the pool more memory (extra_specs.resources.memory, or a larger flavor)"
+                        ),
+                    },
                     None => cannot_start_message(image, site, problem, reason),
                 };
                 (message, problem == StartProblem::Capacity)
@@ -604,20 +621,6 @@ fn cannot_start_message(
     }
 }
 
-/// A runner container the kernel killed at its memory limit (kubelet's `OOMKilled`), naming the
-/// limit and the setting that raises it.
-fn out_of_memory(memory: Option<u64>, site: &Placement) -> String {
-    let on = site_name(site);
-    match memory {
-        Some(mb) => format!(
-            "the runner's container ran out of its memory of {mb} MB on {on} (OOMKilled): raise extra_specs.resources.memory"
-        ),
-        None => format!(
-            "the runner's container ran out of memory on {on} (OOMKilled): give the pool more memory (extra_specs.resources.memory, or a larger flavor)"
-        ),
-    }
-}
-
 /// The message for the sidecar of a `dind` or `buildkit` pool (`crate::pod`) that does not
 /// start, named as the runner's container is; `None` for any other container.
 fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<String> {
@@ -662,17 +665,6 @@ fn admission_refused(refused: &Admission, site: &Placement) -> String {
     format!(
         "{on} forbids {what} (Pod Security \"{policy}\": {detail}): neither docker = \"dind\" nor docker = \"buildkit\" can run there; {instead}"
     )
-}
-
-/// A start failure as a metrics label: kubelet's reason when the client knows it, else the
-/// provider's own verdict (docs/operations.md, "Metrics").
-fn failure_label(failure: &StartFailure) -> &str {
-    match failure {
-        StartFailure::Container { reason, .. } => crate::metrics::kubelet_reason(reason),
-        StartFailure::Unplaced => "Unplaced",
-        StartFailure::NeverPlaced { .. } => "NeverPlaced",
-        StartFailure::Silent => "Silent",
-    }
 }
 
 /// `organization/name` of a configured site.
