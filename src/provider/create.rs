@@ -62,10 +62,9 @@ impl Provider {
             if services.is_empty() {
                 return None;
             }
-            let found = self.cache_app_insts().await;
-            if let Err(e) = &found {
+            let found = self.cache_app_insts().await.inspect_err(|e| {
                 tracing::warn!(error = %e, "the site cache could not be read; the runner runs without it");
-            }
+            });
             found.ok()
         };
         let (apps, caches) = tokio::join!(self.apps_named(&name), caches);
@@ -92,7 +91,8 @@ impl Provider {
             .map(|_| tokio::sync::oneshot::channel())
             .unzip();
         let starting = async {
-            if let Some(site) = sites.first() {
+            // No cache to start, no ShowCloudlet for one.
+            if let Some(site) = sites.first().filter(|_| !start.is_empty()) {
                 self.start_caches(site, &start, sent).await;
             }
         };
@@ -132,10 +132,7 @@ impl Provider {
                 Ok(()) => {
                     let image = Some(app.image_path.as_str());
                     // The runner container's memory, for the message of one killed for lack of it.
-                    let memory = specs
-                        .resources
-                        .and_then(|r| r.split(specs.docker.unwrap_or_default()).ok())
-                        .map(|(runner, _)| runner.memory);
+                    let memory = specs.shares.map(|(runner, _)| runner.memory);
                     let deploy = async {
                         self.confirm_kept(&app, confirm_env_vars).await?;
                         let taken_up = futures_util::future::join_all(taken_up);
@@ -163,10 +160,14 @@ impl Provider {
                 return Ok(Outcome::Instance(Box::new(view)));
             };
             let (rollback, busy) = if failure.start_failure {
-                let patience = HELD_PATIENCE;
                 let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
                 let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
-                (bounded, Busy::Report { patience })
+                (
+                    bounded,
+                    Busy::Report {
+                        patience: HELD_PATIENCE,
+                    },
+                )
             } else {
                 (self.for_cleanup(), Busy::Wait)
             };
