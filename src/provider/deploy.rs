@@ -173,14 +173,11 @@ impl Provider {
             }
             last = Some(refusal);
         }
-        let error = if tried.len() > 1 {
-            no_site(&tried)
-        } else {
-            match last {
-                Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
-                Some(refusal) => Error::failed(refusal.why),
-                None => Error::failed("no site to place the AppInst on".to_string()),
-            }
+        let error = match last {
+            _ if tried.len() > 1 => no_site(&tried),
+            Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
+            Some(refusal) => Error::failed(refusal.why),
+            None => Error::failed("no site to place the AppInst on".to_string()),
         };
         Err(DeployFailure {
             error,
