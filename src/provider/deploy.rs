@@ -665,7 +665,7 @@ fn admission_refused(refused: &Admission, site: &Placement) -> String {
 }
 
 /// `organization/name` of a configured site.
-fn site_name(site: &Placement) -> String {
+pub(super) fn site_name(site: &Placement) -> String {
     match site {
         Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
     }

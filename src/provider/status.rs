@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use super::deploy::site_name;
 use super::{OwnedRunner, Provider};
-use crate::config::Placement;
 use crate::garm::{Address, InstanceStatus, ProviderInstance};
 use edge_connect::models::AppInst;
 use edge_connect::AppInstState;
@@ -98,10 +98,7 @@ impl Provider {
             // A stopped runner: its App records where it runs when started; with no AppInst
             // it has no state (which `check` reads as "only the App is left") and no age.
             None => {
-                let site = |(Placement::Zone(k) | Placement::Cloudlet(k)): &Placement| {
-                    format!("{}/{}", k.organization, k.name)
-                };
-                let sites: Vec<_> = runner.vars.placements().iter().map(site).collect();
+                let sites: Vec<_> = runner.vars.placements().iter().map(site_name).collect();
                 (sites.join(","), String::new(), String::new(), String::new())
             }
         };
