@@ -95,11 +95,8 @@ impl Operation {
         pool_extra_specs: Option<serde_json::Value>,
     ) -> Self {
         let pool_id = pool_id.unwrap_or_else(|| bootstrap.pool_id.clone());
-        let specs = match &bootstrap.extra_specs {
-            Some(v) if !v.is_null() => ExtraSpecs::from_value(Some(v)),
-            _ => ExtraSpecs::from_value(pool_extra_specs.as_ref()),
-        }
-        .map(Box::new);
+        let own = bootstrap.extra_specs.as_ref().filter(|v| !v.is_null());
+        let specs = ExtraSpecs::from_value(own.or(pool_extra_specs.as_ref())).map(Box::new);
         Operation::Create {
             bootstrap: Box::new(bootstrap),
             pool_id,
