@@ -83,6 +83,7 @@ impl Container {
             ));
         }
         let command = self.command.as_deref().filter(|c| !c.is_empty());
+        let shell_safe = |c: char| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c);
         match self.deployment {
             Deployment::Kubernetes => {
                 // The command's words (split on spaces as the generator does), then each argument.
@@ -109,7 +110,7 @@ impl Container {
                 key("command_args")
             )),
             Deployment::Docker => match command {
-                Some(c) if !c.chars().all(is_shell_safe) || c.starts_with('-') => Err(format!(
+                Some(c) if !c.chars().all(shell_safe) || c.starts_with('-') => Err(format!(
                     "{}: {} is not a single executable path; docker deployments pass the command as one word (letters, digits and _ . / = : , + @ % - only)",
                     key("command"),
                     crate::text::quoted(c)
@@ -140,10 +141,6 @@ pub fn check_env_value(
         ));
     }
     Ok(())
-}
-
-fn is_shell_safe(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c)
 }
 
 fn has_template_marker(s: &str) -> bool {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// The statuses GARM accepts from a provider. Everything else (`pending_create`, `creating`, ...)
 /// is GARM-internal and makes GARM reject the whole answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InstanceStatus {
     /// Deployed (or still deploying: GARM has no pending slot).
@@ -15,6 +15,7 @@ pub enum InstanceStatus {
     /// The deployment failed; `provider_fault` says why.
     Error,
     /// A state this provider cannot map.
+    #[default]
     Unknown,
 }
 
@@ -31,7 +32,7 @@ pub struct Address {
 /// GARM's `ProviderInstance`, serialised with GARM's field names. Its `os_name` and
 /// `os_version` are never sent: Edge Connect does not tell them, and GARM reads an absent field
 /// as empty, as it read them before.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderInstance {
     /// Stable id GARM passes back as `GARM_INSTANCE_ID`.
     pub provider_id: String,

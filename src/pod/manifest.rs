@@ -60,18 +60,10 @@ impl Asked<'_> {
             (None, DockerMode::Buildkit) => DEFAULT_BUILDKIT_IMAGE.into(),
             (None, _) => DEFAULT_DIND_IMAGE.into(),
         };
-        let dind_pod = self.docker == DockerMode::Dind;
-        let sidecar_env: Vec<Value> = std::iter::once(json!({
-            // The image's entrypoint makes TLS certificates for a TCP listener when this is
-            // set; the daemon listens on the socket only.
-            "name": "DOCKER_TLS_CERTDIR",
-            "value": "",
-        }))
-        .filter(|_| dind_pod)
-        .chain(blank)
-        .collect();
+        let mut sidecar_env: Vec<Value> = blank.collect();
         let work = json!({"name": "work", "mountPath": WORKDIR});
         let socket = json!({"name": "dind-socket", "mountPath": DIND_SOCKET_DIR});
+        let dind_pod = self.docker == DockerMode::Dind;
         let runner = json!({
             "name": "runner",
             "image": image,
@@ -82,66 +74,71 @@ impl Asked<'_> {
             "volumeMounts": if dind_pod { vec![&work, &socket] } else { Vec::new() },
         });
         let sidecar_resources = self.shares.and_then(|(_, s)| s).map(resources);
-        let mut buildkit_args = vec!["--oci-worker-no-process-sandbox", "--addr", BUILDKIT_HOST];
-        let mut buildkit_env = sidecar_env.clone();
-        // With a mirror, buildkitd reads it from a config file the shell writes first from a
-        // variable (an App carries no files); `rootlesskit buildkitd` is the image's own
-        // entrypoint, which the command then runs.
-        let buildkit_command = mirror.map(|url| {
-            buildkit_args.extend(["--config", BUILDKITD_TOML]);
-            buildkit_env.push(json!({"name": "BUILDKITD_TOML", "value": super::buildkitd_toml(url)}));
-            json!(["sh", "-c", format!("printf '%s' \"$BUILDKITD_TOML\" > {BUILDKITD_TOML} && exec rootlesskit buildkitd \"$@\""), "buildkitd"])
-        });
-        let buildkitd = json!({
-            "name": BUILDKIT_CONTAINER,
-            "image": sidecar_image,
-            // The image's entrypoint is `rootlesskit buildkitd`; these go to buildkitd. No
-            // process sandbox: Kubernetes cannot unmask /proc for a pid namespace of its own.
-            "command": buildkit_command,
-            "args": buildkit_args,
-            "env": buildkit_env,
-            "resources": sidecar_resources,
-            "securityContext": {
-                // rootlesskit's unshare and the snapshotters' mount need both.
-                "seccompProfile": {"type": "Unconfined"},
-                "appArmorProfile": {"type": "Unconfined"},
-                "runAsUser": BUILDKIT_UID,
-                "runAsGroup": BUILDKIT_UID,
-            },
-            "volumeMounts": [{"name": "buildkit-state", "mountPath": BUILDKIT_STATE_DIR}],
-        });
-        let dockerd_args: Vec<String> = [
-            "dockerd".to_string(),
-            format!("--host={DIND_DOCKER_HOST}"),
-            format!("--group={DOCKER_GID}"),
-        ]
-        .into_iter()
-        .chain(mirror.map(super::dockerd_flag))
-        .collect();
-        let dind = json!({
-            "name": DIND_CONTAINER,
-            "image": sidecar_image,
-            // The image's entrypoint sets up cgroups (its `dind` script) and runs these.
-            "args": dockerd_args,
-            "env": sidecar_env,
-            "resources": sidecar_resources,
-            "securityContext": {"privileged": true},
-            "volumeMounts": [
-                work,
-                socket,
-                // The image's VOLUME is not honoured by Kubernetes; the daemon's overlay
-                // storage cannot live on the container's own overlay.
-                {"name": "dind-storage", "mountPath": "/var/lib/docker"},
-            ],
-        });
-        let (containers, volumes) = match self.docker {
-            DockerMode::None => (vec![runner], Vec::new()),
-            DockerMode::Dind => (
-                vec![runner, dind],
-                vec!["work", "dind-socket", "dind-storage"],
-            ),
-            DockerMode::Buildkit => (vec![runner, buildkitd], vec!["buildkit-state"]),
+        let (sidecar, volumes) = match self.docker {
+            DockerMode::None => (None, Vec::new()),
+            DockerMode::Buildkit => {
+                let mut args = vec!["--oci-worker-no-process-sandbox", "--addr", BUILDKIT_HOST];
+                // With a mirror, buildkitd reads it from a config file the shell writes first
+                // from a variable (an App carries no files); `rootlesskit buildkitd` is the
+                // image's own entrypoint, which the command then runs.
+                let command = mirror.map(|url| {
+                    args.extend(["--config", BUILDKITD_TOML]);
+                    sidecar_env.push(json!({"name": "BUILDKITD_TOML", "value": super::buildkitd_toml(url)}));
+                    json!(["sh", "-c", format!("printf '%s' \"$BUILDKITD_TOML\" > {BUILDKITD_TOML} && exec rootlesskit buildkitd \"$@\""), "buildkitd"])
+                });
+                let buildkitd = json!({
+                    "name": BUILDKIT_CONTAINER,
+                    "image": sidecar_image,
+                    // The image's entrypoint is `rootlesskit buildkitd`; these go to buildkitd.
+                    // No process sandbox: Kubernetes cannot unmask /proc for a pid namespace of
+                    // its own.
+                    "command": command,
+                    "args": args,
+                    "env": sidecar_env,
+                    "resources": sidecar_resources,
+                    "securityContext": {
+                        // rootlesskit's unshare and the snapshotters' mount need both.
+                        "seccompProfile": {"type": "Unconfined"},
+                        "appArmorProfile": {"type": "Unconfined"},
+                        "runAsUser": BUILDKIT_UID,
+                        "runAsGroup": BUILDKIT_UID,
+                    },
+                    "volumeMounts": [{"name": "buildkit-state", "mountPath": BUILDKIT_STATE_DIR}],
+                });
+                (Some(buildkitd), vec!["buildkit-state"])
+            }
+            DockerMode::Dind => {
+                // The image's entrypoint makes TLS certificates for a TCP listener when this is
+                // set; the daemon listens on the socket only.
+                sidecar_env.insert(0, json!({"name": "DOCKER_TLS_CERTDIR", "value": ""}));
+                let args: Vec<String> = [
+                    "dockerd".to_string(),
+                    format!("--host={DIND_DOCKER_HOST}"),
+                    format!("--group={DOCKER_GID}"),
+                ]
+                .into_iter()
+                .chain(mirror.map(super::dockerd_flag))
+                .collect();
+                let dind = json!({
+                    "name": DIND_CONTAINER,
+                    "image": sidecar_image,
+                    // The image's entrypoint sets up cgroups (its `dind` script) and runs these.
+                    "args": args,
+                    "env": sidecar_env,
+                    "resources": sidecar_resources,
+                    "securityContext": {"privileged": true},
+                    "volumeMounts": [
+                        work,
+                        socket,
+                        // The image's VOLUME is not honoured by Kubernetes; the daemon's overlay
+                        // storage cannot live on the container's own overlay.
+                        {"name": "dind-storage", "mountPath": "/var/lib/docker"},
+                    ],
+                });
+                (Some(dind), vec!["work", "dind-socket", "dind-storage"])
+            }
         };
+        let containers: Vec<Value> = std::iter::once(runner).chain(sidecar).collect();
         // As the generator's `run` label (`K8SSanitize` of name and version) would read for our
         // names: the Deployment's name without `-deployment`.
         let run = deployment

@@ -28,12 +28,13 @@ impl Provider {
     ) -> Result<NewApp, Error> {
         // The verdict `check --extra-specs` and `validate-extra-specs --config` give.
         let container = specs.under(&self.config)?;
+        // GARM's pool flavor, unless empty or `default`.
+        let garm = Some(bootstrap.flavor.trim()).filter(|f| !f.is_empty() && *f != "default");
         // A pool sized by `resources` sends no flavor: Edge Connect takes one or the other
         // (docs/edge-connect-behaviours.md B32). GARM's pool flavor is then not used; the log
         // says so (README, "A runner's size").
         let flavor = if specs.resources.is_some() {
-            let garm = bootstrap.flavor.trim();
-            if !garm.is_empty() && garm != "default" {
+            if let Some(garm) = garm {
                 tracing::warn!(
                     "the pool's flavor {} is not used: extra_specs.resources gives the runner's size",
                     crate::text::echo(garm)
@@ -41,7 +42,12 @@ impl Provider {
             }
             String::new()
         } else {
-            self.flavor_of(bootstrap, specs)?
+            // The pool's extra specs, GARM's pool flavor, or the config's default.
+            let default = &self.config.edge_connect.default_flavor;
+            let flavor = specs.flavor.as_deref().or(garm).or(default.as_deref());
+            flavor.map(str::to_string).ok_or_else(|| {
+                Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
+            })?
         };
         let (deployment, delivery) = (container.deployment, container.env_delivery);
         let mut env = runner_env(
@@ -142,28 +148,5 @@ impl Provider {
             deployment_manifest,
             access_ports: String::new(),
         })
-    }
-}
-
-impl Provider {
-    /// The App's flavor: the pool's extra specs, GARM's pool flavor (unless empty or
-    /// `default`), or the config's default.
-    fn flavor_of(
-        &self,
-        bootstrap: &BootstrapInstance,
-        specs: &ExtraSpecs,
-    ) -> Result<String, Error> {
-        let ec = &self.config.edge_connect;
-        specs
-            .flavor
-            .clone()
-            .or_else(|| {
-                let f = bootstrap.flavor.trim();
-                (!f.is_empty() && f != "default").then(|| f.to_string())
-            })
-            .or_else(|| ec.default_flavor.clone())
-            .ok_or_else(|| {
-                Error::failed("no flavor: set the pool's flavor, extra_specs.flavor or edge_connect.default_flavor")
-            })
     }
 }

@@ -62,10 +62,9 @@ impl Provider {
             if services.is_empty() {
                 return None;
             }
-            let found = self.cache_app_insts().await;
-            if let Err(e) = &found {
+            let found = self.cache_app_insts().await.inspect_err(|e| {
                 tracing::warn!(error = %e, "the site cache could not be read; the runner runs without it");
-            }
+            });
             found.ok()
         };
         let (apps, caches) = tokio::join!(self.apps_named(&name), caches);
@@ -92,7 +91,8 @@ impl Provider {
             .map(|_| tokio::sync::oneshot::channel())
             .unzip();
         let starting = async {
-            if let (Some(site), false) = (sites.first(), start.is_empty()) {
+            // No cache to start, no ShowCloudlet for one.
+            if let Some(site) = sites.first().filter(|_| !start.is_empty()) {
                 self.start_caches(site, &start, sent).await;
             }
         };
@@ -132,10 +132,7 @@ impl Provider {
                 Ok(()) => {
                     let image = Some(app.image_path.as_str());
                     // The runner container's memory, for the message of one killed for lack of it.
-                    let memory = specs
-                        .resources
-                        .and_then(|r| r.split(specs.docker.unwrap_or_default()).ok())
-                        .map(|(runner, _)| runner.memory);
+                    let memory = specs.shares.map(|(runner, _)| runner.memory);
                     let deploy = async {
                         self.confirm_kept(&app, confirm_env_vars).await?;
                         let taken_up = futures_util::future::join_all(taken_up);
@@ -146,29 +143,31 @@ impl Provider {
                     deploy.await.map(|site| facts.placed(site))
                 }
             };
-            if let Err(failure) = &made {
-                facts.failed(failure);
-            }
-            let Err(failure) = made else {
+            let Err(failure) = made.inspect_err(|failure| facts.failed(failure)) else {
                 tracing::info!(app = %name, "created");
                 let instance = ProviderInstance {
                     provider_id: name.clone(),
                     name: bootstrap.name.clone(),
                     os_type: bootstrap.os_type.clone(),
                     os_arch: bootstrap.arch.clone(),
-                    addresses: Vec::new(),
                     status: InstanceStatus::Running,
-                    provider_fault: None,
+                    ..ProviderInstance::default()
                 };
-                return Ok(Outcome::Instance(Box::new(RunnerView::of_instance(
+                let view = RunnerView {
                     instance,
-                ))));
+                    ..RunnerView::default()
+                };
+                return Ok(Outcome::Instance(Box::new(view)));
             };
             let (rollback, busy) = if failure.start_failure {
-                let patience = HELD_PATIENCE;
                 let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
                 let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
-                (bounded, Busy::Report { patience })
+                (
+                    bounded,
+                    Busy::Report {
+                        patience: HELD_PATIENCE,
+                    },
+                )
             } else {
                 (self.for_cleanup(), Busy::Wait)
             };
@@ -176,7 +175,13 @@ impl Provider {
                 .rollback(&app.key, busy, failure.error, &failure.held)
                 .await)
         };
-        beside(placing, starting).await
+        tokio::pin!(placing);
+        // The runner's create does not wait for its caches' start, which ends with it.
+        tokio::select! {
+            biased;
+            out = &mut placing => out,
+            () = starting => placing.await,
+        }
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
@@ -248,7 +253,7 @@ impl Provider {
             if !troubles.is_empty() {
                 return Err(Error::failed(troubles.join("; ")));
             }
-            self.delete_app(app_key, None).await
+            self.delete_app(app_key).await
         };
         match cleanup.await {
             Ok(()) => {
@@ -270,19 +275,3 @@ impl Provider {
 const ENV_VARS_DROPPED: &str = "this Edge Connect drops App env_vars (a release before 2024-03-28), so the runner would get no bootstrap and the App no ownership markers; set edge_connect.env_delivery = \"envvars_yaml\" (deployment kubernetes; the runner's secrets are then readable by members of the organization) or upgrade Edge Connect";
 
 const PULL_CREDENTIALS_DROPPED: &str = "this Edge Connect drops App image pull credentials (a release before 2025-10-17); use an image it can pull without them and remove image_pull_username / image_pull_password_env from the pool's extra specs";
-
-/// `main`'s outcome, with `side` run beside it until `main` ends (then dropped where it is).
-async fn beside<T>(
-    main: impl std::future::Future<Output = T>,
-    side: impl std::future::Future<Output = ()>,
-) -> T {
-    tokio::pin!(main, side);
-    let mut side_done = false;
-    loop {
-        tokio::select! {
-            biased;
-            out = &mut main => return out,
-            () = &mut side, if !side_done => side_done = true,
-        }
-    }
-}

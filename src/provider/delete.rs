@@ -116,30 +116,28 @@ impl Throttle {
     }
 }
 
-/// Runs one attempt of a call under the throttle, when there is one.
-async fn throttled<T, F>(throttle: Option<&Throttle>, call: F) -> Result<T, ApiError>
-where
-    F: std::future::Future<Output = Result<T, ApiError>>,
-{
-    let Some(throttle) = throttle else {
-        return call.await;
-    };
-    let _permit = throttle.acquire().await;
-    let result = call.await;
-    throttle.observe(&result, Instant::now());
-    result
-}
-
 impl Provider {
+    /// Runs one attempt of a call under RemoveAll's throttle, when this provider has one.
+    async fn throttled<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        let Some(throttle) = &self.throttle else {
+            return call.await;
+        };
+        let _permit = throttle.acquire().await;
+        let result = call.await;
+        throttle.observe(&result, Instant::now());
+        result
+    }
+
     /// Deletes the AppInst `inst` of the App `app` as [`Busy`] says: one that Edge Connect will
-    /// not delete yet is waited for, or reported at once with what holds it and until when;
-    /// RemoveAll's calls go through its `throttle`.
+    /// not delete yet is waited for, or reported at once with what holds it and until when.
     pub(super) async fn delete_app_inst_or_report(
         &self,
         app: &AppKey,
         inst: &AppInst,
         busy: Busy,
-        throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         if let Busy::Report { patience } = busy {
             // Its state is known from the read before: a create still running is refused for
@@ -151,7 +149,7 @@ impl Provider {
         let (client, key, started) = (&self.client, &inst.key, Instant::now());
         loop {
             let result = retry_transient(client, "DeleteAppInst", || {
-                throttled(throttle, async {
+                self.throttled(async {
                     let mut progress = |m: &str| self.report(m);
                     client.delete_app_inst(key, &mut progress).await
                 })
@@ -203,7 +201,6 @@ impl Provider {
         &self,
         runner: &OwnedRunner,
         busy: Busy,
-        throttle: Option<&Throttle>,
     ) -> Result<(), Error> {
         let mut held_insts = Vec::new();
         for inst in &runner.app_insts {
@@ -221,7 +218,7 @@ impl Provider {
                 )),
                 _ => self.report(&format!("removing AppInst {}", inst.key.name)),
             }
-            self.delete_app_inst_or_report(&runner.key, inst, busy, throttle)
+            self.delete_app_inst_or_report(&runner.key, inst, busy)
                 .await?;
         }
         match held_insts.is_empty() {
@@ -279,15 +276,11 @@ impl Provider {
     }
 
     /// Deletes an App, waiting while it is still in use by an AppInst that is going away.
-    pub(super) async fn delete_app(
-        &self,
-        key: &AppKey,
-        throttle: Option<&Throttle>,
-    ) -> Result<(), Error> {
+    pub(super) async fn delete_app(&self, key: &AppKey) -> Result<(), Error> {
         let client = &self.client;
         loop {
             let result = retry_transient(client, "DeleteApp", || {
-                throttled(throttle, client.delete_app(key))
+                self.throttled(client.delete_app(key))
             })
             .await;
             match result {
@@ -320,8 +313,8 @@ impl Provider {
         // A runner has two AppInsts when a failover went past a site that held its first one
         // (docs/architecture.md, "Failover"): the one that runs goes first, whatever holds the
         // other.
-        self.remove_app_insts(&runner, busy, None).await?;
-        self.delete_app(&runner.key, None).await?;
+        self.remove_app_insts(&runner, busy).await?;
+        self.delete_app(&runner.key).await?;
         self.metrics
             .removed(&runner.vars.pool_id, runner.app_insts.first());
         tracing::info!(instance, "deleted");
@@ -337,7 +330,10 @@ impl Provider {
     /// removes them; the estate's size never fails the cleanup (docs/reliability.md, "Issue 34").
     pub(super) async fn remove_all(&self, wait: bool) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
-        let throttle = &Throttle::new(REMOVE_ALL_CONCURRENCY);
+        let this = &Provider {
+            throttle: Some(std::sync::Arc::new(Throttle::new(REMOVE_ALL_CONCURRENCY))),
+            ..self.clone()
+        };
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
         // The runners a round could not remove: later rounds pass over them. The others are
         // gone, so memory follows the failures, not the estate.
@@ -358,8 +354,8 @@ impl Provider {
             total += runners.len();
             let mut results = stream::iter(runners)
                 .map(|r| async move {
-                    let result = match self.remove_app_insts(&r, busy, Some(throttle)).await {
-                        Ok(()) => self.delete_app(&r.key, Some(throttle)).await,
+                    let result = match this.remove_app_insts(&r, busy).await {
+                        Ok(()) => this.delete_app(&r.key).await,
                         Err(e) => Err(e),
                     };
                     (r, result)

@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use edge_connect::appinst_start::{self, Admission, Forbidden, NotStarted, Progress, StartProblem};
 use edge_connect::models::{AppKey, NewAppInst, Site};
-use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, Retries, StreamEnd, Subject};
+use edge_connect::{Answer, ApiError, ApiErrorKind, AppInstState, StreamEnd, Subject};
 
 use super::delete::Busy;
 use super::placement::{self, site_unusable, Target};
 use super::start_watch::{start_watch, StartFailure};
+use super::wait::transient;
 use super::Provider;
 use crate::config::Placement;
 use crate::error::Error;
@@ -31,6 +32,7 @@ enum Attempt {
 }
 
 /// Why a site did not take the AppInst.
+#[derive(Default)]
 struct Refusal {
     /// In words, for the final message.
     why: String,
@@ -171,20 +173,16 @@ impl Provider {
             }
             last = Some(refusal);
         }
-        let start_failure = !held.is_empty();
-        let error = if tried.len() > 1 {
-            no_site(&tried)
-        } else {
-            match last {
-                Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
-                Some(refusal) => Error::failed(refusal.why),
-                None => Error::failed("no site to place the AppInst on".to_string()),
-            }
+        let error = match last {
+            _ if tried.len() > 1 => no_site(&tried),
+            Some(Refusal { api: Some(e), .. }) => self.explain(e).await,
+            Some(refusal) => Error::failed(refusal.why),
+            None => Error::failed("no site to place the AppInst on".to_string()),
         };
         Err(DeployFailure {
             error,
             // A held AppInst is a runner that did not start: the rollback is the short one.
-            start_failure,
+            start_failure: !held.is_empty(),
             held,
             site: sites.last().map(site_name).unwrap_or_default(),
             reason,
@@ -220,11 +218,17 @@ impl Provider {
                     let (why, refused) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
-                    // Recorded at once: a cleanup follows, and GARM may kill the command during it.
-                    let label = failure_label(&failure);
-                    self.metrics
-                        .start_failure(runner.pool_id, &site_name(site), label);
-                    let label = Some(label.to_string());
+                    // The label is kubelet's reason when the client knows it, else the
+                    // provider's own verdict (docs/operations.md, "Metrics").
+                    let label = match &failure {
+                        StartFailure::Container { reason, .. } => {
+                            crate::metrics::kubelet_reason(reason)
+                        }
+                        StartFailure::Unplaced => "Unplaced",
+                        StartFailure::NeverPlaced { .. } => "NeverPlaced",
+                        StartFailure::Silent => "Silent",
+                    };
+                    let label = self.start_failed(runner, site, label);
                     if !refused {
                         return Attempt::Failed(DeployFailure {
                             start_failure: true,
@@ -234,9 +238,9 @@ impl Provider {
                     }
                     return Attempt::Refused(Refusal {
                         why,
-                        api: None,
                         start_failure: label,
                         held: self.clean_site(app_key, name).await,
+                        ..Refusal::default()
                     });
                 }
                 Ok(Ok(StreamEnd::Created)) => return Attempt::Placed,
@@ -270,12 +274,9 @@ impl Provider {
                     if let Target::Zone(_) = target {
                         continue;
                     }
-                    let why = placement::no_zone(key, &cloudlets);
                     return Attempt::Refused(Refusal {
-                        why,
-                        api: None,
-                        start_failure: None,
-                        held: None,
+                        why: placement::no_zone(key, &cloudlets),
+                        ..Refusal::default()
                     });
                 }
             }
@@ -298,18 +299,14 @@ impl Provider {
                 match not_started {
                     NotStarted::PullFailed(docker) => {
                         let why = cannot_start_message(image, site, StartProblem::Image, &docker);
-                        self.metrics
-                            .start_failure(runner.pool_id, &site_name(site), "DockerPull");
                         return Attempt::Failed(DeployFailure {
-                            reason: Some("DockerPull".into()),
+                            reason: self.start_failed(runner, site, "DockerPull"),
                             ..Error::failed(why).into()
                         });
                     }
                     NotStarted::Container(container, reason) => {
                         let label = crate::metrics::kubelet_reason(&reason);
-                        self.metrics
-                            .start_failure(runner.pool_id, &site_name(site), label);
-                        let label = Some(label.to_string());
+                        let label = self.start_failed(runner, site, label);
                         let problem = appinst_start::problem(&reason);
                         let why = sidecar_message(&container, site, &reason)
                             .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
@@ -346,9 +343,17 @@ impl Provider {
                 why,
                 api,
                 start_failure,
-                held: None,
+                ..Refusal::default()
             });
         }
+    }
+
+    /// Records at once that the runner does not start on `site` (a cleanup follows, and GARM
+    /// may kill the command during it); the metrics `label`, for the failure.
+    fn start_failed(&self, runner: &Runner<'_>, site: &Placement, label: &str) -> Option<String> {
+        self.metrics
+            .start_failure(runner.pool_id, &site_name(site), label);
+        Some(label.to_string())
     }
 
     /// CreateAppInst with its status lines watched; `Err` when they said the runner will not
@@ -422,16 +427,8 @@ impl Provider {
                 other => Ok(other),
             })
         };
-        let mut retries = Retries::within(self.client.deadline());
-        let again =
-            |e: ApiError, attempt| {
-                retries
-                .after(e, attempt, |e, _| {
-                    tracing::warn!(error = %e, attempt, "CreateAppInst refused, retrying")
-                })
-                .map_err(|e| Ok(Err(e)))
-            };
-        edge_connect::retry(attempt, again)
+        let mut again = transient(self.client.deadline(), "CreateAppInst");
+        edge_connect::retry(attempt, |e, n| again(e, n).map_err(|e| Ok(Err(e))))
             .await
             .unwrap_or_else(|end| end)
     }
@@ -453,10 +450,7 @@ impl Provider {
             if only.is_some_and(|n| n != name) || known_held.iter().any(|h| h.name == name) {
                 continue;
             }
-            if let Err(e) = self
-                .delete_app_inst_or_report(app_key, &inst, busy, None)
-                .await
-            {
+            if let Err(e) = self.delete_app_inst_or_report(app_key, &inst, busy).await {
                 errors.push(e.to_string());
             }
         }
@@ -493,7 +487,15 @@ impl Provider {
                 let problem = appinst_start::problem(reason);
                 let message = match sidecar_message(container, site, reason) {
                     Some(message) => message,
-                    None if reason == "OOMKilled" => out_of_memory(memory, site),
+                    // The kernel killed it at its memory limit: the limit, and what raises it.
+                    None if reason == "OOMKilled" => match memory {
+                        Some(mb) => format!(
+                            "the runner's container ran out of its memory of {mb} MB on {on} (OOMKilled): raise extra_specs.resources.memory"
+                        ),
+                        None => format!(
+                            "the runner's container ran out of memory on {on} (OOMKilled): give the pool more memory (extra_specs.resources.memory, or a larger flavor)"
+                        ),
+                    },
                     None => cannot_start_message(image, site, problem, reason),
                 };
                 (message, problem == StartProblem::Capacity)
@@ -616,20 +618,6 @@ fn cannot_start_message(
     }
 }
 
-/// A runner container the kernel killed at its memory limit (kubelet's `OOMKilled`), naming the
-/// limit and the setting that raises it.
-fn out_of_memory(memory: Option<u64>, site: &Placement) -> String {
-    let on = site_name(site);
-    match memory {
-        Some(mb) => format!(
-            "the runner's container ran out of its memory of {mb} MB on {on} (OOMKilled): raise extra_specs.resources.memory"
-        ),
-        None => format!(
-            "the runner's container ran out of memory on {on} (OOMKilled): give the pool more memory (extra_specs.resources.memory, or a larger flavor)"
-        ),
-    }
-}
-
 /// The message for the sidecar of a `dind` or `buildkit` pool (`crate::pod`) that does not
 /// start, named as the runner's container is; `None` for any other container.
 fn sidecar_message(container: &str, site: &Placement, reason: &str) -> Option<String> {
@@ -676,19 +664,8 @@ fn admission_refused(refused: &Admission, site: &Placement) -> String {
     )
 }
 
-/// A start failure as a metrics label: kubelet's reason when the client knows it, else the
-/// provider's own verdict (docs/operations.md, "Metrics").
-fn failure_label(failure: &StartFailure) -> &str {
-    match failure {
-        StartFailure::Container { reason, .. } => crate::metrics::kubelet_reason(reason),
-        StartFailure::Unplaced => "Unplaced",
-        StartFailure::NeverPlaced { .. } => "NeverPlaced",
-        StartFailure::Silent => "Silent",
-    }
-}
-
 /// `organization/name` of a configured site.
-fn site_name(site: &Placement) -> String {
+pub(super) fn site_name(site: &Placement) -> String {
     match site {
         Placement::Zone(k) | Placement::Cloudlet(k) => format!("{}/{}", k.organization, k.name),
     }

@@ -27,7 +27,7 @@ impl Provider {
         facts.found(&runner);
         // Normally one; two after a failover past a site that held the first.
         let busy = if wait { Busy::Wait } else { REPORT_AT_ONCE };
-        self.remove_app_insts(&runner, busy, None)
+        self.remove_app_insts(&runner, busy)
             .await
             .map_err(|e| match e.leaves_something() {
                 true => Error::left_behind(format!(
@@ -49,7 +49,7 @@ impl Provider {
         }
         // A failed or vanishing AppInst is replaced by a fresh one (none is still creating:
         // that one counts as started).
-        self.remove_app_insts(&runner, Busy::Wait, None).await?;
+        self.remove_app_insts(&runner, Busy::Wait).await?;
         // The sites recorded on the App, else the configured one.
         let mut sites = runner.vars.placements();
         if sites.is_empty() {

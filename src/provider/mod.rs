@@ -95,11 +95,8 @@ impl Operation {
         pool_extra_specs: Option<serde_json::Value>,
     ) -> Self {
         let pool_id = pool_id.unwrap_or_else(|| bootstrap.pool_id.clone());
-        let specs = match &bootstrap.extra_specs {
-            Some(v) if !v.is_null() => ExtraSpecs::from_value(Some(v)),
-            _ => ExtraSpecs::from_value(pool_extra_specs.as_ref()),
-        }
-        .map(Box::new);
+        let own = bootstrap.extra_specs.as_ref().filter(|v| !v.is_null());
+        let specs = ExtraSpecs::from_value(own.or(pool_extra_specs.as_ref())).map(Box::new);
         Operation::Create {
             bootstrap: Box::new(bootstrap),
             pool_id,
@@ -166,6 +163,8 @@ pub struct Provider {
     /// from this one): a create dropped during it leaves a request the controller may still
     /// carry out.
     create_app_in_flight: Arc<std::sync::Mutex<Option<std::time::Instant>>>,
+    /// RemoveAll's limit of calls in flight, which its deletes go through.
+    throttle: Option<Arc<delete::Throttle>>,
 }
 
 /// The one grace of cleanup after a failure or an interrupt (a failed create's rollback, what an
@@ -243,6 +242,7 @@ impl Provider {
             environment,
             progress,
             create_app_in_flight: Arc::default(),
+            throttle: None,
         }
     }
 

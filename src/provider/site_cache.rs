@@ -263,7 +263,7 @@ impl Provider {
             ..app.key.clone()
         };
         if key != app.key {
-            self.delete_app(&app.key, None).await?;
+            self.delete_app(&app.key).await?;
             if !patient {
                 return Ok(false);
             }
@@ -413,12 +413,9 @@ impl Provider {
             self.report(&format!("removing site cache App {}", key.name));
             let mut removed = Ok(());
             for inst in insts.iter().filter(|i| i.app_key.as_ref() == Some(key)) {
-                removed = removed.and(
-                    self.delete_app_inst_or_report(key, inst, Busy::Wait, None)
-                        .await,
-                );
+                removed = removed.and(self.delete_app_inst_or_report(key, inst, Busy::Wait).await);
             }
-            if let Err(e) = removed.and(self.delete_app(key, None).await) {
+            if let Err(e) = removed.and(self.delete_app(key).await) {
                 errors.push(e.to_string());
             }
         }

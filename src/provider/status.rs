@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use super::deploy::site_name;
 use super::{OwnedRunner, Provider};
-use crate::config::Placement;
 use crate::garm::{Address, InstanceStatus, ProviderInstance};
 use edge_connect::models::AppInst;
 use edge_connect::AppInstState;
@@ -47,7 +47,7 @@ pub fn garm_status(app_inst: Option<&AppInst>) -> (InstanceStatus, Option<String
 /// a person needs besides, where it runs, in which Edge Connect state, since when, and why it is
 /// broken. It serializes exactly as its [`ProviderInstance`] (what GARM reads); the other fields
 /// are for tables only.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct RunnerView {
     /// GARM's view of the runner (status `error` with the AppInst's errors, base64, as
     /// `provider_fault`).
@@ -68,20 +68,6 @@ pub struct RunnerView {
     /// The fault in words (the AppInst's state and errors); empty when none.
     #[serde(skip)]
     pub fault: String,
-}
-
-impl RunnerView {
-    /// A view with GARM's part only (CreateInstance knows no more).
-    pub fn of_instance(instance: ProviderInstance) -> Self {
-        RunnerView {
-            instance,
-            pool: String::new(),
-            site: String::new(),
-            state: String::new(),
-            created_at: String::new(),
-            fault: String::new(),
-        }
-    }
 }
 
 impl Provider {
@@ -112,10 +98,7 @@ impl Provider {
             // A stopped runner: its App records where it runs when started; with no AppInst
             // it has no state (which `check` reads as "only the App is left") and no age.
             None => {
-                let site = |(Placement::Zone(k) | Placement::Cloudlet(k)): &Placement| {
-                    format!("{}/{}", k.organization, k.name)
-                };
-                let sites: Vec<_> = runner.vars.placements().iter().map(site).collect();
+                let sites: Vec<_> = runner.vars.placements().iter().map(site_name).collect();
                 (sites.join(","), String::new(), String::new(), String::new())
             }
         };

@@ -31,7 +31,7 @@ pub async fn retry_transient<T>(
 }
 
 /// [`Retries`] within `deadline`, each retry logged with what is retried.
-fn transient(
+pub(super) fn transient(
     deadline: Deadline,
     what: &str,
 ) -> impl FnMut(ApiError, u32) -> Result<std::time::Duration, ApiError> + '_ {
