@@ -12,6 +12,10 @@ pub(crate) struct CommandResults {
     pub(crate) get_without_log: Samples,
     pub(crate) list: Samples,
     pub(crate) delete: Samples,
+    /// CreateInstance of a `dind` pool's runner: without `[site_cache]` in the config, then
+    /// with the site's registry mirror turned on and Ready (issue 46).
+    pub(crate) dind_create: Samples,
+    pub(crate) dind_create_cached: Samples,
     /// CreateInstance and GetInstance of the shipped binary (static musl, release), when it is
     /// built: issue 38's wall targets are the shipped binary's, the one users run.
     pub(crate) shipped: Option<(Samples, Samples)>,
@@ -26,6 +30,10 @@ impl CommandResults {
             (shape_key("GetInstance", false), &self.get),
             (shape_key("ListInstances", false), &self.list),
             (shape_key("DeleteInstance", false), &self.delete),
+            (
+                shape_key("CreateInstance", false) + SITE_CACHE_KEY,
+                &self.dind_create_cached,
+            ),
         ]
         .into_iter()
         .map(|(key, samples)| (key, samples.shape.clone()))
@@ -167,6 +175,31 @@ pub(crate) fn command_step(world: &World, plan: &Plan) -> Result<CommandResults>
         world.delete(&name)?;
         r.cold_create.record(&create, "cold CreateInstance")?;
         r.cold_create.add_limit(limit);
+    }
+
+    // The site cache (issue 46): a dind pool's create without it, then with the site's mirror
+    // Ready, which the create looks up beside its ShowApp. The one without it has the calls of
+    // any create (its shape is CreateInstance's).
+    let provider = Path::new(PROVIDER);
+    world.site_cache_up(provider)?;
+    for i in 0..plan.cold_runs {
+        let configs = [
+            world.config_for(provider),
+            world.site_cache_config_for(provider),
+        ];
+        for (config, samples) in configs
+            .into_iter()
+            .zip([&mut r.dind_create, &mut r.dind_create_cached])
+        {
+            let name = format!("garm-dind-{i}");
+            let create = world.create_dind(provider, &[], config, &name)?;
+            world.delete(&name)?;
+            ensure!(
+                create.logins == 0,
+                "CreateInstance of a dind runner logged in although the token cache was warm"
+            );
+            samples.record(&create, "CreateInstance of a dind runner")?;
+        }
     }
     Ok(r)
 }

@@ -1,6 +1,7 @@
 //! Step 8: instructions per command of each build, under cachegrind at 0 ms per call: Create,
 //! Get and Delete of one runner, RemoveAll of 200 runners (and of none: the difference is the
-//! cost per runner), List of 1,000 runners among 10,000 AppInsts; and the peak RSS of a Get.
+//! cost per runner), List of 1,000 runners among 10,000 AppInsts; the Create of a `dind` pool's
+//! runner without and with the site's registry mirror (issue 46); and the peak RSS of a Get.
 //! Counts hardly depend on the load of the machine, so builds measured one after the other
 //! compare.
 
@@ -16,6 +17,10 @@ pub(crate) struct InstructionRow {
     pub(crate) remove_all_none: u64,
     pub(crate) remove_all: u64,
     pub(crate) list: u64,
+    /// CreateInstance of a `dind` pool's runner without `[site_cache]`, and with the site's
+    /// registry mirror turned on and Ready (`None` for a build without the site cache).
+    pub(crate) create_dind: u64,
+    pub(crate) create_dind_cached: Option<u64>,
     /// Peak RSS of GetInstance, MB, per run (outside valgrind).
     pub(crate) get_rss_mb: Vec<f64>,
 }
@@ -66,12 +71,37 @@ fn counted(
     let grind = Cachegrind::new(binary, world.dir())?;
     let config = world.config_for(binary);
     let run = world.garm_with(&grind.valgrind, &grind.args, config, command, extra, stdin)?;
+    no_login(&run, command, binary)?;
+    grind.instructions()
+}
+
+/// A count that included a login would not compare with the others.
+fn no_login(run: &Measured, command: &str, binary: &Path) -> Result<()> {
     ensure!(
         run.logins == 0,
         "{command} of {} logged in: its count would include the login",
         binary.display()
     );
-    grind.instructions()
+    Ok(())
+}
+
+/// CreateInstance of a `dind` runner by `binary` under cachegrind, with `config` (with or
+/// without the site cache), then its DeleteInstance outside valgrind.
+fn counted_dind(world: &World, binary: &Path, config: &Path) -> Result<u64> {
+    let name = "garm-instructions-dind";
+    let grind = Cachegrind::new(binary, world.dir())?;
+    let run = world.create_dind(&grind.valgrind, &grind.args, config, name)?;
+    no_login(&run, "CreateInstance of a dind runner", binary)?;
+    let count = grind.instructions()?;
+    world.garm_with(
+        binary,
+        &[],
+        world.config_for(binary),
+        "DeleteInstance",
+        &[("GARM_INSTANCE_ID", name)],
+        None,
+    )?;
+    Ok(count)
 }
 
 /// A create and delete of `binary` outside valgrind: its token cache holds a token after it.
@@ -149,9 +179,26 @@ pub(crate) fn instructions_step(
             remove_all_none,
             remove_all,
             list: 0,
+            create_dind: 0,
+            create_dind_cached: None,
             get_rss_mb,
         });
     }
+    // A dind pool's create without and with the site's mirror, in a world of its own: the
+    // cache's App and AppInst would add to the answers of the List and RemoveAll above.
+    let cache_world = World::start(runtime, base, Duration::ZERO, Shapes::new())?;
+    cache_world.site_cache_up(Path::new(PROVIDER))?;
+    for row in &mut rows {
+        warm(&cache_world, &row.path)?;
+        let config = cache_world.config_for(&row.path);
+        row.create_dind = counted_dind(&cache_world, &row.path, config)?;
+        // The baseline may predate the site cache (a config it does not know is refused).
+        if row.label == MEASURED_LABEL || row.label == SHIPPED_LABEL {
+            let config = cache_world.site_cache_config_for(&row.path);
+            row.create_dind_cached = Some(counted_dind(&cache_world, &row.path, config)?);
+        }
+    }
+    drop(cache_world);
     let remove_all_floor = remove_all_floor(&world, plan.remove_all_runners)?;
     world.seed_runners(SCALE_POOLS, listed)?;
     for row in &mut rows {

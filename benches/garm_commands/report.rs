@@ -43,12 +43,16 @@ pub(crate) fn ratio(a: f64, b: f64) -> String {
 /// The fewest sequential round trips each command could make with a cached token (issue 7).
 pub(crate) fn min_round_trips(command: &str) -> Option<usize> {
     match command {
-        "CreateInstance" | "DeleteInstance" => Some(2),
+        "CreateInstance" | "DeleteInstance" | DIND_CREATE | DIND_CREATE_CACHED => Some(2),
         "GetInstance" | "GetInstance without log_file" | "ListInstances" => Some(1),
         "CreateInstance, empty token cache" => Some(3),
         _ => None,
     }
 }
+
+/// The rows of a `dind` pool's CreateInstance without and with the site's registry mirror.
+const DIND_CREATE: &str = "CreateInstance, dind pool";
+const DIND_CREATE_CACHED: &str = "CreateInstance, dind pool, site cache Ready";
 
 pub(crate) fn verdict(met: bool) -> &'static str {
     if met {
@@ -257,10 +261,12 @@ pub(crate) fn render(
             out,
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
         );
-        let rows: [(&str, &Samples); 7] = [
+        let rows: [(&str, &Samples); 9] = [
             ("GetVersion (floor)", &c.version),
             ("CreateInstance, empty token cache", &c.cold_create),
             ("CreateInstance", &c.create),
+            (DIND_CREATE, &c.dind_create),
+            (DIND_CREATE_CACHED, &c.dind_create_cached),
             ("GetInstance", &c.get),
             ("GetInstance without log_file", &c.get_without_log),
             ("ListInstances", &c.list),
@@ -318,25 +324,35 @@ pub(crate) fn render(
         );
         let _ = writeln!(out, "| command | counted | from wall time | process overhead at 0 ms (wall − thin client) |");
         let _ = writeln!(out, "|---|--:|--:|--:|");
-        let pairs: [(&str, &Samples, &Samples); 5] = [
+        let pairs: [(&str, &Samples, &Samples); 7] = [
             (
                 "CreateInstance, empty token cache",
                 &zero.cold_create,
                 &real.cold_create,
             ),
             ("CreateInstance", &zero.create, &real.create),
+            (DIND_CREATE, &zero.dind_create, &real.dind_create),
+            (
+                DIND_CREATE_CACHED,
+                &zero.dind_create_cached,
+                &real.dind_create_cached,
+            ),
             ("GetInstance", &zero.get, &real.get),
             ("ListInstances", &zero.list, &real.list),
             ("DeleteInstance", &zero.delete, &real.delete),
         ];
         let step = ms(real.latency);
         for (name, z, r) in pairs {
+            // The dind creates are not replayed by the thin client.
+            let overhead = match z.limit.is_empty() {
+                true => "–".to_string(),
+                false => format!("{:.1} ms", median(&z.wall) - median(&z.limit)),
+            };
             let _ = writeln!(
                 out,
-                "| {name} | {} | {:.2} | {:.1} ms |",
+                "| {name} | {} | {:.2} | {overhead} |",
                 r.rounds,
                 (median(&r.wall) - median(&z.wall)) / step,
-                median(&z.wall) - median(&z.limit),
             );
         }
         out.push('\n');
@@ -513,6 +529,112 @@ pub(crate) fn render(
     }
     out.push('\n');
     out.push_str(HOW_TO_READ);
+    out.push_str(&site_cache_section(commands, instructions.as_ref()));
+    out
+}
+
+/// Issue 46: what a `dind` pool's CreateInstance costs without the site cache and with the
+/// site's registry mirror Ready, in calls, round trips and instructions.
+fn site_cache_section(
+    commands: &[CommandResults],
+    instructions: Option<&InstructionResults>,
+) -> String {
+    let mut out = String::new();
+    let (Some(zero), Some(real)) = (
+        commands.iter().find(|c| c.latency.is_zero()),
+        commands.iter().find(|c| c.latency == REAL_LATENCY),
+    ) else {
+        return out;
+    };
+    let lat = REAL_LATENCY.as_millis();
+    let _ = writeln!(
+        out,
+        "\n## Site cache: CreateInstance of a `dind` pool (issue 46)\n\n\
+         Measured by this bench. The create of a runner whose pool has a `dind` sidecar, {} runs \
+         at each latency in the per-command steps and one under cachegrind in the instructions \
+         step (each build with its cached token): without `[site_cache]` in the config, then with \
+         `[site_cache] registry_mirror = true` while the site's mirror is Ready, brought up first \
+         by the binary's `site-cache up` against the simulator. Each create is checked to have \
+         given its `dind` daemon `--registry-mirror=` in the second case only. The relay counts \
+         round trips from the calls' timing at {lat} ms per call (calls in flight together are \
+         one); \"from wall time\" is (wall at {lat} ms − wall at 0 ms) / {lat} ms. The cache is \
+         looked up by one ShowAppInst sent at the same time as the runner's ShowApp \
+         (docs/site-cache.md, \"How the provider runs it\").\n",
+        real.dind_create.wall.len()
+    );
+    let rows = instructions.map_or(&[][..], |i| i.rows.as_slice());
+    let mut head = format!(
+        "| CreateInstance of a `dind` pool | calls | round trips | from wall time | wall ms at {lat} ms | wall ms at 0 ms |"
+    );
+    let mut rule = "|---|--:|--:|--:|--:|--:|".to_string();
+    for row in rows {
+        let _ = write!(head, " instructions, {} |", row.label);
+        rule.push_str("--:|");
+    }
+    head.push_str(" calls in order |");
+    rule.push_str("---|");
+    let _ = writeln!(out, "{head}\n{rule}");
+    let step = ms(REAL_LATENCY);
+    let counts: [(&str, &Samples, &Samples, Vec<Option<u64>>); 2] = [
+        (
+            "without the site cache",
+            &zero.dind_create,
+            &real.dind_create,
+            rows.iter().map(|r| Some(r.create_dind)).collect(),
+        ),
+        (
+            "with the registry mirror Ready",
+            &zero.dind_create_cached,
+            &real.dind_create_cached,
+            rows.iter().map(|r| r.create_dind_cached).collect(),
+        ),
+    ];
+    for (name, z, r, counted) in &counts {
+        let _ = write!(
+            out,
+            "| {name} | {} | {} | {:.2} | {:.1} | {:.1} |",
+            r.requests,
+            r.rounds,
+            (median(&r.wall) - median(&z.wall)) / step,
+            median(&r.wall),
+            median(&z.wall),
+        );
+        for count in counted {
+            let _ = write!(
+                out,
+                " {} |",
+                count.map_or("–".to_string(), |c| thousands(c as f64))
+            );
+        }
+        let _ = writeln!(out, " {} |", shape_text(&r.shape));
+    }
+    let [(_, _, without, before), (_, _, with, after)] = &counts;
+    let _ = write!(
+        out,
+        "| the mirror adds | {:+} | {:+} | | | |",
+        with.requests as i64 - without.requests as i64,
+        with.rounds as i64 - without.rounds as i64,
+    );
+    for (before, after) in before.iter().zip(after) {
+        let _ = match (before, after) {
+            (Some(b), Some(a)) => write!(
+                out,
+                " {}{} ({:+.1} %) |",
+                if a >= b { "+" } else { "−" },
+                thousands(a.abs_diff(*b) as f64),
+                (*a as f64 / *b as f64 - 1.0) * 100.0
+            ),
+            _ => write!(out, " |"),
+        };
+    }
+    let _ = writeln!(out, " |");
+    let _ = writeln!(
+        out,
+        "\nA build without the site cache (the baseline) is counted without it only. \
+         Instructions are the whole process's, as in \"Instructions per command\"; the \
+         create with the mirror also reads the cache's AppInst and writes the mirror's address \
+         into the runner's manifest."
+    );
     out
 }
 
@@ -971,6 +1093,9 @@ pub(crate) const HOW_TO_READ: &str = r#"## How to read this
   the calls of a round), as a shell script would; its time is the sum of those processes'.
 - **GetInstance without log_file**: the same command with `log_file` left out of the config (the
   provider then logs warnings to stderr only), to show what logging to a file costs per process.
+- **CreateInstance, dind pool** (and **, site cache Ready**): the create of a runner with a
+  `dind` sidecar, without and with the site's registry mirror (issue 46; the section "Site
+  cache: CreateInstance of a `dind` pool" at the end). The thin client does not replay them.
 - **round trips**: calls whose request → answer intervals overlap on the wire count as one round
   trip, in brackets the minimum with a cached token (issue 7). They are read from the timing at
   20 ms; at 0 ms the same calls are checked to be sent. The "round trips seen in the wall time"

@@ -15,6 +15,10 @@ pub(crate) struct World {
     /// cache, because another release may name or shape its cache files differently, and a
     /// file it leaves must not make the measured provider's run look warm or cold.
     pub(crate) config_for_others: PathBuf,
+    /// Both configs with the site's registry mirror turned on (`[site_cache] registry_mirror`,
+    /// docs/site-cache.md, "How the provider runs it"): the measured provider's, then the other
+    /// builds'. Each keeps its config's token cache.
+    pub(crate) site_cache_configs: [PathBuf; 2],
     /// The thin client: its connections stay open between replays.
     pub(crate) http: reqwest::Client,
     pub(crate) handle: tokio::runtime::Handle,
@@ -67,6 +71,20 @@ impl World {
             ..provider.written.clone()
         }
         .write(&config_for_others)?;
+        let mut site_cache_configs = [PathBuf::new(), PathBuf::new()];
+        for (config, with_cache) in [&provider.config, &config_for_others]
+            .into_iter()
+            .zip(&mut site_cache_configs)
+        {
+            let text = std::fs::read_to_string(config)
+                .with_context(|| format!("cannot read {}", config.display()))?;
+            *with_cache = config.with_extension("site-cache.toml");
+            std::fs::write(
+                &*with_cache,
+                format!("{text}\n[site_cache]\nregistry_mirror = true\n"),
+            )
+            .with_context(|| format!("cannot write {}", with_cache.display()))?;
+        }
         Ok(World {
             latency,
             sim,
@@ -74,6 +92,7 @@ impl World {
             provider,
             config_without_log,
             config_for_others,
+            site_cache_configs,
             // A hung simulator must fail the run, not hold it (and CI) forever.
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
@@ -90,7 +109,8 @@ impl World {
 
     /// Runs `binary` as GARM does and measures it; fails unless it exits 0. Its calls are
     /// grouped into rounds under the key `<command>` (or `<command> (cold)` when the token cache
-    /// is empty, which adds a login).
+    /// is empty, which adds a login), followed by [`SITE_CACHE_KEY`] when `config` turns the
+    /// site cache on.
     pub(crate) fn garm_with(
         &self,
         binary: &Path,
@@ -102,7 +122,10 @@ impl World {
     ) -> Result<Measured> {
         let cold = !self.has_cached_token_for(config);
         let vars = garm_env(command, config, extra);
-        let key = shape_key(command, cold);
+        let mut key = shape_key(command, cold);
+        if self.site_cache_configs.iter().any(|c| c == config) {
+            key.push_str(SITE_CACHE_KEY);
+        }
         self.relay.take();
         let log_before = self.sim.request_log().len();
         let logins_before = self.sim.logins();
@@ -166,6 +189,117 @@ impl World {
             "CreateInstance answered {out}"
         );
         Ok(run)
+    }
+
+    /// CreateInstance of a `dind` pool's runner `name` by `binary` (with `args`: valgrind's) under
+    /// `config`, checked to have given the `dind` daemon the site's registry mirror exactly when
+    /// `config` turns the site cache on (and [`World::site_cache_up`] made it Ready).
+    pub(crate) fn create_dind(
+        &self,
+        binary: &Path,
+        args: &[String],
+        config: &Path,
+        name: &str,
+    ) -> Result<Measured> {
+        let mut bootstrap: Value = serde_json::from_str(&self.bootstrap(name))
+            .context("the bootstrap fixture is not JSON")?;
+        bootstrap["extra_specs"] = serde_json::json!({"docker": "dind"});
+        let run = self.garm_with(
+            binary,
+            args,
+            config,
+            "CreateInstance",
+            &[("GARM_POOL_ID", POOL)],
+            Some(&bootstrap.to_string()),
+        )?;
+        let out: Value = serde_json::from_str(&run.proc.stdout)
+            .with_context(|| format!("CreateInstance stdout: {:?}", run.proc.stdout))?;
+        ensure!(
+            out["status"] == "running" && out["name"] == name,
+            "CreateInstance of a dind runner answered {out}"
+        );
+        let cached = self.site_cache_configs.iter().any(|c| c == config);
+        let mirror = self.dind_mirror(name)?;
+        ensure!(
+            mirror.is_some() == cached,
+            "CreateInstance of {name} {} the site cache config gave dind the mirror {mirror:?}",
+            if cached { "with" } else { "without" }
+        );
+        Ok(run)
+    }
+
+    /// The `--registry-mirror=` argument of the `dind` container in the App `name`'s manifest.
+    fn dind_mirror(&self, name: &str) -> Result<Option<String>> {
+        let app = self
+            .sim
+            .apps()
+            .into_iter()
+            .find(|a| a["key"]["name"] == name)
+            .ok_or_else(|| anyhow!("the App {name} is missing"))?;
+        let manifest: Value = serde_json::from_str(
+            app["deployment_manifest"]
+                .as_str()
+                .ok_or_else(|| anyhow!("the App {name} has no manifest"))?,
+        )
+        .with_context(|| format!("the manifest of {name} is not JSON"))?;
+        let dind = manifest["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == "dind"))
+            .ok_or_else(|| anyhow!("the App {name} has no dind container"))?;
+        Ok(dind["args"].as_array().and_then(|args| {
+            args.iter()
+                .filter_map(Value::as_str)
+                .find(|a| a.starts_with("--registry-mirror="))
+                .map(str::to_string)
+        }))
+    }
+
+    /// The site's registry mirror, brought up as a person or a CronJob does: `binary`'s
+    /// `site-cache up` under its site cache config, which returns once the cache's AppInst is
+    /// Ready (docs/site-cache.md, "How the provider runs it"); checked on the simulator.
+    pub(crate) fn site_cache_up(&self, binary: &Path) -> Result<()> {
+        let config = self.site_cache_config_for(binary);
+        let args: Vec<String> = [
+            "--config",
+            &config.display().to_string(),
+            "--controller-id",
+            CONTROLLER,
+            "site-cache",
+            "up",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        let up = run_provider(binary, &args, self.dir(), &[], None)?;
+        ensure!(
+            up.code == 0,
+            "site-cache up exited {}: {}{}",
+            up.code,
+            up.stdout.trim(),
+            up.stderr.trim()
+        );
+        self.relay.take();
+        let ready = self.sim.app_insts().iter().any(|i| {
+            i["app_key"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("sc-") && n.ends_with("-registry"))
+                && i["state"] == "Ready"
+        });
+        ensure!(
+            ready,
+            "site-cache up succeeded but the simulator holds no Ready registry cache: {}",
+            up.stdout.trim()
+        );
+        Ok(())
+    }
+
+    /// [`World::config_for`] `binary` with the site's registry mirror turned on.
+    pub(crate) fn site_cache_config_for(&self, binary: &Path) -> &Path {
+        let [measured, others] = &self.site_cache_configs;
+        if binary == Path::new(PROVIDER) {
+            measured
+        } else {
+            others
+        }
     }
 
     pub(crate) fn delete(&self, name: &str) -> Result<Measured> {
@@ -386,7 +520,7 @@ impl World {
 
     /// Whether the token cache that `config` uses holds anything.
     pub(crate) fn has_cached_token_for(&self, config: &Path) -> bool {
-        let dir = if config == self.config_for_others {
+        let dir = if config == self.config_for_others || config == self.site_cache_configs[1] {
             self.dir().join("token-cache-other-builds")
         } else {
             self.token_cache()
@@ -417,6 +551,9 @@ impl World {
             .unwrap_or_default()
     }
 }
+
+/// What a shape key of a run under a site cache config ends with.
+pub(crate) const SITE_CACHE_KEY: &str = " with the site cache";
 
 pub(crate) fn shape_key(command: &str, cold: bool) -> String {
     if cold {
