@@ -18,7 +18,22 @@ pub(crate) fn shipped_binary() -> Option<PathBuf> {
         .join("x86_64-unknown-linux-musl")
         .join("release")
         .join("garm-provider-edge-connect");
-    path.is_file().then_some(path)
+    // A release binary left from an earlier checkout is not this build: it is measured only
+    // when it names the same version (and commit) as the measured one.
+    let version = |binary: &Path| {
+        std::process::Command::new(binary)
+            .env_clear()
+            .env("GARM_COMMAND", "GetVersion")
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| out.stdout)
+    };
+    let same = path.is_file() && version(&path).is_some() && version(&path) == version(measured);
+    if path.is_file() && !same {
+        eprintln!("  {} is not this build: not measured", path.display());
+    }
+    same.then_some(path)
 }
 
 pub(crate) fn binary_step(plan: &Plan, base: &Path) -> Result<BinaryResults> {
