@@ -68,12 +68,6 @@ impl Service {
     }
 }
 
-/// `ORG/NAME` of a site, as messages and the metrics name it.
-pub fn site_label(site: &Placement) -> String {
-    let (Placement::Zone(k) | Placement::Cloudlet(k)) = site;
-    format!("{}/{}", k.organization, k.name)
-}
-
 fn hex8(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()

@@ -424,7 +424,11 @@ fn site_cache(
                         .iter()
                         .partition(|(_, s)| matches!(s, CacheState::Ready(_)));
                     let line = |(service, state): &&(Service, CacheState)| {
-                        format!("{} on {site}: {state}", service.word())
+                        format!(
+                            "{} on {site}: {}",
+                            service.word(),
+                            crate::text::echo(&state.to_string())
+                        )
                     };
                     if !failed.is_empty() {
                         let failed: Vec<String> = failed.iter().map(line).collect();

@@ -159,8 +159,6 @@ pub struct Facts {
     pub placed: bool,
     /// The label of the last start failure, if one came.
     pub start_failure: String,
-    /// A create pointed the runner at its site's Ready cache.
-    pub site_cache: bool,
 }
 
 /// Records events to `path`, every label value masked by `scrubber` (the command's, which

@@ -79,7 +79,6 @@ impl Provider {
             tracing::info!(mirror = ?used.mirror, actions_cache = ?used.actions, "the runner uses its site's cache");
             app = self.new_app(bootstrap, pool_id, &specs, &name, &sites, &used)?;
         }
-        facts.site_cache = used != no_cache;
         // The first runner of a site starts its missing caches beside its own create, which
         // never waits for them; the start ends with the create (docs/site-cache.md, "How the
         // provider runs it").

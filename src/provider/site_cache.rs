@@ -120,7 +120,16 @@ impl Provider {
                     .app_key
                     .as_ref()
                     .is_some_and(|k| cache::service_of(controller_id, &k.name).is_some());
-                if ours && found.len() < MAX_CACHE_INSTS {
+                if ours && found.len() == MAX_CACHE_INSTS {
+                    // Past the bound, a cache left out would look absent: refused, not cut.
+                    return Err(edge_connect::ApiError::protocol(
+                        edge_connect::Rpc::ShowAppInst,
+                        format!(
+                            "more than {MAX_CACHE_INSTS} site cache AppInsts of this controller"
+                        ),
+                    ));
+                }
+                if ours {
                     // What is kept of each is bounded, whatever the server sends: a DNS name,
                     // a few ports, a few errors of a line each.
                     // A longer name is no DNS name: no address.
@@ -161,7 +170,13 @@ impl Provider {
                 let ours = owner.as_deref() == Some(controller_id)
                     && cache::service_of(controller_id, &app.key.name).is_some();
                 let attempt = cache::slot_of(&app.key.version).is_some();
-                if ours && attempt && found.len() < MAX_COLLECTED {
+                if ours && attempt && found.len() == MAX_COLLECTED {
+                    return Err(edge_connect::ApiError::protocol(
+                        edge_connect::Rpc::ShowApp,
+                        format!("more than {MAX_COLLECTED} site cache Apps of this controller"),
+                    ));
+                }
+                if ours && attempt {
                     found.push(app.key);
                 }
             }
@@ -190,7 +205,7 @@ impl Provider {
                 CacheState::Failed(_) => "failed",
             };
             self.metrics
-                .site_cache(&cache::site_label(site), service.word(), word);
+                .site_cache(&super::deploy::site_name(site), service.word(), word);
             match state {
                 CacheState::Ready(url) => match service {
                     Service::Registry => used.mirror = Some(url),
@@ -484,7 +499,7 @@ pub fn describe(app: &AppKey, insts: &[AppInst]) -> String {
     insts
         .iter()
         .map(|inst| {
-            let site = crate::metrics::site_of(Some(inst));
+            let site = crate::text::echo(&crate::metrics::site_of(Some(inst)));
             let state = state_of(std::slice::from_ref(inst), name, service);
             let state = crate::text::echo(&state.to_string());
             format!("{site} {} {name} {version}: {state}", service.word())
