@@ -35,10 +35,8 @@ impl Config {
         // Complete credentials in the environment make the file unnecessary: it is not read.
         let needed = env_username.is_none() || env_password.is_none();
         let file_read = self.credentials_file.as_ref().filter(|_| needed);
-        let file = match file_read {
-            Some(path) => self.read_credentials_file(path)?,
-            None => CredentialsFile::default(),
-        };
+        let file = file_read.map(|path| self.read_credentials_file(path));
+        let file = file.transpose()?.unwrap_or_default();
         let username = env_username.or(file.username).filter(|u| !u.is_empty());
         // A password that is not the environment's is the file's.
         let password_source = match file_read.filter(|_| env_password.is_none()) {

@@ -155,11 +155,6 @@ fn null_is_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Er
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
-/// A duration an event may carry: none is negative (nor, JSON being JSON, infinite or NaN).
-fn duration(secs: f64) -> bool {
-    secs.is_finite() && secs >= 0.0
-}
-
 /// Every series, by metric and by its label values (rendered `a="x",b="y"`, escaped).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(super) struct Metrics {
@@ -169,9 +164,10 @@ pub(super) struct Metrics {
 }
 
 impl Metrics {
-    /// Folds one event line; a line that is not an event, or whose duration is not one,
-    /// counts as skipped.
+    /// Folds one event line; a line that is not an event, or whose duration is not one (none
+    /// is negative, nor, JSON being JSON, infinite or NaN), counts as skipped.
     pub(super) fn fold_line(&mut self, line: &[u8]) {
+        let duration = |secs: f64| secs.is_finite() && secs >= 0.0;
         match serde_json::from_slice::<Line>(line) {
             Ok(line) if line.event.secs().is_none_or(duration) => self.fold(line.event),
             _ => self.skipped(),
@@ -362,8 +358,14 @@ impl Metrics {
                     let _ = writeln!(out, "{name}_count{{{key}}} {}", h.count);
                 }
             } else {
+                // A metric without labels has one series, of the empty key: no braces.
+                let (open, close) = if d.labels.is_empty() {
+                    ("", "")
+                } else {
+                    ("{", "}")
+                };
                 for (key, v) in self.values.get(d.name).into_iter().flatten() {
-                    let _ = writeln!(out, "{name}{} {}", braced(key), Value(*v));
+                    let _ = writeln!(out, "{name}{open}{key}{close} {}", Value(*v));
                 }
             }
         }
@@ -388,15 +390,6 @@ impl std::fmt::Display for Value {
 /// Whether `metrics` has the series `key` of `name`.
 fn has<T>(metrics: &BTreeMap<String, BTreeMap<String, T>>, name: &str, key: &str) -> bool {
     metrics.get(name).is_some_and(|m| m.contains_key(key))
-}
-
-/// `{key}`, or nothing for a metric without labels.
-fn braced(key: &str) -> String {
-    if key.is_empty() {
-        String::new()
-    } else {
-        format!("{{{key}}}")
-    }
 }
 
 fn def(name: &str) -> &'static Def {

@@ -261,11 +261,10 @@ impl Recorder {
 
     /// A create found `service`'s cache of `site` in `state` (docs/site-cache.md).
     pub fn site_cache(&self, site: &str, service: &str, state: &str) {
-        let (site, service, state) = (self.label(site), service.into(), state.into());
         self.record(Event::SiteCache {
-            site,
-            service,
-            state,
+            site: self.label(site),
+            service: service.into(),
+            state: state.into(),
         });
     }
 

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
@@ -122,13 +123,9 @@ fn answer<B>(request: &Request<B>, consumer: &Mutex<Consumer>) -> Response<Strin
         (&Method::GET, _) => (StatusCode::NOT_FOUND, "only /metrics is served\n".into()),
         _ => (StatusCode::METHOD_NOT_ALLOWED, String::new()),
     };
-    // The one header is valid: the builder cannot fail.
-    Response::builder()
-        .status(status)
-        .header(
-            hyper::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )
-        .body(body)
-        .unwrap_or_default()
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    let text = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+    response.headers_mut().insert(CONTENT_TYPE, text);
+    response
 }

@@ -39,6 +39,7 @@ struct Snapshot {
 }
 
 /// The sidecar's reader of one events file, with its snapshot.
+#[derive(Default)]
 pub(super) struct Consumer {
     events: PathBuf,
     snapshot: PathBuf,
@@ -57,10 +58,7 @@ impl Consumer {
         let mut consumer = Consumer {
             events: events.to_path_buf(),
             snapshot: snapshot.to_path_buf(),
-            metrics: Metrics::default(),
-            offset: 0,
-            hash: Sha256::new(),
-            file: None,
+            ..Consumer::default()
         };
         let shown = snapshot.display();
         let text = match std::fs::read(snapshot) {
