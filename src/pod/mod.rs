@@ -45,15 +45,6 @@ impl DockerMode {
             DockerMode::Buildkit => "buildkit",
         }
     }
-
-    /// The sidecar as messages name it.
-    pub fn sidecar(self) -> &'static str {
-        match self {
-            DockerMode::None => "no sidecar",
-            DockerMode::Dind => "the Docker daemon sidecar",
-            DockerMode::Buildkit => "the BuildKit sidecar",
-        }
-    }
 }
 
 /// A pool's size instead of a flavor (`extra_specs.resources`), sent as the App's
@@ -177,6 +168,10 @@ impl Resources {
             let memory = memory_short.then(|| format!("memory {} MB", share.memory));
             cpu.into_iter().chain(memory).collect::<Vec<_>>()
         };
+        let sidecar = match mode {
+            DockerMode::Dind => "the Docker daemon sidecar",
+            _ => "the BuildKit sidecar",
+        };
         let verb = if cpu_short && memory_short {
             "do"
         } else {
@@ -186,7 +181,7 @@ impl Resources {
             "resources: {} {verb} not fit the runner (at least {}) and {} (at least {}), which share the pod half and half: give at least {}",
             short(total).join(" and "),
             short(RUNNER_MIN).join(", "),
-            mode.sidecar(),
+            sidecar,
             short(SIDECAR_MIN).join(", "),
             short(need).join(" and "),
         ))

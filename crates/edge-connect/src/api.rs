@@ -2,7 +2,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::appinst_start::Progress;
 use crate::client::Client;
@@ -122,12 +122,8 @@ struct KeyOnly<'a, K> {
 
 /// A key filter of the parts that are set (an empty string would match only empty names).
 fn non_empty<const N: usize>(parts: [(&str, &String); N]) -> Value {
-    let map: Map<String, Value> = parts
-        .into_iter()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    Value::Object(map)
+    let set = parts.into_iter().filter(|(_, v)| !v.is_empty());
+    Value::Object(set.map(|(k, v)| (k.to_string(), json!(v))).collect())
 }
 
 /// An `AppKey` filter: the parts of `key` that are set.

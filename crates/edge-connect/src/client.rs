@@ -62,21 +62,6 @@ pub(crate) struct Shared {
     pub(crate) urls: [OnceLock<reqwest::Url>; Rpc::COUNT],
 }
 
-fn parse_url(url: &str) -> Result<reqwest::Url, SetupError> {
-    // The parser's message does not repeat the URL, which may hold a password.
-    let base = reqwest::Url::parse(url.trim_end_matches('/'))
-        .map_err(|e| SetupError(format!("edge_connect.url: {e}")))?;
-    if !base.username().is_empty() || base.password().is_some() {
-        return Err(SetupError(
-            "edge_connect.url: must not contain a user name or password (`user:password@`); put the credentials in credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD".into(),
-        ));
-    }
-    if base.host_str().is_none() {
-        return Err(SetupError("edge_connect.url: has no host".into()));
-    }
-    Ok(base)
-}
-
 impl Client {
     /// Builds a client; nothing is sent until the first call.
     ///
@@ -91,7 +76,17 @@ impl Client {
         credentials: Credentials,
         deadline: Deadline,
     ) -> Result<Self, SetupError> {
-        let base = parse_url(&config.url)?;
+        // The parser's message does not repeat the URL, which may hold a password.
+        let base = reqwest::Url::parse(config.url.trim_end_matches('/'))
+            .map_err(|e| SetupError(format!("edge_connect.url: {e}")))?;
+        if !base.username().is_empty() || base.password().is_some() {
+            return Err(SetupError(
+                "edge_connect.url: must not contain a user name or password (`user:password@`); put the credentials in credentials_file or EDP_EDGE_CONNECT_USERNAME/EDP_EDGE_CONNECT_PASSWORD".into(),
+            ));
+        }
+        if base.host_str().is_none() {
+            return Err(SetupError("edge_connect.url: has no host".into()));
+        }
         let proxy = crate::proxy::choose(&base, &|name| std::env::var(name).ok())?;
         if let Some(p) = proxy.as_ref().filter(|_| base.scheme() == "http") {
             return Err(SetupError(format!(

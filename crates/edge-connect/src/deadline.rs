@@ -56,12 +56,7 @@ pub fn backoff(attempt: u32) -> Duration {
     let base_ms = 250u64
         .saturating_mul(1 << attempt.saturating_sub(1).min(5))
         .min(8_000);
-    let jitter_seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::from(d.subsec_nanos()) ^ u64::from(std::process::id()))
-        .unwrap_or(0);
-    let jitter = jitter_seed % (base_ms / 2 + 1);
-    Duration::from_millis(base_ms / 2 + jitter)
+    Duration::from_millis(base_ms / 2 + fastrand::u64(..=base_ms / 2))
 }
 
 /// Runs `attempt` until it succeeds or `again` ends it: told each failure and how many attempts

@@ -51,10 +51,6 @@ pub enum ApiErrorKind {
 /// The kind of object a "not found" or refusal names, read from the controller's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subject {
-    /// `App key {...}`.
-    App,
-    /// `AppInst key {...}`.
-    AppInst,
     /// `Zone key {...}` (Gen3).
     Zone,
     /// `Cloudlet key {...}`, or Gen2's `Specified Cloudlet not found`.
@@ -185,8 +181,6 @@ impl ApiError {
         }
         let m = one_line(&self.message).to_ascii_lowercase();
         [
-            ("appinst key", Subject::AppInst),
-            ("app key", Subject::App),
             ("zone key", Subject::Zone),
             ("cloudlet key", Subject::Cloudlet),
             ("specified cloudlet", Subject::Cloudlet),
@@ -413,8 +407,8 @@ mod tests {
             Some(Subject::Cloudlet)
         );
         assert_eq!(
-            missing(r#"AppInst key {"name":"n","organization":"o"} not found"#),
-            Some(Subject::AppInst)
+            missing(r#"Flavor key {"name":"f"} not found"#),
+            Some(Subject::Flavor)
         );
         assert_eq!(missing(r#"Region "XX" not found"#), Some(Subject::Region));
         assert_eq!(missing("AppInst busy, cannot be deleted"), None);
@@ -469,8 +463,8 @@ mod tests {
         assert_eq!(e.answer, Answer::Trailer(400));
         assert_eq!(e.message, "word\n".repeat(1000), "whole");
         // Read as one line all the same.
-        let e = ApiError::from_status(Rpc::ShowApp, 400, "  AppInst key\n{} not found\n");
-        assert_eq!(e.missing(), Some(Subject::AppInst));
+        let e = ApiError::from_status(Rpc::ShowApp, 400, "  Zone key\n{} not found\n");
+        assert_eq!(e.missing(), Some(Subject::Zone));
     }
 
     #[test]

@@ -28,9 +28,7 @@ struct StreamResult {
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "T: DeserializeOwned"))]
 struct TypedLine<T> {
-    #[serde(default = "Option::default")]
     data: Option<T>,
-    #[serde(default)]
     result: Option<StreamResult>,
 }
 

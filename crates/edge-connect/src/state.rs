@@ -91,11 +91,9 @@ impl<'de> Deserialize<'de> for AppInstState {
                     .filter(|s| !matches!(s, AppInstState::Other(_)))
                     .unwrap_or_else(|| AppInstState::Other(n.to_string())))
             }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<AppInstState, E> {
-                match u64::try_from(n) {
-                    Ok(n) => self.visit_u64(n),
-                    Err(_) => Ok(AppInstState::Other(n.to_string())),
-                }
+            /// serde_json hands a number that is not negative to `visit_u64`.
+            fn visit_i64<E>(self, n: i64) -> Result<AppInstState, E> {
+                Ok(AppInstState::Other(n.to_string()))
             }
             fn visit_unit<E>(self) -> Result<AppInstState, E> {
                 Ok(AppInstState::Unknown)

@@ -19,11 +19,11 @@ use crate::rpc::Rpc;
 pub enum StreamEnd {
     /// A CreateAppInst stream ended with the line that says the AppInst was created.
     Created,
-    /// The stream ended otherwise; the last progress message is kept.
+    /// The stream ended otherwise, its last progress message kept (the MC's `Timed out while
+    /// work still in progress ...` when it gave up waiting): the work may still finish or may
+    /// not have been done, so the caller must look at the object's state
+    /// (docs/edge-connect-behaviours.md B20).
     Completed(String),
-    /// The MC gave up waiting (`Timed out while work still in progress ...`): the work may still
-    /// finish, so the caller must look at the object's state.
-    StillInProgress(String),
 }
 
 /// The objects of one Show answer, each `{"data": ...}` line parsed into `T` as it arrives: a
@@ -106,7 +106,6 @@ impl Client {
         let response = self.send(rpc, object, wait).await?;
         let mut lines = Lines::new(rpc, response, wait);
         let mut last = String::new();
-        let mut timed_out = None;
         while let Some(line) = lines.next::<ProgressLine>().await? {
             let Some(message) = line.message else {
                 continue;
@@ -117,15 +116,12 @@ impl Client {
                 line: &message,
                 pods,
             });
-            if message.starts_with("Timed out while work still in progress") {
-                timed_out = Some(message.clone());
-            }
             last = message;
         }
-        Ok(match timed_out {
-            Some(message) => StreamEnd::StillInProgress(message),
-            None if last == CREATED => StreamEnd::Created,
-            None => StreamEnd::Completed(last),
+        Ok(if last == CREATED {
+            StreamEnd::Created
+        } else {
+            StreamEnd::Completed(last)
         })
     }
 }

@@ -91,8 +91,7 @@ fn cache_id(url: &str, credentials: &Credentials) -> String {
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// `$XDG_RUNTIME_DIR` or the system temp dir (GARM's bare environment has neither HOME nor
@@ -196,25 +195,21 @@ impl TokenCache {
 
     /// The cache file's entry; `None` when there is none or it cannot be trusted (logged).
     fn read(&self) -> Option<CachedToken> {
-        let mut file = match open_private(&self.path, std::fs::OpenOptions::new().read(true), true)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
+        let file = open_private(&self.path, std::fs::OpenOptions::new().read(true), true);
+        let file = file.inspect_err(|e| {
+            if e.kind() != std::io::ErrorKind::NotFound {
                 tracing::warn!(file = %self.path.display(), error = %e, "token cache file not used; logging in");
-                return None;
             }
-        };
+        });
         let mut text = String::new();
-        if let Err(e) = (&mut file).take(MAX_CACHE_FILE).read_to_string(&mut text) {
-            tracing::info!(error = %e, "token cache unreadable; logging in");
-            return None;
-        }
-        let cached = serde_json::from_str(&text);
-        if cached.is_err() {
-            tracing::info!("token cache malformed; logging in");
-        }
-        cached.ok()
+        file.ok()?
+            .take(MAX_CACHE_FILE)
+            .read_to_string(&mut text)
+            .inspect_err(|e| tracing::info!(error = %e, "token cache unreadable; logging in"))
+            .ok()?;
+        serde_json::from_str(&text)
+            .inspect_err(|_| tracing::info!("token cache malformed; logging in"))
+            .ok()
     }
 
     /// A token believed to be valid, if any.

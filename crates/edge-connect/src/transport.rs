@@ -158,20 +158,15 @@ pub(crate) fn request_error(rpc: Rpc, e: &reqwest::Error) -> Result<String, ApiE
 /// says what failed, and the URL is known to the operator (and must not carry a query's
 /// secrets into a log).
 pub(crate) fn transport_message(e: &reqwest::Error) -> String {
-    let mut msg = if e.is_connect() {
-        "cannot connect".to_string()
+    let what = if e.is_connect() {
+        "cannot connect"
     } else if e.is_timeout() {
-        "timed out".to_string()
+        "timed out"
     } else {
-        "request failed".to_string()
+        "request failed"
     };
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
+    let chain = std::iter::successors(std::error::Error::source(e), |s| s.source());
+    chain.fold(what.to_string(), |msg, s| format!("{msg}: {s}"))
 }
 
 #[cfg(test)]

@@ -76,6 +76,15 @@ impl AppInst {
             (format!("{host}:{}", port.public_port), port.tls)
         })
     }
+
+    /// The cloudlet the instance runs on, whichever shape the server used.
+    pub fn cloudlet(&self) -> Option<&SiteRef> {
+        self.cloudlet_key.as_ref().filter(|c| !c.is_empty()).or(self
+            .key
+            .cloudlet_key
+            .as_ref()
+            .filter(|c| !c.is_empty()))
+    }
 }
 
 fn list_or_nothing<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
@@ -89,17 +98,6 @@ fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::
         serde_json::Value::String(text) => text,
         _ => String::new(),
     })
-}
-
-impl AppInst {
-    /// The cloudlet the instance runs on, whichever shape the server used.
-    pub fn cloudlet(&self) -> Option<&SiteRef> {
-        self.cloudlet_key.as_ref().filter(|c| !c.is_empty()).or(self
-            .key
-            .cloudlet_key
-            .as_ref()
-            .filter(|c| !c.is_empty()))
-    }
 }
 
 #[cfg(test)]
