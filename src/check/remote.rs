@@ -23,12 +23,12 @@ pub(super) async fn remote_checks(
         ec: &config.edge_connect,
         client: provider.client(),
         report,
+        reached: 0,
     };
     // The first step that fails ends the checks: the later ones need what it would have found.
     // They are named, so that a person knows what was not checked.
-    let mut reached = 0;
-    if check.steps(specs, sites, &mut reached).await.is_err() {
-        check.report.skipped(&REMOTE_STAGES[reached + 1..]);
+    if check.steps(specs, sites).await.is_err() {
+        check.report.skipped(&REMOTE_STAGES[check.reached + 1..]);
     }
 }
 
@@ -47,25 +47,22 @@ struct Remote<'a, 'r> {
     ec: &'a EdgeConnectConfig,
     client: &'a Client,
     report: &'a mut Report<'r>,
+    /// The index in [`REMOTE_STAGES`] of the step running.
+    reached: usize,
 }
 
 /// A step failed (and said so in the report).
 struct Failed;
 
 impl Remote<'_, '_> {
-    /// The steps; `reached` is the index in [`REMOTE_STAGES`] of the one running.
-    async fn steps(
-        &mut self,
-        specs: &ExtraSpecs,
-        sites: &[Placement],
-        reached: &mut usize,
-    ) -> Result<(), Failed> {
+    /// The steps, each noted in `reached` as it begins.
+    async fn steps(&mut self, specs: &ExtraSpecs, sites: &[Placement]) -> Result<(), Failed> {
         self.login().await?;
-        *reached = 1;
+        self.reached = 1;
         let flavors = self.region().await?;
-        *reached = 2;
+        self.reached = 2;
         self.membership().await?;
-        *reached = 3;
+        self.reached = 3;
         let zones = self.generation().await?;
         // From here on a failure is reported and the other sites still checked.
         let cloudlets = self.cloudlets(sites).await;
