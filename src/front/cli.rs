@@ -279,15 +279,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
             listen,
             compact_secs,
         }) => {
+            let no_events = "give --events FILE, or set metrics_events_file in the config";
             let events = match events {
                 Some(events) => events,
-                None => Config::load(&config_path()?)?
-                    .metrics_events_file
-                    .ok_or_else(|| {
-                        Error::failed(
-                            "give --events FILE, or set metrics_events_file in the config",
-                        )
-                    })?,
+                None => (Config::load(&config_path()?)?.metrics_events_file)
+                    .ok_or_else(|| Error::failed(no_events))?,
             };
             let snapshot = snapshot.unwrap_or_else(|| {
                 let mut path = events.clone().into_os_string();
@@ -420,21 +416,17 @@ fn site_cache(
                 SiteCacheCommand::Up { site } => {
                     let site = site.unwrap_or(configured);
                     let states = provider.site_cache_up(&site).await?;
-                    let (ready, failed): (Vec<_>, Vec<_>) = states
-                        .iter()
-                        .partition(|(_, s)| matches!(s, CacheState::Ready(_)));
-                    let line = |(service, state): &&(Service, CacheState)| {
-                        format!(
-                            "{} on {site}: {}",
-                            service.word(),
-                            crate::text::echo(&state.to_string())
-                        )
+                    let line = |(service, state): &(Service, CacheState)| {
+                        let state = crate::text::echo(&state.to_string());
+                        format!("{} on {site}: {state}", service.word())
                     };
+                    let ready = |(_, state): &&_| matches!(state, CacheState::Ready(_));
+                    let failed: Vec<String> =
+                        states.iter().filter(|s| !ready(s)).map(line).collect();
                     if !failed.is_empty() {
-                        let failed: Vec<String> = failed.iter().map(line).collect();
                         return Err(Error::failed(failed.join("; ")));
                     }
-                    ready.iter().map(|s| format!("✓ {}", line(s))).collect()
+                    states.iter().map(|s| format!("✓ {}", line(s))).collect()
                 }
                 SiteCacheCommand::Remove { site } => {
                     let n = provider.remove_site_caches(site.as_ref()).await?;
