@@ -50,15 +50,14 @@ pub(crate) struct Report<'a> {
 }
 
 impl Report<'_> {
-    /// Names the steps not run because one before them failed.
+    /// Names the steps not run because one before them failed (never none: the last step that
+    /// can stop the run is followed by others).
     pub(crate) fn skipped(&mut self, stages: &[&str]) {
-        if !stages.is_empty() {
-            let names = stages.join(", ");
-            let _ = writeln!(
-                self.out,
-                "- skipped: {names} (each needs what the failed step above would have found)"
-            );
-        }
+        let names = stages.join(", ");
+        let _ = writeln!(
+            self.out,
+            "- skipped: {names} (each needs what the failed step above would have found)"
+        );
     }
 
     pub(crate) fn pass(&mut self, what: &str, detail: impl AsRef<str>) {
