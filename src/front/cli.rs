@@ -439,12 +439,8 @@ fn site_cache(
             })
         },
     )?;
-    super::print(|out| {
-        finished
-            .output
-            .iter()
-            .try_for_each(|line| writeln!(out, "{line}"))
-    })
+    let lines = finished.output;
+    super::print(|out| lines.iter().try_for_each(|line| writeln!(out, "{line}")))
 }
 
 /// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
