@@ -123,6 +123,8 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         *log = Some(guard);
         Ok::<_, Error>(session)
     };
+    // GARM's delete, stop and remove-all report at once what Edge Connect holds; its retries wait.
+    let wait = false;
     let (session, operation) = match command {
         GarmCommand::GetVersion => return Ok(Answer::Text(crate::VERSION.to_string())),
         GarmCommand::GetSupportedInterfaceVersions => {
@@ -144,18 +146,12 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
             let create = |bootstrap| Operation::create(bootstrap, pool_id, specs);
             (session, read.map(create))
         }
-        GarmCommand::DeleteInstance => {
-            let wait = false;
-            (opened()?, Ok(Operation::Delete { instance, wait }))
-        }
+        GarmCommand::DeleteInstance => (opened()?, Ok(Operation::Delete { instance, wait })),
         GarmCommand::GetInstance => (opened()?, Ok(Operation::Get { instance })),
         GarmCommand::ListInstances => (opened()?, Ok(Operation::List { pool_id })),
         GarmCommand::StartInstance => (opened()?, Ok(Operation::Start { instance })),
-        GarmCommand::StopInstance => {
-            let wait = false;
-            (opened()?, Ok(Operation::Stop { instance, wait }))
-        }
-        GarmCommand::RemoveAllInstances => (opened()?, Ok(Operation::RemoveAll { wait: false })),
+        GarmCommand::StopInstance => (opened()?, Ok(Operation::Stop { instance, wait })),
+        GarmCommand::RemoveAllInstances => (opened()?, Ok(Operation::RemoveAll { wait })),
     };
     let log_file = log.as_ref().is_some_and(|l| l.file);
     // Every line of this command carries command, instance, pool and controller. The instance
