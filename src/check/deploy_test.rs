@@ -38,7 +38,7 @@ pub(super) async fn deploy_test(
     image: Option<&str>,
     extra_specs: Option<&serde_json::Value>,
     remove_all: &str,
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) {
     // What earlier checks left (one that was killed too), before anything new is made.
     let earlier = leftovers::remove(&provider.anew(), Which::All).await;
@@ -94,7 +94,7 @@ pub(super) async fn deploy_test(
 
 /// After a failed create or delete: removes what is left of `name`, waiting while the platform
 /// holds it busy, and reports what it removed or what stays and how it will go.
-async fn finish(provider: &Provider, name: &str, remove_all: &str, report: &mut Report<'_>) {
+async fn finish(provider: &Provider, name: &str, remove_all: &str, report: &mut Report) {
     let started = Instant::now();
     let done = leftovers::remove(&provider.anew(), Which::Named(name)).await;
     let what = format!("cleanup {name}");
@@ -119,7 +119,7 @@ pub(super) async fn interrupted(
     signal: &str,
     signals: &mut super::leftovers::StopSignals,
     remove_all: &str,
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) -> Error {
     let provider = provider.for_cleanup();
     provider.report(&format!(

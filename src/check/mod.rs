@@ -10,6 +10,7 @@
 //! each deploy test first removes what earlier ones left (docs/operations.md).
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::config::{ENV_PASSWORD, ENV_USERNAME};
@@ -43,19 +44,18 @@ pub struct CheckOptions {
 /// Longest detail of a step line, in characters (a server's message may be 64 KiB).
 const MAX_DETAIL_CHARS: usize = 2000;
 
-/// Collects step lines and prints them as they come.
-pub(crate) struct Report<'a> {
-    out: &'a mut dyn std::io::Write,
+/// Prints step lines on stdout as they come, and counts the failed steps.
+pub(crate) struct Report {
     failed: usize,
 }
 
-impl Report<'_> {
+impl Report {
     /// Names the steps not run because one before them failed (never none: the last step that
     /// can stop the run is followed by others).
     pub(crate) fn skipped(&mut self, stages: &[&str]) {
         let names = stages.join(", ");
         let _ = writeln!(
-            self.out,
+            std::io::stdout(),
             "- skipped: {names} (each needs what the failed step above would have found)"
         );
     }
@@ -76,26 +76,26 @@ impl Report<'_> {
         let scrubber = crate::pipeline::scrubber();
         let what = crate::text::echo_max(&scrubber.scrub(what), MAX_DETAIL_CHARS);
         let detail = crate::text::echo_max(&scrubber.scrub(detail), MAX_DETAIL_CHARS);
-        let _ = writeln!(self.out, "{mark} {what}: {detail}");
+        let _ = writeln!(std::io::stdout(), "{mark} {what}: {detail}");
     }
 }
 
 /// Runs every check and returns the number of failed steps (0: all good), or
 /// [`Error::Interrupted`] when SIGINT, SIGTERM or SIGHUP stopped the deploy test (after its cleanup).
 /// `extra_specs` is the content of `options.extra_specs`; `progress` receives what the deploy
-/// test's create, delete and cleanup are doing. Every line is masked by the command's scrubber.
+/// test's create, delete and cleanup are doing. Every line, on stdout, is masked by the
+/// command's scrubber.
 pub fn run(
     config_path: &Path,
     controller_id: Option<&str>,
     options: &CheckOptions,
     extra_specs: Option<&serde_json::Value>,
-    environment: &HashMap<String, String>,
     progress: Progress,
-    out: &mut dyn std::io::Write,
 ) -> Result<usize, Error> {
-    let mut report = Report { out, failed: 0 };
+    let environment = &crate::pipeline::process_environment();
+    let mut report = Report { failed: 0 };
     // A failed step of these two: every later one is named skipped, and the run ends.
-    let stop = |report: &mut Report<'_>, what: &str, e: Error, skipped: &[&str]| {
+    let stop = |report: &mut Report, what: &str, e: Error, skipped: &[&str]| {
         report.fail(what, e.to_string());
         let mut skipped = [skipped, &remote::REMOTE_STAGES].concat();
         skipped.extend(options.deploy_test.then_some("deploy test"));
@@ -212,7 +212,7 @@ async fn site_caches(
     controller_id: Option<&str>,
     sites: &[crate::config::Placement],
     environment: &HashMap<String, String>,
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) {
     use crate::provider::site_cache::CacheState;
     if config.site_cache.actions_cache {
@@ -276,7 +276,7 @@ fn report_size(
     resources: &crate::pod::Resources,
     specs: &ExtraSpecs,
     config: &crate::config::Config,
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) {
     let not_used = match &config.edge_connect.default_flavor {
         Some(f) => format!("neither edge_connect.default_flavor {f} nor the pool's flavor in GARM"),
@@ -297,7 +297,7 @@ fn report_size(
 
 /// The image as a person's reference and as this pool's create will take it
 /// ([`crate::pod::Asked::check_runner_image`]): one verdict.
-fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report<'_>) {
+fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report) {
     let well_formed = !image.is_empty()
         && !image.contains(char::is_whitespace)
         && !image.starts_with('-')

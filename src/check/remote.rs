@@ -17,7 +17,7 @@ pub(super) async fn remote_checks(
     provider: &Provider,
     specs: &ExtraSpecs,
     sites: &[Placement],
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) {
     let mut check = Remote {
         ec: &config.edge_connect,
@@ -43,10 +43,10 @@ pub(super) const REMOTE_STAGES: [&str; 6] = [
 ];
 
 /// The remote checks of one `check` run: each step writes its lines into `report`.
-struct Remote<'a, 'r> {
+struct Remote<'a> {
     ec: &'a EdgeConnectConfig,
     client: &'a Client,
-    report: &'a mut Report<'r>,
+    report: &'a mut Report,
     /// The index in [`REMOTE_STAGES`] of the step running.
     reached: usize,
 }
@@ -54,7 +54,7 @@ struct Remote<'a, 'r> {
 /// A step failed (and said so in the report).
 struct Failed;
 
-impl Remote<'_, '_> {
+impl Remote<'_> {
     /// The steps, each noted in `reached` as it begins.
     async fn steps(&mut self, specs: &ExtraSpecs, sites: &[Placement]) -> Result<(), Failed> {
         self.login().await?;

@@ -306,9 +306,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 cli.controller_id.as_deref(),
                 &options,
                 extra_specs.as_ref(),
-                &crate::pipeline::process_environment(),
                 progress,
-                &mut std::io::stdout(),
             )?;
             return match failed {
                 0 => Ok(()),
