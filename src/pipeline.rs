@@ -240,7 +240,8 @@ pub fn run<T>(
         TokenCache::in_dir(&dir, &config.edge_connect.url, &credentials)
     });
     let cache = cache.flatten();
-    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
+    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)
+        .map_err(|e| Error::caused_by(e.to_string(), e))?
         .with_retry_report(progress.clone())
         .with_call_report(metrics.rpc_reporter())
         .with_token_cache(cache)
