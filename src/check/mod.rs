@@ -173,26 +173,15 @@ pub fn run(
                 return Ok(());
             }
             let image = options.image.as_deref();
-            let mut signals = leftovers::StopSignals::watch();
-            let test = deploy_test::deploy_test(
+            deploy_test::deploy_test(
                 provider,
                 &sites,
                 image,
                 extra_specs,
                 &remove_all,
                 &mut report,
-            );
-            tokio::select! {
-                () = test => Ok(()),
-                signal = signals.next() => Err(deploy_test::interrupted(
-                    provider,
-                    signal,
-                    &mut signals,
-                    &remove_all,
-                    &mut report,
-                )
-                .await),
-            }
+            )
+            .await
         },
     );
     drop(log);
