@@ -243,6 +243,8 @@ fn execute(cli: Cli) -> Result<(), Error> {
         Command::Get { format, .. } | Command::List { format, .. } => *format,
         _ => Format::Json,
     };
+    // A person's delete, stop and remove-all wait while Edge Connect holds an AppInst busy.
+    let wait = true;
     let operation = match cli.command {
         Command::Version => {
             // With the git commit when built from a git checkout (`v0.1.0 (abc1234)`), for
@@ -297,12 +299,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
             return site_cache(command, &config_path()?, &controller_id()?, progress)
         }
         Command::Check(options) => {
-            let config_path = config_path()?;
             let extra_specs = options.extra_specs.as_deref();
             let extra_specs = extra_specs.map(|f| read_json(f, "extra specs file", ""));
             let extra_specs = extra_specs.transpose()?.map(|(value, _)| value);
             let failed = crate::check::run(
-                &config_path,
+                &config_path()?,
                 cli.controller_id.as_deref(),
                 &options,
                 extra_specs.as_ref(),
@@ -318,21 +319,15 @@ fn execute(cli: Cli) -> Result<(), Error> {
         }
         Command::Get { id, .. } => Operation::Get { instance: id },
         Command::List { pool_id, .. } => Operation::List { pool_id },
-        Command::Delete { id } => Operation::Delete {
-            instance: id,
-            wait: true,
-        },
+        Command::Delete { id } => Operation::Delete { instance: id, wait },
         Command::RemoveAll { yes: false } => {
             return Err(Error::failed(
                 "remove-all deletes every runner of this controller; add --yes to confirm",
             ))
         }
-        Command::RemoveAll { yes: true } => Operation::RemoveAll { wait: true },
+        Command::RemoveAll { yes: true } => Operation::RemoveAll { wait },
         Command::Start { id } => Operation::Start { instance: id },
-        Command::Stop { id } => Operation::Stop {
-            instance: id,
-            wait: true,
-        },
+        Command::Stop { id } => Operation::Stop { instance: id, wait },
     };
     let config_path = config_path()?;
     let controller_id = controller_id()?;
@@ -629,13 +624,9 @@ async fn interrupted_start(
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let hint = "; it must be GARM's bootstrap JSON, see examples/";
     let (_, raw) = read_json(path, "bootstrap file", hint)?;
-    BootstrapInstance::from_slice(raw.as_bytes()).map_err(|e| {
-        Error::failed(format!(
-            "bootstrap file {}: {}",
-            path.display(),
-            Error::from(e)
-        ))
-    })
+    let file = path.display();
+    BootstrapInstance::from_slice(raw.as_bytes())
+        .map_err(|e| Error::failed(format!("bootstrap file {file}: {}", Error::from(e))))
 }
 
 /// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,
