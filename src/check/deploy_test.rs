@@ -25,11 +25,8 @@ fn how(remove_all: &str) -> String {
 
 /// What stays of the deploy test's runners (`runners`), and how it will be removed.
 fn left(remove_all: &str, runners: &[String]) -> String {
-    format!(
-        "left on Edge Connect: {}; {}",
-        runners.join("; "),
-        how(remove_all)
-    )
+    let runners = runners.join("; ");
+    format!("left on Edge Connect: {runners}; {}", how(remove_all))
 }
 
 /// The deploy test on each of `sites`; when SIGINT, SIGTERM or SIGHUP stops it, its runners are
@@ -108,12 +105,10 @@ async fn finish(provider: &Provider, name: &str, remove_all: &str, report: &mut 
     let done = leftovers::remove(&provider.anew(), Which::Named(name)).await;
     let what = format!("cleanup {name}");
     if !done.removed.is_empty() {
+        let secs = started.elapsed().as_secs();
         report.pass(
             &what,
-            format!(
-                "removed by the check's DeleteInstance after {} s",
-                started.elapsed().as_secs()
-            ),
+            format!("removed by the check's DeleteInstance after {secs} s"),
         );
     }
     if !done.left.is_empty() {

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::config::{ENV_PASSWORD, ENV_USERNAME};
+use crate::config::{Config, ENV_PASSWORD, ENV_USERNAME};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::Progress;
@@ -136,9 +136,7 @@ pub fn run(
         Ok(_) => {}
     }
     let specs = specs.unwrap_or_default();
-    if let Some(resources) = &specs.resources {
-        report_size(resources, &specs, &config, &mut report);
-    }
+    report_size(&specs, &config, &mut report);
     if let Some(image) = &options.image {
         check_image(image, &specs, &mut report);
     }
@@ -149,9 +147,7 @@ pub fn run(
         CHECK_CONTROLLER,
         environment.clone(),
         progress,
-        crate::pipeline::pull_password(&specs, environment)
-            .into_iter()
-            .collect(),
+        Vec::from_iter(crate::pipeline::pull_password(&specs, environment)),
         async |provider| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
             if config.site_cache.enabled() && report.failed == 0 {
@@ -172,11 +168,10 @@ pub fn run(
                 report.skipped(&["deploy test"]);
                 return Ok(());
             }
-            let image = options.image.as_deref();
             deploy_test::deploy_test(
                 provider,
                 &sites,
-                image,
+                options.image.as_deref(),
                 extra_specs,
                 &remove_all,
                 &mut report,
@@ -196,7 +191,7 @@ pub fn run(
 /// The site cache of `controller_id` on each site (absent, starting, Ready at its address,
 /// failed with the reason; docs/site-cache.md), and the actions cache's secret.
 async fn site_caches(
-    config: &crate::config::Config,
+    config: &Config,
     provider: &crate::provider::Provider,
     controller_id: Option<&str>,
     sites: &[crate::config::Placement],
@@ -259,14 +254,13 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-/// The one line of a pool sized by `resources`: the size a create sends, and that no flavor
-/// is used (neither the config's default nor GARM's pool flavor, which `check` cannot see).
-fn report_size(
-    resources: &crate::pod::Resources,
-    specs: &ExtraSpecs,
-    config: &crate::config::Config,
-    report: &mut Report,
-) {
+/// The one line of a pool sized by `resources` (none for another pool): the size a create
+/// sends, and that no flavor is used (neither the config's default nor GARM's pool flavor,
+/// which `check` cannot see).
+fn report_size(specs: &ExtraSpecs, config: &Config, report: &mut Report) {
+    let Some(resources) = &specs.resources else {
+        return;
+    };
     let not_used = match &config.edge_connect.default_flavor {
         Some(f) => format!("neither edge_connect.default_flavor {f} nor the pool's flavor in GARM"),
         None => "not the pool's flavor in GARM either".into(),
