@@ -172,14 +172,9 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         e
     };
     let operation = operation.map_err(|e| fail(e.into()))?;
-    span.record(
-        "instance",
-        // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
-        tracing::field::display(crate::text::echo_max(
-            operation.instance().unwrap_or_default(),
-            256,
-        )),
-    );
+    // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
+    let instance = crate::text::echo_max(operation.instance().unwrap_or_default(), 256);
+    span.record("instance", tracing::field::display(instance));
     // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
     tracing::info!(interface = version, "start");
     let progress: Progress =
