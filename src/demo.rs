@@ -42,15 +42,13 @@ pub fn run() -> Result<(), Error> {
         .ok_or_else(|| Error::failed("the simulator has no user"))?;
     let sim = edge_connect_sim::spawn(sim_config.clone())
         .map_err(|e| Error::failed(format!("cannot start the simulator: {e:#}")))?;
-    line(&format!(
-        "▶ Edge Connect simulator listening on {}",
-        sim.url()
-    ));
+    let url = sim.url();
+    line(&format!("▶ Edge Connect simulator listening on {url}"));
     let cannot_write = |e: std::io::Error| {
         Error::caused_by(format!("cannot write the demo's config files: {e}"), e)
     };
-    let mut config = edge_connect_sim::ProviderConfig::for_sim(&sim.url(), &sim_config, dir)
-        .map_err(cannot_write)?;
+    let mut config =
+        edge_connect_sim::ProviderConfig::for_sim(&url, &sim_config, dir).map_err(cannot_write)?;
     // Relative paths (resolved against the config's directory) keep the printed copy short;
     // no token cache: the demo logs in once and leaves nothing behind.
     config.credentials_file = "credentials.toml".into();

@@ -3,7 +3,7 @@
 //! A leaf: it imports nothing of the crate. Which exit code a kind gets is the front doors'
 //! business (`front::exit_code`).
 
-use edge_connect::{ApiError, SetupError};
+use edge_connect::ApiError;
 
 /// Everything that can make a provider command fail.
 ///
@@ -72,12 +72,6 @@ pub struct LeftBehind;
 
 impl From<ApiError> for Error {
     fn from(e: ApiError) -> Self {
-        Error::caused_by(e.to_string(), e)
-    }
-}
-
-impl From<SetupError> for Error {
-    fn from(e: SetupError) -> Self {
         Error::caused_by(e.to_string(), e)
     }
 }

@@ -123,6 +123,8 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         *log = Some(guard);
         Ok::<_, Error>(session)
     };
+    // GARM's delete, stop and remove-all report at once what Edge Connect holds; its retries wait.
+    let wait = false;
     let (session, operation) = match command {
         GarmCommand::GetVersion => return Ok(Answer::Text(crate::VERSION.to_string())),
         GarmCommand::GetSupportedInterfaceVersions => {
@@ -144,18 +146,12 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
             let create = |bootstrap| Operation::create(bootstrap, pool_id, specs);
             (session, read.map(create))
         }
-        GarmCommand::DeleteInstance => {
-            let wait = false;
-            (opened()?, Ok(Operation::Delete { instance, wait }))
-        }
+        GarmCommand::DeleteInstance => (opened()?, Ok(Operation::Delete { instance, wait })),
         GarmCommand::GetInstance => (opened()?, Ok(Operation::Get { instance })),
         GarmCommand::ListInstances => (opened()?, Ok(Operation::List { pool_id })),
         GarmCommand::StartInstance => (opened()?, Ok(Operation::Start { instance })),
-        GarmCommand::StopInstance => {
-            let wait = false;
-            (opened()?, Ok(Operation::Stop { instance, wait }))
-        }
-        GarmCommand::RemoveAllInstances => (opened()?, Ok(Operation::RemoveAll { wait: false })),
+        GarmCommand::StopInstance => (opened()?, Ok(Operation::Stop { instance, wait })),
+        GarmCommand::RemoveAllInstances => (opened()?, Ok(Operation::RemoveAll { wait })),
     };
     let log_file = log.as_ref().is_some_and(|l| l.file);
     // Every line of this command carries command, instance, pool and controller. The instance
@@ -176,14 +172,9 @@ pub fn garm(log: &mut Option<LogGuard>) -> Result<Answer, Error> {
         e
     };
     let operation = operation.map_err(|e| fail(e.into()))?;
-    span.record(
-        "instance",
-        // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
-        tracing::field::display(crate::text::echo_max(
-            operation.instance().unwrap_or_default(),
-            256,
-        )),
-    );
+    // Escaped by the log writer, cut here: a 100 KB id must not be repeated on every line.
+    let instance = crate::text::echo_max(operation.instance().unwrap_or_default(), 256);
+    span.record("instance", tracing::field::display(instance));
     // Which interface GARM speaks explains which variables it sent (extra specs only in v0.1.1).
     tracing::info!(interface = version, "start");
     let progress: Progress =
@@ -244,7 +235,8 @@ pub fn run<T>(
         TokenCache::in_dir(&dir, &config.edge_connect.url, &credentials)
     });
     let cache = cache.flatten();
-    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)?
+    let client = Client::new(&config.edge_connect.client_options(), credentials, deadline)
+        .map_err(|e| Error::caused_by(e.to_string(), e))?
         .with_retry_report(progress.clone())
         .with_call_report(metrics.rpc_reporter())
         .with_token_cache(cache)

@@ -25,86 +25,90 @@ fn how(remove_all: &str) -> String {
 
 /// What stays of the deploy test's runners (`runners`), and how it will be removed.
 fn left(remove_all: &str, runners: &[String]) -> String {
-    format!(
-        "left on Edge Connect: {}; {}",
-        runners.join("; "),
-        how(remove_all)
-    )
+    let runners = runners.join("; ");
+    format!("left on Edge Connect: {runners}; {}", how(remove_all))
 }
 
+/// The deploy test on each of `sites`; when SIGINT, SIGTERM or SIGHUP stops it, its runners are
+/// removed and [`Error::Interrupted`] returned.
 pub(super) async fn deploy_test(
     provider: &Provider,
     sites: &[Placement],
     image: Option<&str>,
     extra_specs: Option<&serde_json::Value>,
     remove_all: &str,
-    report: &mut Report<'_>,
-) {
-    // What earlier checks left (one that was killed too), before anything new is made.
-    let earlier = leftovers::remove(&provider.anew(), Which::All).await;
-    if !earlier.removed.is_empty() {
-        report.pass(
-            "earlier deploy tests",
-            format!("removed what they left: {}", earlier.removed.join(", ")),
-        );
-    }
-    if !earlier.left.is_empty() {
-        report.fail("earlier deploy tests", left(remove_all, &earlier.left));
-    }
-    let image = image.unwrap_or(DEFAULT_IMAGE);
-    for (i, site) in sites.iter().enumerate() {
-        let what = format!("deploy test {site}");
-        let name = format!("garm-check-{}-{i}", std::process::id());
-        let bootstrap = throwaway(&name, image, site, extra_specs);
-        let started = Instant::now();
-        let created = provider.run(Operation::create(bootstrap, None, None)).await;
-        let t_create = started.elapsed();
-        if let Err(e) = created {
-            // A failed create has rolled back, or left the rest to DeleteInstance: this one.
-            report.fail(&what, e.to_string());
-            finish(provider, &name, remove_all, report).await;
-            continue;
+    report: &mut Report,
+) -> Result<(), Error> {
+    let mut signals = leftovers::StopSignals::watch();
+    let test = async {
+        // What earlier checks left (one that was killed too), before anything new is made.
+        let earlier = leftovers::remove(&provider.anew(), Which::All).await;
+        if !earlier.removed.is_empty() {
+            report.pass(
+                "earlier deploy tests",
+                format!("removed what they left: {}", earlier.removed.join(", ")),
+            );
         }
-        let started = Instant::now();
-        match provider
-            .run(Operation::Delete {
+        if !earlier.left.is_empty() {
+            report.fail("earlier deploy tests", left(remove_all, &earlier.left));
+        }
+        let image = image.unwrap_or(DEFAULT_IMAGE);
+        for (i, site) in sites.iter().enumerate() {
+            let what = format!("deploy test {site}");
+            let name = format!("garm-check-{}-{i}", std::process::id());
+            let bootstrap = throwaway(&name, image, site, extra_specs);
+            let started = Instant::now();
+            let created = provider.run(Operation::create(bootstrap, None, None)).await;
+            let t_create = started.elapsed();
+            if let Err(e) = created {
+                // A failed create has rolled back, or left the rest to DeleteInstance: this one.
+                report.fail(&what, e.to_string());
+                finish(provider, &name, remove_all, report).await;
+                continue;
+            }
+            let started = Instant::now();
+            let delete = Operation::Delete {
                 instance: name.clone(),
                 wait: false,
-            })
-            .await
-        {
-            Ok(_) => report.pass(
-                &what,
-                format!(
-                    "{image} runs there (CreateInstance {} ms, DeleteInstance {} ms)",
-                    t_create.as_millis(),
-                    started.elapsed().as_millis()
-                ),
-            ),
-            Err(e) => {
-                report.fail(
+            };
+            match provider.run(delete).await {
+                Ok(_) => report.pass(
                     &what,
-                    format!("{image} runs there, but DeleteInstance {name} failed: {e}"),
-                );
-                finish(provider, &name, remove_all, report).await;
+                    format!(
+                        "{image} runs there (CreateInstance {} ms, DeleteInstance {} ms)",
+                        t_create.as_millis(),
+                        started.elapsed().as_millis()
+                    ),
+                ),
+                Err(e) => {
+                    report.fail(
+                        &what,
+                        format!("{image} runs there, but DeleteInstance {name} failed: {e}"),
+                    );
+                    finish(provider, &name, remove_all, report).await;
+                }
             }
+        }
+    };
+    tokio::select! {
+        () = test => Ok(()),
+        signal = signals.next() => {
+            Err(interrupted(provider, signal, &mut signals, remove_all, report).await)
         }
     }
 }
 
 /// After a failed create or delete: removes what is left of `name`, waiting while the platform
 /// holds it busy, and reports what it removed or what stays and how it will go.
-async fn finish(provider: &Provider, name: &str, remove_all: &str, report: &mut Report<'_>) {
+async fn finish(provider: &Provider, name: &str, remove_all: &str, report: &mut Report) {
     let started = Instant::now();
     let done = leftovers::remove(&provider.anew(), Which::Named(name)).await;
     let what = format!("cleanup {name}");
     if !done.removed.is_empty() {
+        let secs = started.elapsed().as_secs();
         report.pass(
             &what,
-            format!(
-                "removed by the check's DeleteInstance after {} s",
-                started.elapsed().as_secs()
-            ),
+            format!("removed by the check's DeleteInstance after {secs} s"),
         );
     }
     if !done.left.is_empty() {
@@ -114,12 +118,12 @@ async fn finish(provider: &Provider, name: &str, remove_all: &str, report: &mut 
 
 /// The deploy test was stopped by `signal`: removes its runners within the cleanup grace
 /// ([`Provider::for_cleanup`]; the same signal again stops at once), reports what stays, and returns the error to end with.
-pub(super) async fn interrupted(
+async fn interrupted(
     provider: &Provider,
     signal: &str,
-    signals: &mut super::leftovers::StopSignals,
+    signals: &mut leftovers::StopSignals,
     remove_all: &str,
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) -> Error {
     let provider = provider.for_cleanup();
     provider.report(&format!(

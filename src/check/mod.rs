@@ -10,9 +10,10 @@
 //! each deploy test first removes what earlier ones left (docs/operations.md).
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::config::{ENV_PASSWORD, ENV_USERNAME};
+use crate::config::{Config, ENV_PASSWORD, ENV_USERNAME};
 use crate::error::Error;
 use crate::extra_specs::ExtraSpecs;
 use crate::provider::Progress;
@@ -43,22 +44,20 @@ pub struct CheckOptions {
 /// Longest detail of a step line, in characters (a server's message may be 64 KiB).
 const MAX_DETAIL_CHARS: usize = 2000;
 
-/// Collects step lines and prints them as they come.
-pub(crate) struct Report<'a> {
-    out: &'a mut dyn std::io::Write,
+/// Prints step lines on stdout as they come, and counts the failed steps.
+pub(crate) struct Report {
     failed: usize,
 }
 
-impl Report<'_> {
-    /// Names the steps not run because one before them failed.
+impl Report {
+    /// Names the steps not run because one before them failed (never none: the last step that
+    /// can stop the run is followed by others).
     pub(crate) fn skipped(&mut self, stages: &[&str]) {
-        if !stages.is_empty() {
-            let names = stages.join(", ");
-            let _ = writeln!(
-                self.out,
-                "- skipped: {names} (each needs what the failed step above would have found)"
-            );
-        }
+        let names = stages.join(", ");
+        let _ = writeln!(
+            std::io::stdout(),
+            "- skipped: {names} (each needs what the failed step above would have found)"
+        );
     }
 
     pub(crate) fn pass(&mut self, what: &str, detail: impl AsRef<str>) {
@@ -77,26 +76,26 @@ impl Report<'_> {
         let scrubber = crate::pipeline::scrubber();
         let what = crate::text::echo_max(&scrubber.scrub(what), MAX_DETAIL_CHARS);
         let detail = crate::text::echo_max(&scrubber.scrub(detail), MAX_DETAIL_CHARS);
-        let _ = writeln!(self.out, "{mark} {what}: {detail}");
+        let _ = writeln!(std::io::stdout(), "{mark} {what}: {detail}");
     }
 }
 
 /// Runs every check and returns the number of failed steps (0: all good), or
 /// [`Error::Interrupted`] when SIGINT, SIGTERM or SIGHUP stopped the deploy test (after its cleanup).
 /// `extra_specs` is the content of `options.extra_specs`; `progress` receives what the deploy
-/// test's create, delete and cleanup are doing. Every line is masked by the command's scrubber.
+/// test's create, delete and cleanup are doing. Every line, on stdout, is masked by the
+/// command's scrubber.
 pub fn run(
     config_path: &Path,
     controller_id: Option<&str>,
     options: &CheckOptions,
     extra_specs: Option<&serde_json::Value>,
-    environment: &HashMap<String, String>,
     progress: Progress,
-    out: &mut dyn std::io::Write,
 ) -> Result<usize, Error> {
-    let mut report = Report { out, failed: 0 };
+    let environment = &crate::pipeline::process_environment();
+    let mut report = Report { failed: 0 };
     // A failed step of these two: every later one is named skipped, and the run ends.
-    let stop = |report: &mut Report<'_>, what: &str, e: Error, skipped: &[&str]| {
+    let stop = |report: &mut Report, what: &str, e: Error, skipped: &[&str]| {
         report.fail(what, e.to_string());
         let mut skipped = [skipped, &remote::REMOTE_STAGES].concat();
         skipped.extend(options.deploy_test.then_some("deploy test"));
@@ -137,9 +136,7 @@ pub fn run(
         Ok(_) => {}
     }
     let specs = specs.unwrap_or_default();
-    if let Some(resources) = &specs.resources {
-        report_size(resources, &specs, &config, &mut report);
-    }
+    report_size(&specs, &config, &mut report);
     if let Some(image) = &options.image {
         check_image(image, &specs, &mut report);
     }
@@ -150,9 +147,7 @@ pub fn run(
         CHECK_CONTROLLER,
         environment.clone(),
         progress,
-        crate::pipeline::pull_password(&specs, environment)
-            .into_iter()
-            .collect(),
+        Vec::from_iter(crate::pipeline::pull_password(&specs, environment)),
         async |provider| {
             remote::remote_checks(&config, provider, &specs, &sites, &mut report).await;
             if config.site_cache.enabled() && report.failed == 0 {
@@ -173,27 +168,15 @@ pub fn run(
                 report.skipped(&["deploy test"]);
                 return Ok(());
             }
-            let image = options.image.as_deref();
-            let mut signals = leftovers::StopSignals::watch();
-            let test = deploy_test::deploy_test(
+            deploy_test::deploy_test(
                 provider,
                 &sites,
-                image,
+                options.image.as_deref(),
                 extra_specs,
                 &remove_all,
                 &mut report,
-            );
-            tokio::select! {
-                () = test => Ok(()),
-                signal = signals.next() => Err(deploy_test::interrupted(
-                    provider,
-                    signal,
-                    &mut signals,
-                    &remove_all,
-                    &mut report,
-                )
-                .await),
-            }
+            )
+            .await
         },
     );
     drop(log);
@@ -208,12 +191,12 @@ pub fn run(
 /// The site cache of `controller_id` on each site (absent, starting, Ready at its address,
 /// failed with the reason; docs/site-cache.md), and the actions cache's secret.
 async fn site_caches(
-    config: &crate::config::Config,
+    config: &Config,
     provider: &crate::provider::Provider,
     controller_id: Option<&str>,
     sites: &[crate::config::Placement],
     environment: &HashMap<String, String>,
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) {
     use crate::provider::site_cache::CacheState;
     if config.site_cache.actions_cache {
@@ -271,14 +254,13 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-/// The one line of a pool sized by `resources`: the size a create sends, and that no flavor
-/// is used (neither the config's default nor GARM's pool flavor, which `check` cannot see).
-fn report_size(
-    resources: &crate::pod::Resources,
-    specs: &ExtraSpecs,
-    config: &crate::config::Config,
-    report: &mut Report<'_>,
-) {
+/// The one line of a pool sized by `resources` (none for another pool): the size a create
+/// sends, and that no flavor is used (neither the config's default nor GARM's pool flavor,
+/// which `check` cannot see).
+fn report_size(specs: &ExtraSpecs, config: &Config, report: &mut Report) {
+    let Some(resources) = &specs.resources else {
+        return;
+    };
     let not_used = match &config.edge_connect.default_flavor {
         Some(f) => format!("neither edge_connect.default_flavor {f} nor the pool's flavor in GARM"),
         None => "not the pool's flavor in GARM either".into(),
@@ -298,7 +280,7 @@ fn report_size(
 
 /// The image as a person's reference and as this pool's create will take it
 /// ([`crate::pod::Asked::check_runner_image`]): one verdict.
-fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report<'_>) {
+fn check_image(image: &str, specs: &ExtraSpecs, report: &mut Report) {
     let well_formed = !image.is_empty()
         && !image.contains(char::is_whitespace)
         && !image.starts_with('-')

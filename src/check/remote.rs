@@ -17,18 +17,18 @@ pub(super) async fn remote_checks(
     provider: &Provider,
     specs: &ExtraSpecs,
     sites: &[Placement],
-    report: &mut Report<'_>,
+    report: &mut Report,
 ) {
     let mut check = Remote {
         ec: &config.edge_connect,
         client: provider.client(),
         report,
+        reached: 0,
     };
     // The first step that fails ends the checks: the later ones need what it would have found.
     // They are named, so that a person knows what was not checked.
-    let mut reached = 0;
-    if check.steps(specs, sites, &mut reached).await.is_err() {
-        check.report.skipped(&REMOTE_STAGES[reached + 1..]);
+    if check.steps(specs, sites).await.is_err() {
+        check.report.skipped(&REMOTE_STAGES[check.reached + 1..]);
     }
 }
 
@@ -43,29 +43,26 @@ pub(super) const REMOTE_STAGES: [&str; 6] = [
 ];
 
 /// The remote checks of one `check` run: each step writes its lines into `report`.
-struct Remote<'a, 'r> {
+struct Remote<'a> {
     ec: &'a EdgeConnectConfig,
     client: &'a Client,
-    report: &'a mut Report<'r>,
+    report: &'a mut Report,
+    /// The index in [`REMOTE_STAGES`] of the step running.
+    reached: usize,
 }
 
 /// A step failed (and said so in the report).
 struct Failed;
 
-impl Remote<'_, '_> {
-    /// The steps; `reached` is the index in [`REMOTE_STAGES`] of the one running.
-    async fn steps(
-        &mut self,
-        specs: &ExtraSpecs,
-        sites: &[Placement],
-        reached: &mut usize,
-    ) -> Result<(), Failed> {
+impl Remote<'_> {
+    /// The steps, each noted in `reached` as it begins.
+    async fn steps(&mut self, specs: &ExtraSpecs, sites: &[Placement]) -> Result<(), Failed> {
         self.login().await?;
-        *reached = 1;
+        self.reached = 1;
         let flavors = self.region().await?;
-        *reached = 2;
+        self.reached = 2;
         self.membership().await?;
-        *reached = 3;
+        self.reached = 3;
         let zones = self.generation().await?;
         // From here on a failure is reported and the other sites still checked.
         let cloudlets = self.cloudlets(sites).await;

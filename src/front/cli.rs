@@ -243,6 +243,8 @@ fn execute(cli: Cli) -> Result<(), Error> {
         Command::Get { format, .. } | Command::List { format, .. } => *format,
         _ => Format::Json,
     };
+    // A person's delete, stop and remove-all wait while Edge Connect holds an AppInst busy.
+    let wait = true;
     let operation = match cli.command {
         Command::Version => {
             // With the git commit when built from a git checkout (`v0.1.0 (abc1234)`), for
@@ -279,15 +281,11 @@ fn execute(cli: Cli) -> Result<(), Error> {
             listen,
             compact_secs,
         }) => {
+            let no_events = "give --events FILE, or set metrics_events_file in the config";
             let events = match events {
                 Some(events) => events,
-                None => Config::load(&config_path()?)?
-                    .metrics_events_file
-                    .ok_or_else(|| {
-                        Error::failed(
-                            "give --events FILE, or set metrics_events_file in the config",
-                        )
-                    })?,
+                None => (Config::load(&config_path()?)?.metrics_events_file)
+                    .ok_or_else(|| Error::failed(no_events))?,
             };
             let snapshot = snapshot.unwrap_or_else(|| {
                 let mut path = events.clone().into_os_string();
@@ -301,18 +299,15 @@ fn execute(cli: Cli) -> Result<(), Error> {
             return site_cache(command, &config_path()?, &controller_id()?, progress)
         }
         Command::Check(options) => {
-            let config_path = config_path()?;
             let extra_specs = options.extra_specs.as_deref();
             let extra_specs = extra_specs.map(|f| read_json(f, "extra specs file", ""));
             let extra_specs = extra_specs.transpose()?.map(|(value, _)| value);
             let failed = crate::check::run(
-                &config_path,
+                &config_path()?,
                 cli.controller_id.as_deref(),
                 &options,
                 extra_specs.as_ref(),
-                &crate::pipeline::process_environment(),
                 progress,
-                &mut std::io::stdout(),
             )?;
             return match failed {
                 0 => Ok(()),
@@ -324,21 +319,15 @@ fn execute(cli: Cli) -> Result<(), Error> {
         }
         Command::Get { id, .. } => Operation::Get { instance: id },
         Command::List { pool_id, .. } => Operation::List { pool_id },
-        Command::Delete { id } => Operation::Delete {
-            instance: id,
-            wait: true,
-        },
+        Command::Delete { id } => Operation::Delete { instance: id, wait },
         Command::RemoveAll { yes: false } => {
             return Err(Error::failed(
                 "remove-all deletes every runner of this controller; add --yes to confirm",
             ))
         }
-        Command::RemoveAll { yes: true } => Operation::RemoveAll { wait: true },
+        Command::RemoveAll { yes: true } => Operation::RemoveAll { wait },
         Command::Start { id } => Operation::Start { instance: id },
-        Command::Stop { id } => Operation::Stop {
-            instance: id,
-            wait: true,
-        },
+        Command::Stop { id } => Operation::Stop { instance: id, wait },
     };
     let config_path = config_path()?;
     let controller_id = controller_id()?;
@@ -420,21 +409,17 @@ fn site_cache(
                 SiteCacheCommand::Up { site } => {
                     let site = site.unwrap_or(configured);
                     let states = provider.site_cache_up(&site).await?;
-                    let (ready, failed): (Vec<_>, Vec<_>) = states
-                        .iter()
-                        .partition(|(_, s)| matches!(s, CacheState::Ready(_)));
-                    let line = |(service, state): &&(Service, CacheState)| {
-                        format!(
-                            "{} on {site}: {}",
-                            service.word(),
-                            crate::text::echo(&state.to_string())
-                        )
+                    let line = |(service, state): &(Service, CacheState)| {
+                        let state = crate::text::echo(&state.to_string());
+                        format!("{} on {site}: {state}", service.word())
                     };
+                    let ready = |(_, state): &&_| matches!(state, CacheState::Ready(_));
+                    let failed: Vec<String> =
+                        states.iter().filter(|s| !ready(s)).map(line).collect();
                     if !failed.is_empty() {
-                        let failed: Vec<String> = failed.iter().map(line).collect();
                         return Err(Error::failed(failed.join("; ")));
                     }
-                    ready.iter().map(|s| format!("✓ {}", line(s))).collect()
+                    states.iter().map(|s| format!("✓ {}", line(s))).collect()
                 }
                 SiteCacheCommand::Remove { site } => {
                     let n = provider.remove_site_caches(site.as_ref()).await?;
@@ -447,12 +432,8 @@ fn site_cache(
             })
         },
     )?;
-    super::print(|out| {
-        finished
-            .output
-            .iter()
-            .try_for_each(|line| writeln!(out, "{line}"))
-    })
+    let lines = finished.output;
+    super::print(|out| lines.iter().try_for_each(|line| writeln!(out, "{line}")))
 }
 
 /// Runs one operation for a person at a terminal: a `create` or `start` stopped by SIGINT
@@ -643,13 +624,9 @@ async fn interrupted_start(
 fn read_bootstrap(path: &Path) -> Result<BootstrapInstance, Error> {
     let hint = "; it must be GARM's bootstrap JSON, see examples/";
     let (_, raw) = read_json(path, "bootstrap file", hint)?;
-    BootstrapInstance::from_slice(raw.as_bytes()).map_err(|e| {
-        Error::failed(format!(
-            "bootstrap file {}: {}",
-            path.display(),
-            Error::from(e)
-        ))
-    })
+    let file = path.display();
+    BootstrapInstance::from_slice(raw.as_bytes())
+        .map_err(|e| Error::failed(format!("bootstrap file {file}: {}", Error::from(e))))
 }
 
 /// Reads a JSON file given on the command line: a regular file of bounded size that holds JSON,

@@ -50,14 +50,8 @@ fn row(r: &RunnerView, now: SystemTime) -> [String; 6] {
         ("", InstanceStatus::Stopped) => "no AppInst (stopped)",
         (state, _) => state,
     };
-    [
-        cell(&r.instance.name),
-        cell(&r.pool),
-        cell(&r.site),
-        cell(state),
-        cell(&age),
-        cell(&r.fault),
-    ]
+    let cells: [&str; 6] = [&r.instance.name, &r.pool, &r.site, state, &age, &r.fault];
+    cells.map(cell)
 }
 
 /// How long ago `created_at` (RFC 3339, as Edge Connect writes it) was, in the largest whole
