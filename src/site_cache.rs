@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use crate::config::{Config, Placement};
-use edge_connect::models::{AppInst, AppKey, FlavorKey, NewApp};
+use edge_connect::models::{AppKey, FlavorKey, NewApp};
 
 /// Docker Hub's registry host, the one upstream a site mirror caches: the host dockerd and
 /// BuildKit pull Docker Hub images from (docs/site-cache.md, "The registry mirror").
@@ -68,12 +68,13 @@ impl Service {
     }
 }
 
+/// The first four bytes of `text`'s SHA-256, in hex.
 fn hex8(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(4)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let digest = Sha256::digest(text.as_bytes());
+    format!(
+        "{:08x}",
+        u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+    )
 }
 
 /// The App name of `service`'s cache on `site` for `controller_id`:
@@ -92,14 +93,9 @@ pub fn app_name(controller_id: &str, site: &Placement, service: Service) -> Stri
     )
 }
 
-/// The prefix every cache App name of `controller_id` starts with.
-pub fn name_prefix(controller_id: &str) -> String {
-    format!("sc-{}-", hex8(controller_id))
-}
-
 /// The service a cache App name of `controller_id` stands for.
 pub fn service_of(controller_id: &str, app_name: &str) -> Option<Service> {
-    let rest = app_name.strip_prefix(&name_prefix(controller_id))?;
+    let rest = app_name.strip_prefix(&format!("sc-{}-", hex8(controller_id)))?;
     Service::ALL
         .into_iter()
         .find(|s| rest.len() == 9 + s.word().len() && rest.ends_with(s.word()))
@@ -217,29 +213,13 @@ pub fn new_app(
         default_flavor: FlavorKey {
             name: flavor.unwrap_or_default(),
         },
-        kubernetes_resources: None,
         command,
         command_args,
-        configs: Vec::new(),
         env_vars,
         secret_env_vars,
-        username: None,
-        credentials: None,
-        deployment_manifest: None,
         access_ports: format!("tcp:{}", service.port()),
+        ..NewApp::default()
     }
-}
-
-/// The AppInst annotations of a cache of `controller_id`.
-pub fn marks(controller_id: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(MARK_CACHE_CONTROLLER.to_string(), controller_id.to_string())])
-}
-
-/// The URL a Ready cache AppInst of `service` is reached at, as ShowAppInst reports its access
-/// port (B36, B37): `http://host:port`, `https://` where the load balancer terminates TLS.
-pub fn url_of(inst: &AppInst, service: Service) -> Option<String> {
-    let (address, tls) = inst.address(service.port())?;
-    Some(mirror_url(&address, tls))
 }
 
 /// The mirror's URL for the daemons, from the address ShowAppInst reports (`host:port`) and

@@ -62,7 +62,7 @@ impl Provider {
             if services.is_empty() {
                 return None;
             }
-            let found = self.cache_app_insts().await.inspect_err(|e| {
+            let found = self.cache_app_insts(&self.controller_id).await.inspect_err(|e| {
                 tracing::warn!(error = %e, "the site cache could not be read; the runner runs without it");
             });
             found.ok()
@@ -184,7 +184,7 @@ impl Provider {
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
-    async fn apps_named(&self, name: &str) -> Result<Vec<App>, Error> {
+    pub(super) async fn apps_named(&self, name: &str) -> Result<Vec<App>, Error> {
         let filter = AppKey {
             version: String::new(),
             ..self.app_key(name)

@@ -55,11 +55,11 @@ pub fn state_of(insts: &[AppInst], app_name: &str, service: Service) -> CacheSta
             .iter()
             .filter(move |i| i.app_key.as_ref().is_some_and(|k| k.name == app_name))
     };
-    if let Some(url) = mine()
-        .filter(|i| i.state == AppInstState::Ready)
-        .find_map(|i| cache::url_of(i, service))
-    {
-        return CacheState::Ready(url);
+    // Reached as ShowAppInst reports its access port (B36, B37): `http://host:port`,
+    // `https://` where the load balancer terminates TLS.
+    let mut ready = mine().filter(|i| i.state == AppInstState::Ready);
+    if let Some((address, tls)) = ready.find_map(|i| i.address(service.port())) {
+        return CacheState::Ready(cache::mirror_url(&address, tls));
     }
     if mine().any(|i| !i.state.is_error() && (creating(&i.state) || i.state == AppInstState::Ready))
     {
@@ -97,15 +97,10 @@ impl Provider {
             .collect()
     }
 
-    /// Every cache AppInst of this controller, on every site: one ShowAppInst by the mark (a
-    /// server older than annotations answers with the organization's AppInsts, of which only
-    /// those of this controller's cache Apps are kept, B23).
-    pub(super) async fn cache_app_insts(&self) -> Result<Vec<AppInst>, Error> {
-        self.cache_app_insts_of(&self.controller_id).await
-    }
-
-    /// [`Provider::cache_app_insts`] of the controller `controller_id`.
-    async fn cache_app_insts_of(&self, controller_id: &str) -> Result<Vec<AppInst>, Error> {
+    /// Every cache AppInst of the controller `controller_id`, on every site: one ShowAppInst by
+    /// the mark (a server older than annotations answers with the organization's AppInsts, of
+    /// which only those of that controller's cache Apps are kept, B23).
+    pub(super) async fn cache_app_insts(&self, controller_id: &str) -> Result<Vec<AppInst>, Error> {
         let filter = AppKey {
             organization: self.organization().to_string(),
             ..AppKey::default()
@@ -285,7 +280,11 @@ impl Provider {
         }
         let inst_name = format!("{name}-{}", slot.unwrap_or_default());
         let request = NewAppInst {
-            annotations: cache::marks(&self.controller_id),
+            annotations: [(
+                cache::MARK_CACHE_CONTROLLER.into(),
+                self.controller_id.clone(),
+            )]
+            .into(),
             ..placement::new_app_inst(&inst_name, self.organization(), key, target)
         };
         let mut sent = sent;
@@ -309,14 +308,15 @@ impl Provider {
         services: &[Service],
         sent: Vec<Sender<()>>,
     ) {
-        let target = match self.targets(std::slice::from_ref(site)).await {
-            Ok(mut targets) => targets.pop(),
-            Err(e) => {
+        let targets = self
+            .targets(std::slice::from_ref(site))
+            .await
+            .inspect_err(|e| {
                 tracing::warn!(error = %e, "the site cache could not be started");
-                None
-            }
+            });
+        let Some(target) = targets.ok().and_then(|mut targets| targets.pop()) else {
+            return;
         };
-        let Some(target) = target else { return };
         let each = services.iter().zip(sent).map(|(&service, sent)| {
             let target = &target;
             async move {
@@ -328,24 +328,10 @@ impl Provider {
         futures_util::future::join_all(each).await;
     }
 
-    /// The versions of the cache App `name` (ShowApp by name, retried while transient).
+    /// The versions of the cache App `name`.
     async fn cache_versions(&self, name: &str) -> Result<Vec<String>, Error> {
-        let filter = AppKey {
-            organization: self.organization().to_string(),
-            name: name.to_string(),
-            version: String::new(),
-        };
-        let (client, filter) = (&self.client, &filter);
-        let apps = retry_transient(client, "ShowApp", || async move {
-            client
-                .show_apps(filter, &[])
-                .await?
-                .collect(MAX_COLLECTED)
-                .await
-        })
-        .await?;
+        let apps = self.apps_named(name).await?.into_iter();
         Ok(apps
-            .into_iter()
             .filter(|a| a.key.name == name)
             .map(|a| a.key.version)
             .collect())
@@ -365,7 +351,11 @@ impl Provider {
             let name = cache::app_name(&self.controller_id, site, service);
             let mut tried = false;
             let state = loop {
-                let state = state_of(&self.cache_app_insts().await?, &name, service);
+                let state = state_of(
+                    &self.cache_app_insts(&self.controller_id).await?,
+                    &name,
+                    service,
+                );
                 match state {
                     CacheState::Ready(_) => break state,
                     CacheState::Failed(_) if tried => break state,
@@ -406,7 +396,7 @@ impl Provider {
     pub async fn prune_site_caches(&self, idle: Duration) -> Result<usize, Error> {
         let (runners, _, _) = self.runners("", None, None).await?;
         let runner_insts: Vec<&AppInst> = runners.iter().flat_map(|r| &r.app_insts).collect();
-        let insts = self.cache_app_insts().await?;
+        let insts = self.cache_app_insts(&self.controller_id).await?;
         let now = cache::now_secs();
         self.remove_caches_where(|key| {
             let started = cache::slot_of(&key.version).map(|slot| slot * cache::SLOT_SECS);
@@ -422,7 +412,7 @@ impl Provider {
 
     async fn remove_caches_where(&self, pick: impl Fn(&AppKey) -> bool) -> Result<usize, Error> {
         let apps: Vec<AppKey> = self.cache_apps().await?.into_iter().filter(&pick).collect();
-        let insts = self.cache_app_insts().await?;
+        let insts = self.cache_app_insts(&self.controller_id).await?;
         let mut errors = Vec::new();
         for key in &apps {
             self.report(&format!("removing site cache App {}", key.name));
@@ -447,7 +437,7 @@ impl Provider {
         controller_id: &str,
         sites: &[Placement],
     ) -> Result<Vec<(String, Service, CacheState)>, Error> {
-        let insts = &self.cache_app_insts_of(controller_id).await?;
+        let insts = &self.cache_app_insts(controller_id).await?;
         let enabled = Service::ALL.into_iter().filter(|s| s.enabled(&self.config));
         Ok(sites
             .iter()
@@ -462,7 +452,7 @@ impl Provider {
 
     /// `site-cache list`: each cache App of this controller with its AppInsts.
     pub async fn site_cache_list(&self) -> Result<Vec<(AppKey, Vec<AppInst>)>, Error> {
-        let insts = self.cache_app_insts().await?;
+        let insts = self.cache_app_insts(&self.controller_id).await?;
         let apps = self.cache_apps().await?;
         Ok(apps
             .into_iter()
