@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::delete::Busy;
-use super::deploy::{Held, HELD_PATIENCE};
+use super::deploy::{Held, AFTER_START_FAILURE};
 use super::placement::{self, Target};
 use super::status::RunnerView;
 use super::wait::{retry_transient, Deadline};
@@ -161,12 +161,7 @@ impl Provider {
             let (rollback, busy) = if failure.start_failure {
                 let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
                 let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
-                (
-                    bounded,
-                    Busy::Report {
-                        patience: HELD_PATIENCE,
-                    },
-                )
+                (bounded, AFTER_START_FAILURE)
             } else {
                 (self.for_cleanup(), Busy::Wait)
             };

@@ -51,6 +51,11 @@ struct Refusal {
 /// edge holds it until its own wait ends (B12, B17), which no command waits for.
 pub(super) const HELD_PATIENCE: Duration = Duration::from_secs(6);
 
+/// A delete of an AppInst of a runner that did not start: given [`HELD_PATIENCE`] to go.
+pub(super) const AFTER_START_FAILURE: Busy = Busy::Report {
+    patience: HELD_PATIENCE,
+};
+
 /// Why a deploy failed.
 pub(super) struct DeployFailure {
     /// What to report.
@@ -453,10 +458,7 @@ impl Provider {
     /// name; why one is still held then (it is left, and the next site is tried under a second
     /// name).
     async fn clean_site(&self, app_key: &AppKey, name: &str) -> Option<Error> {
-        let busy = Busy::Report {
-            patience: HELD_PATIENCE,
-        };
-        let removed = self.remove_app_insts_of(app_key, Some(name), &[], busy);
+        let removed = self.remove_app_insts_of(app_key, Some(name), &[], AFTER_START_FAILURE);
         removed.await.err()
     }
 

@@ -225,7 +225,7 @@ impl Provider {
         site: &Placement,
         target: &Target,
         service: Service,
-        sent: Option<Sender<()>>,
+        mut sent: Option<Sender<()>>,
     ) -> Result<bool, Error> {
         let patient = sent.is_none();
         let name = cache::app_name(&self.controller_id, site, service);
@@ -287,7 +287,6 @@ impl Provider {
             .into(),
             ..placement::new_app_inst(&inst_name, self.organization(), key, target)
         };
-        let mut sent = sent;
         let mut progress = |p: edge_connect::appinst_start::Progress<'_>| {
             sent.take();
             self.report(p.line);
