@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use edge_connect::models::{AppInst, AppKey, NewAppInst};
-use edge_connect::{ApiErrorKind, AppInstState, MAX_COLLECTED};
+use edge_connect::{ApiError, ApiErrorKind, AppInstState, Rpc, MAX_COLLECTED};
 use futures_util::TryStreamExt;
 use tokio::sync::oneshot::Sender;
 
@@ -111,37 +111,33 @@ impl Provider {
             let mut found = Vec::new();
             let mut insts = client.show_app_insts(filter, mark).await?;
             while let Some(mut inst) = insts.try_next().await? {
-                let ours = inst
-                    .app_key
-                    .as_ref()
-                    .is_some_and(|k| cache::service_of(controller_id, &k.name).is_some());
-                if ours && found.len() == MAX_CACHE_INSTS {
+                let app = inst.app_key.as_ref();
+                if !app.is_some_and(|k| cache::service_of(controller_id, &k.name).is_some()) {
+                    continue;
+                }
+                if found.len() == MAX_CACHE_INSTS {
                     // Past the bound, a cache left out would look absent: refused, not cut.
-                    return Err(edge_connect::ApiError::protocol(
-                        edge_connect::Rpc::ShowAppInst,
-                        format!(
-                            "more than {MAX_CACHE_INSTS} site cache AppInsts of this controller"
-                        ),
-                    ));
+                    let what = format!(
+                        "more than {MAX_CACHE_INSTS} site cache AppInsts of this controller"
+                    );
+                    return Err(ApiError::protocol(Rpc::ShowAppInst, what));
                 }
-                if ours {
-                    // What is kept of each is bounded, whatever the server sends: a DNS name,
-                    // a few ports, a few errors of a line each.
-                    // A longer name is no DNS name: no address.
-                    if inst.uri.len() > MAX_TEXT {
-                        inst.uri.clear();
-                    }
-                    inst.errors.truncate(4);
-                    for error in &mut inst.errors {
-                        if error.len() > MAX_TEXT {
-                            *error = crate::text::echo_max(error, MAX_TEXT);
-                        }
-                    }
-                    inst.mapped_ports
-                        .retain(|p| p.fqdn_prefix.len() <= MAX_TEXT);
-                    inst.mapped_ports.truncate(4);
-                    found.push(inst);
+                // What is kept of each is bounded, whatever the server sends: a DNS name, a few
+                // ports, a few errors of a line each.
+                // A longer name is no DNS name: no address.
+                if inst.uri.len() > MAX_TEXT {
+                    inst.uri.clear();
                 }
+                inst.errors.truncate(4);
+                for error in &mut inst.errors {
+                    if error.len() > MAX_TEXT {
+                        *error = crate::text::echo_max(error, MAX_TEXT);
+                    }
+                }
+                inst.mapped_ports
+                    .retain(|p| p.fqdn_prefix.len() <= MAX_TEXT);
+                inst.mapped_ports.truncate(4);
+                found.push(inst);
             }
             Ok(found)
         })
@@ -162,18 +158,18 @@ impl Provider {
             let mut apps = client.show_apps(filter, marker).await?;
             while let Some(app) = apps.try_next().await? {
                 let [owner] = app.env([cache::ENV_CACHE_CONTROLLER]);
-                let ours = owner.as_deref() == Some(controller_id)
-                    && cache::service_of(controller_id, &app.key.name).is_some();
-                let attempt = cache::slot_of(&app.key.version).is_some();
-                if ours && attempt && found.len() == MAX_COLLECTED {
-                    return Err(edge_connect::ApiError::protocol(
-                        edge_connect::Rpc::ShowApp,
-                        format!("more than {MAX_COLLECTED} site cache Apps of this controller"),
-                    ));
+                if owner.as_deref() != Some(controller_id)
+                    || cache::service_of(controller_id, &app.key.name).is_none()
+                    || cache::slot_of(&app.key.version).is_none()
+                {
+                    continue;
                 }
-                if ours && attempt {
-                    found.push(app.key);
+                if found.len() == MAX_COLLECTED {
+                    let what =
+                        format!("more than {MAX_COLLECTED} site cache Apps of this controller");
+                    return Err(ApiError::protocol(Rpc::ShowApp, what));
                 }
+                found.push(app.key);
             }
             Ok(found)
         })
