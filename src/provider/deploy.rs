@@ -320,14 +320,13 @@ impl Provider {
                 if let Some(cleanup) = self.clean_site(app_key, name).await {
                     // Known to stay: the rollback names it after the cause and does not ask
                     // for the delete just refused again.
-                    let held = vec![Held {
-                        name: name.to_string(),
-                        why: cleanup,
-                    }];
                     return Attempt::Failed(DeployFailure {
                         start_failure: true,
                         reason: start_failure,
-                        held,
+                        held: vec![Held {
+                            name: name.to_string(),
+                            why: cleanup,
+                        }],
                         ..Error::failed(why).into()
                     });
                 }
