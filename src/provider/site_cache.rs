@@ -112,7 +112,7 @@ impl Provider {
             let mut insts = client.show_app_insts(filter, mark).await?;
             while let Some(mut inst) = insts.try_next().await? {
                 let app = inst.app_key.as_ref();
-                if !app.is_some_and(|k| cache::service_of(controller_id, &k.name).is_some()) {
+                if app.is_none_or(|k| cache::service_of(controller_id, &k.name).is_none()) {
                     continue;
                 }
                 if found.len() == MAX_CACHE_INSTS {
