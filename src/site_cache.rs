@@ -32,7 +32,8 @@ pub const SLOT_SECS: u64 = 600;
 /// One service of a site cache, one App each: a service fails, restarts and is removed on its
 /// own, and the platform writes each one's Deployment and Service from its image and access
 /// port, with no manifest of ours (docs/site-cache.md, "How the provider runs it").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Service {
     /// distribution in proxy mode: Docker Hub's images for `dind` and `buildkit`.
     Registry,
@@ -43,12 +44,9 @@ pub enum Service {
 impl Service {
     pub const ALL: [Service; 2] = [Service::Registry, Service::Actions];
 
-    /// How names and messages call it.
+    /// How names and messages call it: `registry`, `actions`.
     pub fn word(self) -> &'static str {
-        match self {
-            Service::Registry => "registry",
-            Service::Actions => "actions",
-        }
+        self.into()
     }
 
     /// The access port it listens on.

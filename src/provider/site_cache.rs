@@ -23,28 +23,21 @@ const MAX_CACHE_INSTS: usize = 1000;
 /// At most this many bytes of each text kept of a cache AppInst.
 const MAX_TEXT: usize = 1024;
 
-/// Where one service's cache of one site stands, as Edge Connect's record says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where one service's cache of one site stands, as Edge Connect's record says (in words as
+/// `check` and `site-cache` show it).
+#[derive(Debug, Clone, PartialEq, Eq, strum::Display)]
+#[strum(serialize_all = "lowercase")]
 pub enum CacheState {
     /// No AppInst of it.
     Absent,
     /// An AppInst on its way (or Ready without its address yet).
     Starting,
     /// Ready at this URL.
+    #[strum(to_string = "Ready at {0}")]
     Ready(String),
     /// Its AppInst failed, with the controller's reason.
+    #[strum(to_string = "failed: {0}")]
     Failed(String),
-}
-
-impl std::fmt::Display for CacheState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CacheState::Absent => f.write_str("absent"),
-            CacheState::Starting => f.write_str("starting"),
-            CacheState::Ready(url) => write!(f, "Ready at {url}"),
-            CacheState::Failed(why) => write!(f, "failed: {why}"),
-        }
-    }
 }
 
 /// One service's cache on a site, in the state the AppInsts of its App name say (the best of
