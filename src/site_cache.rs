@@ -175,49 +175,38 @@ pub fn new_app(
 ) -> NewApp {
     let ec = &config.edge_connect;
     let cache = &config.site_cache;
-    let mut env_vars =
-        BTreeMap::from([(ENV_CACHE_CONTROLLER.to_string(), controller_id.to_string())]);
-    let mut secret_env_vars = BTreeMap::new();
-    let (image, command, command_args) = match service {
-        Service::Registry => {
-            env_vars.extend(
-                registry_env(DOCKER_HUB, LISTEN, STORAGE)
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v)),
-            );
-            (&cache.registry_image, None, Vec::new())
-        }
-        Service::Actions => {
-            if let Some(secret) = secret {
-                secret_env_vars.insert(ENV_SECRET.to_string(), secret.to_string());
-            }
-            (
-                &cache.actions_cache_image,
-                Some("sh".to_string()),
-                actions_cache_args(),
-            )
-        }
-    };
-    let flavor = cache.flavor.clone().or_else(|| ec.default_flavor.clone());
-    NewApp {
+    let flavor = cache.flavor.as_ref().or(ec.default_flavor.as_ref());
+    let marker = (ENV_CACHE_CONTROLLER.to_string(), controller_id.to_string());
+    let mut app = NewApp {
         key: AppKey {
             organization: ec.organization.clone(),
             name: app_name(controller_id, site, service),
             version,
         },
         image_type: "Docker",
-        image_path: image.clone(),
         deployment: "kubernetes",
         default_flavor: FlavorKey {
-            name: flavor.unwrap_or_default(),
+            name: flavor.cloned().unwrap_or_default(),
         },
-        command,
-        command_args,
-        env_vars,
-        secret_env_vars,
+        env_vars: BTreeMap::from([marker]),
         access_ports: format!("tcp:{}", service.port()),
         ..NewApp::default()
+    };
+    match service {
+        Service::Registry => {
+            app.image_path.clone_from(&cache.registry_image);
+            let env = registry_env(DOCKER_HUB, LISTEN, STORAGE).into_iter();
+            app.env_vars.extend(env.map(|(k, v)| (k.to_string(), v)));
+        }
+        Service::Actions => {
+            app.image_path.clone_from(&cache.actions_cache_image);
+            app.command = Some("sh".to_string());
+            app.command_args = actions_cache_args();
+            let secret = secret.map(|s| (ENV_SECRET.to_string(), s.to_string()));
+            app.secret_env_vars.extend(secret);
+        }
     }
+    app
 }
 
 /// The mirror's URL for the daemons, from the address ShowAppInst reports (`host:port`) and
@@ -289,6 +278,57 @@ mod tests {
             r#"umask 077 && printf '{"cache":{"secret":"%s"}}' "$SITE_CACHE_SECRET" > /tmp/cache.json && exec forgejo-runner --config /tmp/cache.json cache-server --port 4001 --dir /tmp/actcache"#
         );
         assert!(!args[1].contains(": ") && !args[1].contains('\n') && !args[1].contains(" #"));
+    }
+
+    #[test]
+    fn each_service_is_one_app_of_its_image_port_and_marker() {
+        let config = Config::parse(
+            "[edge_connect]\norganization='o'\nregion='EU'\nurl='https://x'\ndefault_flavor='f1'\n[edge_connect.zone]\norganization='TDG'\nname='z0'\n[site_cache]\nregistry_mirror=true\nactions_cache=true\n",
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap();
+        let site = config.placement();
+        let body = |service, secret| {
+            let app = new_app(&config, "c1", &site, service, secret, "t2-000000ab".into());
+            serde_json::to_value(&app).unwrap()
+        };
+        let registry = body(Service::Registry, Some("s3cret"));
+        assert_eq!(
+            registry,
+            serde_json::json!({
+                "key": {"organization": "o", "name": app_name("c1", &site, Service::Registry), "version": "t2-000000ab"},
+                "image_type": "Docker",
+                "image_path": config.site_cache.registry_image,
+                "deployment": "kubernetes",
+                "default_flavor": {"name": "f1"},
+                "env_vars": {
+                    "GPEC_SITE_CACHE_CONTROLLER": "c1",
+                    "REGISTRY_HTTP_ADDR": ":5000",
+                    "REGISTRY_PROXY_REMOTEURL": "https://registry-1.docker.io",
+                    "REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY": "/var/lib/registry",
+                },
+                "access_ports": "tcp:5000",
+            })
+        );
+        let actions = body(Service::Actions, Some("s3cret"));
+        assert_eq!(
+            actions,
+            serde_json::json!({
+                "key": {"organization": "o", "name": app_name("c1", &site, Service::Actions), "version": "t2-000000ab"},
+                "image_type": "Docker",
+                "image_path": config.site_cache.actions_cache_image,
+                "deployment": "kubernetes",
+                "default_flavor": {"name": "f1"},
+                "command": "sh",
+                "command_args": actions_cache_args(),
+                "env_vars": {"GPEC_SITE_CACHE_CONTROLLER": "c1"},
+                "secret_env_vars": {"SITE_CACHE_SECRET": "s3cret"},
+                "access_ports": "tcp:4001",
+            })
+        );
+        assert!(body(Service::Actions, None)
+            .get("secret_env_vars")
+            .is_none());
     }
 
     #[test]
