@@ -209,6 +209,11 @@ pub fn new_app(
     app
 }
 
+/// The AppInst annotations of a cache of `controller_id`.
+pub fn marks(controller_id: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(MARK_CACHE_CONTROLLER.to_string(), controller_id.to_string())])
+}
+
 /// The mirror's URL for the daemons, from the address ShowAppInst reports (`host:port`) and
 /// whether the load balancer terminates TLS on the port. The scheme is always written: dockerd
 /// takes a mirror without one as `https://`.

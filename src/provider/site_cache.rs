@@ -208,14 +208,14 @@ impl Provider {
     /// up. A runner's start (not `site-cache up`, which has no `sent`) tries nothing when
     /// Edge Connect records an attempt from the last 10 minutes (the newest App version's
     /// slot); a CreateApp that finds the version made is another process's attempt of this
-    /// slot, which `site-cache up` joins and a runner leaves alone. Returns whether it tried.
+    /// slot, which `site-cache up` joins and a runner leaves alone.
     pub(super) async fn start_cache(
         &self,
         site: &Placement,
         target: &Target,
         service: Service,
         mut sent: Option<Sender<()>>,
-    ) -> Result<bool, Error> {
+    ) -> Result<(), Error> {
         let patient = sent.is_none();
         let name = cache::app_name(&self.controller_id, site, service);
         let now = cache::now_secs();
@@ -223,7 +223,7 @@ impl Provider {
             let versions = self.cache_versions(&name).await?;
             let last = versions.iter().filter_map(|v| cache::slot_of(v)).max();
             if last.is_some_and(|last| !cache::may_try_again(last, now)) {
-                return Ok(false);
+                return Ok(());
             }
         }
         let secret = self.site_cache_secret.as_ref().map(|s| s.expose());
@@ -264,16 +264,12 @@ impl Provider {
         if key != app.key {
             self.delete_app(&app.key).await?;
             if !patient {
-                return Ok(false);
+                return Ok(());
             }
         }
         let inst_name = format!("{name}-{}", slot.unwrap_or_default());
         let request = NewAppInst {
-            annotations: [(
-                cache::MARK_CACHE_CONTROLLER.into(),
-                self.controller_id.clone(),
-            )]
-            .into(),
+            annotations: cache::marks(&self.controller_id),
             ..placement::new_app_inst(&inst_name, self.organization(), key, target)
         };
         let mut progress = |p: edge_connect::appinst_start::Progress<'_>| {
@@ -281,8 +277,8 @@ impl Provider {
             self.report(p.line);
         };
         match self.client.create_app_inst(&request, &mut progress).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind == ApiErrorKind::AlreadyExists && patient => Ok(true),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind == ApiErrorKind::AlreadyExists && patient => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
