@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use crate::config::{Config, Placement};
-use edge_connect::models::{AppInst, AppKey, FlavorKey, NewApp};
+use edge_connect::models::{AppKey, FlavorKey, NewApp};
 
 /// Docker Hub's registry host, the one upstream a site mirror caches: the host dockerd and
 /// BuildKit pull Docker Hub images from (docs/site-cache.md, "The registry mirror").
@@ -32,7 +32,8 @@ pub const SLOT_SECS: u64 = 600;
 /// One service of a site cache, one App each: a service fails, restarts and is removed on its
 /// own, and the platform writes each one's Deployment and Service from its image and access
 /// port, with no manifest of ours (docs/site-cache.md, "How the provider runs it").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Service {
     /// distribution in proxy mode: Docker Hub's images for `dind` and `buildkit`.
     Registry,
@@ -43,12 +44,9 @@ pub enum Service {
 impl Service {
     pub const ALL: [Service; 2] = [Service::Registry, Service::Actions];
 
-    /// How names and messages call it.
+    /// How names and messages call it: `registry`, `actions`.
     pub fn word(self) -> &'static str {
-        match self {
-            Service::Registry => "registry",
-            Service::Actions => "actions",
-        }
+        self.into()
     }
 
     /// The access port it listens on.
@@ -68,12 +66,13 @@ impl Service {
     }
 }
 
+/// The first four bytes of `text`'s SHA-256, in hex.
 fn hex8(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(4)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let digest = Sha256::digest(text.as_bytes());
+    format!(
+        "{:08x}",
+        u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+    )
 }
 
 /// The App name of `service`'s cache on `site` for `controller_id`:
@@ -92,14 +91,9 @@ pub fn app_name(controller_id: &str, site: &Placement, service: Service) -> Stri
     )
 }
 
-/// The prefix every cache App name of `controller_id` starts with.
-pub fn name_prefix(controller_id: &str) -> String {
-    format!("sc-{}-", hex8(controller_id))
-}
-
 /// The service a cache App name of `controller_id` stands for.
 pub fn service_of(controller_id: &str, app_name: &str) -> Option<Service> {
-    let rest = app_name.strip_prefix(&name_prefix(controller_id))?;
+    let rest = app_name.strip_prefix(&format!("sc-{}-", hex8(controller_id)))?;
     Service::ALL
         .into_iter()
         .find(|s| rest.len() == 9 + s.word().len() && rest.ends_with(s.word()))
@@ -181,65 +175,43 @@ pub fn new_app(
 ) -> NewApp {
     let ec = &config.edge_connect;
     let cache = &config.site_cache;
-    let mut env_vars =
-        BTreeMap::from([(ENV_CACHE_CONTROLLER.to_string(), controller_id.to_string())]);
-    let mut secret_env_vars = BTreeMap::new();
-    let (image, command, command_args) = match service {
-        Service::Registry => {
-            env_vars.extend(
-                registry_env(DOCKER_HUB, LISTEN, STORAGE)
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v)),
-            );
-            (&cache.registry_image, None, Vec::new())
-        }
-        Service::Actions => {
-            if let Some(secret) = secret {
-                secret_env_vars.insert(ENV_SECRET.to_string(), secret.to_string());
-            }
-            (
-                &cache.actions_cache_image,
-                Some("sh".to_string()),
-                actions_cache_args(),
-            )
-        }
-    };
-    let flavor = cache.flavor.clone().or_else(|| ec.default_flavor.clone());
-    NewApp {
+    let flavor = cache.flavor.as_ref().or(ec.default_flavor.as_ref());
+    let marker = (ENV_CACHE_CONTROLLER.to_string(), controller_id.to_string());
+    let mut app = NewApp {
         key: AppKey {
             organization: ec.organization.clone(),
             name: app_name(controller_id, site, service),
             version,
         },
         image_type: "Docker",
-        image_path: image.clone(),
         deployment: "kubernetes",
         default_flavor: FlavorKey {
-            name: flavor.unwrap_or_default(),
+            name: flavor.cloned().unwrap_or_default(),
         },
-        kubernetes_resources: None,
-        command,
-        command_args,
-        configs: Vec::new(),
-        env_vars,
-        secret_env_vars,
-        username: None,
-        credentials: None,
-        deployment_manifest: None,
+        env_vars: BTreeMap::from([marker]),
         access_ports: format!("tcp:{}", service.port()),
+        ..NewApp::default()
+    };
+    match service {
+        Service::Registry => {
+            app.image_path.clone_from(&cache.registry_image);
+            let env = registry_env(DOCKER_HUB, LISTEN, STORAGE).into_iter();
+            app.env_vars.extend(env.map(|(k, v)| (k.to_string(), v)));
+        }
+        Service::Actions => {
+            app.image_path.clone_from(&cache.actions_cache_image);
+            app.command = Some("sh".to_string());
+            app.command_args = actions_cache_args();
+            let secret = secret.map(|s| (ENV_SECRET.to_string(), s.to_string()));
+            app.secret_env_vars.extend(secret);
+        }
     }
+    app
 }
 
 /// The AppInst annotations of a cache of `controller_id`.
 pub fn marks(controller_id: &str) -> BTreeMap<String, String> {
     BTreeMap::from([(MARK_CACHE_CONTROLLER.to_string(), controller_id.to_string())])
-}
-
-/// The URL a Ready cache AppInst of `service` is reached at, as ShowAppInst reports its access
-/// port (B36, B37): `http://host:port`, `https://` where the load balancer terminates TLS.
-pub fn url_of(inst: &AppInst, service: Service) -> Option<String> {
-    let (address, tls) = inst.address(service.port())?;
-    Some(mirror_url(&address, tls))
 }
 
 /// The mirror's URL for the daemons, from the address ShowAppInst reports (`host:port`) and
@@ -311,6 +283,57 @@ mod tests {
             r#"umask 077 && printf '{"cache":{"secret":"%s"}}' "$SITE_CACHE_SECRET" > /tmp/cache.json && exec forgejo-runner --config /tmp/cache.json cache-server --port 4001 --dir /tmp/actcache"#
         );
         assert!(!args[1].contains(": ") && !args[1].contains('\n') && !args[1].contains(" #"));
+    }
+
+    #[test]
+    fn each_service_is_one_app_of_its_image_port_and_marker() {
+        let config = Config::parse(
+            "[edge_connect]\norganization='o'\nregion='EU'\nurl='https://x'\ndefault_flavor='f1'\n[edge_connect.zone]\norganization='TDG'\nname='z0'\n[site_cache]\nregistry_mirror=true\nactions_cache=true\n",
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap();
+        let site = config.placement();
+        let body = |service, secret| {
+            let app = new_app(&config, "c1", &site, service, secret, "t2-000000ab".into());
+            serde_json::to_value(&app).unwrap()
+        };
+        let registry = body(Service::Registry, Some("s3cret"));
+        assert_eq!(
+            registry,
+            serde_json::json!({
+                "key": {"organization": "o", "name": app_name("c1", &site, Service::Registry), "version": "t2-000000ab"},
+                "image_type": "Docker",
+                "image_path": config.site_cache.registry_image,
+                "deployment": "kubernetes",
+                "default_flavor": {"name": "f1"},
+                "env_vars": {
+                    "GPEC_SITE_CACHE_CONTROLLER": "c1",
+                    "REGISTRY_HTTP_ADDR": ":5000",
+                    "REGISTRY_PROXY_REMOTEURL": "https://registry-1.docker.io",
+                    "REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY": "/var/lib/registry",
+                },
+                "access_ports": "tcp:5000",
+            })
+        );
+        let actions = body(Service::Actions, Some("s3cret"));
+        assert_eq!(
+            actions,
+            serde_json::json!({
+                "key": {"organization": "o", "name": app_name("c1", &site, Service::Actions), "version": "t2-000000ab"},
+                "image_type": "Docker",
+                "image_path": config.site_cache.actions_cache_image,
+                "deployment": "kubernetes",
+                "default_flavor": {"name": "f1"},
+                "command": "sh",
+                "command_args": actions_cache_args(),
+                "env_vars": {"GPEC_SITE_CACHE_CONTROLLER": "c1"},
+                "secret_env_vars": {"SITE_CACHE_SECRET": "s3cret"},
+                "access_ports": "tcp:4001",
+            })
+        );
+        assert!(body(Service::Actions, None)
+            .get("secret_env_vars")
+            .is_none());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::delete::Busy;
-use super::deploy::{Held, HELD_PATIENCE};
+use super::deploy::{Held, AFTER_START_FAILURE};
 use super::placement::{self, Target};
 use super::status::RunnerView;
 use super::wait::{retry_transient, Deadline};
@@ -62,7 +62,7 @@ impl Provider {
             if services.is_empty() {
                 return None;
             }
-            let found = self.cache_app_insts().await.inspect_err(|e| {
+            let found = self.cache_app_insts(&self.controller_id).await.inspect_err(|e| {
                 tracing::warn!(error = %e, "the site cache could not be read; the runner runs without it");
             });
             found.ok()
@@ -161,12 +161,7 @@ impl Provider {
             let (rollback, busy) = if failure.start_failure {
                 let bound = format!("the rollback's {} s", START_FAILURE_ROLLBACK.as_secs());
                 let bounded = self.until(Deadline::after(START_FAILURE_ROLLBACK), bound);
-                (
-                    bounded,
-                    Busy::Report {
-                        patience: HELD_PATIENCE,
-                    },
-                )
+                (bounded, AFTER_START_FAILURE)
             } else {
                 (self.for_cleanup(), Busy::Wait)
             };
@@ -184,7 +179,7 @@ impl Provider {
     }
 
     /// The organization's Apps of this name, any version (ShowApp, retried while transient).
-    async fn apps_named(&self, name: &str) -> Result<Vec<App>, Error> {
+    pub(super) async fn apps_named(&self, name: &str) -> Result<Vec<App>, Error> {
         let filter = AppKey {
             version: String::new(),
             ..self.app_key(name)

@@ -330,6 +330,7 @@ impl Provider {
     /// removes them; the estate's size never fails the cleanup (docs/reliability.md, "Issue 34").
     pub(super) async fn remove_all(&self, wait: bool) -> Result<Outcome, Error> {
         use futures_util::stream::{self, StreamExt};
+        use futures_util::TryFutureExt;
         let this = &Provider {
             throttle: Some(std::sync::Arc::new(Throttle::new(REMOVE_ALL_CONCURRENCY))),
             ..self.clone()
@@ -354,10 +355,8 @@ impl Provider {
             total += runners.len();
             let mut results = stream::iter(runners)
                 .map(|r| async move {
-                    let result = match this.remove_app_insts(&r, busy).await {
-                        Ok(()) => this.delete_app(&r.key).await,
-                        Err(e) => Err(e),
-                    };
+                    let removed = this.remove_app_insts(&r, busy);
+                    let result = removed.and_then(|()| this.delete_app(&r.key)).await;
                     (r, result)
                 })
                 .buffer_unordered(REMOVE_ALL_CONCURRENCY);

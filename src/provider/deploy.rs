@@ -51,6 +51,11 @@ struct Refusal {
 /// edge holds it until its own wait ends (B12, B17), which no command waits for.
 pub(super) const HELD_PATIENCE: Duration = Duration::from_secs(6);
 
+/// A delete of an AppInst of a runner that did not start: given [`HELD_PATIENCE`] to go.
+pub(super) const AFTER_START_FAILURE: Busy = Busy::Report {
+    patience: HELD_PATIENCE,
+};
+
 /// Why a deploy failed.
 pub(super) struct DeployFailure {
     /// What to report.
@@ -215,19 +220,9 @@ impl Provider {
                 // image, configuration or crash problem would be the same anywhere: it ends the
                 // create.
                 Err(failure) => {
-                    let (why, refused) =
+                    let (why, refused, label) =
                         self.start_failure_message(image, runner.memory, site, &failure);
                     tracing::warn!(app = %name, %site, ?failure, "the runner will not start");
-                    // The label is kubelet's reason when the client knows it, else the
-                    // provider's own verdict (docs/operations.md, "Metrics").
-                    let label = match &failure {
-                        StartFailure::Container { reason, .. } => {
-                            crate::metrics::kubelet_reason(reason)
-                        }
-                        StartFailure::Unplaced => "Unplaced",
-                        StartFailure::NeverPlaced { .. } => "NeverPlaced",
-                        StartFailure::Silent => "Silent",
-                    };
                     let label = self.start_failed(runner, site, label);
                     if !refused {
                         return Attempt::Failed(DeployFailure {
@@ -305,12 +300,10 @@ impl Provider {
                         });
                     }
                     NotStarted::Container(container, reason) => {
-                        let label = crate::metrics::kubelet_reason(&reason);
-                        let label = self.start_failed(runner, site, label);
-                        let problem = appinst_start::problem(&reason);
-                        let why = sidecar_message(&container, site, &reason)
-                            .unwrap_or_else(|| cannot_start_message(image, site, problem, reason));
-                        (why, None, label)
+                        let failure = StartFailure::Container { container, reason };
+                        let (why, _, label) =
+                            self.start_failure_message(image, runner.memory, site, &failure);
+                        (why, None, self.start_failed(runner, site, label))
                     }
                     NotStarted::Admission(refused) => {
                         (admission_refused(&refused, site), None, None)
@@ -327,14 +320,13 @@ impl Provider {
                 if let Some(cleanup) = self.clean_site(app_key, name).await {
                     // Known to stay: the rollback names it after the cause and does not ask
                     // for the delete just refused again.
-                    let held = vec![Held {
-                        name: name.to_string(),
-                        why: cleanup,
-                    }];
                     return Attempt::Failed(DeployFailure {
                         start_failure: true,
                         reason: start_failure,
-                        held,
+                        held: vec![Held {
+                            name: name.to_string(),
+                            why: cleanup,
+                        }],
                         ..Error::failed(why).into()
                     });
                 }
@@ -465,22 +457,21 @@ impl Provider {
     /// name; why one is still held then (it is left, and the next site is tried under a second
     /// name).
     async fn clean_site(&self, app_key: &AppKey, name: &str) -> Option<Error> {
-        let busy = Busy::Report {
-            patience: HELD_PATIENCE,
-        };
-        let removed = self.remove_app_insts_of(app_key, Some(name), &[], busy);
+        let removed = self.remove_app_insts_of(app_key, Some(name), &[], AFTER_START_FAILURE);
         removed.await.err()
     }
 
-    /// The message for a runner that does not start on `site`, and whether it is a refusal of
-    /// the site (another site may take it) rather than a failure of the runner.
-    fn start_failure_message(
+    /// The message for a runner that does not start on `site`, whether it is a refusal of the
+    /// site (another site may take it) rather than a failure of the runner, and its metrics
+    /// label: kubelet's reason when the client knows it, else the provider's own verdict
+    /// (docs/operations.md, "Metrics").
+    fn start_failure_message<'a>(
         &self,
         image: Option<&str>,
         memory: Option<u64>,
         site: &Placement,
-        failure: &StartFailure,
-    ) -> (String, bool) {
+        failure: &'a StartFailure,
+    ) -> (String, bool, &'a str) {
         let on = site_name(site);
         match failure {
             StartFailure::Container { container, reason } => {
@@ -498,7 +489,8 @@ impl Provider {
                     },
                     None => cannot_start_message(image, site, problem, reason),
                 };
-                (message, problem == StartProblem::Capacity)
+                let label = crate::metrics::kubelet_reason(reason);
+                (message, problem == StartProblem::Capacity, label)
             }
             StartFailure::Unplaced => (
                 format!(
@@ -506,6 +498,7 @@ impl Provider {
                     self.config.edge_connect.start_failure_grace_secs
                 ),
                 true,
+                "Unplaced",
             ),
             StartFailure::Silent => (
                 format!(
@@ -513,6 +506,7 @@ impl Provider {
                     self.config.edge_connect.request_timeout_secs
                 ),
                 true,
+                "Silent",
             ),
             StartFailure::NeverPlaced { crm_gave_up } => {
                 let bound = if *crm_gave_up {
@@ -528,6 +522,7 @@ impl Provider {
                         "no node of {on} took the runner's pod {bound} (Pending (0/0)): the site may be short of nodes or of room for the flavor; ask its operator, or list another site in the pool's zones"
                     ),
                     false,
+                    "NeverPlaced",
                 )
             }
         }

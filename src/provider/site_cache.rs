@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use edge_connect::models::{AppInst, AppKey, NewAppInst};
-use edge_connect::{ApiErrorKind, AppInstState, MAX_COLLECTED};
+use edge_connect::{ApiError, ApiErrorKind, AppInstState, Rpc, MAX_COLLECTED};
 use futures_util::TryStreamExt;
 use tokio::sync::oneshot::Sender;
 
@@ -23,28 +23,21 @@ const MAX_CACHE_INSTS: usize = 1000;
 /// At most this many bytes of each text kept of a cache AppInst.
 const MAX_TEXT: usize = 1024;
 
-/// Where one service's cache of one site stands, as Edge Connect's record says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where one service's cache of one site stands, as Edge Connect's record says (in words as
+/// `check` and `site-cache` show it).
+#[derive(Debug, Clone, PartialEq, Eq, strum::Display)]
+#[strum(serialize_all = "lowercase")]
 pub enum CacheState {
     /// No AppInst of it.
     Absent,
     /// An AppInst on its way (or Ready without its address yet).
     Starting,
     /// Ready at this URL.
+    #[strum(to_string = "Ready at {0}")]
     Ready(String),
     /// Its AppInst failed, with the controller's reason.
+    #[strum(to_string = "failed: {0}")]
     Failed(String),
-}
-
-impl std::fmt::Display for CacheState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CacheState::Absent => f.write_str("absent"),
-            CacheState::Starting => f.write_str("starting"),
-            CacheState::Ready(url) => write!(f, "Ready at {url}"),
-            CacheState::Failed(why) => write!(f, "failed: {why}"),
-        }
-    }
 }
 
 /// One service's cache on a site, in the state the AppInsts of its App name say (the best of
@@ -55,11 +48,11 @@ pub fn state_of(insts: &[AppInst], app_name: &str, service: Service) -> CacheSta
             .iter()
             .filter(move |i| i.app_key.as_ref().is_some_and(|k| k.name == app_name))
     };
-    if let Some(url) = mine()
-        .filter(|i| i.state == AppInstState::Ready)
-        .find_map(|i| cache::url_of(i, service))
-    {
-        return CacheState::Ready(url);
+    // Reached as ShowAppInst reports its access port (B36, B37): `http://host:port`,
+    // `https://` where the load balancer terminates TLS.
+    let mut ready = mine().filter(|i| i.state == AppInstState::Ready);
+    if let Some((address, tls)) = ready.find_map(|i| i.address(service.port())) {
+        return CacheState::Ready(cache::mirror_url(&address, tls));
     }
     if mine().any(|i| !i.state.is_error() && (creating(&i.state) || i.state == AppInstState::Ready))
     {
@@ -97,15 +90,10 @@ impl Provider {
             .collect()
     }
 
-    /// Every cache AppInst of this controller, on every site: one ShowAppInst by the mark (a
-    /// server older than annotations answers with the organization's AppInsts, of which only
-    /// those of this controller's cache Apps are kept, B23).
-    pub(super) async fn cache_app_insts(&self) -> Result<Vec<AppInst>, Error> {
-        self.cache_app_insts_of(&self.controller_id).await
-    }
-
-    /// [`Provider::cache_app_insts`] of the controller `controller_id`.
-    async fn cache_app_insts_of(&self, controller_id: &str) -> Result<Vec<AppInst>, Error> {
+    /// Every cache AppInst of the controller `controller_id`, on every site: one ShowAppInst by
+    /// the mark (a server older than annotations answers with the organization's AppInsts, of
+    /// which only those of that controller's cache Apps are kept, B23).
+    pub(super) async fn cache_app_insts(&self, controller_id: &str) -> Result<Vec<AppInst>, Error> {
         let filter = AppKey {
             organization: self.organization().to_string(),
             ..AppKey::default()
@@ -116,37 +104,33 @@ impl Provider {
             let mut found = Vec::new();
             let mut insts = client.show_app_insts(filter, mark).await?;
             while let Some(mut inst) = insts.try_next().await? {
-                let ours = inst
-                    .app_key
-                    .as_ref()
-                    .is_some_and(|k| cache::service_of(controller_id, &k.name).is_some());
-                if ours && found.len() == MAX_CACHE_INSTS {
+                let app = inst.app_key.as_ref();
+                if app.is_none_or(|k| cache::service_of(controller_id, &k.name).is_none()) {
+                    continue;
+                }
+                if found.len() == MAX_CACHE_INSTS {
                     // Past the bound, a cache left out would look absent: refused, not cut.
-                    return Err(edge_connect::ApiError::protocol(
-                        edge_connect::Rpc::ShowAppInst,
-                        format!(
-                            "more than {MAX_CACHE_INSTS} site cache AppInsts of this controller"
-                        ),
-                    ));
+                    let what = format!(
+                        "more than {MAX_CACHE_INSTS} site cache AppInsts of this controller"
+                    );
+                    return Err(ApiError::protocol(Rpc::ShowAppInst, what));
                 }
-                if ours {
-                    // What is kept of each is bounded, whatever the server sends: a DNS name,
-                    // a few ports, a few errors of a line each.
-                    // A longer name is no DNS name: no address.
-                    if inst.uri.len() > MAX_TEXT {
-                        inst.uri.clear();
-                    }
-                    inst.errors.truncate(4);
-                    for error in &mut inst.errors {
-                        if error.len() > MAX_TEXT {
-                            *error = crate::text::echo_max(error, MAX_TEXT);
-                        }
-                    }
-                    inst.mapped_ports
-                        .retain(|p| p.fqdn_prefix.len() <= MAX_TEXT);
-                    inst.mapped_ports.truncate(4);
-                    found.push(inst);
+                // What is kept of each is bounded, whatever the server sends: a DNS name, a few
+                // ports, a few errors of a line each.
+                // A longer name is no DNS name: no address.
+                if inst.uri.len() > MAX_TEXT {
+                    inst.uri.clear();
                 }
+                inst.errors.truncate(4);
+                for error in &mut inst.errors {
+                    if error.len() > MAX_TEXT {
+                        *error = crate::text::echo_max(error, MAX_TEXT);
+                    }
+                }
+                inst.mapped_ports
+                    .retain(|p| p.fqdn_prefix.len() <= MAX_TEXT);
+                inst.mapped_ports.truncate(4);
+                found.push(inst);
             }
             Ok(found)
         })
@@ -167,18 +151,18 @@ impl Provider {
             let mut apps = client.show_apps(filter, marker).await?;
             while let Some(app) = apps.try_next().await? {
                 let [owner] = app.env([cache::ENV_CACHE_CONTROLLER]);
-                let ours = owner.as_deref() == Some(controller_id)
-                    && cache::service_of(controller_id, &app.key.name).is_some();
-                let attempt = cache::slot_of(&app.key.version).is_some();
-                if ours && attempt && found.len() == MAX_COLLECTED {
-                    return Err(edge_connect::ApiError::protocol(
-                        edge_connect::Rpc::ShowApp,
-                        format!("more than {MAX_COLLECTED} site cache Apps of this controller"),
-                    ));
+                if owner.as_deref() != Some(controller_id)
+                    || cache::service_of(controller_id, &app.key.name).is_none()
+                    || cache::slot_of(&app.key.version).is_none()
+                {
+                    continue;
                 }
-                if ours && attempt {
-                    found.push(app.key);
+                if found.len() == MAX_COLLECTED {
+                    let what =
+                        format!("more than {MAX_COLLECTED} site cache Apps of this controller");
+                    return Err(ApiError::protocol(Rpc::ShowApp, what));
                 }
+                found.push(app.key);
             }
             Ok(found)
         })
@@ -224,14 +208,14 @@ impl Provider {
     /// up. A runner's start (not `site-cache up`, which has no `sent`) tries nothing when
     /// Edge Connect records an attempt from the last 10 minutes (the newest App version's
     /// slot); a CreateApp that finds the version made is another process's attempt of this
-    /// slot, which `site-cache up` joins and a runner leaves alone. Returns whether it tried.
+    /// slot, which `site-cache up` joins and a runner leaves alone.
     pub(super) async fn start_cache(
         &self,
         site: &Placement,
         target: &Target,
         service: Service,
-        sent: Option<Sender<()>>,
-    ) -> Result<bool, Error> {
+        mut sent: Option<Sender<()>>,
+    ) -> Result<(), Error> {
         let patient = sent.is_none();
         let name = cache::app_name(&self.controller_id, site, service);
         let now = cache::now_secs();
@@ -239,7 +223,7 @@ impl Provider {
             let versions = self.cache_versions(&name).await?;
             let last = versions.iter().filter_map(|v| cache::slot_of(v)).max();
             if last.is_some_and(|last| !cache::may_try_again(last, now)) {
-                return Ok(false);
+                return Ok(());
             }
         }
         let secret = self.site_cache_secret.as_ref().map(|s| s.expose());
@@ -280,7 +264,7 @@ impl Provider {
         if key != app.key {
             self.delete_app(&app.key).await?;
             if !patient {
-                return Ok(false);
+                return Ok(());
             }
         }
         let inst_name = format!("{name}-{}", slot.unwrap_or_default());
@@ -288,14 +272,13 @@ impl Provider {
             annotations: cache::marks(&self.controller_id),
             ..placement::new_app_inst(&inst_name, self.organization(), key, target)
         };
-        let mut sent = sent;
         let mut progress = |p: edge_connect::appinst_start::Progress<'_>| {
             sent.take();
             self.report(p.line);
         };
         match self.client.create_app_inst(&request, &mut progress).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind == ApiErrorKind::AlreadyExists && patient => Ok(true),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind == ApiErrorKind::AlreadyExists && patient => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
@@ -309,14 +292,15 @@ impl Provider {
         services: &[Service],
         sent: Vec<Sender<()>>,
     ) {
-        let target = match self.targets(std::slice::from_ref(site)).await {
-            Ok(mut targets) => targets.pop(),
-            Err(e) => {
+        let targets = self
+            .targets(std::slice::from_ref(site))
+            .await
+            .inspect_err(|e| {
                 tracing::warn!(error = %e, "the site cache could not be started");
-                None
-            }
+            });
+        let Some(target) = targets.ok().and_then(|mut targets| targets.pop()) else {
+            return;
         };
-        let Some(target) = target else { return };
         let each = services.iter().zip(sent).map(|(&service, sent)| {
             let target = &target;
             async move {
@@ -328,24 +312,10 @@ impl Provider {
         futures_util::future::join_all(each).await;
     }
 
-    /// The versions of the cache App `name` (ShowApp by name, retried while transient).
+    /// The versions of the cache App `name`.
     async fn cache_versions(&self, name: &str) -> Result<Vec<String>, Error> {
-        let filter = AppKey {
-            organization: self.organization().to_string(),
-            name: name.to_string(),
-            version: String::new(),
-        };
-        let (client, filter) = (&self.client, &filter);
-        let apps = retry_transient(client, "ShowApp", || async move {
-            client
-                .show_apps(filter, &[])
-                .await?
-                .collect(MAX_COLLECTED)
-                .await
-        })
-        .await?;
+        let apps = self.apps_named(name).await?.into_iter();
         Ok(apps
-            .into_iter()
             .filter(|a| a.key.name == name)
             .map(|a| a.key.version)
             .collect())
@@ -365,7 +335,11 @@ impl Provider {
             let name = cache::app_name(&self.controller_id, site, service);
             let mut tried = false;
             let state = loop {
-                let state = state_of(&self.cache_app_insts().await?, &name, service);
+                let state = state_of(
+                    &self.cache_app_insts(&self.controller_id).await?,
+                    &name,
+                    service,
+                );
                 match state {
                     CacheState::Ready(_) => break state,
                     CacheState::Failed(_) if tried => break state,
@@ -406,7 +380,7 @@ impl Provider {
     pub async fn prune_site_caches(&self, idle: Duration) -> Result<usize, Error> {
         let (runners, _, _) = self.runners("", None, None).await?;
         let runner_insts: Vec<&AppInst> = runners.iter().flat_map(|r| &r.app_insts).collect();
-        let insts = self.cache_app_insts().await?;
+        let insts = self.cache_app_insts(&self.controller_id).await?;
         let now = cache::now_secs();
         self.remove_caches_where(|key| {
             let started = cache::slot_of(&key.version).map(|slot| slot * cache::SLOT_SECS);
@@ -422,7 +396,7 @@ impl Provider {
 
     async fn remove_caches_where(&self, pick: impl Fn(&AppKey) -> bool) -> Result<usize, Error> {
         let apps: Vec<AppKey> = self.cache_apps().await?.into_iter().filter(&pick).collect();
-        let insts = self.cache_app_insts().await?;
+        let insts = self.cache_app_insts(&self.controller_id).await?;
         let mut errors = Vec::new();
         for key in &apps {
             self.report(&format!("removing site cache App {}", key.name));
@@ -447,7 +421,7 @@ impl Provider {
         controller_id: &str,
         sites: &[Placement],
     ) -> Result<Vec<(String, Service, CacheState)>, Error> {
-        let insts = &self.cache_app_insts_of(controller_id).await?;
+        let insts = &self.cache_app_insts(controller_id).await?;
         let enabled = Service::ALL.into_iter().filter(|s| s.enabled(&self.config));
         Ok(sites
             .iter()
@@ -462,7 +436,7 @@ impl Provider {
 
     /// `site-cache list`: each cache App of this controller with its AppInsts.
     pub async fn site_cache_list(&self) -> Result<Vec<(AppKey, Vec<AppInst>)>, Error> {
-        let insts = self.cache_app_insts().await?;
+        let insts = self.cache_app_insts(&self.controller_id).await?;
         let apps = self.cache_apps().await?;
         Ok(apps
             .into_iter()

@@ -20,7 +20,7 @@ pub struct ConfigFile {
 
 /// The body of a CreateApp request. No `Debug`: it carries secret variables and the registry
 /// password, and nothing prints it.
-#[derive(Clone, Serialize)]
+#[derive(Clone, Default, Serialize)]
 pub struct NewApp {
     pub key: AppKey,
     /// Always `Docker` for runner images.
