@@ -115,6 +115,23 @@ pub fn slot_of(version: &str) -> Option<u64> {
         .flatten()
 }
 
+/// The attempt that goes ahead, read back after this attempt's CreateApp made `mine`: the
+/// earliest, by slot and then by version, of `versions` whose slot lies within `reach` slots of
+/// `mine`'s. A runner's attempt passes `reach` 1: it went ahead only because no attempt of the
+/// last two slots was recorded, so every version that near was made at the same time as its
+/// own, even when the two straddle a slot's boundary, and each of them picks the same one.
+pub fn first_attempt(versions: &[String], mine: &str, reach: u64) -> String {
+    let Some(slot) = slot_of(mine) else {
+        return mine.to_string();
+    };
+    versions
+        .iter()
+        .filter_map(|v| Some((slot_of(v)?, v)))
+        .filter(|(s, _)| s.abs_diff(slot) <= reach)
+        .min()
+        .map_or_else(|| mine.to_string(), |(_, v)| v.clone())
+}
+
 /// A nonce for one attempt: the clock's nanoseconds mixed with the process id.
 pub fn nonce() -> u32 {
     use std::hash::{BuildHasher, Hasher};
@@ -334,6 +351,23 @@ mod tests {
         assert!(body(Service::Actions, None)
             .get("secret_env_vars")
             .is_none());
+    }
+
+    #[test]
+    fn concurrent_attempts_pick_the_same_first_one_across_a_slots_boundary() {
+        let late = version_at(6_599, 0xff);
+        let early = version_at(6_600, 0x01);
+        let older = version_at(4_800, 0x00);
+        let all = [older, late.clone(), early.clone()];
+        // Two runners' attempts either side of the boundary at 6,600 s: both pick the one made
+        // in the earlier slot, whatever its nonce; an attempt two slots back is not theirs.
+        assert_eq!(first_attempt(&all, &late, 1), late);
+        assert_eq!(first_attempt(&all, &early, 1), late);
+        // `site-cache up` joins an attempt of its own slot only.
+        assert_eq!(first_attempt(&all, &early, 0), early);
+        let same_slot = [version_at(1_300, 0x20), version_at(1_250, 0x10)];
+        assert_eq!(first_attempt(&same_slot, &same_slot[0], 0), same_slot[1]);
+        assert_eq!(first_attempt(&[], &early, 1), early);
     }
 
     #[test]

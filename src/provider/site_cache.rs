@@ -246,19 +246,12 @@ impl Provider {
             service.word()
         ));
         self.client.create_app(&app).await?;
-        // Concurrent attempts of one slot each made an App version of their own; the first
-        // version of the slot is the one attempt, the others go (never a CreateApp of a name and
-        // version that exists: B8).
+        // Concurrent attempts each made an App version of their own; the first of them is the
+        // one attempt, the others go (never a CreateApp of a name and version that exists: B8).
         let slot = cache::slot_of(&app.key.version);
-        let first = self
-            .cache_versions(&name)
-            .await?
-            .into_iter()
-            .filter(|v| cache::slot_of(v) == slot)
-            .min()
-            .unwrap_or_else(|| app.key.version.clone());
+        let versions = self.cache_versions(&name).await?;
         let key = AppKey {
-            version: first,
+            version: cache::first_attempt(&versions, &app.key.version, u64::from(!patient)),
             ..app.key.clone()
         };
         if key != app.key {

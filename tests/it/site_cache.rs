@@ -311,7 +311,8 @@ fn prune_keeps_the_cache_of_a_site_with_runners_and_of_a_young_cache() {
 #[test]
 fn concurrent_first_runners_make_one_cache_and_buildkit_reads_it_from_its_config() {
     let w = caching_world(SimConfig::default());
-    // Two first runners at once: CreateApp's "already exists" on the slot's version is the lock.
+    // Two first runners at once: each makes an App version of its own, and the earliest of
+    // them goes ahead (docs/site-cache.md, "The App version is the attempt").
     let world = &w;
     let runs: Vec<Run> = std::thread::scope(|s| {
         let spawned: Vec<_> = ["garm-both1", "garm-both2"]
