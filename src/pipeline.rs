@@ -330,7 +330,9 @@ pub fn process_environment() -> HashMap<String, String> {
 
 /// Runs one future on a small single-threaded runtime: a provider process does one thing and
 /// exits, so a multi-threaded runtime would only add start-up cost.
-fn block_on<T>(future: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
+pub fn block_on<T>(
+    future: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -293,7 +293,8 @@ fn execute(cli: Cli) -> Result<(), Error> {
                 PathBuf::from(path)
             });
             let every = Duration::from_secs(compact_secs);
-            return crate::metrics::serve(&events, &snapshot, listen, every);
+            let serve = crate::metrics::serve(&events, &snapshot, listen, every);
+            return crate::pipeline::block_on(serve);
         }
         Command::SiteCache(command) => {
             return site_cache(command, &config_path()?, &controller_id()?, progress)

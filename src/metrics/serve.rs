@@ -36,27 +36,16 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_CONNECTIONS: usize = 256;
 
 /// Serves the metrics of `events` on `listen` until SIGTERM / SIGINT; the counters are kept in
-/// `snapshot` every `compact`.
-pub fn serve(
+/// `snapshot` every `every`. Run by `pipeline::block_on`, whose runtime, ended when this
+/// returns, ends the connections still open.
+pub async fn serve(
     events: &Path,
     snapshot: &Path,
     listen: SocketAddr,
-    compact: Duration,
-) -> Result<(), Error> {
-    let consumer = Consumer::open(events, snapshot).map_err(Error::failed)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::caused_by(format!("cannot start the async runtime: {e}"), e))?;
-    // Dropping the runtime when `run` returns ends the connections still open.
-    runtime.block_on(run(Arc::new(Mutex::new(consumer)), listen, compact))
-}
-
-async fn run(
-    consumer: Arc<Mutex<Consumer>>,
-    listen: SocketAddr,
     every: Duration,
 ) -> Result<(), Error> {
+    let consumer = Consumer::open(events, snapshot).map_err(Error::failed)?;
+    let consumer = Arc::new(Mutex::new(consumer));
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| Error::caused_by(format!("cannot listen on {listen}: {e}"), e))?;

@@ -186,11 +186,8 @@ impl Provider {
         };
         let (client, filter) = (&self.client, &filter);
         Ok(retry_transient(client, "ShowApp", || async move {
-            client
-                .show_apps(filter, &[])
-                .await?
-                .collect(MAX_COLLECTED)
-                .await
+            let apps = client.show_apps(filter, &[]).await?;
+            edge_connect::collect(Rpc::ShowApp, apps, MAX_COLLECTED).await
         })
         .await?)
     }

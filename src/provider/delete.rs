@@ -146,48 +146,57 @@ impl Provider {
                 return Ok(());
             }
         }
-        let (client, key, started) = (&self.client, &inst.key, Instant::now());
+        let (key, started) = (&inst.key, Instant::now());
+        let delete = async || {
+            let mut progress = |m: &str| self.report(m);
+            self.client.delete_app_inst(key, &mut progress).await
+        };
         loop {
-            let result = retry_transient(client, "DeleteAppInst", || {
-                self.throttled(async {
-                    let mut progress = |m: &str| self.report(m);
-                    client.delete_app_inst(key, &mut progress).await
-                })
-            })
-            .await;
-            match result {
-                Err(e) if e.kind == ApiErrorKind::Busy && !client.deadline().expired() => {
-                    if e.already_being_deleted() {
-                        // Someone else (a concurrent DeleteInstance, or the controller undoing a
-                        // create) is deleting it: wait until it is gone, or until it is back
-                        // because that delete failed, and then delete it ourselves.
-                        let what = format!("the other delete of AppInst {} not finished", key.name);
-                        self.sleep_within(&what).await?;
-                        // In the older API the cloudlet is part of the key: only that one counts.
-                        let cloudlet = key.cloudlet_key.as_ref();
-                        let other = self.settled(app, &key.name, cloudlet, &what).await?;
-                        if other.is_none() {
-                            return Ok(());
-                        }
-                        self.report(&format!(
-                            "the other delete of AppInst {} failed; deleting it again",
-                            key.name
-                        ));
-                    } else if let Busy::Report { patience } = busy {
-                        // Asking again would be refused the same way: read its state instead.
-                        let left = patience.saturating_sub(started.elapsed());
-                        if !self.moves_within(app, inst, left).await? {
-                            return Ok(());
-                        }
-                    } else {
-                        self.report(&format!("AppInst {} is busy; waiting", key.name));
-                        let what = format!("AppInst {} busy, not deleted", key.name);
-                        self.sleep_within(&what).await?;
-                    }
+            let Some(e) = self.delete_or_busy("DeleteAppInst", delete).await? else {
+                return Ok(());
+            };
+            if e.already_being_deleted() {
+                // Someone else (a concurrent DeleteInstance, or the controller undoing a
+                // create) is deleting it: wait until it is gone, or until it is back
+                // because that delete failed, and then delete it ourselves.
+                let what = format!("the other delete of AppInst {} not finished", key.name);
+                self.sleep_within(&what).await?;
+                // In the older API the cloudlet is part of the key: only that one counts.
+                let cloudlet = key.cloudlet_key.as_ref();
+                let other = self.settled(app, &key.name, cloudlet, &what).await?;
+                if other.is_none() {
+                    return Ok(());
                 }
-                Err(e) if e.kind != ApiErrorKind::NotFound => return Err(e.into()),
-                _ => return Ok(()),
+                self.report(&format!(
+                    "the other delete of AppInst {} failed; deleting it again",
+                    key.name
+                ));
+            } else if let Busy::Report { patience } = busy {
+                // Asking again would be refused the same way: read its state instead.
+                let left = patience.saturating_sub(started.elapsed());
+                if !self.moves_within(app, inst, left).await? {
+                    return Ok(());
+                }
+            } else {
+                self.report(&format!("AppInst {} is busy; waiting", key.name));
+                let what = format!("AppInst {} busy, not deleted", key.name);
+                self.sleep_within(&what).await?;
             }
+        }
+    }
+
+    /// Runs a delete, throttled and retried while transient: `None` once it is done or finds
+    /// nothing; Edge Connect's Busy answer, before the deadline, for the caller to wait on.
+    async fn delete_or_busy<T>(
+        &self,
+        rpc: &str,
+        delete: impl AsyncFn() -> Result<T, ApiError>,
+    ) -> Result<Option<ApiError>, Error> {
+        let client = &self.client;
+        match retry_transient(client, rpc, async || self.throttled(delete()).await).await {
+            Err(e) if e.kind == ApiErrorKind::Busy && !client.deadline().expired() => Ok(Some(e)),
+            Err(e) if e.kind != ApiErrorKind::NotFound => Err(e.into()),
+            _ => Ok(None),
         }
     }
 
@@ -277,21 +286,12 @@ impl Provider {
 
     /// Deletes an App, waiting while it is still in use by an AppInst that is going away.
     pub(super) async fn delete_app(&self, key: &AppKey) -> Result<(), Error> {
-        let client = &self.client;
-        loop {
-            let result = retry_transient(client, "DeleteApp", || {
-                self.throttled(client.delete_app(key))
-            })
-            .await;
-            match result {
-                Err(e) if e.kind == ApiErrorKind::Busy && !client.deadline().expired() => {
-                    let what = format!("App {} in use, not deleted", key.name);
-                    self.sleep_within(&what).await?;
-                }
-                Err(e) if e.kind != ApiErrorKind::NotFound => return Err(e.into()),
-                _ => return Ok(()),
-            }
+        let delete = async || self.client.delete_app(key).await;
+        while self.delete_or_busy("DeleteApp", delete).await?.is_some() {
+            self.sleep_within(&format!("App {} in use, not deleted", key.name))
+                .await?;
         }
+        Ok(())
     }
 
     /// Delete: by provider id or GARM name; already gone is success. An AppInst that Edge

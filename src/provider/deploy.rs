@@ -559,14 +559,10 @@ impl Provider {
         let what = format!("AppInst {name} not Ready");
         match self.settled(app_key, name, None, &what).await? {
             Some(i) if i.state == AppInstState::Ready => Ok(()),
-            Some(i) => {
-                let detail = if i.errors.is_empty() {
-                    i.state.to_string()
-                } else {
-                    i.errors.join("; ")
-                };
-                Err(Error::failed(format!("AppInst {name} failed: {detail}")))
-            }
+            Some(i) => Err(Error::failed(format!(
+                "AppInst {name} failed: {}",
+                i.failure()
+            ))),
             None => Err(Error::failed(format!(
                 "AppInst {name} was not created (Edge Connect undid it)"
             ))),

@@ -59,8 +59,7 @@ pub fn state_of(insts: &[AppInst], app_name: &str, service: Service) -> CacheSta
         return CacheState::Starting;
     }
     match mine().find(|i| i.state.is_error()) {
-        Some(i) if i.errors.is_empty() => CacheState::Failed(i.state.to_string()),
-        Some(i) => CacheState::Failed(i.errors.join("; ")),
+        Some(i) => CacheState::Failed(i.failure()),
         None => CacheState::Absent,
     }
 }

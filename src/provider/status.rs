@@ -18,12 +18,9 @@ pub fn garm_status(app_inst: Option<&AppInst>) -> (InstanceStatus, Option<String
         return (InstanceStatus::Stopped, None);
     };
     use AppInstState::*;
-    let fault = || {
-        if inst.errors.is_empty() {
-            inst.state.to_string()
-        } else {
-            format!("{}: {}", inst.state, inst.errors.join("; "))
-        }
+    let fault = || match inst.errors.is_empty() {
+        true => inst.failure(),
+        false => format!("{}: {}", inst.state, inst.failure()),
     };
     match &inst.state {
         CreateError | UpdateError | DeleteError => (InstanceStatus::Error, Some(fault())),

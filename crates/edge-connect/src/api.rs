@@ -9,7 +9,7 @@ use crate::client::Client;
 use crate::error::ApiError;
 use crate::models::{App, AppInst, AppInstKey, AppKey, Flavor, NewApp, NewAppInst, Site, SiteRef};
 use crate::rpc::Rpc;
-use crate::stream::{Show, StreamEnd};
+use crate::stream::{collect, Show, StreamEnd};
 
 /// At most this many objects of a Show answer are collected when all of it is wanted (zones,
 /// cloudlets, flavors of a region; the Apps of one name): a region has tens, a name one; an
@@ -110,7 +110,7 @@ impl Client {
         rpc: Rpc,
         filter: &impl Serialize,
     ) -> Result<Vec<T>, ApiError> {
-        self.show(rpc, filter).await?.collect(MAX_COLLECTED).await
+        collect(rpc, self.show(rpc, filter).await?, MAX_COLLECTED).await
     }
 }
 

@@ -40,4 +40,4 @@ pub use rpc::Rpc;
 pub use scrub::{Scrubber, TooManySecrets, MAX_PROTECTED_BYTES, MIN_SECRET_CHARS};
 pub use secret::Secret;
 pub use state::AppInstState;
-pub use stream::{Show, StreamEnd};
+pub use stream::{collect, Show, StreamEnd};

@@ -2,7 +2,6 @@
 //! operations (CreateAppInst, DeleteAppInst) read to their end.
 
 use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use futures_util::stream::{self, Stream, TryStreamExt};
 use serde::de::DeserializeOwned;
@@ -30,45 +29,22 @@ pub enum StreamEnd {
 /// [`Stream`] of `Result<T, ApiError>` that holds one line at a time, so what stays in memory is
 /// what the caller keeps. It ends after its first error: a `result` trailer, an unreadable or
 /// over-long line, silence, the deadline, or a body cut inside a line.
-pub struct Show<T> {
-    rpc: Rpc,
-    items: Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>,
-}
+pub type Show<T> = Pin<Box<dyn Stream<Item = Result<T, ApiError>> + Send>>;
 
-impl<T: DeserializeOwned + Send + 'static> Show<T> {
-    fn new(rpc: Rpc, lines: Lines) -> Self {
-        let items = stream::try_unfold(lines, |mut lines| async move {
-            Ok(lines.next::<T>().await?.map(|item| (item, lines)))
-        });
-        Show {
-            rpc,
-            items: Box::pin(items),
+/// Every object of the Show answer `show` of `rpc`, at most `limit` of them: more is an error
+/// naming the bound (an endless answer must not grow memory until the deadline).
+pub async fn collect<T>(rpc: Rpc, mut show: Show<T>, limit: usize) -> Result<Vec<T>, ApiError> {
+    let mut all = Vec::new();
+    while let Some(item) = show.try_next().await? {
+        if all.len() >= limit {
+            return Err(ApiError::protocol(
+                rpc,
+                format!("answered more than {limit} objects; not read further"),
+            ));
         }
+        all.push(item);
     }
-
-    /// Every object of the answer, at most `limit` of them: more is an error naming the bound
-    /// (an endless answer must not grow memory until the deadline).
-    pub async fn collect(mut self, limit: usize) -> Result<Vec<T>, ApiError> {
-        let mut all = Vec::new();
-        while let Some(item) = self.try_next().await? {
-            if all.len() >= limit {
-                return Err(ApiError::protocol(
-                    self.rpc,
-                    format!("answered more than {limit} objects; not read further"),
-                ));
-            }
-            all.push(item);
-        }
-        Ok(all)
-    }
-}
-
-impl<T: DeserializeOwned + Send + 'static> Stream for Show<T> {
-    type Item = Result<T, ApiError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.items.as_mut().poll_next(cx)
-    }
+    Ok(all)
 }
 
 /// A progress line of an AppInst operation, as sent.
@@ -86,7 +62,11 @@ impl Client {
     ) -> Result<Show<T>, ApiError> {
         let wait = self.wait(true);
         let response = self.send(rpc, filter, wait).await?;
-        Ok(Show::new(rpc, Lines::new(rpc, response, wait)))
+        let lines = Lines::new(rpc, response, wait);
+        let items = stream::try_unfold(lines, |mut lines| async move {
+            Ok(lines.next::<T>().await?.map(|item| (item, lines)))
+        });
+        Ok(Box::pin(items))
     }
 
     /// A streamed AppInst operation: progress lines go to `progress` as they arrive, read; a

@@ -46,10 +46,8 @@ pub(super) fn client_until(url: &str, deadline: Deadline) -> Client {
 
 /// Every App of a ShowApp answer.
 pub(super) async fn apps(c: &Client) -> Result<Vec<crate::models::App>, crate::ApiError> {
-    c.show_apps(&Default::default(), &[])
-        .await?
-        .collect(100_000)
-        .await
+    let apps = c.show_apps(&Default::default(), &[]).await?;
+    crate::collect(crate::Rpc::ShowApp, apps, 100_000).await
 }
 
 pub(super) fn assert_secret_free(text: &str) {

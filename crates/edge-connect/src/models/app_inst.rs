@@ -77,6 +77,14 @@ impl AppInst {
         })
     }
 
+    /// Why it is not Ready, in the controller's words: its errors, or else its state.
+    pub fn failure(&self) -> String {
+        match self.errors.as_slice() {
+            [] => self.state.to_string(),
+            errors => errors.join("; "),
+        }
+    }
+
     /// The cloudlet the instance runs on, whichever shape the server used.
     pub fn cloudlet(&self) -> Option<&SiteRef> {
         self.cloudlet_key.as_ref().filter(|c| !c.is_empty()).or(self
