@@ -116,11 +116,15 @@ impl Provider {
                 }
                 // What is kept of each is bounded, whatever the server sends: a DNS name, a few
                 // ports, a few errors of a line each.
-                // A longer name is no DNS name: no address.
+                // A longer name is no DNS name: no address (a new String: `clear` would keep
+                // the long one's memory).
                 if inst.uri.len() > MAX_TEXT {
-                    inst.uri.clear();
+                    inst.uri = String::new();
                 }
+                // A cut list keeps its room unless given back: thousands of empty items cost
+                // three bytes each to send and eight times that to hold.
                 inst.errors.truncate(4);
+                inst.errors.shrink_to_fit();
                 for error in &mut inst.errors {
                     if error.len() > MAX_TEXT {
                         *error = crate::text::echo_max(error, MAX_TEXT);
@@ -129,6 +133,15 @@ impl Provider {
                 inst.mapped_ports
                     .retain(|p| p.fqdn_prefix.len() <= MAX_TEXT);
                 inst.mapped_ports.truncate(4);
+                inst.mapped_ports.shrink_to_fit();
+                // Its names are kept whole (they say which cache it is), and no real one is
+                // this long: refused like the answer past the bound.
+                if names(&inst).any(|name| name.len() > MAX_TEXT) {
+                    let what = format!(
+                        "a site cache AppInst of this controller names itself, its App, its site, its state or its creation time with more than {MAX_TEXT} bytes"
+                    );
+                    return Err(ApiError::protocol(Rpc::ShowAppInst, what));
+                }
                 found.push(inst);
             }
             Ok(found)
@@ -442,6 +455,25 @@ impl Provider {
             })
             .collect())
     }
+}
+
+/// The texts of `inst` other than its address and errors: its key, its App's, its sites', its
+/// state's name and its creation time.
+fn names(inst: &AppInst) -> impl Iterator<Item = &str> {
+    let app = inst
+        .app_key
+        .iter()
+        .flat_map(|k| [&k.organization, &k.name, &k.version]);
+    let sites = [&inst.key.cloudlet_key, &inst.zone_key, &inst.cloudlet_key]
+        .into_iter()
+        .flatten()
+        .flat_map(|s| [&s.organization, &s.name, &s.federated_organization]);
+    [&inst.key.name, &inst.key.organization, &inst.created_at]
+        .into_iter()
+        .chain(app)
+        .chain(sites)
+        .map(String::as_str)
+        .chain([inst.state.name()])
 }
 
 /// Whether two AppInsts are on one site: the same zone, or the same cloudlet.

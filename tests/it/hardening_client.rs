@@ -478,12 +478,18 @@ const MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
 /// printing its one line. (`wait4`'s peak RSS cannot tell: a child forked from this large test
 /// process records the parent's pages as its own peak.)
 fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
-    use std::os::unix::process::CommandExt;
     let mut cmd = support::provider_command(&support::garm_env(
         command,
         &s.config,
         &[("GARM_POOL_ID", POOL)],
     ));
+    within_memory(&mut cmd, None)
+}
+
+/// Runs `cmd` (the provider as GARM or a person starts it) to its end with `stdin`, its data
+/// memory limited to [`MEMORY_LIMIT`] as [`garm_within_memory`] says.
+fn within_memory(cmd: &mut std::process::Command, stdin: Option<&[u8]>) -> support::Run {
+    use std::os::unix::process::CommandExt;
     // SAFETY: setrlimit is async-signal-safe and touches only the child.
     unsafe {
         cmd.pre_exec(|| {
@@ -497,7 +503,7 @@ fn garm_within_memory(s: &Setup, command: &str) -> support::Run {
             Ok(())
         });
     }
-    support::run(&mut cmd, None)
+    support::run(cmd, stdin)
 }
 
 #[test]
@@ -755,4 +761,217 @@ fn lines_escaped_in_any_way_are_read_as_the_values_they_hold() {
         list.statuses(),
         [(RUNNER.to_string(), "running".to_string())]
     );
+}
+
+// The site cache's lookups against answers without end (issue 46; docs/site-cache.md, "How the
+// provider runs it"): one ShowAppInst finds every cache AppInst of this controller, one ShowApp
+// every cache App. Past their bounds both are refused, never cut short: a cache left out would
+// look absent and be started again.
+
+const SHOW_APP: &str = "/api/v1/auth/ctrl/ShowApp";
+const SHOW_APP_INST: &str = "/api/v1/auth/ctrl/ShowAppInst";
+/// A cache App version (`t<slot>-<nonce>`, docs/site-cache.md "The App version is the attempt").
+const CACHE_VERSION: &str = "t2950000-0000abcd";
+
+/// The name of this controller's mirror App on the site every [`Setup`] config names (the
+/// default simulator's first zone), as the provider makes it.
+fn mirror_app_name() -> String {
+    let (organization, name) = edge_connect_sim::SimConfig::default().zones[0].clone();
+    let site = garm_provider_edge_connect::config::Placement::Zone(
+        garm_provider_edge_connect::config::SiteKey {
+            organization,
+            name,
+            ..Default::default()
+        },
+    );
+    let service = garm_provider_edge_connect::site_cache::Service::Registry;
+    garm_provider_edge_connect::site_cache::app_name(CONTROLLER, &site, service)
+}
+
+/// `s`'s config with the registry mirror enabled.
+fn caching(s: Setup) -> Setup {
+    s.edit_config(|text| format!("{text}\n[site_cache]\nregistry_mirror = true\n"));
+    s
+}
+
+/// A Ready AppInst of the cache App `app`, as one ShowAppInst line; `texts` is written as given
+/// between its state and the end of its object (`,"uri":…`).
+fn cache_app_inst_line(app: &str, texts: &str) -> String {
+    format!(
+        "{{\"data\":{{\"key\":{{\"name\":\"{app}-2950000\",\"organization\":\"edp-developer-framework\"}},\"app_key\":{{\"organization\":\"edp-developer-framework\",\"name\":\"{app}\",\"version\":\"{CACHE_VERSION}\"}},\"zone_key\":{{\"organization\":\"TelekomOP\",\"name\":\"Munich\"}},\"state\":\"Ready\"{texts}}}}}\n"
+    )
+}
+
+/// A cache App of this controller, as one ShowApp line.
+fn cache_app_line(app: &str) -> String {
+    format!(
+        "{{\"data\":{{\"key\":{{\"organization\":\"edp-developer-framework\",\"name\":\"{app}\",\"version\":\"{CACHE_VERSION}\"}},\"env_vars\":{{\"GPEC_SITE_CACHE_CONTROLLER\":\"{CONTROLLER}\"}}}}}}\n"
+    )
+}
+
+/// Texts of a cache AppInst that no bound of one text alone keeps small, ~100 KiB of what is
+/// kept for each left out: a `uri` no DNS name is as long as, four long errors and many short
+/// ones, four ports with a long `fqdn_prefix` and many with a short one; and many empty errors
+/// and ports, which cost little to send and much to hold (a list's room, not its texts).
+fn oversized_texts() -> String {
+    let long = "x".repeat(25 * 1024);
+    let short = "y".repeat(1000);
+    let empty = String::new();
+    let errors: Vec<&str> = [&long; 4]
+        .into_iter()
+        .chain([&short; 100])
+        .chain(std::iter::repeat_n(&empty, 5000))
+        .map(String::as_str)
+        .collect();
+    let port = |prefix: &str| {
+        format!("{{\"proto\":\"LProtoTcp\",\"internal_port\":5000,\"public_port\":5000,\"fqdn_prefix\":\"{prefix}.\"}}")
+    };
+    let ports: Vec<String> = [&long; 4]
+        .into_iter()
+        .chain([&short; 100])
+        .map(|p| port(p))
+        .chain(std::iter::repeat_n("{}".to_string(), 5000))
+        .collect();
+    format!(
+        ",\"uri\":\"{}.example\",\"errors\":{},\"mapped_ports\":[{}]",
+        "u".repeat(100 * 1024),
+        serde_json::to_string(&errors).expect("JSON"),
+        ports.join(",")
+    )
+}
+
+/// An answer of 200 and `line` again and again until the client hangs up.
+fn forever(line: &str) -> Vec<Step> {
+    vec![
+        head("200 OK", ""),
+        Step::Forever(line.repeat(10).into_bytes()),
+    ]
+}
+
+#[test]
+fn site_cache_list_refuses_a_show_app_inst_of_endless_cache_app_insts_at_its_bound() {
+    // Each AppInst as long as the texts a hostile server may send: the bounds of each kept
+    // AppInst's texts keep 1000 of them within the memory limit.
+    let line = cache_app_inst_line(&mirror_app_name(), &oversized_texts());
+    let server = Fake::start(move |p, _| match p {
+        SHOW_APP_INST => forever(&line),
+        p => empty_controller(p),
+    });
+    let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 600\n"));
+    let r = within_memory(s.person(CONTROLLER).args(["site-cache", "list"]), None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        one_line(&r),
+        "error: Edge Connect ShowAppInst: more than 1000 site cache AppInsts of this controller"
+    );
+    // Not retried (the same answer would end the same way), and nothing asked after it.
+    assert_eq!(server.count(SHOW_APP_INST), 1);
+    assert_eq!(server.count(SHOW_APP), 0);
+    s.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn site_cache_list_refuses_a_cache_app_inst_whose_names_are_no_names() {
+    // Its key, site, state and creation time are kept whole: 1000 of them, each as long as a
+    // hostile server makes them, would outgrow the memory limit before the bound is reached.
+    let app = mirror_app_name();
+    let long = "n".repeat(100 * 1024);
+    let line = cache_app_inst_line(&app, "");
+    for (what, line) in [
+        ("its name", line.replace("-2950000", &long)),
+        (
+            "its zone",
+            line.replace("\"Munich\"", &format!("\"{long}\"")),
+        ),
+        (
+            "its state",
+            line.replace("\"Ready\"", &format!("\"{long}\"")),
+        ),
+        (
+            "its creation time",
+            cache_app_inst_line(&app, &format!(",\"created_at\":\"{long}\"")),
+        ),
+    ] {
+        let server = Fake::start(move |p, _| match p {
+            SHOW_APP_INST => forever(&line),
+            p => empty_controller(p),
+        });
+        let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 600\n"));
+        let r = within_memory(s.person(CONTROLLER).args(["site-cache", "list"]), None);
+        assert_eq!(r.code, 1, "{what}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{what}");
+        assert_eq!(
+            one_line(&r),
+            "error: Edge Connect ShowAppInst: a site cache AppInst of this controller names itself, its App, its site, its state or its creation time with more than 1024 bytes",
+            "{what}"
+        );
+        assert_eq!(server.count(SHOW_APP_INST), 1, "{what}: not retried");
+        s.assert_no_secrets(&[&r]);
+    }
+}
+
+#[test]
+fn site_cache_list_refuses_a_show_app_of_endless_cache_apps_at_its_bound() {
+    let line = cache_app_line(&mirror_app_name());
+    let server = Fake::start(move |p, _| match p {
+        SHOW_APP => forever(&line),
+        p => empty_controller(p),
+    });
+    let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 600\n"));
+    let r = within_memory(s.person(CONTROLLER).args(["site-cache", "list"]), None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        one_line(&r),
+        "error: Edge Connect ShowApp: more than 10000 site cache Apps of this controller"
+    );
+    assert_eq!(server.count(SHOW_APP_INST), 1);
+    assert_eq!(server.count(SHOW_APP), 1, "not retried");
+    s.assert_no_secrets(&[&r]);
+}
+
+#[test]
+fn a_dind_runner_is_created_without_its_site_cache_when_the_cache_lookup_has_no_end() {
+    let line = cache_app_inst_line(&mirror_app_name(), "");
+    // The first ShowAppInst is the lookup; the runner's create reads its own AppInst after.
+    let server = Fake::start(move |p, n| match (p, n) {
+        (SHOW_APP_INST, 1) => forever(&line),
+        (SHOW_APP_INST, _) => show_answer(app_inst_line(OUR_APP_KEY, "Ready", "")),
+        (p, _) => empty_controller(p),
+    });
+    let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 60\n"));
+    let mut bootstrap: serde_json::Value = serde_json::from_str(&support::fixture_with(
+        "bootstrap-github-jit.json",
+        RUNNER,
+        POOL,
+    ))
+    .expect("JSON");
+    bootstrap["extra_specs"]["docker"] = "dind".into();
+    let mut cmd = support::provider_command(&support::garm_env(
+        "CreateInstance",
+        &s.config,
+        &[("GARM_POOL_ID", POOL), ("GARM_INSTANCE_ID", RUNNER)],
+    ));
+    let r = within_memory(&mut cmd, Some(bootstrap.to_string().as_bytes()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["name"], RUNNER, "{}", r.stdout);
+    // The lookup was not retried: one ShowAppInst before the runner's AppInst was asked for.
+    let seen = server.seen();
+    let before = seen.iter().take_while(|p| !p.ends_with("/CreateAppInst"));
+    assert_eq!(
+        before.filter(|p| *p == SHOW_APP_INST).count(),
+        1,
+        "{seen:?}"
+    );
+    // The runner's App and AppInst only: no cache is started on a lookup that failed.
+    assert_eq!(server.count(&format!("{CTRL}CreateApp")), 1);
+    assert_eq!(server.count(&format!("{CTRL}CreateAppInst")), 1);
+    let log = s.log_text();
+    assert_has(
+        &log,
+        "the site cache could not be read; the runner runs without it error=Edge Connect ShowAppInst: more than 1000 site cache AppInsts of this controller",
+    );
+    assert!(!log.contains("the runner uses its site's cache"), "{log}");
+    s.assert_no_secrets(&[&r]);
 }
