@@ -31,5 +31,14 @@ macro_rules! object_only {
             }
         }
     };
+    // A type that derives `Serialize` too gets its derived writing back as the trait's.
+    ($ty:ty, $expecting:literal, serialize) => {
+        $crate::object::object_only!($ty, $expecting);
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                <$ty>::serialize(self, s)
+            }
+        }
+    };
 }
 pub(crate) use object_only;

@@ -164,8 +164,6 @@ fn throwaway(
         Placement::Zone(k) => ("zones", k),
         Placement::Cloudlet(k) => ("cloudlets", k),
     };
-    // The fields of a site as the client writes them (`federated_organization` only when set).
-    let only = edge_connect::models::SiteRef::from(only);
     specs.insert(key.to_string(), serde_json::json!([only]));
     BootstrapInstance {
         name: name.to_string(),

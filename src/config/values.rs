@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// An organization + name pair naming a cloudlet or a zone.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, JsonSchema, serde::Serialize)]
 #[serde(remote = "Self", deny_unknown_fields)]
 pub struct SiteKey {
     /// Operator organization, e.g. `TelekomOP`.
@@ -19,7 +19,7 @@ pub struct SiteKey {
     pub federated_organization: String,
 }
 
-crate::object::object_only!(SiteKey, "an object of organization and name");
+crate::object::object_only!(SiteKey, "an object of organization and name", serialize);
 
 impl From<&SiteKey> for edge_connect::models::SiteRef {
     fn from(key: &SiteKey) -> Self {
