@@ -840,6 +840,18 @@ fn oversized_texts() -> String {
     )
 }
 
+/// `site-cache list` run under the memory limit against a server that answers `path` with
+/// `line` without end (everything else as an empty controller): the server and the run.
+fn site_cache_list_against(path: &'static str, line: String) -> (Fake, Setup, support::Run) {
+    let server = Fake::start(move |p, _| match p {
+        p if p == path => forever(&line),
+        p => empty_controller(p),
+    });
+    let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 600\n"));
+    let r = within_memory(s.person(CONTROLLER).args(["site-cache", "list"]), None);
+    (server, s, r)
+}
+
 /// An answer of 200 and `line` again and again until the client hangs up.
 fn forever(line: &str) -> Vec<Step> {
     vec![
@@ -853,12 +865,7 @@ fn site_cache_list_refuses_a_show_app_inst_of_endless_cache_app_insts_at_its_bou
     // Each AppInst as long as the texts a hostile server may send: the bounds of each kept
     // AppInst's texts keep 1000 of them within the memory limit.
     let line = cache_app_inst_line(&mirror_app_name(), &oversized_texts());
-    let server = Fake::start(move |p, _| match p {
-        SHOW_APP_INST => forever(&line),
-        p => empty_controller(p),
-    });
-    let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 600\n"));
-    let r = within_memory(s.person(CONTROLLER).args(["site-cache", "list"]), None);
+    let (server, s, r) = site_cache_list_against(SHOW_APP_INST, line);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stdout, "");
     assert_eq!(
@@ -893,12 +900,7 @@ fn site_cache_list_refuses_a_cache_app_inst_whose_names_are_no_names() {
             cache_app_inst_line(&app, &format!(",\"created_at\":\"{long}\"")),
         ),
     ] {
-        let server = Fake::start(move |p, _| match p {
-            SHOW_APP_INST => forever(&line),
-            p => empty_controller(p),
-        });
-        let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 600\n"));
-        let r = within_memory(s.person(CONTROLLER).args(["site-cache", "list"]), None);
+        let (server, s, r) = site_cache_list_against(SHOW_APP_INST, line);
         assert_eq!(r.code, 1, "{what}: {}", r.stderr);
         assert_eq!(r.stdout, "", "{what}");
         assert_eq!(
@@ -913,13 +915,7 @@ fn site_cache_list_refuses_a_cache_app_inst_whose_names_are_no_names() {
 
 #[test]
 fn site_cache_list_refuses_a_show_app_of_endless_cache_apps_at_its_bound() {
-    let line = cache_app_line(&mirror_app_name());
-    let server = Fake::start(move |p, _| match p {
-        SHOW_APP => forever(&line),
-        p => empty_controller(p),
-    });
-    let s = caching(Setup::new(&server.url(), "operation_timeout_secs = 600\n"));
-    let r = within_memory(s.person(CONTROLLER).args(["site-cache", "list"]), None);
+    let (server, s, r) = site_cache_list_against(SHOW_APP, cache_app_line(&mirror_app_name()));
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stdout, "");
     assert_eq!(
