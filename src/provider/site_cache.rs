@@ -121,10 +121,7 @@ impl Provider {
                 if inst.uri.len() > MAX_TEXT {
                     inst.uri = String::new();
                 }
-                // A cut list keeps its room unless given back: thousands of empty items cost
-                // three bytes each to send and eight times that to hold.
                 inst.errors.truncate(4);
-                inst.errors.shrink_to_fit();
                 for error in &mut inst.errors {
                     if error.len() > MAX_TEXT {
                         *error = crate::text::echo_max(error, MAX_TEXT);
@@ -133,7 +130,6 @@ impl Provider {
                 inst.mapped_ports
                     .retain(|p| p.fqdn_prefix.len() <= MAX_TEXT);
                 inst.mapped_ports.truncate(4);
-                inst.mapped_ports.shrink_to_fit();
                 // Its names are kept whole (they say which cache it is), and no real one is
                 // this long: refused like the answer past the bound.
                 if names(&inst).any(|name| name.len() > MAX_TEXT) {

@@ -530,6 +530,55 @@ fn a_show_app_answer_repeating_our_app_without_end_ends_at_the_bound() {
     assert_eq!(endless.count("/api/v1/auth/ctrl/ShowApp"), 1);
 }
 
+/// One answer line may hold millions of empty list items: `"",` or `{},` take 3 bytes to
+/// send and 24 to 48 each to hold. The client keeps the first few items of an AppInst's
+/// `errors` and `mapped_ports` and of an App's `configs` and reads past the rest, so a line of
+/// them just under a line's 8 MiB stays within the memory limit.
+#[test]
+fn a_line_of_millions_of_empty_list_items_costs_only_its_first_items() {
+    let many = |item: &str| vec![item; 2_600_000].join(",");
+    let inst = || app_inst_line(OUR_APP_KEY, "Ready", "");
+    let cases = [
+        (
+            "errors",
+            owned_app_line(),
+            app_inst_line(OUR_APP_KEY, "Ready", &many("\"\"")),
+        ),
+        (
+            "mapped_ports",
+            owned_app_line(),
+            inst().replace(
+                "\"state\"",
+                &format!("\"mapped_ports\":[{}],\"state\"", many("{}")),
+            ),
+        ),
+        (
+            "configs",
+            owned_app_line().replace(
+                "\"env_vars\"",
+                &format!("\"configs\":[{}],\"env_vars\"", many("{}")),
+            ),
+            inst(),
+        ),
+    ];
+    for (list, app, inst) in cases {
+        let server = Fake::start(move |p, _| match p {
+            "/api/v1/auth/ctrl/ShowApp" => show_answer(app.clone()),
+            "/api/v1/auth/ctrl/ShowAppInst" => show_answer(inst.clone()),
+            p => empty_controller(p),
+        });
+        let s = Setup::new(&server.url(), "");
+        let mut cmd = support::provider_command(&support::garm_env(
+            "GetInstance",
+            &s.config,
+            &[("GARM_POOL_ID", POOL), ("GARM_INSTANCE_ID", RUNNER)],
+        ));
+        let r = within_memory(&mut cmd, None);
+        assert_eq!(r.code, 0, "{list}: {}", r.stderr);
+        assert_eq!(r.json()["status"], "running", "{list}: {}", r.stdout);
+    }
+}
+
 /// A server that places the password in what it answers about a runner (the AppInst's `uri`,
 /// its site's name, the App's `RUNNER_OS_TYPE`): GARM's JSON, the CLI's table and its JSON show
 /// `***` there, like every other writer.

@@ -120,6 +120,7 @@ pub struct App {
     /// Plain environment (its string entries; `None` when the server shows no `env_vars`).
     env_vars: Option<Env>,
     /// Config files (where the environment is when it is delivered as envVarsYaml).
+    #[serde(deserialize_with = "super::first_items")]
     configs: Vec<ConfigFile>,
     /// Image pull user (servers from 2025-10-17 on; older ones drop it).
     pub username: String,

@@ -36,11 +36,12 @@ pub struct AppInst {
     /// Tracked state.
     pub state: crate::state::AppInstState,
     /// Errors the controller recorded for it (with an `*Error` state, or while it retries).
+    #[serde(deserialize_with = "super::first_items")]
     pub errors: Vec<String>,
     /// Base FQDN, when the App has ports.
     pub uri: String,
     /// Its access ports as the site's load balancer maps them (B36); `null` reads as none.
-    #[serde(deserialize_with = "list_or_nothing")]
+    #[serde(deserialize_with = "super::first_items")]
     pub mapped_ports: Vec<MappedPort>,
     /// Creation time as the server writes it (RFC 3339); empty when absent or in another form
     /// (an older server's `{seconds, nanos}`), which must not make the whole line unreadable.
@@ -93,12 +94,6 @@ impl AppInst {
             .as_ref()
             .filter(|c| !c.is_empty()))
     }
-}
-
-fn list_or_nothing<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
-    d: D,
-) -> Result<Vec<T>, D::Error> {
-    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -12,7 +12,8 @@
 //! | `app_inst` | [`NewAppInst`] as sent, [`AppInst`] as shown |
 //! | `site` | [`Site`] (zone or cloudlet) and [`Flavor`] as shown |
 
-use serde::{Deserialize, Serialize};
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 mod app;
 mod app_inst;
@@ -27,6 +28,38 @@ pub use app_inst::{AppInst, MappedPort, NewAppInst};
 pub use site::{Flavor, Site};
 
 /// `AppKey`.
+/// How many items of a shown list are kept; the rest are read past. One answer line may be
+/// 8 MiB of `"",` or `{},`, and each item costs 8 to 16 times its bytes to hold, while no list
+/// an answer shows us (an AppInst's errors and ports, an App's configs) means anything past its
+/// first few items.
+const FIRST_ITEMS: usize = 16;
+
+/// A shown list's first [`FIRST_ITEMS`] items (`null`: none).
+fn first_items<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    struct First<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for First<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list or null")
+        }
+        fn visit_unit<E>(self) -> Result<Vec<T>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut items = Vec::new();
+            while items.len() < FIRST_ITEMS {
+                let Some(item) = seq.next_element()? else {
+                    return Ok(items);
+                };
+                items.push(item);
+            }
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(items)
+        }
+    }
+    d.deserialize_any(First(std::marker::PhantomData))
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AppKey {
