@@ -27,11 +27,11 @@ pub use app::{
 pub use app_inst::{AppInst, MappedPort, NewAppInst};
 pub use site::{Flavor, Site};
 
-/// `AppKey`.
 /// How many items of a shown list are kept; the rest are read past. One answer line may be
 /// 8 MiB of `"",` or `{},`, and each item costs 8 to 16 times its bytes to hold, while no list
 /// an answer shows us (an AppInst's errors and ports, an App's configs) means anything past its
-/// first few items.
+/// first few items: the provider's Apps carry at most one access port and one config, so what is
+/// read past is never what it looks for, and a fault names its first 16 errors.
 const FIRST_ITEMS: usize = 16;
 
 /// A shown list's first [`FIRST_ITEMS`] items (`null`: none).
@@ -60,6 +60,7 @@ fn first_items<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<V
     d.deserialize_any(First(std::marker::PhantomData))
 }
 
+/// `AppKey`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AppKey {
